@@ -1,0 +1,197 @@
+/*
+ * vlog.h: logging for C daemons.
+ *
+ *   #include <vlog.h>
+ *   VLOG_INIT("qemu.monitor");          (once per C file: names its source)
+ *
+ *   VLOG_DEBUG("sent %zu bytes to fd %d", n, fd);
+ *   VLOG_INFO(...), VLOG_WARN(...), VLOG_ERROR(...), VLOG(prio, ...)
+ *
+ * A disabled macro call costs one load and one compare in the caller: no
+ * function call, and its arguments are not evaluated. The format string must be
+ * a literal checked by the compiler: log outside text as VLOG_INFO("%s", text),
+ * never VLOG_INFO(text).
+ *
+ * Configuration comes from the environment (VLOG_LEVEL, VLOG_FILTERS,
+ * VLOG_OUTPUTS, VLOG_BUFFER_SIZE; see README.md) and from the vlog_set_*
+ * functions below. The declarations of the library's functions are generated
+ * into vlog_gen.h, which this header includes.
+ */
+#ifndef VLOG_H
+#define VLOG_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "vlog_gen.h"
+
+#if !defined(__GNUC__) && !defined(__clang__)
+#error "vlog.h needs GCC or Clang (atomic builtins, format and destructor attributes)"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Messages up to this many bytes are formatted on the caller's stack; longer
+ * ones (up to VLOG_MESSAGE_MAX) take one heap buffer. */
+#ifndef VLOG_STACK_MESSAGE
+#define VLOG_STACK_MESSAGE 1024
+#endif
+
+#define VLOG__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#define VLOG__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define VLOG__LEVEL(src) __atomic_load_n(&(src)->level, __ATOMIC_RELAXED)
+
+/* A static initialiser for a vlog_source; `name` must be a string literal. */
+#define VLOG_SOURCE_INITIALIZER(name) { 0, "" name "", sizeof("" name "") - 1 }
+
+/*
+ * Declares this file's source, used by every VLOG_* macro in the file. The
+ * destructor unregisters it when the object that holds it is unloaded
+ * (dlclose), so the library never touches a source that is gone.
+ */
+#define VLOG_INIT(name)                                                       \
+    static vlog_source vlog__source = VLOG_SOURCE_INITIALIZER(name);          \
+    __attribute__((destructor)) static void vlog__source_fini(void)           \
+    {                                                                         \
+        vlog_source_unregister(&vlog__source);                                \
+    }                                                                         \
+    static void vlog__source_fini(void)
+
+/* True when a message of priority `prio` from `src` may be recorded: the one
+ * load and compare that every macro does inline. A source not yet registered
+ * (level 0) passes here; the macros then register it before evaluating any
+ * argument. */
+#define VLOG_ENABLED(src, prio) ((prio) >= VLOG__LEVEL(src))
+
+#define VLOG__LOG(prio, ...)                                                  \
+    do {                                                                      \
+        int vlog__level = VLOG__LEVEL(&vlog__source);                         \
+        if (VLOG__UNLIKELY((prio) >= vlog__level) &&                          \
+            (vlog__level != 0 || vlog_source_enabled(&vlog__source, (prio)))) \
+            vlog__emit(&vlog__source, (prio), __FILE__, __LINE__, __func__,   \
+                       __VA_ARGS__);                                          \
+    } while (0)
+
+#define VLOG_DEBUG(...) VLOG__LOG(VLOG_PRIO_DEBUG, __VA_ARGS__)
+#define VLOG_INFO(...) VLOG__LOG(VLOG_PRIO_INFO, __VA_ARGS__)
+#define VLOG_WARN(...) VLOG__LOG(VLOG_PRIO_WARN, __VA_ARGS__)
+#define VLOG_ERROR(...) VLOG__LOG(VLOG_PRIO_ERROR, __VA_ARGS__)
+
+/* Priority chosen at run time; values outside 1..4 are clamped. `prio` is
+ * evaluated once; the other arguments only when the message is recorded. */
+#define VLOG(prio, ...)                                                       \
+    do {                                                                      \
+        int vlog__prio = vlog__clamp(prio);                                   \
+        VLOG__LOG(vlog__prio, __VA_ARGS__);                                   \
+    } while (0)
+
+static inline int vlog__clamp(int prio)
+{
+    return prio < VLOG_PRIO_DEBUG ? VLOG_PRIO_DEBUG
+         : prio > VLOG_PRIO_ERROR ? VLOG_PRIO_ERROR
+         : prio;
+}
+
+/* Formats and records a message whose filters were already checked. */
+static inline VLOG__PRINTF(6, 0) int vlog__emitv(const vlog_source *src, int prio,
+                                                  const char *file, int line,
+                                                  const char *func,
+                                                  const char *fmt, va_list ap)
+{
+    char stack[VLOG_STACK_MESSAGE];
+    va_list again;
+    size_t want;
+    char *heap;
+    int n, rc;
+
+    if (fmt == NULL)
+        return vlog_write(src, prio, file, line, func, "(null format)", 13, 13);
+    va_copy(again, ap);
+    n = vsnprintf(stack, sizeof stack, fmt, ap);
+    if (n < 0) {
+        va_end(again);
+        n = snprintf(stack, sizeof stack, "[format error] %s", fmt);
+        want = n < 0 ? 0 : (size_t)n < sizeof stack ? (size_t)n : sizeof stack - 1;
+        return vlog_write(src, prio, file, line, func, stack, want, want);
+    }
+    if ((size_t)n < sizeof stack) {
+        va_end(again);
+        return vlog_write(src, prio, file, line, func, stack, (size_t)n, (size_t)n);
+    }
+    want = (size_t)n < VLOG_MESSAGE_MAX ? (size_t)n : VLOG_MESSAGE_MAX;
+    heap = (char *)malloc(want + 1);
+    if (heap == NULL) {
+        va_end(again);
+        return vlog_write(src, prio, file, line, func, stack, sizeof stack - 1,
+                          (size_t)n);
+    }
+    vsnprintf(heap, want + 1, fmt, again);
+    va_end(again);
+    rc = vlog_write(src, prio, file, line, func, heap, want, (size_t)n);
+    free(heap);
+    return rc;
+}
+
+static inline VLOG__PRINTF(6, 7) int vlog__emit(const vlog_source *src, int prio,
+                                                 const char *file, int line,
+                                                 const char *func,
+                                                 const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = vlog__emitv(src, prio, file, line, func, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/*
+ * The function form of the macros, for wrappers that take a va_list. Checks the
+ * filters before any formatting: a message that is not recorded never reaches
+ * vsnprintf. Then formats on the stack (one heap buffer for messages longer
+ * than VLOG_STACK_MESSAGE; beyond VLOG_MESSAGE_MAX the message is cut with a
+ * " [truncated: N bytes]" marker) and hands the bytes to vlog_write().
+ * NULL src means the default source; a NULL fmt logs "(null format)"; NULL
+ * file or func are logged safely; `prio` outside 1..4 is clamped. Returns 1 if
+ * recorded, 0 if filtered out, -1 on an internal error. Not async-signal-safe.
+ */
+static inline VLOG__PRINTF(6, 0) int vlogv(const vlog_source *src, int prio,
+                                            const char *file, int line,
+                                            const char *func, const char *fmt,
+                                            va_list ap)
+{
+    int level;
+
+    if (src == NULL)
+        src = &vlog_default_source;
+    prio = vlog__clamp(prio);
+    level = VLOG__LEVEL(src);
+    if (prio < level || (level == 0 && !vlog_source_enabled(src, prio)))
+        return 0;
+    return vlog__emitv(src, prio, file, line, func, fmt, ap);
+}
+
+/* vlogv() with variable arguments. */
+static inline VLOG__PRINTF(6, 7) int vlog(const vlog_source *src, int prio,
+                                           const char *file, int line,
+                                           const char *func, const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = vlogv(src, prio, file, line, func, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VLOG_H */

@@ -1,0 +1,157 @@
+//! Configuration values and the environment variables that set them.
+
+use std::fmt;
+
+use crate::filter::Filters;
+use crate::output::OutputSpecs;
+use crate::priority::Priority;
+
+/// A configuration string that was refused; `message` names the bad token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+pub const DEFAULT_LEVEL: Priority = Priority::Warning;
+pub const DEFAULT_BUFFER_SIZE: usize = 64 * 1024;
+
+/// Parses `VLOG_BUFFER_SIZE`: decimal bytes with an optional K, M or G suffix
+/// (binary multiples, either case). Range checks belong to the ring.
+pub fn parse_size(s: &str) -> Result<usize, ConfigError> {
+    let bad = || {
+        ConfigError::new(format!(
+            "invalid size '{s}': use a number of bytes with an optional K, M or G suffix"
+        ))
+    };
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'k' | b'K') => (&s[..s.len() - 1], 10),
+        Some(b'm' | b'M') => (&s[..s.len() - 1], 20),
+        Some(b'g' | b'G') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let value: usize = digits.parse().map_err(|_| bad())?;
+    value
+        .checked_mul(1usize << shift)
+        .ok_or_else(|| ConfigError::new(format!("size '{s}' is too large")))
+}
+
+/// What the environment asked for. `None` means the variable is unset (or empty),
+/// so the built-in default applies.
+#[derive(Default)]
+pub struct EnvConfig {
+    pub level: Option<Priority>,
+    pub filters: Option<Filters>,
+    pub outputs: Option<OutputSpecs>,
+    pub buffer_size: Option<usize>,
+}
+
+/// Reads the `VLOG_*` variables. A bad value is reported through `warn` (one line
+/// naming the variable and the problem) and that variable keeps its default: a
+/// logger must never stop a daemon from starting.
+pub fn from_env(get: impl Fn(&str) -> Option<String>, mut warn: impl FnMut(&str)) -> EnvConfig {
+    let mut config = EnvConfig::default();
+    let read = |name: &str| get(name).filter(|v| !v.is_empty());
+
+    if let Some(v) = read("VLOG_LEVEL") {
+        match Priority::parse_level(&v) {
+            Some(p) => config.level = Some(p),
+            None => warn(&format!(
+                "ignoring VLOG_LEVEL: invalid level '{v}': use 1-4 or debug, info, warning, error"
+            )),
+        }
+    }
+    if let Some(v) = read("VLOG_FILTERS") {
+        match Filters::parse(&v) {
+            Ok(f) => config.filters = Some(f),
+            Err(e) => warn(&format!("ignoring VLOG_FILTERS: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_OUTPUTS") {
+        match OutputSpecs::parse(&v) {
+            Ok(o) => config.outputs = Some(o),
+            Err(e) => warn(&format!("ignoring VLOG_OUTPUTS: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_BUFFER_SIZE") {
+        match parse_size(&v).and_then(crate::ring::check_size) {
+            Ok(n) => config.buffer_size = Some(n),
+            Err(e) => warn(&format!("ignoring VLOG_BUFFER_SIZE: {e}")),
+        }
+    }
+    config
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("4m"), Ok(4 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        for bad in ["", "K", "1.5M", "-1", "1T", "1 K", "0x10", "1KB"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        assert!(parse_size("99999999999999999999G").is_err());
+        assert!(parse_size("17179869184G").is_err());
+    }
+
+    #[test]
+    fn env_bad_values_warn_and_keep_defaults() {
+        let vars: HashMap<&str, &str> = [
+            ("VLOG_LEVEL", "loud"),
+            ("VLOG_FILTERS", "1:qemu 9:util"),
+            ("VLOG_OUTPUTS", ""),
+            ("VLOG_BUFFER_SIZE", "12Q"),
+        ]
+        .into();
+        let mut warnings = Vec::new();
+        let c = from_env(
+            |k| vars.get(k).map(|v| v.to_string()),
+            |w| warnings.push(w.to_owned()),
+        );
+        assert!(c.level.is_none() && c.filters.is_none() && c.outputs.is_none());
+        assert!(c.buffer_size.is_none());
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(warnings[0].contains("VLOG_LEVEL") && warnings[0].contains("'loud'"));
+        assert!(warnings[1].contains("VLOG_FILTERS") && warnings[1].contains("'9'"));
+        assert!(warnings[2].contains("VLOG_BUFFER_SIZE") && warnings[2].contains("'12Q'"));
+    }
+
+    #[test]
+    fn env_good_values() {
+        let vars: HashMap<&str, &str> = [
+            ("VLOG_LEVEL", "info"),
+            ("VLOG_FILTERS", "1:qemu"),
+            ("VLOG_BUFFER_SIZE", "1M"),
+        ]
+        .into();
+        let c = from_env(|k| vars.get(k).map(|v| v.to_string()), |w| panic!("{w}"));
+        assert_eq!(c.level, Some(Priority::Info));
+        assert_eq!(c.filters.unwrap().0.len(), 1);
+        assert_eq!(c.buffer_size, Some(1 << 20));
+    }
+}

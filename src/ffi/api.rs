@@ -1,0 +1,310 @@
+//! The exported C API. cbindgen copies these doc comments into vlog_gen.h.
+
+// These functions are called from C, where `unsafe` means nothing; each one
+// checks its pointers for NULL and documents what else it trusts.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use std::ffi::{c_char, c_int};
+
+use crate::ffi::{c_bytes, config_call, config_str, guarded, last_error_ptr};
+use crate::format::{self, ChunkSink, Sink};
+use crate::logger::{self, Message};
+use crate::priority::Priority;
+use crate::record::Damage;
+use crate::ring::Entry;
+use crate::source::{vlog_default_source, vlog_source, UNKNOWN};
+use crate::sys;
+
+/// Debug messages: the most verbose priority.
+pub const VLOG_PRIO_DEBUG: c_int = 1;
+/// Informational messages.
+pub const VLOG_PRIO_INFO: c_int = 2;
+/// Warnings: the default level.
+pub const VLOG_PRIO_WARN: c_int = 3;
+/// Errors: the least verbose priority.
+pub const VLOG_PRIO_ERROR: c_int = 4;
+/// The longest message kept whole, in bytes. Longer messages are cut to this
+/// length, ending with ` [truncated: N bytes]` where N is the full length.
+pub const VLOG_MESSAGE_MAX: usize = 8192;
+const _: () = assert!(VLOG_MESSAGE_MAX == crate::record::MESSAGE_MAX);
+
+/// Counters of the ring, filled by `vlog_get_stats`.
+#[repr(C)]
+pub struct vlog_stats {
+    /// Size of the ring's data area in bytes; 0 when there is no ring.
+    pub buffer_size: u64,
+    /// Records ever written to the ring (the next sequence number).
+    pub records: u64,
+    /// Records overwritten by newer ones (or left out when the ring was resized).
+    pub lost: u64,
+    /// Messages dropped because they were logged while the same thread was
+    /// already inside vlog (for example from a signal handler).
+    pub dropped_nested: u64,
+}
+
+fn source_or_default<'a>(src: *const vlog_source) -> &'a vlog_source {
+    if src.is_null() {
+        &vlog_default_source
+    } else {
+        // SAFETY: a non-NULL source is a live vlog_source per the API contract
+        // (declared with VLOG_INIT or VLOG_SOURCE_INITIALIZER).
+        unsafe { &*src }
+    }
+}
+
+/// Reads the environment (`VLOG_LEVEL`, `VLOG_FILTERS`, `VLOG_OUTPUTS`,
+/// `VLOG_BUFFER_SIZE`) and sets up the ring and outputs. Idempotent: only the
+/// first call (or the first log call, which calls it lazily) reads the
+/// environment. A bad variable prints one warning line on stderr naming it and
+/// keeps that variable's default. In a setuid/setgid process the environment is
+/// ignored. Returns 0 (-1 only on an internal error; see `vlog_last_error`).
+/// Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_init() -> c_int {
+    config_call(|| {
+        logger::with_state(|s| s.ensure_init());
+        Ok(())
+    })
+}
+
+/// Registers `src` (NULL: the default source) if it is not yet known, and returns
+/// 1 if a message of priority `prio` from it is recorded, else 0. The header's
+/// macros and `vlog()` call this only when the inline check cannot decide.
+/// `prio` outside 1..4 is clamped. Registering initialises vlog lazily.
+/// `src` must stay valid until `vlog_source_unregister(src)`. Not
+/// async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_source_enabled(src: *const vlog_source, prio: c_int) -> c_int {
+    guarded(0, || {
+        let source = source_or_default(src);
+        let mut level = source.level();
+        if level == UNKNOWN {
+            // SAFETY: the caller keeps the source alive until it unregisters it.
+            level = logger::with_state(|s| unsafe { s.register(source) });
+        }
+        c_int::from(Priority::clamped(prio) as c_int >= level)
+    })
+}
+
+/// Forgets `src`, so the library no longer updates it. `VLOG_INIT` calls this
+/// from a destructor, so a source in a library that is dlclose'd leaves nothing
+/// behind. NULL and unknown sources are ignored. Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_source_unregister(src: *const vlog_source) {
+    if src.is_null() {
+        return;
+    }
+    guarded((), || {
+        let source = source_or_default(src);
+        logger::with_state(|s| s.unregister(source));
+    })
+}
+
+/// Records a finished message of `len` bytes at `msg` (it need not be
+/// NUL-terminated and may contain any bytes) if the filters select it: into the
+/// ring, and to every output whose priority it meets, each line with one
+/// write(2). `full_len` is the length the message had before the caller cut it
+/// (pass `len` when it is whole); a message cut short, or longer than
+/// VLOG_MESSAGE_MAX, is stored with a ` [truncated: N bytes]` marker.
+/// NULL `src` means the default source; NULL `file`, `func` or `msg` are logged
+/// as empty, "?" or "(null)". `prio` outside 1..4 is clamped. Returns 1 if the
+/// message was recorded, 0 if the filters dropped it (or it was logged from
+/// inside vlog on the same thread, as from a signal handler, and dropped to
+/// avoid a deadlock), -1 on an internal error. Never allocates once running;
+/// takes one lock. Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_write(
+    src: *const vlog_source,
+    prio: c_int,
+    file: *const c_char,
+    line: c_int,
+    func: *const c_char,
+    msg: *const c_char,
+    len: usize,
+    full_len: usize,
+) -> c_int {
+    guarded(-1, || {
+        let text: &[u8] = if msg.is_null() {
+            b"(null)"
+        } else {
+            // SAFETY: the caller passes `len` readable bytes at `msg`.
+            unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
+        };
+        let m = Message {
+            source: source_or_default(src),
+            priority: Priority::clamped(prio),
+            // SAFETY: NULL or NUL-terminated strings, per the API contract.
+            file: unsafe { c_bytes(file, b"") },
+            line: line.max(0) as u32,
+            // SAFETY: as above.
+            func: unsafe { c_bytes(func, b"?") },
+            text,
+            full_len: full_len.max(text.len()),
+        };
+        // SAFETY: the caller keeps the source alive until it unregisters it.
+        c_int::from(unsafe { logger::emit(&m) })
+    })
+}
+
+/// Sets the default level: the lowest priority recorded for sources that no
+/// filter matches (1-4; other values fail). Every source's cached level is
+/// updated, and the default stderr output (when no outputs were set) follows
+/// the new level. Returns 0, or -1 with `vlog_last_error()` set and nothing
+/// changed. Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_set_level(level: c_int) -> c_int {
+    config_call(|| {
+        let level = Priority::from_number(level.max(0) as u64).ok_or_else(|| {
+            crate::config::ConfigError::new(format!(
+                "invalid level {level}: use 1 (debug) to 4 (error)"
+            ))
+        })?;
+        logger::with_state(|s| s.set_level(level));
+        Ok(())
+    })
+}
+
+/// Replaces the filters with `filters`, in `VLOG_FILTERS` syntax (libvirt's:
+/// space-separated `[+]PRIO:MATCH`; "" removes all filters). The whole string is
+/// parsed first: on any bad token it returns -1, `vlog_last_error()` names the
+/// token, and the previous filters stay in force. NULL is an error. Returns 0 on
+/// success. The string is not kept. Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_set_filters(filters: *const c_char) -> c_int {
+    config_call(|| {
+        // SAFETY: NULL or a NUL-terminated string, per the API contract.
+        let spec = unsafe { config_str(filters, "filters") }?;
+        logger::with_state(|s| s.set_filters(spec))
+    })
+}
+
+/// Replaces the outputs with `outputs`, in `VLOG_OUTPUTS` syntax
+/// (`PRIO:stderr`, `PRIO:file:PATH`; "" restores the default, stderr at the
+/// default level). Files are opened (created 0600, appended to) before anything
+/// changes; on any bad token or unopenable file it returns -1 with
+/// `vlog_last_error()` set and the previous outputs stay in force. NULL is an
+/// error. Returns 0 on success. Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_set_outputs(outputs: *const c_char) -> c_int {
+    config_call(|| {
+        // SAFETY: NULL or a NUL-terminated string, per the API contract.
+        let spec = unsafe { config_str(outputs, "outputs") }?;
+        logger::with_state(|s| s.set_outputs(spec))
+    })
+}
+
+/// Resizes the ring to `size` bytes (0 removes it; otherwise 16 KiB to 1 GiB,
+/// rounded up to a multiple of 8). The newest records that fit are carried over
+/// with their sequence numbers; the rest count as lost. Returns 0, or -1 with
+/// `vlog_last_error()` set and the old ring kept. Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_set_buffer_size(size: usize) -> c_int {
+    config_call(|| logger::with_state(|s| s.set_buffer_size(size)))
+}
+
+/// The message of the calling thread's last failed vlog call ("" if none). The
+/// string belongs to vlog and stays valid until the thread's next failing call;
+/// copy it to keep it. Never NULL. Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_last_error() -> *const c_char {
+    guarded(c"internal error".as_ptr(), last_error_ptr)
+}
+
+/// Writes the ring to `fd` as text lines, oldest first, in the output line
+/// format. Reads without taking any lock and validates every record (commit
+/// word, checksum, sequence); a damaged record is reported by a line starting
+/// `vlog:` instead of being printed, as are records overwritten while the dump
+/// ran. Async-signal-safe: no allocation, no lock, only write(2). Returns the
+/// number of records written (0 without a ring), or -1 if a write failed
+/// (errno tells why).
+#[no_mangle]
+pub extern "C" fn vlog_dump(fd: c_int) -> c_int {
+    guarded(-1, || {
+        let mut failed = false;
+        let mut sink = ChunkSink::new(|bytes: &[u8]| {
+            if !failed && sys::write_all_fd(fd, bytes).is_err() {
+                failed = true;
+            }
+        });
+        let mut count: c_int = 0;
+        logger::read_ring(|view| {
+            let Some(view) = view else { return };
+            view.read(|entry| match entry {
+                Entry::Record(rec) => {
+                    format::render_line(&rec, &mut sink);
+                    count = count.saturating_add(1);
+                }
+                Entry::Damaged { seq, damage } => {
+                    sink.put(b"vlog: skipped a damaged record (sequence ");
+                    format::put_decimal(seq, 1, &mut sink);
+                    let why: &[u8] = match damage {
+                        Damage::Uncommitted => b"): not committed\n",
+                        Damage::Malformed => b"): malformed\n",
+                        Damage::Checksum => b"): bad checksum\n",
+                    };
+                    sink.put(why);
+                }
+                Entry::Overwritten { bytes } => {
+                    sink.put(b"vlog: ");
+                    format::put_decimal(bytes, 1, &mut sink);
+                    sink.put(b" bytes of records were overwritten during the dump\n");
+                }
+            });
+        });
+        sink.finish();
+        if failed {
+            -1
+        } else {
+            count
+        }
+    })
+}
+
+/// Reopens every file output by its path, for log rotation: call it after
+/// moving the files away (for example from a SIGHUP handler's deferred work).
+/// A file that cannot be reopened keeps its old descriptor. Returns 0, or -1
+/// with `vlog_last_error()` naming the first failure. Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_reopen() -> c_int {
+    config_call(|| logger::with_state(|s| s.reopen()))
+}
+
+/// Every line is written with write(2) before the logging call returns, so
+/// nothing is buffered in vlog; this makes file outputs durable
+/// (fdatasync). Returns 0, or -1 with `vlog_last_error()` set. Not
+/// async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_flush() -> c_int {
+    config_call(|| logger::with_state(|s| s.flush()))
+}
+
+/// Flushes and closes the outputs, frees the ring and forgets every source:
+/// vlog returns to its state before the first call, and a later call starts it
+/// again from the environment. Safe to call more than once. Not
+/// async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_shutdown() {
+    guarded((), || logger::with_state(|s| s.shutdown()))
+}
+
+/// Fills `*stats` with the ring's counters. Returns 0, or -1 if `stats` is NULL.
+/// Takes the lock; not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_get_stats(stats: *mut vlog_stats) -> c_int {
+    if stats.is_null() {
+        crate::ffi::set_last_error("stats is NULL");
+        return -1;
+    }
+    guarded(-1, || {
+        let ring = logger::with_state(|s| s.stats());
+        let out = vlog_stats {
+            buffer_size: ring.size,
+            records: ring.recorded,
+            lost: ring.lost,
+            dropped_nested: logger::nested_dropped(),
+        };
+        // SAFETY: non-NULL, and the caller passes a writable vlog_stats.
+        unsafe { stats.write(out) };
+        0
+    })
+}

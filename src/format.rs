@@ -1,0 +1,232 @@
+//! The text line, rendered without allocation:
+//!
+//! `2026-11-30 13:45:12.345+0000: 4242: debug : qemu.monitor : qemuMonitorSend:123 : message`
+//!
+//! libvirt's line with the source added. Control bytes in names and messages are
+//! escaped (`\n`, `\t`, `\r`, `\xHH`), so one message is always one line and no
+//! terminal escape sequence reaches a terminal raw.
+
+use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
+
+/// Where rendered bytes go.
+pub trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+/// The longest line [`render_line`] can produce: every escaped byte takes at most
+/// four bytes.
+pub const LINE_MAX: usize = 96 + 4 * (2 * NAME_MAX + MESSAGE_MAX);
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// A fixed stack buffer that hands full chunks to `flush`: for writing to a file
+/// descriptor from a signal handler, where nothing may allocate.
+pub struct ChunkSink<F: FnMut(&[u8])> {
+    buf: [u8; 4096],
+    len: usize,
+    flush: F,
+}
+
+impl<F: FnMut(&[u8])> ChunkSink<F> {
+    pub fn new(flush: F) -> ChunkSink<F> {
+        ChunkSink {
+            buf: [0; 4096],
+            len: 0,
+            flush,
+        }
+    }
+
+    pub fn finish(&mut self) {
+        if self.len > 0 {
+            (self.flush)(&self.buf[..self.len]);
+            self.len = 0;
+        }
+    }
+}
+
+impl<F: FnMut(&[u8])> Sink for ChunkSink<F> {
+    fn put(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            if self.len == self.buf.len() {
+                self.finish();
+            }
+            let n = bytes.len().min(self.buf.len() - self.len);
+            self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+            self.len += n;
+            bytes = &bytes[n..];
+        }
+    }
+}
+
+/// Renders `rec` as one text line ending in `\n`.
+pub fn render_line(rec: &Record, out: &mut impl Sink) {
+    put_timestamp(rec.time_ns, out);
+    out.put(b": ");
+    put_decimal(rec.tid as u64, 1, out);
+    out.put(b": ");
+    out.put(rec.priority.name().as_bytes());
+    out.put(b" : ");
+    put_escaped(rec.source, out);
+    out.put(b" : ");
+    put_escaped(rec.func, out);
+    out.put(b":");
+    put_decimal(rec.line as u64, 1, out);
+    out.put(b" : ");
+    put_escaped(rec.message, out);
+    out.put(b"\n");
+}
+
+/// `YYYY-MM-DD HH:MM:SS.mmm+0000`, always UTC (libvirt's form).
+fn put_timestamp(time_ns: u64, out: &mut impl Sink) {
+    let secs = time_ns / 1_000_000_000;
+    let millis = (time_ns / 1_000_000) % 1000;
+    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    put_decimal(year as u64, 4, out);
+    out.put(b"-");
+    put_decimal(month as u64, 2, out);
+    out.put(b"-");
+    put_decimal(day as u64, 2, out);
+    out.put(b" ");
+    put_decimal(rem / 3600, 2, out);
+    out.put(b":");
+    put_decimal(rem / 60 % 60, 2, out);
+    out.put(b":");
+    put_decimal(rem % 60, 2, out);
+    out.put(b".");
+    put_decimal(millis, 3, out);
+    out.put(b"+0000");
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
+/// calendar (Howard Hinnant's algorithm), so no libc time call is needed.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// `value` in decimal, zero-padded to at least `width` digits.
+pub fn put_decimal(mut value: u64, width: usize, out: &mut impl Sink) {
+    let mut digits = [b'0'; 20];
+    let mut i = digits.len();
+    while value > 0 || digits.len() - i < width.max(1) {
+        i -= 1;
+        digits[i] = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
+    out.put(&digits[i..]);
+}
+
+fn put_escaped(bytes: &[u8], out: &mut impl Sink) {
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b >= 0x20 && b != 0x7f {
+            continue;
+        }
+        out.put(&bytes[start..i]);
+        start = i + 1;
+        match b {
+            b'\n' => out.put(b"\\n"),
+            b'\t' => out.put(b"\\t"),
+            b'\r' => out.put(b"\\r"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.put(&[b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+            }
+        }
+    }
+    out.put(&bytes[start..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::priority::Priority;
+
+    fn line(rec: &Record) -> String {
+        let mut v = Vec::new();
+        render_line(rec, &mut v);
+        String::from_utf8(v).unwrap()
+    }
+
+    fn sample() -> Record<'static> {
+        Record {
+            seq: 0,
+            // 2026-11-30 13:45:12.345 UTC
+            time_ns: 1_796_046_312_345_999_999,
+            tid: 4242,
+            line: 123,
+            priority: Priority::Debug,
+            source: b"qemu.monitor",
+            file: b"monitor.c",
+            func: b"qemuMonitorSend",
+            message: b"sent 12 bytes to fd 7",
+        }
+    }
+
+    #[test]
+    fn libvirt_line() {
+        assert_eq!(
+            line(&sample()),
+            "2026-11-30 13:45:12.345+0000: 4242: debug : qemu.monitor : qemuMonitorSend:123 : sent 12 bytes to fd 7\n"
+        );
+    }
+
+    #[test]
+    fn escapes_control_bytes() {
+        let rec = Record {
+            message: b"a\nb\tc\rd\x1b[31me\x7f\x00\\",
+            ..sample()
+        };
+        assert!(line(&rec).ends_with(": a\\nb\\tc\\rd\\x1b[31me\\x7f\\x00\\\n"));
+    }
+
+    #[test]
+    fn calendar() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_787), (2026, 11, 30));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn worst_case_fits_line_max() {
+        let msg = vec![0u8; MESSAGE_MAX];
+        let name = vec![1u8; NAME_MAX];
+        let rec = Record {
+            message: &msg,
+            source: &name,
+            func: &name,
+            tid: u32::MAX,
+            line: u32::MAX,
+            time_ns: u64::MAX,
+            ..sample()
+        };
+        let mut v = Vec::new();
+        render_line(&rec, &mut v);
+        assert!(v.len() <= LINE_MAX, "{} > {LINE_MAX}", v.len());
+    }
+
+    #[test]
+    fn chunk_sink_splits_and_keeps_everything() {
+        let mut got = Vec::new();
+        let mut sink = ChunkSink::new(|b: &[u8]| got.extend_from_slice(b));
+        let data: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        sink.put(&data[..5000]);
+        sink.put(&data[5000..]);
+        sink.finish();
+        assert_eq!(got, data);
+    }
+}

@@ -1,0 +1,566 @@
+//! The global logger: configuration, the registry of sources, the ring and the
+//! outputs behind one lock, and the recording path.
+//!
+//! A recorded message takes the lock once: the record goes into the ring and,
+//! rendered once, to every output whose priority it meets. Readers of the ring
+//! (`vlog_dump`, later the crash handler) take no lock; they find the ring
+//! through `PUBLISHED` and announce themselves in `READERS`, so a ring that is
+//! replaced is freed only after they are done with it.
+
+use std::cell::Cell;
+use std::io::Write;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+
+use crate::config::{self, ConfigError, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
+use crate::filter::Filters;
+use crate::format::{self, Sink, LINE_MAX};
+use crate::output::{Output, OutputSpecs};
+use crate::priority::Priority;
+use crate::record::{Record, MESSAGE_MAX};
+use crate::ring::{self, Ring, View};
+use crate::source::{vlog_default_source, vlog_source, Registry, OFF, UNKNOWN};
+use crate::sys;
+
+/// A message as it arrives from C, already formatted.
+pub struct Message<'a> {
+    pub source: &'a vlog_source,
+    pub priority: Priority,
+    pub file: &'a [u8],
+    pub line: u32,
+    pub func: &'a [u8],
+    pub text: &'a [u8],
+    /// The length the text had before the caller cut it (>= `text.len()`).
+    pub full_len: usize,
+}
+
+pub struct State {
+    initialized: bool,
+    level: Priority,
+    filters: Filters,
+    outputs: Vec<Output>,
+    /// True while no output string was given: then the one output is stderr at
+    /// the default level, following later level changes.
+    default_outputs: bool,
+    ring: Option<Ring>,
+    /// A ring replaced by the last operation, freed once no reader uses it.
+    retired: Option<Ring>,
+    sources: Registry,
+    /// Preallocated buffers, so recording never allocates once running.
+    line: Vec<u8>,
+    message: Vec<u8>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State::new());
+static PUBLISHED: AtomicPtr<ring::Header> = AtomicPtr::new(ptr::null_mut());
+static READERS: AtomicUsize = AtomicUsize::new(0);
+/// Messages logged while the same thread was already inside the logger (from a
+/// signal handler, say), dropped instead of deadlocking.
+static NESTED_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Writes one diagnostic line of vlog's own to stderr.
+pub fn warn(message: &str) {
+    let _ = writeln!(std::io::stderr(), "vlog: {message}");
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+impl Default for State {
+    fn default() -> State {
+        State::new()
+    }
+}
+
+impl State {
+    pub const fn new() -> State {
+        State {
+            initialized: false,
+            level: DEFAULT_LEVEL,
+            filters: Filters(Vec::new()),
+            outputs: Vec::new(),
+            default_outputs: true,
+            ring: None,
+            retired: None,
+            sources: Registry::new(),
+            line: Vec::new(),
+            message: Vec::new(),
+        }
+    }
+
+    /// Reads the environment once (unless the process is setuid/setgid) and sets
+    /// up the ring and outputs. Explicit setters called later override it.
+    pub fn ensure_init(&mut self) {
+        if self.initialized {
+            return;
+        }
+        self.initialized = true;
+        crate::ffi::fork::register_handlers();
+        let env = if sys::secure_mode() {
+            config::EnvConfig::default()
+        } else {
+            config::from_env(
+                |name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()),
+                warn,
+            )
+        };
+        self.level = env.level.unwrap_or(DEFAULT_LEVEL);
+        self.filters = env.filters.unwrap_or_default();
+        match env.outputs {
+            Some(OutputSpecs(outputs)) if !outputs.is_empty() => {
+                self.outputs = outputs;
+                self.default_outputs = false;
+            }
+            _ => self.use_default_outputs(),
+        }
+        let size = env.buffer_size.unwrap_or(DEFAULT_BUFFER_SIZE);
+        if let Err(e) = self.resize(size) {
+            warn(&format!("running without a ring: {e}"));
+        }
+        self.line.reserve(LINE_MAX);
+        self.message.reserve(MESSAGE_MAX);
+        self.refresh_sources();
+    }
+
+    fn use_default_outputs(&mut self) {
+        self.outputs = vec![Output::stderr(self.level)];
+        self.default_outputs = true;
+    }
+
+    /// The cached level for a source with this name.
+    fn resolve(&self, name: &[u8]) -> i32 {
+        let wanted = self.filters.lookup(name).unwrap_or(self.level) as i32;
+        if self.ring.is_some() {
+            return wanted;
+        }
+        // Without a ring, a message no output prints is read by no one.
+        let printed = self.outputs.iter().map(|o| o.priority as i32).min();
+        wanted.max(printed.unwrap_or(OFF))
+    }
+
+    fn refresh_sources(&self) {
+        for source in self.sources.iter() {
+            source.set_level(self.resolve(source.name_bytes()));
+        }
+    }
+
+    /// Registers `source` if it is new and returns its level.
+    ///
+    /// # Safety
+    /// `source` must stay valid until it is unregistered (VLOG_INIT's destructor
+    /// does that when its object is unloaded).
+    pub unsafe fn register(&mut self, source: &vlog_source) -> i32 {
+        self.ensure_init();
+        // SAFETY: forwarded from the caller.
+        if unsafe { self.sources.add(source) } {
+            source.set_level(self.resolve(source.name_bytes()));
+        }
+        source.level()
+    }
+
+    pub fn unregister(&mut self, source: &vlog_source) {
+        self.sources.remove(source);
+    }
+
+    pub fn set_level(&mut self, level: Priority) {
+        self.ensure_init();
+        self.level = level;
+        if self.default_outputs {
+            self.use_default_outputs();
+        }
+        self.refresh_sources();
+    }
+
+    pub fn set_filters(&mut self, spec: &str) -> Result<(), ConfigError> {
+        let filters = Filters::parse(spec)?;
+        self.ensure_init();
+        self.filters = filters;
+        self.refresh_sources();
+        Ok(())
+    }
+
+    pub fn set_outputs(&mut self, spec: &str) -> Result<(), ConfigError> {
+        let OutputSpecs(outputs) = OutputSpecs::parse(spec)?;
+        self.ensure_init();
+        if outputs.is_empty() {
+            self.use_default_outputs();
+        } else {
+            self.outputs = outputs;
+            self.default_outputs = false;
+        }
+        self.refresh_sources();
+        Ok(())
+    }
+
+    pub fn set_buffer_size(&mut self, size: usize) -> Result<(), ConfigError> {
+        let size = ring::check_size(size)?;
+        self.ensure_init();
+        self.resize(size)?;
+        self.refresh_sources();
+        Ok(())
+    }
+
+    /// Replaces the ring by one of `size` bytes (0: none), carrying over the
+    /// newest records that fit.
+    fn resize(&mut self, size: usize) -> Result<(), ConfigError> {
+        if self.ring.as_ref().map_or(0, |r| r.stats().size as usize) == size {
+            return Ok(());
+        }
+        let new = match size {
+            0 => None,
+            _ => {
+                let mut ring = Ring::new(size).map_err(|e| {
+                    ConfigError::new(format!("cannot allocate a ring of {size} bytes: {e}"))
+                })?;
+                if let Some(old) = &self.ring {
+                    ring.migrate_from(old);
+                }
+                Some(ring)
+            }
+        };
+        self.retired = std::mem::replace(&mut self.ring, new);
+        Ok(())
+    }
+
+    /// Records one message: the ring, then every output whose priority it meets.
+    /// Returns false when the filters drop it.
+    ///
+    /// # Safety
+    /// As for [`State::register`], for `m.source`.
+    pub unsafe fn record(&mut self, m: &Message) -> bool {
+        let mut level = m.source.level();
+        if level == UNKNOWN {
+            // SAFETY: forwarded from the caller.
+            level = unsafe { self.register(m.source) };
+        }
+        if (m.priority as i32) < level {
+            return false;
+        }
+        let State {
+            ring,
+            outputs,
+            line,
+            message,
+            ..
+        } = self;
+        let text = if m.full_len > m.text.len() || m.text.len() > MESSAGE_MAX {
+            truncate(m.text, m.full_len.max(m.text.len()), message)
+        } else {
+            m.text
+        };
+        let rec = Record {
+            seq: 0,
+            time_ns: now_ns(),
+            tid: sys::thread_id(),
+            line: m.line,
+            priority: m.priority,
+            source: m.source.name_bytes(),
+            file: m.file,
+            func: m.func,
+            message: text,
+        }
+        .clipped();
+        if let Some(ring) = ring {
+            ring.append(&rec);
+        }
+        if outputs.iter().any(|o| m.priority >= o.priority) {
+            line.clear();
+            format::render_line(&rec, line);
+            for out in outputs.iter_mut().filter(|o| m.priority >= o.priority) {
+                if let Some(err) = out.write_line(line) {
+                    if !matches!(out.target, crate::output::Target::Stderr) {
+                        warn(&format!("cannot write to {}: {err}", out.describe()));
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    pub fn reopen(&mut self) -> Result<(), ConfigError> {
+        self.ensure_init();
+        let mut first_error = None;
+        for out in &mut self.outputs {
+            if let Err(e) = out.reopen() {
+                first_error.get_or_insert(ConfigError::new(format!(
+                    "cannot reopen {}: {e}",
+                    out.describe()
+                )));
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    pub fn flush(&mut self) -> Result<(), ConfigError> {
+        for out in &self.outputs {
+            out.sync()
+                .map_err(|e| ConfigError::new(format!("cannot flush {}: {e}", out.describe())))?;
+        }
+        Ok(())
+    }
+
+    /// Back to the state before the first call: outputs closed, ring freed,
+    /// sources forgotten.
+    pub fn shutdown(&mut self) {
+        let _ = self.flush();
+        self.sources.clear();
+        vlog_default_source.set_level(UNKNOWN);
+        let ring = self.ring.take();
+        *self = State {
+            retired: ring,
+            ..State::new()
+        };
+    }
+
+    pub fn stats(&self) -> ring::Stats {
+        self.ring.as_ref().map(Ring::stats).unwrap_or_default()
+    }
+}
+
+/// Fills `buf` with as much of `text` as fits in MESSAGE_MAX together with a
+/// marker giving the full length, and returns it.
+fn truncate<'b>(text: &[u8], full_len: usize, buf: &'b mut Vec<u8>) -> &'b [u8] {
+    let mut marker = Vec::new();
+    marker.put(b" [truncated: ");
+    format::put_decimal(full_len as u64, 1, &mut marker);
+    marker.put(b" bytes]");
+    // Bounded by MESSAGE_MAX so the marker is never clipped off.
+    let keep = text.len().min(MESSAGE_MAX - marker.len());
+    buf.clear();
+    buf.extend_from_slice(&text[..keep]);
+    buf.extend_from_slice(&marker);
+    buf
+}
+
+/// Runs `f` on the global state under its lock, then publishes a ring that was
+/// created or replaced and frees a retired one once no reader holds it.
+pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    let mut state = STATE.lock();
+    let result = f(&mut state);
+    let now = state.ring.as_ref().map_or(ptr::null(), Ring::as_raw);
+    if PUBLISHED.load(Ordering::SeqCst).cast_const() != now {
+        PUBLISHED.store(now.cast_mut(), Ordering::SeqCst);
+    }
+    if let Some(old) = state.retired.take() {
+        while READERS.load(Ordering::SeqCst) != 0 {
+            std::thread::yield_now();
+        }
+        drop(old);
+    }
+    result
+}
+
+/// Records a message from C.
+///
+/// # Safety
+/// As for [`State::register`], for `m.source`.
+pub unsafe fn emit(m: &Message) -> bool {
+    if INSIDE.with(|inside| inside.replace(true)) {
+        NESTED_DROPPED.fetch_add(1, Ordering::Relaxed);
+        return false;
+    }
+    // SAFETY: forwarded from the caller.
+    let recorded = with_state(|state| unsafe { state.record(m) });
+    INSIDE.with(|inside| inside.set(false));
+    recorded
+}
+
+pub fn nested_dropped() -> u64 {
+    NESTED_DROPPED.load(Ordering::Relaxed)
+}
+
+/// Leaves READERS when dropped, even if the reader panics.
+struct ReaderGuard;
+
+impl Drop for ReaderGuard {
+    fn drop(&mut self) {
+        READERS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Runs `f` on a view of the current ring, without the lock. No allocation, no
+/// lock: safe in a signal handler.
+pub fn read_ring<R>(f: impl FnOnce(Option<View>) -> R) -> R {
+    READERS.fetch_add(1, Ordering::SeqCst);
+    let _guard = ReaderGuard;
+    let header = PUBLISHED.load(Ordering::SeqCst);
+    let view = if header.is_null() {
+        None
+    } else {
+        // SAFETY: a published ring is freed only after it is unpublished and
+        // READERS, which we joined before loading the pointer, drops to zero.
+        Some(unsafe { View::from_raw(header) })
+    };
+    f(view)
+}
+
+/// Fork support: the prepare handler holds the lock across fork, so the child
+/// never inherits it held by a thread that does not exist there.
+pub fn fork_prepare() {
+    std::mem::forget(STATE.lock());
+}
+
+pub fn fork_parent() {
+    // SAFETY: fork_prepare locked STATE on this thread and forgot the guard.
+    unsafe { STATE.force_unlock() };
+}
+
+pub fn fork_child() {
+    // The child has only this thread: no reader can be inside the ring, and the
+    // cached thread id belongs to the parent.
+    READERS.store(0, Ordering::SeqCst);
+    sys::reset_thread_id();
+    // SAFETY: as in fork_parent; the child's copy of the lock is held by this
+    // same thread.
+    unsafe { STATE.force_unlock() };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicI32;
+
+    fn source(name: &'static std::ffi::CStr) -> &'static vlog_source {
+        Box::leak(Box::new(vlog_source {
+            level: AtomicI32::new(UNKNOWN),
+            name: name.as_ptr(),
+            name_len: name.to_bytes().len(),
+        }))
+    }
+
+    fn quiet_state() -> State {
+        let mut s = State::new();
+        s.initialized = true;
+        s.outputs = Vec::new();
+        s.default_outputs = false;
+        s.resize(ring::MIN_SIZE).unwrap();
+        s
+    }
+
+    fn log(s: &mut State, src: &'static vlog_source, p: Priority, text: &str) -> bool {
+        let m = Message {
+            source: src,
+            priority: p,
+            file: b"f.c",
+            line: 1,
+            func: b"f",
+            text: text.as_bytes(),
+            full_len: text.len(),
+        };
+        // SAFETY: the source is leaked, so it lives forever.
+        unsafe { s.record(&m) }
+    }
+
+    fn ring_messages(s: &State) -> Vec<String> {
+        let mut v = Vec::new();
+        s.ring.as_ref().unwrap().view().read(|e| {
+            if let ring::Entry::Record(r) = e {
+                v.push(String::from_utf8_lossy(r.message).into_owned())
+            }
+        });
+        v
+    }
+
+    #[test]
+    fn levels_follow_filters_and_default_level() {
+        let mut s = quiet_state();
+        let qemu = source(c"qemu.monitor");
+        let util = source(c"util.file");
+        assert!(!log(&mut s, qemu, Priority::Debug, "dropped"));
+        assert_eq!(qemu.level(), 3);
+        s.set_filters("1:qemu").unwrap();
+        assert_eq!(qemu.level(), 1);
+        assert!(log(&mut s, qemu, Priority::Debug, "kept"));
+        log(&mut s, util, Priority::Info, "dropped");
+        assert_eq!(util.level(), 3);
+        // A change of the default level alone refreshes the caches.
+        s.set_level(Priority::Info);
+        assert_eq!(util.level(), 2);
+        assert_eq!(qemu.level(), 1);
+        assert!(s.set_filters("1:qemu 9:x").is_err());
+        assert_eq!(qemu.level(), 1, "a rejected string changes nothing");
+        s.unregister(qemu);
+        assert_eq!(qemu.level(), UNKNOWN);
+        assert_eq!(ring_messages(&s), ["kept"]);
+    }
+
+    #[test]
+    fn without_ring_outputs_decide() {
+        let mut s = quiet_state();
+        s.set_buffer_size(0).unwrap();
+        let src = source(c"x");
+        log(&mut s, src, Priority::Error, "e");
+        assert_eq!(src.level(), OFF, "nothing reads it");
+        s.set_outputs("2:stderr").unwrap();
+        assert_eq!(src.level(), 3, "default level still filters");
+        s.set_level(Priority::Debug);
+        assert_eq!(src.level(), 2, "stderr prints info and up");
+    }
+
+    #[test]
+    fn truncation_marks_full_length() {
+        let mut s = quiet_state();
+        let src = source(c"t");
+        let long = "x".repeat(MESSAGE_MAX + 10);
+        log(&mut s, src, Priority::Error, &long);
+        let got = ring_messages(&s);
+        assert_eq!(got[0].len(), MESSAGE_MAX);
+        assert!(got[0].ends_with(&format!("x [truncated: {} bytes]", MESSAGE_MAX + 10)));
+        let m = Message {
+            source: src,
+            priority: Priority::Error,
+            file: b"",
+            line: 0,
+            func: b"",
+            text: b"short",
+            full_len: 100_000,
+        };
+        // SAFETY: the source is leaked.
+        unsafe { s.record(&m) };
+        assert_eq!(ring_messages(&s)[1], "short [truncated: 100000 bytes]");
+    }
+
+    #[test]
+    fn resize_keeps_records() {
+        let mut s = quiet_state();
+        let src = source(c"r");
+        for i in 0..10 {
+            log(&mut s, src, Priority::Error, &format!("m{i}"));
+        }
+        s.set_buffer_size(1 << 20).unwrap();
+        assert_eq!(ring_messages(&s).len(), 10);
+        assert!(s.set_buffer_size(10).is_err());
+        assert_eq!(s.stats().size, 1 << 20);
+    }
+
+    #[test]
+    fn file_output_gets_lines_at_its_priority() {
+        let mut s = quiet_state();
+        let path = std::env::temp_dir().join(format!("vlog-logger-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        s.set_outputs(&format!("3:file:{}", path.display()))
+            .unwrap();
+        let src = source(c"file.test");
+        s.set_level(Priority::Debug);
+        log(&mut s, src, Priority::Info, "info line");
+        log(&mut s, src, Priority::Error, "error\nline");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.ends_with(": error : file.test : f:1 : error\\nline\n"),
+            "{text}"
+        );
+        assert_eq!(ring_messages(&s), ["info line", "error\nline"]);
+        std::fs::remove_file(&path).unwrap();
+    }
+}

@@ -1,0 +1,140 @@
+//! Priorities: libvirt's numbering, parsed from the forms users already write.
+
+use std::fmt;
+
+/// A message priority. The numbers are libvirt's and cross the C boundary as
+/// plain integers; this enum exists only inside the core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Priority {
+    Debug = 1,
+    Info = 2,
+    Warning = 3,
+    Error = 4,
+}
+
+impl Priority {
+    pub const ALL: [Priority; 4] = [
+        Priority::Debug,
+        Priority::Info,
+        Priority::Warning,
+        Priority::Error,
+    ];
+
+    /// The priority for a number from C. Values outside 1..=4 are clamped, so a
+    /// caller that passes a syslog-style number loses nothing: below debug counts
+    /// as debug, above error as error.
+    pub fn clamped(value: i32) -> Priority {
+        match value {
+            i32::MIN..=1 => Priority::Debug,
+            2 => Priority::Info,
+            3 => Priority::Warning,
+            _ => Priority::Error,
+        }
+    }
+
+    pub fn from_number(value: u64) -> Option<Priority> {
+        Priority::ALL.get(value.checked_sub(1)? as usize).copied()
+    }
+
+    /// The word used in the text line (libvirt's spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            Priority::Debug => "debug",
+            Priority::Info => "info",
+            Priority::Warning => "warning",
+            Priority::Error => "error",
+        }
+    }
+
+    fn from_name(s: &str) -> Option<Priority> {
+        Some(match s {
+            "debug" => Priority::Debug,
+            "info" => Priority::Info,
+            "warn" | "warning" => Priority::Warning,
+            "error" => Priority::Error,
+            _ => return None,
+        })
+    }
+
+    /// `VLOG_LEVEL` and `vlog_set_level` by name: exactly `1`..`4` or a name,
+    /// case-sensitive, as libvirt's `LIBVIRT_DEBUG` (which has no `warn`).
+    pub fn parse_level(s: &str) -> Option<Priority> {
+        match s {
+            "1" => Some(Priority::Debug),
+            "2" => Some(Priority::Info),
+            "3" => Some(Priority::Warning),
+            "4" => Some(Priority::Error),
+            _ => Priority::from_name(s),
+        }
+    }
+
+    /// The priority field of a filter or output token. libvirt reads it with
+    /// `strtoul` and then insists the whole field was consumed, so it accepts
+    /// leading white space, one `+` sign and leading zeros (`+01`), and rejects a
+    /// `-`, an empty field and anything after the digits. Names are our extension.
+    pub fn parse_field(s: &str) -> Option<Priority> {
+        if let Some(p) = Priority::from_name(s) {
+            return Some(p);
+        }
+        let digits = s.trim_start_matches(|c: char| c.is_ascii_whitespace() || c == '\x0b');
+        let digits = digits.strip_prefix('+').unwrap_or(digits);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        // An overflowing number is ERANGE for strtoul: rejected, not wrapped.
+        Priority::from_number(digits.parse::<u64>().ok()?)
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_follows_strtoul_rules() {
+        assert_eq!(Priority::parse_field("1"), Some(Priority::Debug));
+        assert_eq!(Priority::parse_field("+2"), Some(Priority::Info));
+        assert_eq!(Priority::parse_field("004"), Some(Priority::Error));
+        assert_eq!(Priority::parse_field("\t3"), Some(Priority::Warning));
+        assert_eq!(Priority::parse_field("warn"), Some(Priority::Warning));
+        for bad in [
+            "",
+            "0",
+            "5",
+            "-1",
+            "1x",
+            "+",
+            "++1",
+            "1 ",
+            "DEBUG",
+            "99999999999999999999999",
+        ] {
+            assert_eq!(Priority::parse_field(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn level_is_exact() {
+        assert_eq!(Priority::parse_level("warning"), Some(Priority::Warning));
+        assert_eq!(Priority::parse_level("warn"), Some(Priority::Warning));
+        assert_eq!(Priority::parse_level("2"), Some(Priority::Info));
+        for bad in ["01", "+1", " 1", "Debug", "", "0", "5"] {
+            assert_eq!(Priority::parse_level(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn clamping() {
+        assert_eq!(Priority::clamped(-7), Priority::Debug);
+        assert_eq!(Priority::clamped(0), Priority::Debug);
+        assert_eq!(Priority::clamped(3), Priority::Warning);
+        assert_eq!(Priority::clamped(7), Priority::Error);
+    }
+}

@@ -1,0 +1,282 @@
+//! The binary record kept in the ring, and its validation.
+//!
+//! ```text
+//! offset  size  field
+//!      0     4  commit    written last; odd value derived from seq, 0 while writing
+//!      4     4  len       whole record in bytes, a multiple of 8
+//!      8     8  seq       ring-wide sequence number
+//!     16     8  time      CLOCK_REALTIME, nanoseconds since the epoch
+//!     24     4  tid
+//!     28     4  line
+//!     32     1  priority  1..=4
+//!     33     1  kind      0 = finished text (other kinds are reserved for
+//!                         deferred formatting: a call site plus raw arguments)
+//!     34     2  source length
+//!     36     2  file length
+//!     38     2  function length
+//!     40     4  message length
+//!     44     4  checksum  over bytes 4..44 and 48..len
+//!     48        source, file, function, message, zero padding to 8
+//! ```
+//! All integers are in the writer's byte order, which the ring header records.
+
+use crate::priority::Priority;
+
+pub const HEADER_LEN: usize = 48;
+/// Longer source, file and function names are cut to this many bytes.
+pub const NAME_MAX: usize = 255;
+/// The longest message kept whole, in bytes; longer ones are cut to this length,
+/// ending with a `[truncated ...]` marker.
+pub const MESSAGE_MAX: usize = 8192;
+pub const RECORD_MAX: usize = align8(HEADER_LEN + 3 * NAME_MAX + MESSAGE_MAX);
+/// First word of the filler that takes the space left at the end of the data
+/// area when the next record does not fit. Even, so it never equals a commit.
+pub const PAD_MARK: u32 = 0x7061_6430;
+
+const KIND_TEXT: u8 = 0;
+
+pub const fn align8(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+/// The commit word of the record with sequence number `seq`: odd, so it is
+/// never 0 (being written) nor the pad mark, and tied to `seq` so a stale record
+/// left from an earlier lap of the ring cannot pass for a newer one.
+pub fn commit_value(seq: u64) -> u32 {
+    ((seq as u32) << 1 | 1) ^ 0x6C6F_6700
+}
+
+/// A record's contents, borrowed from wherever the bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub seq: u64,
+    pub time_ns: u64,
+    pub tid: u32,
+    pub line: u32,
+    pub priority: Priority,
+    pub source: &'a [u8],
+    pub file: &'a [u8],
+    pub func: &'a [u8],
+    pub message: &'a [u8],
+}
+
+/// Why a record was not accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Damage {
+    /// The commit word is missing: the writer was stopped mid-record.
+    Uncommitted,
+    /// A length or field is out of range.
+    Malformed,
+    /// The bytes changed after the record was committed (or while it was read).
+    Checksum,
+}
+
+impl<'a> Record<'a> {
+    /// Names longer than [`NAME_MAX`] and messages longer than [`MESSAGE_MAX`]
+    /// are cut; the caller marks truncated messages before this.
+    pub fn clipped(mut self) -> Record<'a> {
+        self.source = clip(self.source, NAME_MAX);
+        self.file = clip(self.file, NAME_MAX);
+        self.func = clip(self.func, NAME_MAX);
+        self.message = clip(self.message, MESSAGE_MAX);
+        self
+    }
+
+    /// The encoded size of the record, padding included. The record must have
+    /// been [`clipped`](Record::clipped).
+    pub fn encoded_len(&self) -> usize {
+        align8(
+            HEADER_LEN + self.source.len() + self.file.len() + self.func.len() + self.message.len(),
+        )
+    }
+
+    /// Writes the record into `buf` (exactly `encoded_len()` bytes) with its
+    /// commit word left 0; the ring publishes it by storing [`commit_value`] last.
+    pub fn encode(&self, buf: &mut [u8]) {
+        let len = buf.len();
+        debug_assert_eq!(len, self.encoded_len());
+        buf[0..4].copy_from_slice(&0u32.to_ne_bytes());
+        buf[4..8].copy_from_slice(&(len as u32).to_ne_bytes());
+        buf[8..16].copy_from_slice(&self.seq.to_ne_bytes());
+        buf[16..24].copy_from_slice(&self.time_ns.to_ne_bytes());
+        buf[24..28].copy_from_slice(&self.tid.to_ne_bytes());
+        buf[28..32].copy_from_slice(&self.line.to_ne_bytes());
+        buf[32] = self.priority as u8;
+        buf[33] = KIND_TEXT;
+        buf[34..36].copy_from_slice(&(self.source.len() as u16).to_ne_bytes());
+        buf[36..38].copy_from_slice(&(self.file.len() as u16).to_ne_bytes());
+        buf[38..40].copy_from_slice(&(self.func.len() as u16).to_ne_bytes());
+        buf[40..44].copy_from_slice(&(self.message.len() as u32).to_ne_bytes());
+        let mut at = HEADER_LEN;
+        for part in [self.source, self.file, self.func, self.message] {
+            buf[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        buf[at..].fill(0);
+        let sum = checksum(buf);
+        buf[44..48].copy_from_slice(&sum.to_ne_bytes());
+    }
+
+    /// Validates and reads a record from `buf`, which holds exactly the bytes the
+    /// record's `len` field claims (see [`peek_len`]).
+    pub fn decode(buf: &'a [u8]) -> Result<Record<'a>, Damage> {
+        if buf.len() < HEADER_LEN || peek_len(buf) != Some(buf.len()) {
+            return Err(Damage::Malformed);
+        }
+        let seq = u64_at(buf, 8);
+        if u32_at(buf, 0) == 0 {
+            return Err(Damage::Uncommitted);
+        }
+        if u32_at(buf, 0) != commit_value(seq) {
+            return Err(Damage::Malformed);
+        }
+        if u32_at(buf, 44) != checksum(buf) {
+            return Err(Damage::Checksum);
+        }
+        let priority = Priority::from_number(buf[32] as u64).ok_or(Damage::Malformed)?;
+        if buf[33] != KIND_TEXT {
+            return Err(Damage::Malformed);
+        }
+        let lens = [
+            u16_at(buf, 34) as usize,
+            u16_at(buf, 36) as usize,
+            u16_at(buf, 38) as usize,
+            u32_at(buf, 40) as usize,
+        ];
+        let body: usize = lens.iter().sum();
+        if align8(HEADER_LEN + body) != buf.len() {
+            return Err(Damage::Malformed);
+        }
+        let mut parts = [&buf[..0]; 4];
+        let mut at = HEADER_LEN;
+        for (part, n) in parts.iter_mut().zip(lens) {
+            *part = &buf[at..at + n];
+            at += n;
+        }
+        Ok(Record {
+            seq,
+            time_ns: u64_at(buf, 16),
+            tid: u32_at(buf, 24),
+            line: u32_at(buf, 28),
+            priority,
+            source: parts[0],
+            file: parts[1],
+            func: parts[2],
+            message: parts[3],
+        })
+    }
+}
+
+/// The `len` field of a record header, if it is a plausible record length.
+pub fn peek_len(header: &[u8]) -> Option<usize> {
+    let len = u32_at(header, 4) as usize;
+    ((HEADER_LEN..=RECORD_MAX).contains(&len) && len.is_multiple_of(8)).then_some(len)
+}
+
+fn clip(s: &[u8], max: usize) -> &[u8] {
+    &s[..s.len().min(max)]
+}
+
+pub fn u32_at(buf: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes(buf[at..at + 4].try_into().unwrap())
+}
+
+pub fn u64_at(buf: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(buf[at..at + 8].try_into().unwrap())
+}
+
+fn u16_at(buf: &[u8], at: usize) -> u16 {
+    u16::from_ne_bytes(buf[at..at + 2].try_into().unwrap())
+}
+
+/// A word-at-a-time hash of the record, skipping the commit word and the
+/// checksum itself. It detects torn and stale bytes, not tampering, so it is
+/// chosen for speed on the recording path.
+fn checksum(buf: &[u8]) -> u32 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = K ^ buf.len() as u64;
+    let mut mix = |w: u64| h = (h ^ w).wrapping_mul(K).rotate_left(29);
+    mix(u32_at(buf, 4) as u64);
+    for word in buf[8..44].chunks(8) {
+        let mut w = [0u8; 8];
+        w[..word.len()].copy_from_slice(word);
+        mix(u64::from_ne_bytes(w));
+    }
+    for word in buf[HEADER_LEN..].chunks_exact(8) {
+        mix(u64::from_ne_bytes(word.try_into().unwrap()));
+    }
+    (h ^ (h >> 32)) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Record<'static> {
+        Record {
+            seq: 42,
+            time_ns: 1_700_000_000_123_456_789,
+            tid: 4242,
+            line: 123,
+            priority: Priority::Info,
+            source: b"qemu.monitor",
+            file: b"monitor.c",
+            func: b"qemuMonitorSend",
+            message: b"sent 12 bytes to fd 7",
+        }
+    }
+
+    fn encoded(r: &Record) -> Vec<u8> {
+        let mut buf = vec![0xAA; r.encoded_len()];
+        r.encode(&mut buf);
+        buf[0..4].copy_from_slice(&commit_value(r.seq).to_ne_bytes());
+        buf
+    }
+
+    #[test]
+    fn round_trip() {
+        let r = sample();
+        let buf = encoded(&r);
+        assert_eq!(buf.len() % 8, 0);
+        assert_eq!(Record::decode(&buf), Ok(r));
+    }
+
+    #[test]
+    fn every_single_bit_flip_is_caught() {
+        let buf = encoded(&sample());
+        for bit in 0..buf.len() * 8 {
+            let mut bad = buf.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            if let Ok(r) = Record::decode(&bad) {
+                panic!("flip of bit {bit} accepted: {r:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn uncommitted_and_stale() {
+        let r = sample();
+        let mut buf = vec![0; r.encoded_len()];
+        r.encode(&mut buf);
+        assert_eq!(Record::decode(&buf), Err(Damage::Uncommitted));
+        buf[0..4].copy_from_slice(&commit_value(41).to_ne_bytes());
+        assert_eq!(Record::decode(&buf), Err(Damage::Malformed));
+        assert_ne!(commit_value(7) & 1, 0);
+        assert_eq!(PAD_MARK & 1, 0);
+    }
+
+    #[test]
+    fn clipping() {
+        let long = vec![b'x'; MESSAGE_MAX + 100];
+        let name = vec![b'n'; 1000];
+        let r = Record {
+            message: &long,
+            source: &name,
+            ..sample()
+        }
+        .clipped();
+        assert_eq!(r.message.len(), MESSAGE_MAX);
+        assert_eq!(r.source.len(), NAME_MAX);
+        assert!(r.encoded_len() <= RECORD_MAX);
+    }
+}

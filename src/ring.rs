@@ -1,0 +1,530 @@
+//! The ring: a self-describing memory region of variable-length records, written
+//! under the logger's lock and read without any lock.
+//!
+//! Positions are logical byte offsets that only grow; `pos % data_size` is the
+//! place in the data area. `head` is the oldest record still held, `tail` the
+//! end of the newest. A record never wraps: when it does not fit before the end
+//! of the data area, a pad (`PAD_MARK`, length) fills the rest and the record
+//! starts at offset 0. The writer moves `head` past the records it is about to
+//! overwrite before touching their bytes, so a reader that copies a record and
+//! then finds `head` still at or before it knows the copy was not overwritten;
+//! the record's commit word and checksum catch everything else.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+use crate::config::ConfigError;
+use crate::record::{self, Damage, Record, PAD_MARK, RECORD_MAX};
+
+pub const MIN_SIZE: usize = 16 * 1024;
+pub const MAX_SIZE: usize = 1 << 30;
+pub const LAYOUT_VERSION: u32 = 1;
+/// Room reserved for the header at the start of the region; the data area
+/// follows it.
+pub const HEADER_SPACE: usize = 256;
+const BYTE_ORDER_MARK: u32 = 0x0102_0304;
+
+/// "VLOGRING", stored inverted so that a scan of a core file for the magic finds
+/// rings, not this constant.
+const MAGIC_INVERTED: [u8; 8] = [!b'V', !b'L', !b'O', !b'G', !b'R', !b'I', !b'N', !b'G'];
+
+pub fn magic() -> [u8; 8] {
+    // black_box keeps the compiler from folding the real magic into the code.
+    std::hint::black_box(MAGIC_INVERTED).map(|b| !b)
+}
+
+/// Checks a requested ring size: 0 (no ring) or MIN_SIZE..=MAX_SIZE, rounded up
+/// to a multiple of 8.
+pub fn check_size(size: usize) -> Result<usize, ConfigError> {
+    match size {
+        0 => Ok(0),
+        n if n < MIN_SIZE => Err(ConfigError::new(format!(
+            "buffer size {n} is below the minimum of {MIN_SIZE} bytes (16K); use 0 to disable the ring"
+        ))),
+        n if n > MAX_SIZE => Err(ConfigError::new(format!(
+            "buffer size {n} is above the maximum of {MAX_SIZE} bytes (1G)"
+        ))),
+        n => Ok(record::align8(n)),
+    }
+}
+
+/// The header at the start of the region. Its layout is part of the on-disk and
+/// in-core format (layout version 1); fields are only ever appended.
+#[repr(C)]
+pub struct Header {
+    magic: [u8; 8],
+    version: u32,
+    header_space: u32,
+    byte_order: u32,
+    record_header_len: u32,
+    data_size: u64,
+    head: AtomicU64,
+    tail: AtomicU64,
+    next_seq: AtomicU64,
+    /// Records overwritten to make room (or lost when the ring was resized).
+    lost: AtomicU64,
+}
+
+const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_SPACE);
+
+/// Counters a caller can show.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub size: u64,
+    /// Records ever appended (the next sequence number).
+    pub recorded: u64,
+    pub lost: u64,
+}
+
+/// A ring owned by this process: an anonymous mapping, written only through
+/// `&mut self` (the logger's lock).
+pub struct Ring {
+    base: NonNull<u8>,
+    map_len: usize,
+    data_size: usize,
+}
+
+// SAFETY: the mapping is owned by the Ring and freed only by its Drop; moving the
+// owner to another thread moves nothing but the pointer.
+unsafe impl Send for Ring {}
+
+impl Ring {
+    /// Maps a new ring with a data area of `size` bytes (already checked with
+    /// [`check_size`], non-zero).
+    pub fn new(size: usize) -> std::io::Result<Ring> {
+        let map_len = HEADER_SPACE + size;
+        // SAFETY: an anonymous private mapping aliases nothing; the result is
+        // checked before use.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let base = NonNull::new(ptr.cast::<u8>()).expect("mmap returned NULL");
+        let header = Header {
+            magic: magic(),
+            version: LAYOUT_VERSION,
+            header_space: HEADER_SPACE as u32,
+            byte_order: BYTE_ORDER_MARK,
+            record_header_len: record::HEADER_LEN as u32,
+            data_size: size as u64,
+            head: AtomicU64::new(0),
+            tail: AtomicU64::new(0),
+            next_seq: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+        };
+        // SAFETY: the fresh mapping is page-aligned, at least HEADER_SPACE bytes
+        // long and not yet shared with anyone.
+        unsafe { base.as_ptr().cast::<Header>().write(header) };
+        Ok(Ring {
+            base,
+            map_len,
+            data_size: size,
+        })
+    }
+
+    pub fn header(&self) -> &Header {
+        // SAFETY: written in `new` and valid for the life of the mapping; its
+        // mutable fields are atomics.
+        unsafe { &*self.base.as_ptr().cast::<Header>() }
+    }
+
+    /// The address readers in this process use to find the ring (see
+    /// [`View::from_raw`]).
+    pub fn as_raw(&self) -> *const Header {
+        self.base.as_ptr().cast()
+    }
+
+    pub fn view(&self) -> View<'_> {
+        View {
+            header: self.header(),
+            data: self.data_ptr(),
+        }
+    }
+
+    fn data_ptr(&self) -> *mut u8 {
+        // SAFETY: HEADER_SPACE is within the mapping.
+        unsafe { self.base.as_ptr().add(HEADER_SPACE) }
+    }
+
+    /// The `len` bytes of the data area at `off`, for the writer.
+    fn data_mut(&mut self, off: usize, len: usize) -> &mut [u8] {
+        assert!(off + len <= self.data_size);
+        // SAFETY: in bounds (checked above) and 8-aligned. `&mut self` makes this
+        // the only writer. Lock-free readers may copy these bytes at the same
+        // time, as any process may read shared memory; they never trust what they
+        // copy (commit word, checksum and the head check in `View::read`).
+        unsafe { std::slice::from_raw_parts_mut(self.data_ptr().add(off), len) }
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.view().stats()
+    }
+
+    /// Appends a record, overwriting the oldest ones as needed, and returns the
+    /// sequence number it was given (`rec.seq` is ignored).
+    pub fn append(&mut self, rec: &Record) -> u64 {
+        let seq = self.header().next_seq.load(Ordering::Relaxed);
+        self.append_as(rec, seq);
+        seq
+    }
+
+    fn append_as(&mut self, rec: &Record, seq: u64) {
+        let len = rec.encoded_len();
+        let size = self.data_size as u64;
+        let mut tail = self.header().tail.load(Ordering::Relaxed);
+        let off = (tail % size) as usize;
+        if off + len > self.data_size {
+            let pad = self.data_size - off;
+            self.make_room(tail, pad);
+            let slot = self.data_mut(off, 8);
+            slot[0..4].copy_from_slice(&PAD_MARK.to_ne_bytes());
+            slot[4..8].copy_from_slice(&(pad as u32).to_ne_bytes());
+            tail += pad as u64;
+        }
+        self.make_room(tail, len);
+        let off = (tail % size) as usize;
+        Record { seq, ..*rec }.encode(self.data_mut(off, len));
+        let commit = self.data_mut(off, 4).as_mut_ptr().cast::<u32>();
+        // SAFETY: `commit` points at the record's first word, 8-aligned, inside
+        // the mapping; readers load it atomically too.
+        unsafe { AtomicU32::from_ptr(commit) }.store(record::commit_value(seq), Ordering::Release);
+        let h = self.header();
+        h.next_seq.store(seq + 1, Ordering::Relaxed);
+        h.tail.store(tail + len as u64, Ordering::Release);
+    }
+
+    /// Moves `head` past every record that overlaps `[tail, tail + len)` of the
+    /// next lap, counting them as lost, before their bytes are reused.
+    fn make_room(&mut self, tail: u64, len: usize) {
+        let size = self.data_size as u64;
+        let Some(needed) = (tail + len as u64).checked_sub(size) else {
+            return;
+        };
+        let h = self.header();
+        let mut head = h.head.load(Ordering::Relaxed);
+        let mut lost = 0;
+        while head < needed && head < tail {
+            let off = (head % size) as usize;
+            let mut word = [0u8; 8];
+            self.view().copy(off, &mut word);
+            let step = if record::u32_at(&word, 0) == PAD_MARK {
+                u32::from_ne_bytes(word[4..8].try_into().unwrap()) as u64
+            } else {
+                lost += 1;
+                record::peek_len(&word).unwrap_or(0) as u64
+            };
+            if step == 0 {
+                // Our own bytes cannot be malformed; if they are, give up on
+                // everything older rather than walk garbage.
+                head = tail;
+                break;
+            }
+            head += step;
+        }
+        let h = self.header();
+        h.head.store(head.max(needed.min(tail)), Ordering::Relaxed);
+        h.lost.fetch_add(lost, Ordering::Relaxed);
+        // Order the head update before the overwriting stores (see View::read).
+        fence(Ordering::Release);
+    }
+
+    /// Copies the valid records of `old` into this (empty) ring, newest kept
+    /// when they do not all fit, keeping their sequence numbers and counting the
+    /// ones left out as lost.
+    pub fn migrate_from(&mut self, old: &Ring) {
+        let old_stats = old.stats();
+        let mut carried = 0;
+        old.view().read(|entry| {
+            if let Entry::Record(rec) = entry {
+                self.append_as(&rec, rec.seq);
+                carried += 1;
+            }
+        });
+        let h = self.header();
+        h.next_seq.store(old_stats.recorded, Ordering::Relaxed);
+        // Records evicted while migrating were counted by make_room; the ones
+        // the old ring held but could not hand over (damaged) are counted here.
+        let held = old_stats.recorded - old_stats.lost;
+        h.lost.fetch_add(
+            old_stats.lost + held.saturating_sub(carried),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`; the logger makes sure
+        // no lock-free reader still uses it (see logger::retire_ring).
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.map_len) };
+    }
+}
+
+/// What a reader finds, oldest first.
+#[derive(Debug)]
+pub enum Entry<'a> {
+    Record(Record<'a>),
+    /// A record that failed validation; `seq` is what was expected there.
+    Damaged {
+        seq: u64,
+        damage: Damage,
+    },
+    /// The writer overwrote this many bytes of records while they were being
+    /// read; the reader skipped to the oldest record still held.
+    Overwritten {
+        bytes: u64,
+    },
+}
+
+/// A read-only handle on a ring in this process's memory.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    header: &'a Header,
+    data: *const u8,
+}
+
+impl<'a> View<'a> {
+    /// # Safety
+    /// `header` must point at the header of a live ring made by [`Ring::new`]
+    /// that stays mapped for `'a`.
+    pub unsafe fn from_raw(header: *const Header) -> View<'a> {
+        View {
+            // SAFETY: the caller guarantees a live, mapped header.
+            header: unsafe { &*header },
+            // SAFETY: the data area follows the header inside the same mapping.
+            data: unsafe { header.cast::<u8>().add(HEADER_SPACE) },
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        let h = self.header;
+        Stats {
+            size: h.data_size,
+            recorded: h.next_seq.load(Ordering::Relaxed),
+            lost: h.lost.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Copies `dst.len()` bytes from data offset `off`. Both are multiples of 8
+    /// and in bounds (callers check).
+    fn copy(&self, off: usize, dst: &mut [u8]) {
+        assert!(off.is_multiple_of(8) && dst.len().is_multiple_of(8));
+        assert!(off + dst.len() <= self.header.data_size as usize);
+        for (i, chunk) in dst.chunks_exact_mut(8).enumerate() {
+            // SAFETY: in bounds and aligned (asserted above). Volatile because the
+            // writer may change these bytes while we copy; the copy is validated
+            // before anything in it is believed.
+            let word = unsafe { self.data.add(off + i * 8).cast::<u64>().read_volatile() };
+            chunk.copy_from_slice(&word.to_ne_bytes());
+        }
+    }
+
+    /// Visits every record from oldest to newest without taking any lock and
+    /// without allocating: safe to call from a signal handler. Each record is
+    /// copied to the stack and validated before `visit` sees it.
+    pub fn read(&self, mut visit: impl FnMut(Entry)) {
+        let h = self.header;
+        let size = h.data_size;
+        let tail = h.tail.load(Ordering::Acquire);
+        let mut pos = h.head.load(Ordering::Acquire);
+        if tail < pos || tail - pos > size {
+            visit(Entry::Damaged {
+                seq: 0,
+                damage: Damage::Malformed,
+            });
+            return;
+        }
+        let mut buf = [0u8; RECORD_MAX];
+        let mut expected: Option<u64> = None;
+        while pos < tail {
+            let off = (pos % size) as usize;
+            self.copy(off, &mut buf[..8]);
+            let len = if record::u32_at(&buf, 0) == PAD_MARK {
+                let pad = record::u32_at(&buf, 4) as u64;
+                if pad != size - off as u64 {
+                    visit(Entry::Damaged {
+                        seq: expected.unwrap_or(0),
+                        damage: Damage::Malformed,
+                    });
+                    return;
+                }
+                pos += pad;
+                continue;
+            } else {
+                record::peek_len(&buf).filter(|&n| off + n <= size as usize)
+            };
+            let Some(len) = len else {
+                // Without a trustworthy length there is no next record to find.
+                visit(Entry::Damaged {
+                    seq: expected.unwrap_or(0),
+                    damage: Damage::Malformed,
+                });
+                return;
+            };
+            self.copy(off, &mut buf[..len]);
+            // Pairs with the fence in Ring::make_room: if the copy saw any bytes
+            // of a newer lap, this load sees the head that was moved past them.
+            fence(Ordering::Acquire);
+            let head = h.head.load(Ordering::Relaxed);
+            if head > pos {
+                visit(Entry::Overwritten { bytes: head - pos });
+                pos = head;
+                expected = None;
+                continue;
+            }
+            let entry = match Record::decode(&buf[..len]) {
+                Ok(rec) if expected.is_none_or(|seq| seq == rec.seq) => {
+                    expected = Some(rec.seq + 1);
+                    Entry::Record(rec)
+                }
+                Ok(rec) => Entry::Damaged {
+                    seq: expected.unwrap_or(rec.seq),
+                    damage: Damage::Malformed,
+                },
+                Err(damage) => Entry::Damaged {
+                    seq: expected.unwrap_or(0),
+                    damage,
+                },
+            };
+            if let Entry::Damaged { seq, .. } = entry {
+                expected = Some(seq + 1);
+            }
+            visit(entry);
+            pos += len as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::priority::Priority;
+
+    fn rec(msg: &[u8]) -> Record<'_> {
+        Record {
+            seq: 0,
+            time_ns: 1,
+            tid: 7,
+            line: 9,
+            priority: Priority::Debug,
+            source: b"src",
+            file: b"f.c",
+            func: b"fn",
+            message: msg,
+        }
+    }
+
+    fn messages(view: View) -> (Vec<(u64, String)>, usize) {
+        let mut out = Vec::new();
+        let mut damaged = 0;
+        view.read(|e| match e {
+            Entry::Record(r) => out.push((r.seq, String::from_utf8_lossy(r.message).into())),
+            _ => damaged += 1,
+        });
+        (out, damaged)
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(check_size(0), Ok(0));
+        assert_eq!(check_size(MIN_SIZE + 1), Ok(MIN_SIZE + 8));
+        assert!(check_size(100).unwrap_err().message.contains("minimum"));
+        assert!(check_size(MAX_SIZE + 1).is_err());
+    }
+
+    #[test]
+    fn header_is_self_describing() {
+        let ring = Ring::new(MIN_SIZE).unwrap();
+        let h = ring.header();
+        assert_eq!(&h.magic, b"VLOGRING");
+        assert_eq!(h.version, 1);
+        assert_eq!(h.data_size, MIN_SIZE as u64);
+        assert_eq!(h.byte_order, 0x0102_0304);
+    }
+
+    #[test]
+    fn wraps_with_continuous_sequence_and_exact_loss() {
+        let mut ring = Ring::new(MIN_SIZE).unwrap();
+        let n = 5000u64;
+        for i in 0..n {
+            // Varying lengths exercise the pad at the end of the data area.
+            let msg = format!("message {i} {}", "x".repeat((i % 97) as usize));
+            assert_eq!(ring.append(&rec(msg.as_bytes())), i);
+        }
+        let (got, damaged) = messages(ring.view());
+        assert_eq!(damaged, 0);
+        assert!(got.len() > 50 && (got.len() as u64) < n);
+        for w in got.windows(2) {
+            assert_eq!(w[1].0, w[0].0 + 1);
+        }
+        assert_eq!(got.last().unwrap().0, n - 1);
+        assert!(got
+            .last()
+            .unwrap()
+            .1
+            .starts_with(&format!("message {}", n - 1)));
+        let stats = ring.stats();
+        assert_eq!(stats.recorded, n);
+        assert_eq!(stats.lost + got.len() as u64, n);
+    }
+
+    #[test]
+    fn largest_record_fits_smallest_ring() {
+        let mut ring = Ring::new(MIN_SIZE).unwrap();
+        let big = vec![b'y'; record::MESSAGE_MAX];
+        for _ in 0..5 {
+            ring.append(&rec(b"small"));
+            ring.append(&rec(&big));
+        }
+        let (got, damaged) = messages(ring.view());
+        assert_eq!(damaged, 0);
+        assert_eq!(got.last().unwrap().1.len(), record::MESSAGE_MAX);
+    }
+
+    #[test]
+    fn corrupted_record_reported_not_printed() {
+        let mut ring = Ring::new(MIN_SIZE).unwrap();
+        for i in 0..3 {
+            ring.append(&rec(format!("m{i}").as_bytes()));
+        }
+        // Flip a byte in the second record's message.
+        let first = rec(b"m0").encoded_len();
+        let second_msg_end = first + rec(b"m1").encoded_len() - 8;
+        ring.data_mut(second_msg_end - 1, 1)[0] ^= 0x40;
+        let mut seen = Vec::new();
+        ring.view().read(|e| {
+            seen.push(match e {
+                Entry::Record(r) => format!("ok {}", r.seq),
+                Entry::Damaged { seq, damage } => format!("bad {seq} {damage:?}"),
+                Entry::Overwritten { .. } => "over".into(),
+            })
+        });
+        assert_eq!(seen, ["ok 0", "bad 1 Checksum", "ok 2"]);
+    }
+
+    #[test]
+    fn migration_keeps_newest_and_counts_loss() {
+        let mut old = Ring::new(64 * 1024).unwrap();
+        for i in 0..1000 {
+            old.append(&rec(format!("message number {i}").as_bytes()));
+        }
+        let mut small = Ring::new(MIN_SIZE).unwrap();
+        small.migrate_from(&old);
+        let (got, damaged) = messages(small.view());
+        assert_eq!(damaged, 0);
+        assert_eq!(got.last().unwrap().0, 999);
+        let stats = small.stats();
+        assert_eq!(stats.recorded, 1000);
+        assert_eq!(stats.lost + got.len() as u64, 1000);
+        assert_eq!(small.append(&rec(b"next")), 1000);
+    }
+}

@@ -1,0 +1,179 @@
+//! Log sources: the per-file `vlog_source` objects that C code declares with
+//! `VLOG_INIT`, and the registry that keeps their cached levels current.
+//!
+//! The macros read `level` inline; the library rewrites it for every registered
+//! source whenever the configuration changes, so the disabled check stays one
+//! load and one compare with no generation to test.
+
+use std::ffi::c_char;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// A log source. Declare one per C file with `VLOG_INIT("name")` (or initialise
+/// one with `VLOG_SOURCE_INITIALIZER("name")`); treat the fields as private.
+#[repr(C)]
+pub struct vlog_source {
+    /// The lowest priority that is recorded for this source, kept by the library;
+    /// 0 until the source is registered by its first call (so that call is always
+    /// made), 5 when nothing is.
+    pub level: AtomicI32,
+    /// The source name: a string that lives as long as the source.
+    pub name: *const c_char,
+    /// Length of `name` in bytes (without the NUL).
+    pub name_len: usize,
+}
+
+/// The level meaning "not registered yet: take the call".
+/// cbindgen:ignore
+pub const UNKNOWN: i32 = 0;
+/// The level meaning "nothing from this source is recorded".
+/// cbindgen:ignore
+pub const OFF: i32 = 5;
+
+// SAFETY: the only mutable field is atomic; `name` is a read-only string.
+unsafe impl Sync for vlog_source {}
+
+/// The source named "default", used by calls that pass a NULL source.
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static vlog_default_source: vlog_source = vlog_source {
+    level: AtomicI32::new(UNKNOWN),
+    name: c"default".as_ptr(),
+    name_len: 7,
+};
+
+impl vlog_source {
+    pub fn level(&self) -> i32 {
+        self.level.load(Ordering::Relaxed)
+    }
+
+    pub fn set_level(&self, level: i32) {
+        self.level.store(level, Ordering::Relaxed);
+    }
+
+    /// The name's bytes. A NULL name reads as empty.
+    pub fn name_bytes(&self) -> &[u8] {
+        if self.name.is_null() {
+            return &[];
+        }
+        // SAFETY: VLOG_SOURCE_INITIALIZER stores a string literal and its length;
+        // the API contract requires any other initialiser to do the same, and the
+        // string outlives the source.
+        unsafe { std::slice::from_raw_parts(self.name.cast::<u8>(), self.name_len) }
+    }
+}
+
+/// A registered source. Valid from `vlog_source_register` (or the first call)
+/// until `vlog_source_unregister`, which VLOG_INIT's destructor calls when the
+/// object that holds the source is unloaded.
+pub struct SourceRef(NonNull<vlog_source>);
+
+// SAFETY: vlog_source is Sync and the registry only shares the pointer.
+unsafe impl Send for SourceRef {}
+
+impl SourceRef {
+    pub fn get(&self) -> &vlog_source {
+        // SAFETY: registered sources stay valid until they are unregistered,
+        // which removes them from the registry before their memory goes away.
+        unsafe { self.0.as_ref() }
+    }
+
+    pub fn is(&self, source: &vlog_source) -> bool {
+        std::ptr::eq(self.0.as_ptr(), source)
+    }
+}
+
+/// Every source that has logged (or registered) and not been unregistered.
+#[derive(Default)]
+pub struct Registry {
+    sources: Vec<SourceRef>,
+}
+
+impl Registry {
+    pub const fn new() -> Registry {
+        Registry {
+            sources: Vec::new(),
+        }
+    }
+
+    /// Adds `source` unless it is already there; returns whether it was added.
+    ///
+    /// # Safety
+    /// `source` must stay valid until it is removed with [`Registry::remove`] or
+    /// [`Registry::clear`].
+    pub unsafe fn add(&mut self, source: &vlog_source) -> bool {
+        if self.sources.iter().any(|s| s.is(source)) {
+            return false;
+        }
+        self.sources.push(SourceRef(NonNull::from(source)));
+        true
+    }
+
+    /// Removes `source` and marks it unknown, so a later call registers it anew.
+    pub fn remove(&mut self, source: &vlog_source) {
+        self.sources.retain(|s| !s.is(source));
+        source.set_level(UNKNOWN);
+    }
+
+    /// Forgets every source, marking each unknown.
+    pub fn clear(&mut self) {
+        for s in self.sources.drain(..) {
+            s.get().set_level(UNKNOWN);
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &vlog_source> {
+        self.sources.iter().map(SourceRef::get)
+    }
+
+    pub fn len(&self) -> usize {
+        self.sources.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(name: &'static std::ffi::CStr) -> vlog_source {
+        vlog_source {
+            level: AtomicI32::new(UNKNOWN),
+            name: name.as_ptr(),
+            name_len: name.to_bytes().len(),
+        }
+    }
+
+    #[test]
+    fn register_once_and_unregister() {
+        let a = source(c"a");
+        let b = source(c"b");
+        let mut r = Registry::new();
+        // SAFETY: a and b outlive the registry.
+        unsafe {
+            assert!(r.add(&a));
+            assert!(!r.add(&a));
+            assert!(r.add(&b));
+        }
+        a.set_level(3);
+        r.remove(&a);
+        assert_eq!(a.level(), UNKNOWN);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r.iter().next().unwrap().name_bytes(), b"b");
+        r.clear();
+        assert_eq!(r.len(), 0);
+    }
+
+    #[test]
+    fn null_name_is_empty() {
+        let s = vlog_source {
+            level: AtomicI32::new(0),
+            name: std::ptr::null(),
+            name_len: 4,
+        };
+        assert_eq!(s.name_bytes(), b"");
+    }
+}

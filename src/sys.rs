@@ -1,0 +1,70 @@
+//! The few operating-system calls std does not offer, each in one small
+//! `unsafe` block.
+
+use std::cell::Cell;
+use std::io;
+
+thread_local! {
+    // 0 = not fetched yet. Reset in a forked child, whose thread has a new id.
+    static TID: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The kernel thread id of the calling thread, cached per thread: the recording
+/// path must not make a system call for it.
+pub fn thread_id() -> u32 {
+    TID.with(|t| {
+        let mut tid = t.get();
+        if tid == 0 {
+            // SAFETY: gettid has no preconditions and cannot fail.
+            tid = unsafe { libc::gettid() } as u32;
+            t.set(tid);
+        }
+        tid
+    })
+}
+
+/// Forgets the cached thread id; called in the child after fork.
+pub fn reset_thread_id() {
+    TID.with(|t| t.set(0));
+}
+
+/// True in a setuid/setgid (or otherwise privilege-changing) process, where the
+/// environment belongs to a less privileged user and must not be obeyed.
+pub fn secure_mode() -> bool {
+    // SAFETY: getauxval only reads the auxiliary vector; 0 means absent.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// Writes all of `bytes` to `fd`, retrying on EINTR and short writes. Uses only
+/// write(2), so it is async-signal-safe.
+pub fn write_all_fd(fd: i32, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        // SAFETY: the pointer and length describe a live slice; write(2) does not
+        // keep them.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        bytes = &bytes[n as usize..];
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thread_ids_differ_per_thread_and_are_cached() {
+        let main = super::thread_id();
+        assert_eq!(main, super::thread_id());
+        let other = std::thread::spawn(super::thread_id).join().unwrap();
+        assert_ne!(main, other);
+        assert_ne!(other, 0);
+    }
+}
