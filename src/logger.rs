@@ -6,14 +6,20 @@
 //! (`vlog_dump`, later the crash handler) take no lock; they find the ring
 //! through `PUBLISHED` and announce themselves in `READERS`, so a ring that is
 //! replaced is freed only after they are done with it.
+//!
+//! The lock is std's Mutex, a bare futex word on Linux. parking_lot keeps a
+//! process-wide table of parked threads whose bucket locks a fork can leave
+//! held by a thread that does not exist in the child, so a child forked while
+//! other threads log could hang on its first contended lock (parking_lot issue
+//! 515); a futex word has no such table, and the atfork handlers below make it
+//! safe to fork at any moment.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
-
-use parking_lot::Mutex;
 
 use crate::config::{self, ConfigError, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
 use crate::filter::Filters;
@@ -63,6 +69,17 @@ static NESTED_DROPPED: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     static INSIDE: Cell<bool> = const { Cell::new(false) };
+    /// The lock, held by the forking thread from fork_prepare until the
+    /// parent or child handler releases it.
+    static FORK_GUARD: RefCell<Option<MutexGuard<'static, State>>> = const { RefCell::new(None) };
+}
+
+/// Takes the lock. A panic while it was held (caught at the C boundary) leaves
+/// the state usable, so poisoning is ignored.
+fn lock() -> MutexGuard<'static, State> {
+    STATE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Writes one diagnostic line of vlog's own to stderr.
@@ -345,7 +362,7 @@ fn truncate<'b>(text: &[u8], full_len: usize, buf: &'b mut Vec<u8>) -> &'b [u8] 
 /// Runs `f` on the global state under its lock, then publishes a ring that was
 /// created or replaced and frees a retired one once no reader holds it.
 pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    let mut state = STATE.lock();
+    let mut state = lock();
     let result = f(&mut state);
     let now = state.ring.as_ref().map_or(ptr::null(), Ring::as_raw);
     if PUBLISHED.load(Ordering::SeqCst).cast_const() != now {
@@ -407,12 +424,12 @@ pub fn read_ring<R>(f: impl FnOnce(Option<View>) -> R) -> R {
 /// Fork support: the prepare handler holds the lock across fork, so the child
 /// never inherits it held by a thread that does not exist there.
 pub fn fork_prepare() {
-    std::mem::forget(STATE.lock());
+    let guard = lock();
+    FORK_GUARD.with(|slot| *slot.borrow_mut() = Some(guard));
 }
 
 pub fn fork_parent() {
-    // SAFETY: fork_prepare locked STATE on this thread and forgot the guard.
-    unsafe { STATE.force_unlock() };
+    FORK_GUARD.with(|slot| slot.borrow_mut().take());
 }
 
 pub fn fork_child() {
@@ -420,9 +437,7 @@ pub fn fork_child() {
     // cached thread id belongs to the parent.
     READERS.store(0, Ordering::SeqCst);
     sys::reset_thread_id();
-    // SAFETY: as in fork_parent; the child's copy of the lock is held by this
-    // same thread.
-    unsafe { STATE.force_unlock() };
+    FORK_GUARD.with(|slot| slot.borrow_mut().take());
 }
 
 #[cfg(test)]
