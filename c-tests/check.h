@@ -1,0 +1,97 @@
+/* Helpers shared by the C tests: CHECK aborts the test with the failed
+ * expression; the dump helpers read the ring back as text. */
+#ifndef VLOG_CHECK_H
+#define VLOG_CHECK_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <vlog.h>
+
+#define CHECK(cond)                                                           \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,  \
+                    #cond);                                                   \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+/* Fails unless the last vlog error contains `needle`. */
+#define CHECK_ERROR(needle)                                                   \
+    do {                                                                      \
+        if (strstr(vlog_last_error(), (needle)) == NULL) {                    \
+            fprintf(stderr, "%s:%d: error \"%s\" lacks \"%s\"\n", __FILE__,   \
+                    __LINE__, vlog_last_error(), (needle));                   \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+/* Reads everything from `fd` (rewound to the start) into a malloc'd string. */
+static inline char *check_slurp_fd(int fd)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = (char *)malloc(cap);
+    ssize_t n;
+
+    CHECK(buf != NULL);
+    CHECK(lseek(fd, 0, SEEK_SET) == 0);
+    while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+        len += (size_t)n;
+        if (cap - len < 2) {
+            cap *= 2;
+            buf = (char *)realloc(buf, cap);
+            CHECK(buf != NULL);
+        }
+    }
+    CHECK(n == 0);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* The ring as text, via vlog_dump; `*records` gets vlog_dump's count. */
+static inline char *check_dump(int *records)
+{
+    FILE *f = tmpfile();
+    char *text;
+    int n;
+
+    CHECK(f != NULL);
+    n = vlog_dump(fileno(f));
+    CHECK(n >= 0);
+    if (records)
+        *records = n;
+    text = check_slurp_fd(fileno(f));
+    fclose(f);
+    return text;
+}
+
+static inline char *check_slurp_path(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *text;
+
+    CHECK(f != NULL);
+    text = check_slurp_fd(fileno(f));
+    fclose(f);
+    return text;
+}
+
+/* How many times `needle` occurs in `haystack`. */
+static inline int check_count(const char *haystack, const char *needle)
+{
+    int n = 0;
+    size_t len = strlen(needle);
+
+    while ((haystack = strstr(haystack, needle)) != NULL) {
+        n++;
+        haystack += len;
+    }
+    return n;
+}
+
+#endif

@@ -1,0 +1,39 @@
+/* A filtered-out call never formats: a bogus %s pointer does not crash, through
+ * the macro, vlog() and vlogv(). */
+#include "check.h"
+
+VLOG_INIT("test.filtered");
+
+static int wrapper(const char *fmt, ...) VLOG__PRINTF(1, 2);
+static int wrapper(const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = vlogv(&vlog__source, VLOG_PRIO_DEBUG, __FILE__, __LINE__, __func__, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int main(void)
+{
+    const char *bogus = (const char *)(uintptr_t)16; /* unmapped */
+    int records;
+    char *dump;
+
+    CHECK(vlog_set_outputs("4:file:/dev/null") == 0);
+    CHECK(vlog_set_filters("2:filtered") == 0);
+    VLOG_DEBUG("%s", bogus);
+    CHECK(vlog(&vlog__source, VLOG_PRIO_DEBUG, __FILE__, __LINE__, __func__, "%s", bogus) == 0);
+    CHECK(wrapper("%s", bogus) == 0);
+    /* The default source has its own level (warning by default). */
+    CHECK(vlog(NULL, VLOG_PRIO_INFO, __FILE__, __LINE__, __func__, "%s", bogus) == 0);
+    CHECK(vlog(&vlog__source, VLOG_PRIO_INFO, __FILE__, __LINE__, __func__, "%s", "kept") == 1);
+    dump = check_dump(&records);
+    CHECK(records == 1);
+    CHECK(strstr(dump, " : kept\n") != NULL);
+    free(dump);
+    puts("ok");
+    return 0;
+}

@@ -1,0 +1,42 @@
+/* Every known source's cached level follows the configuration, including a
+ * change of the default level alone. */
+#include "check.h"
+
+VLOG_INIT("util.object");
+
+static vlog_source other = VLOG_SOURCE_INITIALIZER("qemu.driver");
+
+int main(void)
+{
+    CHECK(vlog_set_outputs("4:file:/dev/null") == 0);
+    CHECK(vlog__source.level == 0); /* not registered before its first call */
+    VLOG_ERROR("register");
+    CHECK(vlog_source_enabled(&other, VLOG_PRIO_DEBUG) == 0);
+    CHECK(vlog__source.level == VLOG_PRIO_WARN);
+    CHECK(other.level == VLOG_PRIO_WARN);
+
+    CHECK(vlog_set_level(VLOG_PRIO_DEBUG) == 0);
+    CHECK(vlog__source.level == VLOG_PRIO_DEBUG);
+    CHECK(other.level == VLOG_PRIO_DEBUG);
+    CHECK(vlog_default_source.level == VLOG_PRIO_DEBUG || vlog_default_source.level == 0);
+
+    CHECK(vlog_set_filters("3:util.object 2:util 4:*") == 0);
+    CHECK(vlog__source.level == VLOG_PRIO_WARN);
+    CHECK(other.level == VLOG_PRIO_ERROR);
+
+    CHECK(vlog_set_filters("") == 0);
+    CHECK(vlog_set_level(VLOG_PRIO_INFO) == 0);
+    CHECK(vlog__source.level == VLOG_PRIO_INFO);
+    CHECK(other.level == VLOG_PRIO_INFO);
+
+    /* An unregistered source is no longer updated, and registers again on its
+     * next call. */
+    vlog_source_unregister(&other);
+    CHECK(other.level == 0);
+    CHECK(vlog_set_level(VLOG_PRIO_ERROR) == 0);
+    CHECK(other.level == 0);
+    CHECK(vlog_source_enabled(&other, VLOG_PRIO_ERROR) == 1);
+    CHECK(other.level == VLOG_PRIO_ERROR);
+    puts("ok");
+    return 0;
+}

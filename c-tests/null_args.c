@@ -1,0 +1,33 @@
+/* NULL source, format, file, function and message are logged safely. */
+#include "check.h"
+
+int main(void)
+{
+    const char *volatile no_format = NULL;
+    const char *volatile no_string = NULL;
+    char *dump;
+    int records;
+
+    CHECK(vlog_set_outputs("4:file:/dev/null") == 0);
+    CHECK(vlog(NULL, VLOG_PRIO_ERROR, NULL, 7, NULL, "no file or func %d", 1) == 1);
+    CHECK(vlog(NULL, VLOG_PRIO_ERROR, __FILE__, __LINE__, __func__, no_format) == 1);
+    CHECK(vlog_write(NULL, VLOG_PRIO_ERROR, NULL, 0, NULL, NULL, 5, 5) == 1);
+    CHECK(vlog(NULL, VLOG_PRIO_ERROR, __FILE__, __LINE__, __func__, "%s", no_string) == 1);
+    dump = check_dump(&records);
+    CHECK(records == 4);
+    CHECK(strstr(dump, ": error : default : ?:7 : no file or func 1\n") != NULL);
+    CHECK(strstr(dump, " : (null format)\n") != NULL);
+    CHECK(strstr(dump, ": error : default : ?:0 : (null)\n") != NULL);
+    CHECK(check_count(dump, "(null)\n") == 2);
+    free(dump);
+
+    /* Bad arguments to the API are errors, not crashes. */
+    CHECK(vlog_set_filters(NULL) == -1);
+    CHECK_ERROR("NULL");
+    CHECK(vlog_set_outputs(NULL) == -1);
+    CHECK(vlog_get_stats(NULL) == -1);
+    vlog_source_unregister(NULL);
+    CHECK(vlog_source_enabled(NULL, VLOG_PRIO_ERROR) == 1);
+    puts("ok");
+    return 0;
+}

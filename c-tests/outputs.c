@@ -1,0 +1,90 @@
+/* File outputs: created 0600, relative paths made absolute, the libvirt line
+ * with the source, one line per message with control bytes escaped, each
+ * output with its own priority, and reopen after rotation. */
+#include "check.h"
+
+#include <regex.h>
+#include <sys/stat.h>
+
+VLOG_INIT("test.outputs");
+
+int main(void)
+{
+    char dir[] = "/tmp/vlog-outputs-XXXXXX";
+    char spec[512], path[300], rotated[300];
+    struct stat st;
+    regex_t re;
+    char *text;
+
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(chdir(dir) == 0);
+    snprintf(path, sizeof path, "%s/all.log", dir);
+    snprintf(rotated, sizeof rotated, "%s/all.log.1", dir);
+
+    /* Relative path; warnings-only file beside a debug file. */
+    snprintf(spec, sizeof spec, "1:file:all.log 3:file:%s/warn.log", dir);
+    CHECK(vlog_set_outputs(spec) == 0);
+    CHECK(vlog_set_filters("1:test.outputs") == 0);
+    CHECK(chdir("/") == 0); /* the path was made absolute when parsed */
+
+    VLOG_DEBUG("line one\nline two\ttab \x1b[31mred");
+    VLOG_ERROR("an error");
+
+    CHECK(stat(path, &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    text = check_slurp_path(path);
+    CHECK(check_count(text, "\n") == 2);
+    CHECK(regcomp(&re,
+                  "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}\\+0000: "
+                  "[0-9]+: debug : test\\.outputs : main:[0-9]+ : "
+                  "line one\\\\nline two\\\\ttab \\\\x1b\\[31mred\n",
+                  REG_EXTENDED | REG_NEWLINE) == 0);
+    CHECK(regexec(&re, text, 0, NULL, 0) == 0);
+    regfree(&re);
+    CHECK(strstr(text, ": error : test.outputs : main:") != NULL);
+    free(text);
+
+    snprintf(spec, sizeof spec, "%s/warn.log", dir);
+    text = check_slurp_path(spec);
+    CHECK(check_count(text, "\n") == 1);
+    CHECK(strstr(text, " : an error\n") != NULL);
+    free(text);
+
+    /* Rotation: move the file away, reopen, and the next line goes to a new
+     * file at the old path. */
+    CHECK(rename(path, rotated) == 0);
+    VLOG_INFO("before reopen");
+    CHECK(vlog_reopen() == 0);
+    VLOG_INFO("after reopen");
+    text = check_slurp_path(rotated);
+    CHECK(strstr(text, "before reopen") != NULL && strstr(text, "after reopen") == NULL);
+    free(text);
+    text = check_slurp_path(path);
+    CHECK(strstr(text, "after reopen") != NULL && strstr(text, "before reopen") == NULL);
+    free(text);
+
+    /* A reopen that fails says why and keeps logging to the old file. */
+    {
+        char moved[300];
+        snprintf(moved, sizeof moved, "%s.moved", dir);
+        CHECK(rename(dir, moved) == 0);
+        CHECK(vlog_reopen() == -1);
+        CHECK_ERROR(path);
+        VLOG_INFO("after failed reopen");
+        CHECK(rename(moved, dir) == 0);
+        text = check_slurp_path(path);
+        CHECK(strstr(text, "after failed reopen") != NULL);
+        free(text);
+    }
+    CHECK(vlog_flush() == 0);
+
+    /* Appending, never truncating: a new output on the same file keeps lines. */
+    snprintf(spec, sizeof spec, "1:file:%s", path);
+    CHECK(vlog_set_outputs(spec) == 0);
+    VLOG_INFO("appended");
+    text = check_slurp_path(path);
+    CHECK(strstr(text, "after reopen") != NULL && strstr(text, "appended") != NULL);
+    free(text);
+    puts("ok");
+    return 0;
+}

@@ -1,0 +1,360 @@
+//! Builds the C programs in `c-tests/` against the library cargo just built and
+//! runs them. Each program checks one promise of the C API and exits 0; the
+//! tests here add what only a driver can check (environment, stderr).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A scratch directory holding the built library (`lib/`) and the test
+/// programs, set up once per run.
+fn work() -> &'static Path {
+    static WORK: OnceLock<PathBuf> = OnceLock::new();
+    WORK.get_or_init(|| {
+        let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c-tests");
+        let lib = work.join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        // cargo test builds the staticlib and cdylib beside this test binary.
+        let built = std::env::current_exe().unwrap();
+        let deps = built.parent().unwrap();
+        std::fs::copy(deps.join("libvlog.a"), lib.join("libvlog.a")).unwrap();
+        std::fs::copy(deps.join("libvlog.so"), lib.join("libvlog.so.0")).unwrap();
+        let link = lib.join("libvlog.so");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("libvlog.so.0", &link).unwrap();
+        work
+    })
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Link {
+    Static,
+    Shared,
+}
+
+fn cc() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".into())
+}
+
+fn run_compiler(mut cmd: Command) {
+    let out = cmd.output().expect("run the C compiler");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Compiles `c-tests/NAME.c` into a program; returns its path.
+fn build(name: &str, link: Link) -> PathBuf {
+    let work = work();
+    let suffix = if link == Link::Static { "" } else { "-shared" };
+    let exe = work.join(format!("{name}{suffix}"));
+    let mut cmd = Command::new(cc());
+    cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg(root().join("c-tests").join(format!("{name}.c")))
+        .arg("-o")
+        .arg(&exe);
+    match link {
+        Link::Static => {
+            cmd.arg(work.join("lib/libvlog.a"));
+        }
+        Link::Shared => {
+            let lib = work.join("lib");
+            cmd.arg(format!("-L{}", lib.display()))
+                .arg("-lvlog")
+                .arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+    }
+    cmd.args(["-lpthread", "-ldl", "-lm"]);
+    run_compiler(cmd);
+    exe
+}
+
+/// Runs a program with only the given `VLOG_*` variables set.
+fn run(exe: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(exe);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("VLOG_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.envs(env.iter().copied()).current_dir(work());
+    cmd.output().expect("run the test program")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn assert_ok(name: &str, out: &Output) {
+    assert!(
+        out.status.success(),
+        "{name} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+fn check(name: &str) {
+    let exe = build(name, Link::Static);
+    assert_ok(name, &run(&exe, &[]));
+}
+
+#[test]
+fn macros_check_inline_and_skip_arguments() {
+    check("macros");
+}
+
+#[test]
+fn macros_work_through_the_shared_library() {
+    let exe = build("macros", Link::Shared);
+    assert_ok("macros (shared)", &run(&exe, &[]));
+    let out = Command::new("readelf")
+        .arg("-d")
+        .arg(work().join("lib/libvlog.so.0"))
+        .output();
+    if let Ok(out) = out {
+        assert!(text(&out.stdout).contains("[libvlog.so.0]"), "soname");
+    }
+}
+
+#[test]
+fn filtered_call_never_formats() {
+    check("filtered_no_format");
+}
+
+#[test]
+fn null_arguments_are_safe() {
+    check("null_args");
+}
+
+#[test]
+fn long_messages_kept_then_truncated_with_marker() {
+    check("long_messages");
+}
+
+#[test]
+fn libvirt_syntax_and_atomic_rejection() {
+    check("config_syntax");
+}
+
+#[test]
+fn cached_levels_follow_configuration() {
+    check("levels");
+}
+
+#[test]
+fn file_outputs_format_and_reopen() {
+    check("outputs");
+}
+
+#[test]
+fn ring_wraps_with_continuous_sequence() {
+    check("ring_wrap");
+}
+
+#[test]
+fn four_threads_leave_intact_ordered_records() {
+    check("threads");
+}
+
+#[test]
+fn dump_to_any_fd() {
+    check("dump_fd");
+}
+
+#[test]
+fn shutdown_and_restart() {
+    check("shutdown");
+}
+
+#[test]
+fn fork_while_logging() {
+    check("fork");
+}
+
+#[test]
+fn dlclosed_source_leaves_nothing_behind() {
+    let work = work();
+    let lib = work.join("lib");
+    let mut cmd = Command::new(cc());
+    cmd.args([
+        "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-shared", "-fPIC",
+    ])
+    .arg("-I")
+    .arg(root().join("include"))
+    .arg(root().join("c-tests/dlclose_plugin.c"))
+    .arg("-o")
+    .arg(work.join("dlclose_plugin.so"))
+    .arg(format!("-L{}", lib.display()))
+    .arg("-lvlog")
+    .arg(format!("-Wl,-rpath,{}", lib.display()));
+    run_compiler(cmd);
+    let exe = build("dlclose", Link::Shared);
+    assert_ok("dlclose", &run(&exe, &[]));
+}
+
+#[test]
+fn header_is_clean_c99_c11_and_cxx() {
+    let modes: [(&str, &[&str]); 4] = [
+        ("cc", &["-std=c99"]),
+        ("cc", &["-std=c11"]),
+        ("c++", &["-std=c++11", "-x", "c++"]),
+        ("c++", &["-std=c++17", "-x", "c++"]),
+    ];
+    for (i, (compiler, flags)) in modes.iter().enumerate() {
+        let compiler = if *compiler == "cc" {
+            cc()
+        } else {
+            std::env::var("CXX").unwrap_or_else(|_| "c++".into())
+        };
+        let exe = work().join(format!("header_only_{i}"));
+        let mut cmd = Command::new(compiler);
+        cmd.args(["-Wall", "-Wextra", "-Wpedantic", "-Werror"])
+            .args(*flags)
+            .arg("-I")
+            .arg(root().join("include"))
+            .arg(root().join("c-tests/header_only.c"))
+            .args(["-x", "none"])
+            .arg(work().join("lib/libvlog.a"))
+            .args(["-lpthread", "-ldl", "-lm", "-o"])
+            .arg(&exe);
+        run_compiler(cmd);
+        assert_ok("header_only", &run(&exe, &[]));
+    }
+}
+
+/// The environment program, built once: several tests run it at once.
+fn environment_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| build("environment", Link::Static))
+}
+
+fn environment(env: &[(&str, &str)]) -> (String, String) {
+    let out = run(environment_exe(), env);
+    assert_ok("environment", &out);
+    (text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn env_flight_recorder_configuration() {
+    let (dump, stderr) = environment(&[("VLOG_FILTERS", "1:qemu"), ("VLOG_OUTPUTS", "3:stderr")]);
+    // stderr prints warnings and errors only...
+    assert!(stderr.contains(" : qemu warning\n") && stderr.contains(" : qemu error\n"));
+    assert!(stderr.contains(" : util warning\n"));
+    assert!(
+        !stderr.contains("qemu debug") && !stderr.contains("qemu info"),
+        "{stderr}"
+    );
+    // ...while the ring keeps qemu's debug messages for a dump.
+    assert!(dump.contains(": debug : qemu.monitor : main:"), "{dump}");
+    assert!(dump.contains(" : qemu debug\n") && dump.contains(" : qemu info\n"));
+    assert!(!dump.contains("util debug"));
+    assert!(dump.contains("buffer_size=65536\n"));
+}
+
+#[test]
+fn env_level_sets_default_output_too() {
+    let (_, stderr) = environment(&[("VLOG_LEVEL", "info")]);
+    assert!(
+        stderr.contains(" : qemu info\n") && !stderr.contains("qemu debug"),
+        "{stderr}"
+    );
+    let (_, stderr) = environment(&[("VLOG_LEVEL", "1")]);
+    assert!(stderr.contains(" : qemu debug\n") && stderr.contains(" : util debug\n"));
+    let (_, stderr) = environment(&[]);
+    assert!(!stderr.contains("qemu info") && stderr.contains(" : qemu warning\n"));
+}
+
+#[test]
+fn env_bad_values_warn_once_and_keep_defaults() {
+    let (dump, stderr) = environment(&[
+        ("VLOG_LEVEL", "loud"),
+        ("VLOG_FILTERS", "1:qemu 9:util"),
+        ("VLOG_OUTPUTS", "1:stderr 1:nowhere"),
+        ("VLOG_BUFFER_SIZE", "12Q"),
+    ]);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("vlog: ")).collect();
+    assert_eq!(warnings.len(), 4, "{stderr}");
+    for (var, token) in [
+        ("VLOG_LEVEL", "'loud'"),
+        ("VLOG_FILTERS", "'9'"),
+        ("VLOG_OUTPUTS", "'nowhere'"),
+        ("VLOG_BUFFER_SIZE", "'12Q'"),
+    ] {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains(var) && w.contains(token)),
+            "no warning for {var} naming {token}: {stderr}"
+        );
+    }
+    // Defaults: warning level, stderr output, 64K ring.
+    assert!(stderr.contains(" : qemu warning\n") && !stderr.contains("qemu info"));
+    assert!(dump.contains("buffer_size=65536\n"));
+    assert!(!dump.contains("qemu debug"));
+}
+
+#[test]
+fn env_buffer_size_and_relative_file_output() {
+    let (dump, _) = environment(&[("VLOG_BUFFER_SIZE", "0")]);
+    assert!(
+        dump.starts_with("buffer_size=0\n") && dump.lines().count() == 1,
+        "{dump}"
+    );
+    let (dump, _) = environment(&[("VLOG_BUFFER_SIZE", "1M")]);
+    assert!(dump.contains("buffer_size=1048576\n"));
+
+    let log = work().join("env-relative.log");
+    let _ = std::fs::remove_file(&log);
+    let (_, stderr) = environment(&[("VLOG_OUTPUTS", "2:file:env-relative.log")]);
+    assert!(stderr.is_empty(), "{stderr}");
+    let file = std::fs::read_to_string(&log).unwrap();
+    assert!(file.contains(" : qemu warning\n") && !file.contains("qemu info"));
+}
+
+/// In a setuid process (AT_SECURE) the environment is ignored entirely: run a
+/// copy of the program set-user-ID to nobody, as root.
+#[test]
+fn env_ignored_when_setuid() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to make a setuid program");
+        return;
+    }
+    let dir = work().join("setuid");
+    std::fs::create_dir_all(&dir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let suid = dir.join("environment-suid");
+    std::fs::copy(environment_exe(), &suid).unwrap();
+    std::os::unix::fs::chown(&suid, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&suid, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let log = dir.join("chosen-by-user.log");
+    let _ = std::fs::remove_file(&log);
+    let outputs = format!("1:file:{}", log.display());
+    let out = run(
+        &suid,
+        &[
+            ("VLOG_LEVEL", "debug"),
+            ("VLOG_OUTPUTS", &outputs),
+            ("VLOG_BUFFER_SIZE", "1M"),
+        ],
+    );
+    assert_ok("environment (setuid)", &out);
+    let stderr = text(&out.stderr);
+    assert!(!log.exists(), "a setuid process obeyed VLOG_OUTPUTS");
+    assert!(
+        stderr.contains(" : qemu warning\n") && !stderr.contains("qemu info"),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout).contains("buffer_size=65536\n"));
+}
