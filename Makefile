@@ -29,3 +29,12 @@ test:
 clean:
 	$(CARGO) clean
 	rm -f examples/daemon
+
+# Callgrind instruction counts for a disabled call and a ring-only call; see
+# BENCHMARKS.md.
+bench-c/sanity: lib bench-c/sanity.c include/vlog.h include/vlog_gen.h
+	$(CC) $(CFLAGS) -Iinclude bench-c/sanity.c -o $@ $(STATIC_LIB) $(LIBS)
+
+.PHONY: bench-sanity
+bench-sanity: bench-c/sanity
+	bench-c/callgrind.sh bench-c/sanity
