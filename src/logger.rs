@@ -345,17 +345,20 @@ impl State {
 }
 
 /// Fills `buf` with as much of `text` as fits in MESSAGE_MAX together with a
-/// marker giving the full length, and returns it.
+/// marker giving the full length, and returns it. `buf` has MESSAGE_MAX bytes
+/// of capacity reserved, so this does not allocate.
 fn truncate<'b>(text: &[u8], full_len: usize, buf: &'b mut Vec<u8>) -> &'b [u8] {
-    let mut marker = Vec::new();
-    marker.put(b" [truncated: ");
-    format::put_decimal(full_len as u64, 1, &mut marker);
-    marker.put(b" bytes]");
-    // Bounded by MESSAGE_MAX so the marker is never clipped off.
-    let keep = text.len().min(MESSAGE_MAX - marker.len());
+    const OPEN: &[u8] = b" [truncated: ";
+    const CLOSE: &[u8] = b" bytes]";
+    let digits = full_len.checked_ilog10().unwrap_or(0) as usize + 1;
+    let keep = text
+        .len()
+        .min(MESSAGE_MAX - OPEN.len() - digits - CLOSE.len());
     buf.clear();
     buf.extend_from_slice(&text[..keep]);
-    buf.extend_from_slice(&marker);
+    buf.put(OPEN);
+    format::put_decimal(full_len as u64, 1, buf);
+    buf.put(CLOSE);
     buf
 }
 
@@ -377,19 +380,46 @@ pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
     result
 }
 
-/// Records a message from C.
+/// Marks the calling thread as inside the logger until dropped, even if what
+/// runs inside panics.
+struct Inside;
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        INSIDE.with(|inside| inside.set(false));
+    }
+}
+
+/// Runs `f` under the lock unless this thread is already inside the logger (a
+/// signal handler that interrupted a logging call): then the lock is held by
+/// this very thread and waiting would deadlock, so the call is dropped, counted,
+/// and `None` returned.
+fn enter<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
+    if INSIDE.with(|inside| inside.replace(true)) {
+        NESTED_DROPPED.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    let _inside = Inside;
+    Some(with_state(f))
+}
+
+/// Records a message from C; false when filtered out or dropped as nested.
 ///
 /// # Safety
 /// As for [`State::register`], for `m.source`.
 pub unsafe fn emit(m: &Message) -> bool {
-    if INSIDE.with(|inside| inside.replace(true)) {
-        NESTED_DROPPED.fetch_add(1, Ordering::Relaxed);
-        return false;
-    }
     // SAFETY: forwarded from the caller.
-    let recorded = with_state(|state| unsafe { state.record(m) });
-    INSIDE.with(|inside| inside.set(false));
-    recorded
+    enter(|state| unsafe { state.record(m) }).unwrap_or(false)
+}
+
+/// Registers a source from C and returns its level (`OFF` when dropped as
+/// nested).
+///
+/// # Safety
+/// As for [`State::register`].
+pub unsafe fn register(source: &vlog_source) -> i32 {
+    // SAFETY: forwarded from the caller.
+    enter(|state| unsafe { state.register(source) }).unwrap_or(OFF)
 }
 
 pub fn nested_dropped() -> u64 {

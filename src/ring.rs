@@ -334,43 +334,43 @@ impl<'a> View<'a> {
     pub fn read(&self, mut visit: impl FnMut(Entry)) {
         let h = self.header;
         let size = h.data_size;
-        let tail = h.tail.load(Ordering::Acquire);
+        // Head before tail: both only grow, so the pair is ordered, though the
+        // writer may have lapped the ring in between.
         let mut pos = h.head.load(Ordering::Acquire);
-        if tail < pos || tail - pos > size {
+        let tail = h.tail.load(Ordering::Acquire);
+        if tail < pos {
             visit(Entry::Damaged {
                 seq: 0,
                 damage: Damage::Malformed,
             });
             return;
         }
+        if tail - pos > size {
+            let head = h.head.load(Ordering::Acquire);
+            visit(Entry::Overwritten {
+                bytes: head.saturating_sub(pos),
+            });
+            pos = head;
+            if tail < pos || tail - pos > size {
+                return;
+            }
+        }
         let mut buf = [0u8; RECORD_MAX];
         let mut expected: Option<u64> = None;
         while pos < tail {
             let off = (pos % size) as usize;
             self.copy(off, &mut buf[..8]);
-            let len = if record::u32_at(&buf, 0) == PAD_MARK {
-                let pad = record::u32_at(&buf, 4) as u64;
-                if pad != size - off as u64 {
-                    visit(Entry::Damaged {
-                        seq: expected.unwrap_or(0),
-                        damage: Damage::Malformed,
-                    });
-                    return;
-                }
-                pos += pad;
-                continue;
+            // What the first word says this is: a pad to the end of the data
+            // area, or a record of a plausible length, or neither.
+            let is_pad = record::u32_at(&buf, 0) == PAD_MARK;
+            let len = if is_pad {
+                Some(record::u32_at(&buf, 4) as usize).filter(|&pad| pad == size as usize - off)
             } else {
                 record::peek_len(&buf).filter(|&n| off + n <= size as usize)
             };
-            let Some(len) = len else {
-                // Without a trustworthy length there is no next record to find.
-                visit(Entry::Damaged {
-                    seq: expected.unwrap_or(0),
-                    damage: Damage::Malformed,
-                });
-                return;
-            };
-            self.copy(off, &mut buf[..len]);
+            if let (Some(len), false) = (len, is_pad) {
+                self.copy(off, &mut buf[..len]);
+            }
             // Pairs with the fence in Ring::make_room: if the copy saw any bytes
             // of a newer lap, this load sees the head that was moved past them.
             fence(Ordering::Acquire);
@@ -379,6 +379,19 @@ impl<'a> View<'a> {
                 visit(Entry::Overwritten { bytes: head - pos });
                 pos = head;
                 expected = None;
+                continue;
+            }
+            let Some(len) = len else {
+                // Not overwritten, yet no trustworthy length: there is no next
+                // record to find.
+                visit(Entry::Damaged {
+                    seq: expected.unwrap_or(0),
+                    damage: Damage::Malformed,
+                });
+                return;
+            };
+            if is_pad {
+                pos += len as u64;
                 continue;
             }
             let entry = match Record::decode(&buf[..len]) {

@@ -358,3 +358,13 @@ fn env_ignored_when_setuid() {
     );
     assert!(text(&out.stdout).contains("buffer_size=65536\n"));
 }
+
+#[test]
+fn nested_call_from_signal_handler_is_dropped_not_deadlocked() {
+    check("nested_signal");
+}
+
+#[test]
+fn lock_free_dump_during_writes_prints_only_whole_records() {
+    check("concurrent_dump");
+}

@@ -80,7 +80,7 @@ pub extern "C" fn vlog_source_enabled(src: *const vlog_source, prio: c_int) -> c
         let mut level = source.level();
         if level == UNKNOWN {
             // SAFETY: the caller keeps the source alive until it unregisters it.
-            level = logger::with_state(|s| unsafe { s.register(source) });
+            level = unsafe { logger::register(source) };
         }
         c_int::from(Priority::clamped(prio) as c_int >= level)
     })
