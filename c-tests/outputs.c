@@ -3,8 +3,33 @@
  * output with its own priority, and reopen after rotation. */
 #include "check.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <regex.h>
 #include <sys/stat.h>
+
+/* The flags of the descriptor this process has open on `path`, or -1. */
+static int fd_flags_for(const char *path)
+{
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *entry;
+    int flags = -1;
+
+    CHECK(dir != NULL);
+    while ((entry = readdir(dir)) != NULL) {
+        char link[300], target[512];
+        ssize_t n;
+        snprintf(link, sizeof link, "/proc/self/fd/%s", entry->d_name);
+        n = readlink(link, target, sizeof target - 1);
+        if (n <= 0)
+            continue;
+        target[n] = '\0';
+        if (strcmp(target, path) == 0)
+            flags = fcntl(atoi(entry->d_name), F_GETFD);
+    }
+    closedir(dir);
+    return flags;
+}
 
 VLOG_INIT("test.outputs");
 
@@ -32,6 +57,8 @@ int main(void)
 
     CHECK(stat(path, &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
+    /* Close-on-exec: a daemon's children do not inherit its log files. */
+    CHECK(fd_flags_for(path) >= 0 && (fd_flags_for(path) & FD_CLOEXEC));
     text = check_slurp_path(path);
     CHECK(check_count(text, "\n") == 2);
     CHECK(regcomp(&re,
@@ -77,6 +104,16 @@ int main(void)
         free(text);
     }
     CHECK(vlog_flush() == 0);
+
+    /* The same destination twice: the later one wins, priority included. */
+    snprintf(spec, sizeof spec, "1:file:%s/dup.log 4:file:%s/dup.log", dir, dir);
+    CHECK(vlog_set_outputs(spec) == 0);
+    VLOG_WARN("dropped by the later duplicate");
+    VLOG_ERROR("kept by the later duplicate");
+    snprintf(spec, sizeof spec, "%s/dup.log", dir);
+    text = check_slurp_path(spec);
+    CHECK(check_count(text, "\n") == 1 && strstr(text, " : kept by the later") != NULL);
+    free(text);
 
     /* Appending, never truncating: a new output on the same file keeps lines. */
     snprintf(spec, sizeof spec, "1:file:%s", path);

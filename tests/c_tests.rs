@@ -368,3 +368,8 @@ fn nested_call_from_signal_handler_is_dropped_not_deadlocked() {
 fn lock_free_dump_during_writes_prints_only_whole_records() {
     check("concurrent_dump");
 }
+
+#[test]
+fn recording_allocates_nothing() {
+    check("no_alloc");
+}
