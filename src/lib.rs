@@ -22,6 +22,8 @@ pub mod output;
 /// cbindgen:ignore
 pub mod priority;
 /// cbindgen:ignore
+pub mod reader;
+/// cbindgen:ignore
 pub mod record;
 /// cbindgen:ignore
 pub mod ring;

@@ -509,7 +509,7 @@ mod tests {
     fn ring_messages(s: &State) -> Vec<String> {
         let mut v = Vec::new();
         s.ring.as_ref().unwrap().view().read(|e| {
-            if let ring::Entry::Record(r) = e {
+            if let crate::reader::Entry::Record(r) = e {
                 v.push(String::from_utf8_lossy(r.message).into_owned())
             }
         });

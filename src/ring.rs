@@ -14,7 +14,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 use crate::config::ConfigError;
-use crate::record::{self, Damage, Record, PAD_MARK, RECORD_MAX};
+use crate::reader::{self, Entry, Region};
+use crate::record::{self, Record, PAD_MARK};
 
 pub const MIN_SIZE: usize = 16 * 1024;
 pub const MAX_SIZE: usize = 1 << 30;
@@ -169,6 +170,13 @@ impl Ring {
         self.view().stats()
     }
 
+    /// The whole region, header and data, as bytes: what a ring file holds.
+    pub fn image_bytes(&self) -> &[u8] {
+        // SAFETY: the mapping is map_len bytes long and initialised (anonymous
+        // memory is zeroed); `&self` excludes the writer, which needs `&mut`.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.map_len) }
+    }
+
     /// Appends a record, overwriting the oldest ones as needed, and returns the
     /// sequence number it was given (`rec.seq` is ignored).
     pub fn append(&mut self, rec: &Record) -> u64 {
@@ -269,22 +277,6 @@ impl Drop for Ring {
     }
 }
 
-/// What a reader finds, oldest first.
-#[derive(Debug)]
-pub enum Entry<'a> {
-    Record(Record<'a>),
-    /// A record that failed validation; `seq` is what was expected there.
-    Damaged {
-        seq: u64,
-        damage: Damage,
-    },
-    /// The writer overwrote this many bytes of records while they were being
-    /// read; the reader skipped to the oldest record still held.
-    Overwritten {
-        bytes: u64,
-    },
-}
-
 /// A read-only handle on a ring in this process's memory.
 #[derive(Clone, Copy)]
 pub struct View<'a> {
@@ -314,8 +306,24 @@ impl<'a> View<'a> {
         }
     }
 
-    /// Copies `dst.len()` bytes from data offset `off`. Both are multiples of 8
-    /// and in bounds (callers check).
+    pub fn read(&self, visit: impl FnMut(Entry)) {
+        reader::read(self, visit)
+    }
+}
+
+impl Region for View<'_> {
+    fn data_size(&self) -> u64 {
+        self.header.data_size
+    }
+
+    fn head(&self) -> u64 {
+        self.header.head.load(Ordering::Acquire)
+    }
+
+    fn tail(&self) -> u64 {
+        self.header.tail.load(Ordering::Acquire)
+    }
+
     fn copy(&self, off: usize, dst: &mut [u8]) {
         assert!(off.is_multiple_of(8) && dst.len().is_multiple_of(8));
         assert!(off + dst.len() <= self.header.data_size as usize);
@@ -325,94 +333,6 @@ impl<'a> View<'a> {
             // before anything in it is believed.
             let word = unsafe { self.data.add(off + i * 8).cast::<u64>().read_volatile() };
             chunk.copy_from_slice(&word.to_ne_bytes());
-        }
-    }
-
-    /// Visits every record from oldest to newest without taking any lock and
-    /// without allocating: safe to call from a signal handler. Each record is
-    /// copied to the stack and validated before `visit` sees it.
-    pub fn read(&self, mut visit: impl FnMut(Entry)) {
-        let h = self.header;
-        let size = h.data_size;
-        // Head before tail: both only grow, so the pair is ordered, though the
-        // writer may have lapped the ring in between.
-        let mut pos = h.head.load(Ordering::Acquire);
-        let tail = h.tail.load(Ordering::Acquire);
-        if tail < pos {
-            visit(Entry::Damaged {
-                seq: 0,
-                damage: Damage::Malformed,
-            });
-            return;
-        }
-        if tail - pos > size {
-            let head = h.head.load(Ordering::Acquire);
-            visit(Entry::Overwritten {
-                bytes: head.saturating_sub(pos),
-            });
-            pos = head;
-            if tail < pos || tail - pos > size {
-                return;
-            }
-        }
-        let mut buf = [0u8; RECORD_MAX];
-        let mut expected: Option<u64> = None;
-        while pos < tail {
-            let off = (pos % size) as usize;
-            self.copy(off, &mut buf[..8]);
-            // What the first word says this is: a pad to the end of the data
-            // area, or a record of a plausible length, or neither.
-            let is_pad = record::u32_at(&buf, 0) == PAD_MARK;
-            let len = if is_pad {
-                Some(record::u32_at(&buf, 4) as usize).filter(|&pad| pad == size as usize - off)
-            } else {
-                record::peek_len(&buf).filter(|&n| off + n <= size as usize)
-            };
-            if let (Some(len), false) = (len, is_pad) {
-                self.copy(off, &mut buf[..len]);
-            }
-            // Pairs with the fence in Ring::make_room: if the copy saw any bytes
-            // of a newer lap, this load sees the head that was moved past them.
-            fence(Ordering::Acquire);
-            let head = h.head.load(Ordering::Relaxed);
-            if head > pos {
-                visit(Entry::Overwritten { bytes: head - pos });
-                pos = head;
-                expected = None;
-                continue;
-            }
-            let Some(len) = len else {
-                // Not overwritten, yet no trustworthy length: there is no next
-                // record to find.
-                visit(Entry::Damaged {
-                    seq: expected.unwrap_or(0),
-                    damage: Damage::Malformed,
-                });
-                return;
-            };
-            if is_pad {
-                pos += len as u64;
-                continue;
-            }
-            let entry = match Record::decode(&buf[..len]) {
-                Ok(rec) if expected.is_none_or(|seq| seq == rec.seq) => {
-                    expected = Some(rec.seq + 1);
-                    Entry::Record(rec)
-                }
-                Ok(rec) => Entry::Damaged {
-                    seq: expected.unwrap_or(rec.seq),
-                    damage: Damage::Malformed,
-                },
-                Err(damage) => Entry::Damaged {
-                    seq: expected.unwrap_or(0),
-                    damage,
-                },
-            };
-            if let Entry::Damaged { seq, .. } = entry {
-                expected = Some(seq + 1);
-            }
-            visit(entry);
-            pos += len as u64;
         }
     }
 }

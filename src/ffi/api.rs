@@ -10,8 +10,8 @@ use crate::ffi::{c_bytes, config_call, config_str, guarded, last_error_ptr};
 use crate::format::{self, ChunkSink, Sink};
 use crate::logger::{self, Message};
 use crate::priority::Priority;
+use crate::reader::Entry;
 use crate::record::Damage;
-use crate::ring::Entry;
 use crate::source::{vlog_default_source, vlog_source, UNKNOWN};
 use crate::sys;
 

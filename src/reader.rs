@@ -1,0 +1,387 @@
+//! Reading rings: the lock-free record walk shared by `vlog_dump`, the crash
+//! handler and `vlog-dump`, over a live ring in this process or over bytes read
+//! from a ring file, a dump or a core file.
+
+use std::sync::atomic::{fence, Ordering};
+
+use crate::record::{self, Damage, Record, PAD_MARK, RECORD_MAX};
+
+/// Where a reader finds a ring's data area and its head and tail.
+pub trait Region {
+    fn data_size(&self) -> u64;
+    /// The oldest record's position; may grow while a live ring is read.
+    fn head(&self) -> u64;
+    fn tail(&self) -> u64;
+    /// Copies `dst.len()` bytes from data offset `off`; both are multiples of 8
+    /// and `off + dst.len() <= data_size()`.
+    fn copy(&self, off: usize, dst: &mut [u8]);
+}
+
+/// What a reader finds, oldest first.
+#[derive(Debug)]
+pub enum Entry<'a> {
+    Record(Record<'a>),
+    /// A record that failed validation; `seq` is what was expected there.
+    Damaged {
+        seq: u64,
+        damage: Damage,
+    },
+    /// The writer overwrote this many bytes of records while they were being
+    /// read; the reader skipped to the oldest record still held.
+    Overwritten {
+        bytes: u64,
+    },
+}
+
+/// Visits every record from oldest to newest without taking any lock and
+/// without allocating: safe to call from a signal handler. Each record is
+/// copied to the stack and validated before `visit` sees it.
+pub fn read(region: &impl Region, mut visit: impl FnMut(Entry)) {
+    let size = region.data_size();
+    // Head before tail: both only grow, so the pair is ordered, though the
+    // writer may have lapped the ring in between.
+    let mut pos = region.head();
+    let tail = region.tail();
+    if tail < pos {
+        visit(Entry::Damaged {
+            seq: 0,
+            damage: Damage::Malformed,
+        });
+        return;
+    }
+    if tail - pos > size {
+        let head = region.head();
+        visit(Entry::Overwritten {
+            bytes: head.saturating_sub(pos),
+        });
+        pos = head;
+        if tail < pos || tail - pos > size {
+            return;
+        }
+    }
+    let mut buf = [0u8; RECORD_MAX];
+    let mut expected: Option<u64> = None;
+    while pos < tail {
+        let off = (pos % size) as usize;
+        region.copy(off, &mut buf[..8]);
+        // What the first word says this is: a pad to the end of the data
+        // area, or a record of a plausible length, or neither.
+        let is_pad = record::u32_at(&buf, 0) == PAD_MARK;
+        let len = if is_pad {
+            Some(record::u32_at(&buf, 4) as usize).filter(|&pad| pad == size as usize - off)
+        } else {
+            record::peek_len(&buf).filter(|&n| off + n <= size as usize)
+        };
+        if let (Some(len), false) = (len, is_pad) {
+            region.copy(off, &mut buf[..len]);
+        }
+        // Pairs with the fence in Ring::make_room: if the copy saw any bytes
+        // of a newer lap, this load sees the head that was moved past them.
+        fence(Ordering::Acquire);
+        let head = region.head();
+        if head > pos {
+            visit(Entry::Overwritten { bytes: head - pos });
+            pos = head;
+            expected = None;
+            continue;
+        }
+        let Some(len) = len else {
+            // Not overwritten, yet no trustworthy length: there is no next
+            // record to find.
+            visit(Entry::Damaged {
+                seq: expected.unwrap_or(0),
+                damage: Damage::Malformed,
+            });
+            return;
+        };
+        if is_pad {
+            pos += len as u64;
+            continue;
+        }
+        let entry = match Record::decode(&buf[..len]) {
+            Ok(rec) if expected.is_none_or(|seq| seq == rec.seq) => {
+                expected = Some(rec.seq + 1);
+                Entry::Record(rec)
+            }
+            Ok(rec) => Entry::Damaged {
+                seq: expected.unwrap_or(rec.seq),
+                damage: Damage::Malformed,
+            },
+            Err(damage) => Entry::Damaged {
+                seq: expected.unwrap_or(0),
+                damage,
+            },
+        };
+        if let Entry::Damaged { seq, .. } = entry {
+            expected = Some(seq + 1);
+        }
+        visit(entry);
+        pos += len as u64;
+    }
+}
+
+/// Why bytes are not a ring this reader can read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImageError {
+    NotARing,
+    Truncated { have: usize, need: u64 },
+    FutureVersion(u32),
+    ForeignByteOrder,
+    Malformed(&'static str),
+}
+
+impl std::fmt::Display for ImageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImageError::NotARing => f.write_str("no vlog ring header (bad magic)"),
+            ImageError::Truncated { have, need } => {
+                write!(
+                    f,
+                    "truncated: the ring needs {need} bytes, only {have} are there"
+                )
+            }
+            ImageError::FutureVersion(v) => write!(
+                f,
+                "ring layout version {v} is newer than this reader understands (version {})",
+                crate::ring::LAYOUT_VERSION
+            ),
+            ImageError::ForeignByteOrder => {
+                f.write_str("the ring was written on a machine of the other byte order")
+            }
+            ImageError::Malformed(what) => write!(f, "malformed ring header: {what}"),
+        }
+    }
+}
+
+/// A ring read from bytes (a ring file, a raw dump, a region of a core file).
+/// Nothing in the bytes is trusted: every size and offset is checked here or
+/// by [`read`].
+#[derive(Clone, Copy, Debug)]
+pub struct Image<'a> {
+    data: &'a [u8],
+    pub head: u64,
+    pub tail: u64,
+    pub next_seq: u64,
+    pub lost: u64,
+}
+
+/// Byte offsets of the header fields (layout version 1; see ring::Header).
+mod offset {
+    pub const MAGIC: usize = 0;
+    pub const VERSION: usize = 8;
+    pub const HEADER_SPACE: usize = 12;
+    pub const BYTE_ORDER: usize = 16;
+    pub const RECORD_HEADER: usize = 20;
+    pub const DATA_SIZE: usize = 24;
+    pub const HEAD: usize = 32;
+    pub const TAIL: usize = 40;
+    pub const NEXT_SEQ: usize = 48;
+    pub const LOST: usize = 56;
+    pub const END: usize = 64;
+}
+
+impl<'a> Image<'a> {
+    /// Parses the ring whose header starts at `bytes[0]`.
+    pub fn parse(bytes: &'a [u8]) -> Result<Image<'a>, ImageError> {
+        if bytes.len() < offset::END || bytes[offset::MAGIC..8] != crate::ring::magic() {
+            return Err(ImageError::NotARing);
+        }
+        let u32_at = |at| record::u32_at(bytes, at);
+        let u64_at = |at| record::u64_at(bytes, at);
+        if u32_at(offset::BYTE_ORDER) != 0x0102_0304 {
+            return Err(if u32_at(offset::BYTE_ORDER) == 0x0403_0201 {
+                ImageError::ForeignByteOrder
+            } else {
+                ImageError::Malformed("byte-order mark")
+            });
+        }
+        let version = u32_at(offset::VERSION);
+        if version > crate::ring::LAYOUT_VERSION {
+            return Err(ImageError::FutureVersion(version));
+        }
+        if version == 0 {
+            return Err(ImageError::Malformed("layout version 0"));
+        }
+        let header_space = u32_at(offset::HEADER_SPACE) as u64;
+        if header_space < offset::END as u64 || !header_space.is_multiple_of(8) {
+            return Err(ImageError::Malformed("header size"));
+        }
+        if u32_at(offset::RECORD_HEADER) as usize != record::HEADER_LEN {
+            return Err(ImageError::Malformed("record header size"));
+        }
+        let size = u64_at(offset::DATA_SIZE);
+        if size < crate::ring::MIN_SIZE as u64
+            || size > crate::ring::MAX_SIZE as u64
+            || !size.is_multiple_of(8)
+        {
+            return Err(ImageError::Malformed("data size"));
+        }
+        let need = header_space + size;
+        if (bytes.len() as u64) < need {
+            return Err(ImageError::Truncated {
+                have: bytes.len(),
+                need,
+            });
+        }
+        let (head, tail) = (u64_at(offset::HEAD), u64_at(offset::TAIL));
+        if tail < head || tail - head > size {
+            return Err(ImageError::Malformed("head and tail"));
+        }
+        Ok(Image {
+            data: &bytes[header_space as usize..need as usize],
+            head,
+            tail,
+            next_seq: u64_at(offset::NEXT_SEQ),
+            lost: u64_at(offset::LOST),
+        })
+    }
+}
+
+impl Region for Image<'_> {
+    fn data_size(&self) -> u64 {
+        self.data.len() as u64
+    }
+
+    fn head(&self) -> u64 {
+        self.head
+    }
+
+    fn tail(&self) -> u64 {
+        self.tail
+    }
+
+    fn copy(&self, off: usize, dst: &mut [u8]) {
+        dst.copy_from_slice(&self.data[off..off + dst.len()]);
+    }
+}
+
+/// Offsets in `bytes` where a ring header starts (8-byte aligned positions that
+/// hold the magic), for finding rings in a core file.
+pub fn find_rings(bytes: &[u8]) -> Vec<usize> {
+    let magic = crate::ring::magic();
+    (0..bytes.len().saturating_sub(7))
+        .step_by(8)
+        .filter(|&at| bytes[at..at + 8] == magic)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::priority::Priority;
+    use crate::ring::Ring;
+
+    fn filled_ring(n: u64) -> (Ring, Vec<String>) {
+        let mut ring = Ring::new(crate::ring::MIN_SIZE).unwrap();
+        let mut written = Vec::new();
+        for i in 0..n {
+            let msg = format!("message {i} {}", "y".repeat((i * 7 % 61) as usize));
+            ring.append(&Record {
+                seq: 0,
+                time_ns: 1_000 + i,
+                tid: 1,
+                line: 2,
+                priority: Priority::Info,
+                source: b"src",
+                file: b"f.c",
+                func: b"fn",
+                message: msg.as_bytes(),
+            });
+            written.push(msg);
+        }
+        (ring, written)
+    }
+
+    #[test]
+    fn image_reads_like_the_live_ring() {
+        let (ring, written) = filled_ring(700);
+        let image = Image::parse(ring.image_bytes()).unwrap();
+        assert_eq!(image.next_seq, 700);
+        let mut got = Vec::new();
+        read(&image, |e| match e {
+            Entry::Record(r) => got.push((r.seq, String::from_utf8_lossy(r.message).into_owned())),
+            other => panic!("{other:?}"),
+        });
+        assert_eq!(image.lost + got.len() as u64, 700);
+        for (seq, msg) in &got {
+            assert_eq!(msg, &written[*seq as usize]);
+        }
+        assert_eq!(find_rings(ring.image_bytes()), [0]);
+    }
+
+    #[test]
+    fn header_errors() {
+        let (ring, _) = filled_ring(10);
+        let bytes = ring.image_bytes().to_vec();
+        assert_eq!(
+            Image::parse(&bytes[..100]).unwrap_err(),
+            ImageError::Truncated {
+                have: 100,
+                need: bytes.len() as u64
+            }
+        );
+        let mut future = bytes.clone();
+        future[8..12].copy_from_slice(&2u32.to_ne_bytes());
+        assert_eq!(
+            Image::parse(&future).unwrap_err(),
+            ImageError::FutureVersion(2)
+        );
+        let mut swapped = bytes.clone();
+        swapped[16..20].copy_from_slice(&0x0403_0201u32.to_ne_bytes());
+        assert_eq!(
+            Image::parse(&swapped).unwrap_err(),
+            ImageError::ForeignByteOrder
+        );
+        assert_eq!(
+            Image::parse(&[0u8; 4096]).unwrap_err(),
+            ImageError::NotARing
+        );
+        let mut bad = bytes.clone();
+        bad[40..48].copy_from_slice(&u64::MAX.to_ne_bytes());
+        assert!(matches!(Image::parse(&bad), Err(ImageError::Malformed(_))));
+    }
+
+    /// Corrupted images (random byte changes, truncated records) never panic,
+    /// terminate, and never yield a record that was not written.
+    #[test]
+    fn corruption_never_yields_a_false_record() {
+        let (ring, written) = filled_ring(900);
+        let original = ring.image_bytes().to_vec();
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..3000 {
+            let mut bytes = original.clone();
+            let flips = 1 + next() % 16;
+            for _ in 0..flips {
+                // Mostly the data area; sometimes the header.
+                let at = if round % 10 == 0 {
+                    next() % 64
+                } else {
+                    next() % bytes.len() as u64
+                };
+                bytes[at as usize] ^= (1 + next() % 255) as u8;
+            }
+            let Ok(image) = Image::parse(&bytes) else {
+                continue;
+            };
+            let mut steps = 0;
+            read(&image, |e| {
+                steps += 1;
+                assert!(steps < 100_000, "reader does not terminate");
+                if let Entry::Record(r) = e {
+                    let want = written.get(r.seq as usize).map(String::as_bytes);
+                    assert_eq!(
+                        Some(r.message),
+                        want,
+                        "round {round}: a corrupted record passed"
+                    );
+                }
+            });
+        }
+    }
+}
