@@ -88,9 +88,11 @@ extern const struct vlog_source vlog_default_source;
 
 /**
  * Reads the environment (`VLOG_LEVEL`, `VLOG_FILTERS`, `VLOG_OUTPUTS`,
- * `VLOG_BUFFER_SIZE`) and sets up the ring and outputs. Idempotent: only the
- * first call (or the first log call, which calls it lazily) reads the
- * environment. A bad variable prints one warning line on stderr naming it and
+ * `VLOG_BUFFER_SIZE`, `VLOG_DUMP`, `VLOG_DUMP_SIGNAL`) and sets up the ring
+ * and outputs, then installs the crash handler unless `VLOG_DUMP=off` (see
+ * `vlog_install_crash_handler`). Idempotent: only the first call (or the
+ * first log call, which initialises lazily but installs no signal handler)
+ * reads the environment. A bad variable prints one warning line on stderr naming it and
  * keeps that variable's default. In a setuid/setgid process the environment is
  * ignored. Returns 0 (-1 only on an internal error; see `vlog_last_error`).
  * Not async-signal-safe.
@@ -220,6 +222,27 @@ void vlog_shutdown(void);
  * Takes the lock; not async-signal-safe.
  */
 int vlog_get_stats(struct vlog_stats *stats);
+
+/**
+ * Installs the crash handler now, with the dump going where `VLOG_DUMP` says
+ * (stderr by default, and also when `VLOG_DUMP=off`: calling this is an
+ * explicit request). `vlog_init()` does this unless `VLOG_DUMP=off`. On
+ * SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS and SIGTRAP the handler
+ * writes a header line, a backtrace of the crashing thread and the ring, then
+ * calls the handler installed before it, or dies by the default action (same
+ * exit status, same core). Every thread that logs gets an alternate signal
+ * stack (unless it has one), so stack overflows are dumped too. Idempotent.
+ * Returns 0, or -1 with `vlog_last_error()` set. Not async-signal-safe.
+ */
+int vlog_install_crash_handler(void);
+
+/**
+ * Makes signal `signum` write a dump (header and ring, no backtrace) to the
+ * dump destination without ending the process, like `VLOG_DUMP_SIGNAL`.
+ * Fatal signals and numbers outside 1..64 are refused. Returns 0, or -1 with
+ * `vlog_last_error()` set. Not async-signal-safe.
+ */
+int vlog_set_dump_signal(int signum);
 
 #ifdef __cplusplus
 }  // extern "C"

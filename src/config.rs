@@ -62,6 +62,8 @@ pub struct EnvConfig {
     pub filters: Option<Filters>,
     pub outputs: Option<OutputSpecs>,
     pub buffer_size: Option<usize>,
+    pub dump: Option<crate::crash::DumpTarget>,
+    pub dump_signal: Option<std::ffi::c_int>,
 }
 
 /// Reads the `VLOG_*` variables. A bad value is reported through `warn` (one line
@@ -95,6 +97,18 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>, mut warn: impl FnMut(&str)
         match parse_size(&v).and_then(crate::ring::check_size) {
             Ok(n) => config.buffer_size = Some(n),
             Err(e) => warn(&format!("ignoring VLOG_BUFFER_SIZE: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_DUMP") {
+        match crate::crash::DumpTarget::parse(&v) {
+            Ok(t) => config.dump = Some(t),
+            Err(e) => warn(&format!("ignoring VLOG_DUMP: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_DUMP_SIGNAL") {
+        match crate::crash::parse_dump_signal(&v) {
+            Ok(sig) => config.dump_signal = Some(sig),
+            Err(e) => warn(&format!("ignoring VLOG_DUMP_SIGNAL: {e}")),
         }
     }
     config

@@ -81,7 +81,7 @@ pub fn render_line(rec: &Record, out: &mut impl Sink) {
 }
 
 /// `YYYY-MM-DD HH:MM:SS.mmm+0000`, always UTC (libvirt's form).
-fn put_timestamp(time_ns: u64, out: &mut impl Sink) {
+pub fn put_timestamp(time_ns: u64, out: &mut impl Sink) {
     let secs = time_ns / 1_000_000_000;
     let millis = (time_ns / 1_000_000) % 1000;
     let (year, month, day) = civil_from_days((secs / 86_400) as i64);
@@ -126,6 +126,24 @@ pub fn put_decimal(mut value: u64, width: usize, out: &mut impl Sink) {
         digits[i] = b'0' + (value % 10) as u8;
         value /= 10;
     }
+    out.put(&digits[i..]);
+}
+
+/// `0x` and `value` in lower-case hexadecimal.
+pub fn put_hex(value: u64, out: &mut impl Sink) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 16];
+    let mut i = digits.len();
+    let mut v = value;
+    loop {
+        i -= 1;
+        digits[i] = HEX[(v & 15) as usize];
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    out.put(b"0x");
     out.put(&digits[i..]);
 }
 
@@ -191,6 +209,15 @@ mod tests {
             ..sample()
         };
         assert!(line(&rec).ends_with(": a\\nb\\tc\\rd\\x1b[31me\\x7f\\x00\\\n"));
+    }
+
+    #[test]
+    fn hex() {
+        let mut v = Vec::new();
+        put_hex(0, &mut v);
+        put_hex(0xdead_beef, &mut v);
+        put_hex(u64::MAX, &mut v);
+        assert_eq!(v, b"0x00xdeadbeef0xffffffffffffffff");
     }
 
     #[test]

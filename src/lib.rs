@@ -10,6 +10,10 @@
 
 /// cbindgen:ignore
 pub mod config;
+/// cbindgen:ignore
+pub mod crash;
+/// cbindgen:ignore
+pub mod dump;
 pub mod ffi;
 /// cbindgen:ignore
 pub mod filter;

@@ -15,6 +15,7 @@
 //! safe to fork at any moment.
 
 use std::cell::{Cell, RefCell};
+use std::ffi::c_int;
 use std::io::Write;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -22,6 +23,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::{self, ConfigError, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
+use crate::crash::{self, DumpTarget};
 use crate::filter::Filters;
 use crate::format::{self, Sink, LINE_MAX};
 use crate::output::{Output, OutputSpecs};
@@ -58,6 +60,10 @@ pub struct State {
     /// Preallocated buffers, so recording never allocates once running.
     line: Vec<u8>,
     message: Vec<u8>,
+    /// Where crash dumps go, and the signal that asks for one (environment).
+    dump: DumpTarget,
+    dump_signal: Option<c_int>,
+    dump_opened: bool,
 }
 
 static STATE: Mutex<State> = Mutex::new(State::new());
@@ -87,7 +93,7 @@ pub fn warn(message: &str) {
     let _ = writeln!(std::io::stderr(), "vlog: {message}");
 }
 
-fn now_ns() -> u64 {
+pub fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
@@ -112,6 +118,9 @@ impl State {
             sources: Registry::new(),
             line: Vec::new(),
             message: Vec::new(),
+            dump: DumpTarget::Stderr,
+            dump_signal: None,
+            dump_opened: false,
         }
     }
 
@@ -140,6 +149,8 @@ impl State {
             }
             _ => self.use_default_outputs(),
         }
+        self.dump = env.dump.unwrap_or_default();
+        self.dump_signal = env.dump_signal;
         let size = env.buffer_size.unwrap_or(DEFAULT_BUFFER_SIZE);
         if let Err(e) = self.resize(size) {
             warn(&format!("running without a ring: {e}"));
@@ -183,6 +194,25 @@ impl State {
             source.set_level(self.resolve(source.name_bytes()));
         }
         source.level()
+    }
+
+    /// Installs the crash handler as `VLOG_DUMP` and `VLOG_DUMP_SIGNAL` say;
+    /// `VLOG_DUMP=off` is obeyed unless `explicit` (an API call asked).
+    pub fn install_crash_handler(&mut self, explicit: bool) -> Result<(), ConfigError> {
+        self.ensure_init();
+        if self.dump == DumpTarget::Off && !explicit {
+            return Ok(());
+        }
+        if !self.dump_opened {
+            crash::set_dump_fd(self.dump.open()?);
+            self.dump_opened = true;
+        }
+        crash::install()
+            .map_err(|e| ConfigError::new(format!("cannot install the crash handler: {e}")))?;
+        if let Some(sig) = self.dump_signal {
+            crash::install_dump_signal(sig)?;
+        }
+        Ok(())
     }
 
     pub fn unregister(&mut self, source: &vlog_source) {
@@ -400,6 +430,7 @@ fn enter<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
         return None;
     }
     let _inside = Inside;
+    crash::ensure_alt_stack();
     Some(with_state(f))
 }
 

@@ -373,3 +373,235 @@ fn lock_free_dump_during_writes_prints_only_whole_records() {
 fn recording_allocates_nothing() {
     check("no_alloc");
 }
+
+// ---- The crash handler -------------------------------------------------
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+fn crash_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| build("crash", Link::Static))
+}
+
+/// Runs the crash program with core dumps allowed, in its own directory (where
+/// any core lands and is removed), under a 30 s timeout.
+fn crash(name: &str, args: &[&str], env: &[(&str, &str)]) -> (ExitStatus, String, String) {
+    let dir = work().join("crash-runs").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -c unlimited 2>/dev/null; exec \"$@\"")
+        .arg("sh")
+        .arg(crash_exe())
+        .args(args)
+        .current_dir(&dir);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("VLOG_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("crash {name}: hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (out.status, text(&out.stdout), text(&out.stderr))
+}
+
+fn assert_dump(name: &str, stderr: &str, signal: &str, records: usize) {
+    let header = format!("vlog: fatal signal {signal} (");
+    assert_eq!(
+        stderr.matches("vlog: fatal signal ").count(),
+        1,
+        "{name}: {stderr}"
+    );
+    let at = stderr
+        .find(&header)
+        .unwrap_or_else(|| panic!("{name}: no dump header: {stderr}"));
+    let dump = &stderr[at..];
+    let first = dump.lines().next().unwrap();
+    for part in [
+        ", code ",
+        ", address 0x",
+        ", pid ",
+        ", tid ",
+        ", time ",
+        " records, ",
+        " lost",
+    ] {
+        assert!(
+            first.contains(part),
+            "{name}: header lacks {part:?}: {first}"
+        );
+    }
+    assert!(
+        dump.contains("\nvlog: backtrace of thread "),
+        "{name}: {dump}"
+    );
+    assert!(
+        dump.contains("\nvlog: ring, oldest first:\n"),
+        "{name}: {dump}"
+    );
+    assert!(
+        dump.contains(&format!("\nvlog: end of dump, {records} records\n")),
+        "{name}: {dump}"
+    );
+    let ring = &dump[dump.find("vlog: ring, oldest first:").unwrap()..];
+    assert!(
+        ring.contains(": warning : test.crash : main:"),
+        "{name}: {ring}"
+    );
+}
+
+#[test]
+fn each_fatal_signal_is_dumped_then_dies_as_without_vlog() {
+    for (mode, signal, number) in [
+        ("segv", "SIGSEGV", libc::SIGSEGV),
+        ("bus", "SIGBUS", libc::SIGBUS),
+        ("ill", "SIGILL", libc::SIGILL),
+        ("fpe", "SIGFPE", libc::SIGFPE),
+        ("abrt", "SIGABRT", libc::SIGABRT),
+        ("sys", "SIGSYS", libc::SIGSYS),
+        ("trap", "SIGTRAP", libc::SIGTRAP),
+    ] {
+        let (with, _, stderr) = crash(mode, &[mode], &[]);
+        let (without, _, plain) = crash(&format!("{mode}-plain"), &["--no-vlog", mode], &[]);
+        assert_eq!(with.signal(), Some(number), "{mode}: {with}: {stderr}");
+        assert_eq!(with.signal(), without.signal(), "{mode}");
+        assert_eq!(
+            with.core_dumped(),
+            without.core_dumped(),
+            "{mode}: core flag differs"
+        );
+        assert_dump(mode, &stderr, signal, 3);
+        assert!(stderr.contains(&format!(" : last words 2 before {mode}\n")));
+        assert!(!plain.contains("vlog:"), "{mode}: {plain}");
+    }
+}
+
+#[test]
+fn stack_overflow_is_dumped_on_main_and_other_threads() {
+    let (status, _, stderr) = crash("overflow-main", &["overflow-main"], &[]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert_dump("overflow-main", &stderr, "SIGSEGV", 3);
+    let (status, _, stderr) = crash("overflow-thread", &["overflow-thread"], &[]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert_dump("overflow-thread", &stderr, "SIGSEGV", 4);
+    assert!(stderr.contains(" : second thread about to overflow its stack\n"));
+}
+
+#[test]
+fn crash_while_another_thread_holds_the_lock() {
+    let fifo = work().join("crash-locked.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (status, _, stderr) = crash("locked", &["locked", fifo.to_str().unwrap()], &[]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert!(stderr.contains("vlog: fatal signal SIGSEGV ("), "{stderr}");
+    assert!(stderr.contains("\nvlog: end of dump, "), "{stderr}");
+    assert!(
+        stderr.contains(" : filling the fifo "),
+        "the ring was dumped: {stderr}"
+    );
+    let _ = std::fs::remove_file(&fifo);
+}
+
+#[test]
+fn two_threads_crashing_at_once_give_one_dump() {
+    for round in 0..5 {
+        let (status, _, stderr) = crash("two", &["two"], &[]);
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGSEGV),
+            "round {round}: {stderr}"
+        );
+        assert_eq!(
+            stderr.matches("vlog: fatal signal").count(),
+            1,
+            "round {round}: {stderr}"
+        );
+        assert_eq!(
+            stderr.matches("vlog: end of dump").count(),
+            1,
+            "round {round}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn previous_handler_is_called_with_the_original_arguments() {
+    let (status, _, stderr) = crash("chain", &["chain"], &[]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    let dump = stderr.find("vlog: end of dump").expect("dumped");
+    let chained = stderr
+        .find("previous handler: signal 11, address (nil)")
+        .unwrap_or_else(|| panic!("previous handler not called with the fault address: {stderr}"));
+    assert!(dump < chained, "the dump comes first");
+}
+
+#[test]
+fn dump_signal_dumps_and_the_process_goes_on() {
+    let (status, stdout, stderr) = crash(
+        "dump-signal",
+        &["dump-signal"],
+        &[("VLOG_DUMP_SIGNAL", "USR2")],
+    );
+    assert!(status.success(), "{stderr}");
+    assert_eq!(stdout, "survived\n");
+    assert!(
+        stderr.contains("vlog: dump requested by signal, pid "),
+        "{stderr}"
+    );
+    assert!(stderr.contains(" : last words 2 before dump-signal\n"));
+    assert!(stderr.contains("\nvlog: end of dump, 3 records\n"));
+    assert!(
+        stderr.ends_with(" : still running after the dump\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn vlog_dump_env_off_and_file() {
+    let (status, _, stderr) = crash("off", &["segv"], &[("VLOG_DUMP", "off")]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV));
+    assert!(!stderr.contains("vlog: fatal"), "{stderr}");
+
+    let file = work().join("crash-dump.txt");
+    let _ = std::fs::remove_file(&file);
+    let target = format!("file:{}", file.display());
+    let (status, _, stderr) = crash("file", &["segv"], &[("VLOG_DUMP", &target)]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV));
+    assert!(!stderr.contains("vlog: fatal"), "{stderr}");
+    let dump = std::fs::read_to_string(&file).unwrap();
+    assert_dump("file", &dump, "SIGSEGV", 3);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    let (_, _, stderr) = crash("bad", &["segv"], &[("VLOG_DUMP", "syslog")]);
+    assert!(
+        stderr.contains("vlog: ignoring VLOG_DUMP: invalid dump destination 'syslog'"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("vlog: fatal signal SIGSEGV"),
+        "default kept: {stderr}"
+    );
+}

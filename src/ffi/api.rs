@@ -7,13 +7,9 @@
 use std::ffi::{c_char, c_int};
 
 use crate::ffi::{c_bytes, config_call, config_str, guarded, last_error_ptr};
-use crate::format::{self, ChunkSink, Sink};
 use crate::logger::{self, Message};
 use crate::priority::Priority;
-use crate::reader::Entry;
-use crate::record::Damage;
 use crate::source::{vlog_default_source, vlog_source, UNKNOWN};
-use crate::sys;
 
 /// Debug messages: the most verbose priority.
 pub const VLOG_PRIO_DEBUG: c_int = 1;
@@ -53,16 +49,22 @@ fn source_or_default<'a>(src: *const vlog_source) -> &'a vlog_source {
 }
 
 /// Reads the environment (`VLOG_LEVEL`, `VLOG_FILTERS`, `VLOG_OUTPUTS`,
-/// `VLOG_BUFFER_SIZE`) and sets up the ring and outputs. Idempotent: only the
-/// first call (or the first log call, which calls it lazily) reads the
-/// environment. A bad variable prints one warning line on stderr naming it and
+/// `VLOG_BUFFER_SIZE`, `VLOG_DUMP`, `VLOG_DUMP_SIGNAL`) and sets up the ring
+/// and outputs, then installs the crash handler unless `VLOG_DUMP=off` (see
+/// `vlog_install_crash_handler`). Idempotent: only the first call (or the
+/// first log call, which initialises lazily but installs no signal handler)
+/// reads the environment. A bad variable prints one warning line on stderr naming it and
 /// keeps that variable's default. In a setuid/setgid process the environment is
 /// ignored. Returns 0 (-1 only on an internal error; see `vlog_last_error`).
 /// Not async-signal-safe.
 #[no_mangle]
 pub extern "C" fn vlog_init() -> c_int {
     config_call(|| {
-        logger::with_state(|s| s.ensure_init());
+        logger::with_state(|s| {
+            if let Err(e) = s.install_crash_handler(false) {
+                logger::warn(&format!("no crash dumps: {e}"));
+            }
+        });
         Ok(())
     })
 }
@@ -219,44 +221,9 @@ pub extern "C" fn vlog_last_error() -> *const c_char {
 /// (errno tells why).
 #[no_mangle]
 pub extern "C" fn vlog_dump(fd: c_int) -> c_int {
-    guarded(-1, || {
-        let mut failed = false;
-        let mut sink = ChunkSink::new(|bytes: &[u8]| {
-            if !failed && sys::write_all_fd(fd, bytes).is_err() {
-                failed = true;
-            }
-        });
-        let mut count: c_int = 0;
-        logger::read_ring(|view| {
-            let Some(view) = view else { return };
-            view.read(|entry| match entry {
-                Entry::Record(rec) => {
-                    format::render_line(&rec, &mut sink);
-                    count = count.saturating_add(1);
-                }
-                Entry::Damaged { seq, damage } => {
-                    sink.put(b"vlog: skipped a damaged record (sequence ");
-                    format::put_decimal(seq, 1, &mut sink);
-                    let why: &[u8] = match damage {
-                        Damage::Uncommitted => b"): not committed\n",
-                        Damage::Malformed => b"): malformed\n",
-                        Damage::Checksum => b"): bad checksum\n",
-                    };
-                    sink.put(why);
-                }
-                Entry::Overwritten { bytes } => {
-                    sink.put(b"vlog: ");
-                    format::put_decimal(bytes, 1, &mut sink);
-                    sink.put(b" bytes of records were overwritten during the dump\n");
-                }
-            });
-        });
-        sink.finish();
-        if failed {
-            -1
-        } else {
-            count
-        }
+    guarded(-1, || match crate::dump::ring_to_fd(fd) {
+        Some(count) => c_int::try_from(count).unwrap_or(c_int::MAX),
+        None => -1,
     })
 }
 

@@ -9,6 +9,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::config::ConfigError;
 
 pub mod api;
+pub mod crash;
 pub mod fork;
 
 thread_local! {

@@ -1,0 +1,167 @@
+/* Crash scenarios for the crash-handler tests (tests/c_tests.rs runs each and
+ * checks the exit signal, the core flag and the dump):
+ *
+ *   crash [--no-vlog] segv|bus|ill|fpe|abrt|sys|trap   one fatal signal
+ *   crash overflow-main | overflow-thread              stack overflow
+ *   crash locked FIFO     crash while another thread holds the lock mid-write
+ *   crash two             two threads crash at once
+ *   crash chain           a handler installed before vlog's is called
+ *   crash dump-signal     VLOG_DUMP_SIGNAL dumps and the process goes on
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <vlog.h>
+
+VLOG_INIT("test.crash");
+
+static void fault(const char *what)
+{
+    if (strcmp(what, "segv") == 0) {
+        volatile int *p = NULL;
+        *p = 1;
+    } else if (strcmp(what, "bus") == 0) {
+        /* Touching a page of a file mapping beyond the end of the file. */
+        char path[] = "/tmp/vlog-bus-XXXXXX";
+        int fd = mkstemp(path);
+        volatile char *map;
+        unlink(path);
+        map = (volatile char *)mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        map[0] = 1;
+    } else if (strcmp(what, "ill") == 0) {
+        __builtin_trap();
+    } else if (strcmp(what, "fpe") == 0) {
+        volatile int zero = 0, one = 1;
+        printf("%d\n", one / zero);
+    } else if (strcmp(what, "abrt") == 0) {
+        abort();
+    } else if (strcmp(what, "sys") == 0) {
+        raise(SIGSYS);
+    } else if (strcmp(what, "trap") == 0) {
+        raise(SIGTRAP);
+    }
+    fprintf(stderr, "no fault for %s\n", what);
+    exit(3);
+}
+
+/* Deep enough to overflow any stack; the compiler cannot prove it endless. */
+static volatile long depth_limit = 1L << 40;
+
+static int recurse(long depth)
+{
+    volatile char pad[1024];
+    if (depth > depth_limit)
+        return 0;
+    pad[0] = (char)depth;
+    return recurse(depth + 1) + pad[0];
+}
+
+static void *overflow_thread(void *arg)
+{
+    (void)arg;
+    VLOG_WARN("second thread about to overflow its stack");
+    recurse(0);
+    return NULL;
+}
+
+static const char *fifo_path;
+
+static void *hold_lock(void *arg)
+{
+    (void)arg;
+    /* The file output is a FIFO nobody reads: once its buffer is full this
+     * thread blocks in write(2) holding the logger's lock. */
+    for (long i = 0;; i++)
+        VLOG_ERROR("filling the fifo %ld %0200d", i, 0);
+    return NULL;
+}
+
+static pthread_barrier_t barrier;
+
+static void *crash_together(void *arg)
+{
+    (void)arg;
+    VLOG_WARN("thread ready to crash");
+    pthread_barrier_wait(&barrier);
+    fault("segv");
+    return NULL;
+}
+
+static void previous_handler(int sig, siginfo_t *info, void *ctx)
+{
+    (void)ctx;
+    fprintf(stderr, "previous handler: signal %d, address %p\n", sig, info->si_addr);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+int main(int argc, char **argv)
+{
+    int use_vlog = 1;
+    const char *mode;
+
+    if (argc > 1 && strcmp(argv[1], "--no-vlog") == 0) {
+        use_vlog = 0;
+        argv++;
+        argc--;
+    }
+    if (argc < 2)
+        return 2;
+    mode = argv[1];
+
+    if (strcmp(mode, "chain") == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = previous_handler;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, NULL);
+    }
+    if (use_vlog && vlog_init() != 0)
+        return 4;
+    for (int i = 0; i < 3; i++)
+        VLOG_WARN("last words %d before %s", i, mode);
+
+    if (strcmp(mode, "overflow-main") == 0) {
+        recurse(0);
+    } else if (strcmp(mode, "overflow-thread") == 0) {
+        pthread_t t;
+        pthread_create(&t, NULL, overflow_thread, NULL);
+        pthread_join(t, NULL);
+    } else if (strcmp(mode, "locked") == 0) {
+        pthread_t t;
+        int reader;
+        char spec[300];
+        fifo_path = argv[2];
+        reader = open(fifo_path, O_RDONLY | O_NONBLOCK);
+        snprintf(spec, sizeof spec, "4:file:%s", fifo_path);
+        if (reader < 0 || vlog_set_outputs(spec) != 0)
+            return 5;
+        pthread_create(&t, NULL, hold_lock, NULL);
+        sleep(1); /* the FIFO (64 KiB) is full long before this */
+        fault("segv");
+    } else if (strcmp(mode, "two") == 0) {
+        pthread_t a, b;
+        pthread_barrier_init(&barrier, NULL, 2);
+        pthread_create(&a, NULL, crash_together, NULL);
+        pthread_create(&b, NULL, crash_together, NULL);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+    } else if (strcmp(mode, "chain") == 0) {
+        fault("segv");
+    } else if (strcmp(mode, "dump-signal") == 0) {
+        raise(SIGUSR2);
+        VLOG_WARN("still running after the dump");
+        puts("survived");
+        return 0;
+    } else {
+        fault(mode);
+    }
+    return 6;
+}
