@@ -62,6 +62,7 @@ pub struct EnvConfig {
     pub filters: Option<Filters>,
     pub outputs: Option<OutputSpecs>,
     pub buffer_size: Option<usize>,
+    pub buffer_file: Option<std::path::PathBuf>,
     pub dump: Option<crate::crash::DumpTarget>,
     pub dump_signal: Option<std::ffi::c_int>,
 }
@@ -97,6 +98,14 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>, mut warn: impl FnMut(&str)
         match parse_size(&v).and_then(crate::ring::check_size) {
             Ok(n) => config.buffer_size = Some(n),
             Err(e) => warn(&format!("ignoring VLOG_BUFFER_SIZE: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_BUFFER_FILE") {
+        match std::path::absolute(&v) {
+            Ok(path) => config.buffer_file = Some(path),
+            Err(e) => warn(&format!(
+                "ignoring VLOG_BUFFER_FILE: invalid path '{v}': {e}"
+            )),
         }
     }
     if let Some(v) = read("VLOG_DUMP") {

@@ -64,7 +64,7 @@ impl Filter {
 /// True when `pattern`, with `*` and `?` wildcards, matches somewhere inside
 /// `name` (libvirt wraps every pattern in `*...*` and uses GLib's
 /// `g_pattern_match_simple`, where `?` is one UTF-8 character).
-fn contains_match(pattern: &[u8], name: &[u8]) -> bool {
+pub fn contains_match(pattern: &[u8], name: &[u8]) -> bool {
     // Matching "*pattern*" at offset 0 equals matching "pattern*" at any offset.
     (0..=name.len())
         .any(|start| is_char_boundary(name, start) && glob_prefix(pattern, &name[start..]))

@@ -80,6 +80,71 @@ pub fn render_line(rec: &Record, out: &mut impl Sink) {
     out.put(b"\n");
 }
 
+/// Renders `rec` as one JSON object on one line. Strings are always valid
+/// UTF-8 JSON: invalid bytes become U+FFFD, control characters are escaped.
+pub fn render_json(rec: &Record, out: &mut impl Sink) {
+    out.put(b"{\"seq\":");
+    put_decimal(rec.seq, 1, out);
+    out.put(b",\"time\":\"");
+    put_timestamp(rec.time_ns, out);
+    out.put(b"\",\"time_ns\":");
+    put_decimal(rec.time_ns, 1, out);
+    out.put(b",\"tid\":");
+    put_decimal(rec.tid as u64, 1, out);
+    out.put(b",\"priority\":\"");
+    out.put(rec.priority.name().as_bytes());
+    out.put(b"\",\"source\":");
+    put_json_string(rec.source, out);
+    out.put(b",\"file\":");
+    put_json_string(rec.file, out);
+    out.put(b",\"line\":");
+    put_decimal(rec.line as u64, 1, out);
+    out.put(b",\"func\":");
+    put_json_string(rec.func, out);
+    out.put(b",\"message\":");
+    put_json_string(rec.message, out);
+    out.put(b"}\n");
+}
+
+fn put_json_string(bytes: &[u8], out: &mut impl Sink) {
+    out.put(b"\"");
+    for chunk in bytes.utf8_chunks() {
+        let valid = chunk.valid().as_bytes();
+        let mut start = 0;
+        for (i, &b) in valid.iter().enumerate() {
+            let escape: &[u8] = match b {
+                b'"' => b"\\\"",
+                b'\\' => b"\\\\",
+                b'\n' => b"\\n",
+                b'\t' => b"\\t",
+                b'\r' => b"\\r",
+                0..=0x1f | 0x7f => b"",
+                _ => continue,
+            };
+            out.put(&valid[start..i]);
+            start = i + 1;
+            if escape.is_empty() {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.put(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 15) as usize],
+                ]);
+            } else {
+                out.put(escape);
+            }
+        }
+        out.put(&valid[start..]);
+        if !chunk.invalid().is_empty() {
+            out.put("\u{FFFD}".as_bytes());
+        }
+    }
+    out.put(b"\"");
+}
+
 /// `YYYY-MM-DD HH:MM:SS.mmm+0000`, always UTC (libvirt's form).
 pub fn put_timestamp(time_ns: u64, out: &mut impl Sink) {
     let secs = time_ns / 1_000_000_000;
@@ -115,6 +180,53 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let year = yoe + era * 400 + i64::from(month <= 2);
     (year, month, day)
+}
+
+/// (year, month, day) to days since 1970-01-01: the inverse of
+/// `civil_from_days`.
+pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (month as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Parses `YYYY-MM-DD HH:MM:SS[.fff]` (or with `T`), UTC, or `@SECONDS`, into
+/// nanoseconds since the epoch.
+pub fn parse_time(s: &str) -> Option<u64> {
+    if let Some(secs) = s.strip_prefix('@') {
+        return secs.parse::<u64>().ok()?.checked_mul(1_000_000_000);
+    }
+    let b = s.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b' ' | b'T') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<u32>().ok();
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, min, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 60 {
+        return None;
+    }
+    let mut nanos = 0u64;
+    if let Some(frac) = s.get(19..).filter(|f| !f.is_empty()) {
+        let digits = frac.strip_prefix('.')?;
+        if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|d| d.is_ascii_digit()) {
+            return None;
+        }
+        nanos = digits.parse::<u64>().ok()? * 10u64.pow(9 - digits.len() as u32);
+    }
+    let days = days_from_civil(year as i64, month, day);
+    let secs = days * 86_400 + (hour * 3600 + min * 60 + sec) as i64;
+    u64::try_from(secs)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(nanos)
 }
 
 /// `value` in decimal, zero-padded to at least `width` digits.
@@ -218,6 +330,54 @@ mod tests {
         put_hex(0xdead_beef, &mut v);
         put_hex(u64::MAX, &mut v);
         assert_eq!(v, b"0x00xdeadbeef0xffffffffffffffff");
+    }
+
+    #[test]
+    fn json_is_valid_utf8_with_escapes() {
+        let rec = Record {
+            message: b"quote\" back\\ nl\n ctl\x01 del\x7f bad\xff\xfe \xc3\xa9",
+            ..sample()
+        };
+        let mut v = Vec::new();
+        render_json(&rec, &mut v);
+        let s = String::from_utf8(v).unwrap();
+        assert!(
+            s.starts_with("{\"seq\":0,\"time\":\"2026-11-30 13:45:12.345+0000\""),
+            "{s}"
+        );
+        assert!(
+            s.contains("\"priority\":\"debug\",\"source\":\"qemu.monitor\""),
+            "{s}"
+        );
+        assert!(s.ends_with(
+            "\"message\":\"quote\\\" back\\\\ nl\\n ctl\\u0001 del\\u007f bad\u{FFFD}\u{FFFD} \u{e9}\"}\n"
+        ), "{s}");
+    }
+
+    #[test]
+    fn time_parsing() {
+        assert_eq!(
+            parse_time("2026-11-30 13:45:12.345"),
+            Some(1_796_046_312_345_000_000)
+        );
+        assert_eq!(
+            parse_time("2026-11-30T13:45:12"),
+            Some(1_796_046_312_000_000_000)
+        );
+        assert_eq!(parse_time("@1796046312"), Some(1_796_046_312_000_000_000));
+        for bad in [
+            "",
+            "2026-11-30",
+            "2026-13-01 00:00:00",
+            "2026-11-30 13:45:12.",
+            "x",
+        ] {
+            assert_eq!(parse_time(bad), None, "{bad}");
+        }
+        for days in [-1000, 0, 11_016, 20_787, 100_000] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@
 use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -28,6 +29,7 @@ use crate::filter::Filters;
 use crate::format::{self, Sink, LINE_MAX};
 use crate::output::{Output, OutputSpecs};
 use crate::priority::Priority;
+use crate::reader::{Image, Region};
 use crate::record::{Record, MESSAGE_MAX};
 use crate::ring::{self, Ring, View};
 use crate::source::{vlog_default_source, vlog_source, Registry, OFF, UNKNOWN};
@@ -64,6 +66,8 @@ pub struct State {
     dump: DumpTarget,
     dump_signal: Option<c_int>,
     dump_opened: bool,
+    /// The file the ring lives in (`VLOG_BUFFER_FILE`), if any.
+    buffer_file: Option<PathBuf>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State::new());
@@ -121,6 +125,7 @@ impl State {
             dump: DumpTarget::Stderr,
             dump_signal: None,
             dump_opened: false,
+            buffer_file: None,
         }
     }
 
@@ -152,8 +157,17 @@ impl State {
         self.dump = env.dump.unwrap_or_default();
         self.dump_signal = env.dump_signal;
         let size = env.buffer_size.unwrap_or(DEFAULT_BUFFER_SIZE);
-        if let Err(e) = self.resize(size) {
-            warn(&format!("running without a ring: {e}"));
+        let result = match env.buffer_file {
+            Some(path) if size > 0 => self.open_ring_file(&path, size).map(|()| {
+                self.buffer_file = Some(path);
+            }),
+            _ => self.resize(size),
+        };
+        if let Err(e) = result {
+            warn(&format!("{e}; keeping the ring in memory"));
+            if let Err(e) = self.resize(size) {
+                warn(&format!("running without a ring: {e}"));
+            }
         }
         self.line.reserve(LINE_MAX);
         self.message.reserve(MESSAGE_MAX);
@@ -258,17 +272,24 @@ impl State {
     }
 
     /// Replaces the ring by one of `size` bytes (0: none), carrying over the
-    /// newest records that fit.
+    /// newest records that fit. With a ring file, the new ring replaces the
+    /// file.
     fn resize(&mut self, size: usize) -> Result<(), ConfigError> {
         if self.ring.as_ref().map_or(0, |r| r.stats().size as usize) == size {
             return Ok(());
         }
-        let new = match size {
-            0 => None,
-            _ => {
-                let mut ring = Ring::new(size).map_err(|e| {
-                    ConfigError::new(format!("cannot allocate a ring of {size} bytes: {e}"))
-                })?;
+        let failed = |e: std::io::Error| {
+            ConfigError::new(format!("cannot make a ring of {size} bytes: {e}"))
+        };
+        let new = match (size, &self.buffer_file) {
+            (0, _) => None,
+            (_, Some(path)) => {
+                let previous = self.ring.as_ref().map(|r| (r.view(), r.stats()));
+                let previous = previous.as_ref().map(|(v, s)| (v as &dyn Region, *s));
+                Some(Ring::create_file(path, size, previous).map_err(failed)?)
+            }
+            (_, None) => {
+                let mut ring = Ring::new(size).map_err(failed)?;
                 if let Some(old) = &self.ring {
                     ring.migrate_from(old);
                 }
@@ -276,6 +297,34 @@ impl State {
             }
         };
         self.retired = std::mem::replace(&mut self.ring, new);
+        Ok(())
+    }
+
+    /// The first ring of a process whose ring lives in `path`: records an
+    /// earlier run left there are carried over (the sequence goes on), and a
+    /// file that is not a vlog ring is never overwritten.
+    fn open_ring_file(&mut self, path: &Path, size: usize) -> Result<(), ConfigError> {
+        let refuse =
+            |why: String| ConfigError::new(format!("ring file '{}' {why}", path.display()));
+        let old = match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(refuse(format!("cannot be read: {e}"))),
+            Ok(m) if !m.file_type().is_file() => {
+                return Err(refuse("is not a regular file; not using it".into()))
+            }
+            Ok(_) => std::fs::read(path).map_err(|e| refuse(format!("cannot be read: {e}")))?,
+        };
+        if !old.is_empty() && !old.starts_with(&ring::magic()) {
+            return Err(refuse(
+                "exists and is not a vlog ring; not overwriting it".into(),
+            ));
+        }
+        // A damaged or truncated earlier ring is replaced; what parses is kept.
+        let image = Image::parse(&old).ok();
+        let previous = image.as_ref().map(|i| (i as &dyn Region, i.stats()));
+        let ring = Ring::create_file(path, size, previous)
+            .map_err(|e| refuse(format!("cannot be created: {e}")))?;
+        self.retired = self.ring.replace(ring);
         Ok(())
     }
 

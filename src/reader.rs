@@ -36,7 +36,7 @@ pub enum Entry<'a> {
 /// Visits every record from oldest to newest without taking any lock and
 /// without allocating: safe to call from a signal handler. Each record is
 /// copied to the stack and validated before `visit` sees it.
-pub fn read(region: &impl Region, mut visit: impl FnMut(Entry)) {
+pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
     let size = region.data_size();
     // Head before tail: both only grow, so the pair is ordered, though the
     // writer may have lapped the ring in between.
@@ -234,6 +234,34 @@ impl<'a> Image<'a> {
             next_seq: u64_at(offset::NEXT_SEQ),
             lost: u64_at(offset::LOST),
         })
+    }
+}
+
+impl Image<'_> {
+    pub fn stats(&self) -> crate::ring::Stats {
+        crate::ring::Stats {
+            size: self.data.len() as u64,
+            recorded: self.next_seq,
+            lost: self.lost,
+        }
+    }
+}
+
+impl<R: Region + ?Sized> Region for &R {
+    fn data_size(&self) -> u64 {
+        (**self).data_size()
+    }
+
+    fn head(&self) -> u64 {
+        (**self).head()
+    }
+
+    fn tail(&self) -> u64 {
+        (**self).tail()
+    }
+
+    fn copy(&self, off: usize, dst: &mut [u8]) {
+        (**self).copy(off, dst)
     }
 }
 

@@ -10,6 +10,8 @@
 //! then finds `head` still at or before it knows the copy was not overwritten;
 //! the record's commit word and checksum catch everything else.
 
+use std::ffi::c_int;
+use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
@@ -93,23 +95,51 @@ impl Ring {
     /// Maps a new ring with a data area of `size` bytes (already checked with
     /// [`check_size`], non-zero).
     pub fn new(size: usize) -> std::io::Result<Ring> {
-        let map_len = HEADER_SPACE + size;
-        // SAFETY: an anonymous private mapping aliases nothing; the result is
-        // checked before use.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
+        // SAFETY: an anonymous private mapping aliases nothing.
+        let map = unsafe {
+            map(
+                HEADER_SPACE + size,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
-                0,
             )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
+        }?;
+        Ok(Ring::init(map, size))
+    }
+
+    /// A ring kept in the file at `path` (MAP_SHARED), so its records survive
+    /// the process, even SIGKILL. The ring is built in `PATH.new` and renamed
+    /// over `path`, carrying over the records of `previous` (the ring being
+    /// replaced, or the ring an earlier run left in the file).
+    pub fn create_file(
+        path: &Path,
+        size: usize,
+        previous: Option<(&dyn Region, Stats)>,
+    ) -> std::io::Result<Ring> {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::AsRawFd;
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".new");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
+        file.set_len((HEADER_SPACE + size) as u64)?;
+        // SAFETY: a shared mapping of a file we just created and sized; other
+        // processes reading it never trust its contents.
+        let map = unsafe { map(HEADER_SPACE + size, libc::MAP_SHARED, file.as_raw_fd()) }?;
+        let mut ring = Ring::init(map, size);
+        if let Some((region, stats)) = previous {
+            ring.migrate(region, stats);
         }
-        let base = NonNull::new(ptr.cast::<u8>()).expect("mmap returned NULL");
+        std::fs::rename(&tmp, path)?;
+        Ok(ring)
+    }
+
+    fn init(base: NonNull<u8>, size: usize) -> Ring {
         let header = Header {
             magic: magic(),
             version: LAYOUT_VERSION,
@@ -123,13 +153,13 @@ impl Ring {
             lost: AtomicU64::new(0),
         };
         // SAFETY: the fresh mapping is page-aligned, at least HEADER_SPACE bytes
-        // long and not yet shared with anyone.
+        // long and not yet used by anyone.
         unsafe { base.as_ptr().cast::<Header>().write(header) };
-        Ok(Ring {
+        Ring {
             base,
-            map_len,
+            map_len: HEADER_SPACE + size,
             data_size: size,
-        })
+        }
     }
 
     pub fn header(&self) -> &Header {
@@ -249,9 +279,12 @@ impl Ring {
     /// when they do not all fit, keeping their sequence numbers and counting the
     /// ones left out as lost.
     pub fn migrate_from(&mut self, old: &Ring) {
-        let old_stats = old.stats();
+        self.migrate(&old.view(), old.stats());
+    }
+
+    fn migrate(&mut self, old: &dyn Region, old_stats: Stats) {
         let mut carried = 0;
-        old.view().read(|entry| {
+        reader::read(&old, |entry| {
             if let Entry::Record(rec) = entry {
                 self.append_as(&rec, rec.seq);
                 carried += 1;
@@ -260,13 +293,37 @@ impl Ring {
         let h = self.header();
         h.next_seq.store(old_stats.recorded, Ordering::Relaxed);
         // Records evicted while migrating were counted by make_room; the ones
-        // the old ring held but could not hand over (damaged) are counted here.
-        let held = old_stats.recorded - old_stats.lost;
+        // the old ring held but could not hand over (damaged, or torn by a
+        // killed writer) are counted here.
+        let held = old_stats.recorded.saturating_sub(old_stats.lost);
         h.lost.fetch_add(
             old_stats.lost + held.saturating_sub(carried),
             Ordering::Relaxed,
         );
     }
+}
+
+/// Maps `len` bytes read-write.
+///
+/// # Safety
+/// `flags` and `fd` must describe a mapping that aliases nothing this process
+/// relies on (anonymous, or a file only vlog writes).
+unsafe fn map(len: usize, flags: c_int, fd: c_int) -> std::io::Result<NonNull<u8>> {
+    // SAFETY: per the caller; the result is checked before use.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            fd,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(NonNull::new(ptr.cast::<u8>()).expect("mmap returned NULL"))
 }
 
 impl Drop for Ring {

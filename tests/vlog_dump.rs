@@ -1,0 +1,220 @@
+//! vlog-dump on ring files made here with the library, and on bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use vlog::priority::Priority;
+use vlog::record::Record;
+use vlog::ring::Ring;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vlog-dump");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn vlog_dump(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vlog-dump"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A ring file with 100 records: priorities cycling debug..error, sources
+/// "qemu.monitor" and "util.file" alternating, one second apart from
+/// 2026-11-30 00:00:00 UTC.
+fn ring_file(name: &str) -> PathBuf {
+    let path = scratch(name);
+    let _ = std::fs::remove_file(&path);
+    let mut ring = Ring::create_file(&path, 64 * 1024, None).unwrap();
+    let base = vlog::format::parse_time("2026-11-30 00:00:00").unwrap();
+    for i in 0..100u64 {
+        let msg = format!("message {i}");
+        ring.append(&Record {
+            seq: 0,
+            time_ns: base + i * 1_000_000_000,
+            tid: 7,
+            line: i as u32,
+            priority: Priority::ALL[(i % 4) as usize],
+            source: if i % 2 == 0 {
+                b"qemu.monitor"
+            } else {
+                b"util.file"
+            },
+            file: b"f.c",
+            func: b"fn",
+            message: msg.as_bytes(),
+        });
+    }
+    path
+}
+
+#[test]
+fn prints_every_record_as_text_lines() {
+    let path = ring_file("all.ring");
+    let out = vlog_dump(&[path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 100);
+    assert!(stdout
+        .starts_with("2026-11-30 00:00:00.000+0000: 7: debug : qemu.monitor : fn:0 : message 0\n"));
+    assert!(stdout.ends_with(": 7: error : util.file : fn:99 : message 99\n"));
+}
+
+#[test]
+fn filters_combine() {
+    let path = ring_file("filters.ring");
+    let p = path.to_str().unwrap();
+    let count = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.push(p);
+        let out = vlog_dump(&all);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout).lines().count()
+    };
+    assert_eq!(count(&["--priority", "error"]), 25);
+    assert_eq!(count(&["--priority", "3"]), 50);
+    assert_eq!(count(&["--source", "qemu"]), 50);
+    assert_eq!(count(&["--source", "u*.f?le"]), 50);
+    assert_eq!(count(&["--since", "2026-11-30 00:01:00"]), 40);
+    assert_eq!(count(&["--until", "2026-11-30 00:00:09.5"]), 10);
+    assert_eq!(count(&["--grep", "message 4"]), 11);
+    // qemu is every even record; info and up among those is i % 4 == 2.
+    assert_eq!(
+        count(&["--priority", "info", "--source", "qemu", "--grep", "1"]),
+        3
+    );
+}
+
+#[test]
+fn json_and_stats() {
+    let path = ring_file("json.ring");
+    let out = vlog_dump(&["--json", "--grep", "message 42", path.to_str().unwrap()]);
+    assert_eq!(
+        text(&out.stdout),
+        "{\"seq\":42,\"time\":\"2026-11-30 00:00:42.000+0000\",\"time_ns\":1795996842000000000,\
+         \"tid\":7,\"priority\":\"warning\",\"source\":\"qemu.monitor\",\"file\":\"f.c\",\"line\":42,\
+         \"func\":\"fn\",\"message\":\"message 42\"}\n"
+    );
+    let out = vlog_dump(&["--stats", path.to_str().unwrap()]);
+    let stats = text(&out.stdout);
+    for want in [
+        "records: 100\n",
+        "recorded: 100\n",
+        "lost: 0\n",
+        "torn: 0\n",
+        "span: 99.000 s\n",
+    ] {
+        assert!(stats.contains(want), "{want:?} in {stats}");
+    }
+}
+
+#[test]
+fn finds_several_rings_inside_a_larger_file() {
+    let a = std::fs::read(ring_file("a.ring")).unwrap();
+    let mut blob = vec![0x55u8; 4096];
+    blob.extend_from_slice(&a);
+    blob.extend_from_slice(&[0u8; 8192]);
+    blob.extend_from_slice(&a);
+    let path = scratch("core-like");
+    std::fs::write(&path, &blob).unwrap();
+    let out = vlog_dump(&["--grep", "message 99", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("== ring 1 of 2 (65536 bytes) ==\n"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches(" : message 99\n").count(), 2);
+}
+
+#[test]
+fn bad_input_is_a_clear_error_never_a_panic() {
+    let ring = std::fs::read(ring_file("bad.ring")).unwrap();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty", Vec::new(), "no vlog ring in this file"),
+        (
+            "random",
+            (0..100_000u32)
+                .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+                .collect(),
+            "no vlog ring",
+        ),
+        (
+            "truncated",
+            ring[..30_000].to_vec(),
+            "truncated: the ring needs 65792 bytes, only 30000",
+        ),
+        (
+            "future",
+            {
+                let mut r = ring.clone();
+                r[8..12].copy_from_slice(&9u32.to_ne_bytes());
+                r
+            },
+            "ring layout version 9 is newer than this reader understands",
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        let path = scratch(&format!("bad-{name}"));
+        std::fs::write(&path, bytes).unwrap();
+        let out = vlog_dump(&[path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(want), "{name}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+    }
+    let out = vlog_dump(&["/nonexistent/ring"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("/nonexistent/ring: cannot read"));
+    for args in [
+        &["--bogus", "x"][..],
+        &["--priority", "7", "x"],
+        &["--since", "yesterday", "x"],
+        &[],
+    ] {
+        let out = vlog_dump(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(text(&out.stderr).contains("usage: vlog-dump"));
+    }
+}
+
+#[test]
+fn follow_prints_records_as_they_arrive() {
+    let path = scratch("follow.ring");
+    let _ = std::fs::remove_file(&path);
+    let mut ring = Ring::create_file(&path, 64 * 1024, None).unwrap();
+    let rec = |msg: &'static str| Record {
+        seq: 0,
+        time_ns: 1,
+        tid: 1,
+        line: 1,
+        priority: Priority::Info,
+        source: b"s",
+        file: b"f",
+        func: b"fn",
+        message: msg.as_bytes(),
+    };
+    ring.append(&rec("before follow"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vlog-dump"))
+        .args(["--follow", path.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    ring.append(&rec("while following"));
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.matches(" : before follow\n").count(), 1, "{stdout}");
+    assert_eq!(
+        stdout.matches(" : while following\n").count(),
+        1,
+        "{stdout}"
+    );
+}
