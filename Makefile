@@ -18,10 +18,20 @@ examples/daemon: lib examples/daemon.c examples/net.c examples/disk.c examples/d
 	$(CC) $(CFLAGS) -Iinclude examples/daemon.c examples/net.c examples/disk.c -o $@ $(STATIC_LIB) $(LIBS)
 
 # The flight-recorder configuration: debug messages from the daemon's sources
-# are recorded in the ring, while stderr prints only warnings and errors.
+# are recorded in the ring (kept in a file), while stderr prints only warnings
+# and errors. The daemon crashes at the end; vlog-dump reads its ring file.
+DEMO_ENV = VLOG_FILTERS="1:daemon" VLOG_OUTPUTS="3:stderr" VLOG_BUFFER_SIZE=16K \
+	VLOG_BUFFER_FILE=examples/daemon.ring
+
 demo: examples/daemon
-	@echo '$$ VLOG_FILTERS="1:daemon" VLOG_OUTPUTS="3:stderr" VLOG_BUFFER_SIZE=16K ./examples/daemon'
-	@VLOG_FILTERS="1:daemon" VLOG_OUTPUTS="3:stderr" VLOG_BUFFER_SIZE=16K ./examples/daemon
+	@rm -f examples/daemon.ring
+	@echo '$$ $(DEMO_ENV) ./examples/daemon'
+	@$(DEMO_ENV) ./examples/daemon; echo "(the daemon is gone: exit status $$?)"
+	@echo
+	@echo '$$ target/release/vlog-dump --source disk --since @0 examples/daemon.ring | tail -4'
+	@target/release/vlog-dump --source disk --since @0 examples/daemon.ring | tail -4
+	@echo '$$ target/release/vlog-dump --stats examples/daemon.ring'
+	@target/release/vlog-dump --stats examples/daemon.ring
 
 test:
 	$(CARGO) test
@@ -38,3 +48,11 @@ bench-c/sanity: lib bench-c/sanity.c include/vlog.h include/vlog_gen.h
 .PHONY: bench-sanity
 bench-sanity: bench-c/sanity
 	bench-c/callgrind.sh bench-c/sanity
+
+# Time to dump a full 4 MiB ring; see BENCHMARKS.md.
+bench-c/dump_time: lib bench-c/dump_time.c include/vlog.h include/vlog_gen.h
+	$(CC) $(CFLAGS) -Iinclude bench-c/dump_time.c -o $@ $(STATIC_LIB) $(LIBS)
+
+.PHONY: bench-dump
+bench-dump: bench-c/dump_time
+	bench-c/dump_time
