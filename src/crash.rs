@@ -40,6 +40,9 @@ unsafe impl Sync for Previous {}
 static PREVIOUS: Previous = Previous(UnsafeCell::new(MaybeUninit::zeroed()));
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 static DUMP_FD: AtomicI32 = AtomicI32::new(2);
+/// Where the raw ring image goes on a crash (`VLOG_DUMP=file:PATH` makes it
+/// `PATH.ring`), or -1.
+static IMAGE_FD: AtomicI32 = AtomicI32::new(-1);
 /// 0: nobody is dumping; a thread id: that thread is; DONE: the dump is over.
 static DUMPER: AtomicI32 = AtomicI32::new(0);
 const DONE: i32 = -1;
@@ -49,8 +52,9 @@ static CRASH_SIGNAL: AtomicI32 = AtomicI32::new(0);
 const WATCHDOG_SECONDS: u32 = 2;
 
 /// Where dumps go: stderr unless `VLOG_DUMP=file:PATH` named a file.
-pub fn set_dump_fd(fd: c_int) {
+pub fn set_dump_fd(fd: c_int, image_fd: Option<c_int>) {
     DUMP_FD.store(fd, Ordering::SeqCst);
+    IMAGE_FD.store(image_fd.unwrap_or(-1), Ordering::SeqCst);
 }
 
 pub fn is_installed() -> bool {
@@ -139,6 +143,7 @@ pub unsafe fn on_fatal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void)
             arm_watchdog();
             // SAFETY: `info` is the kernel's, forwarded from the caller.
             unsafe { write_crash_dump(sig, info, tid) };
+            write_ring_image();
             // SAFETY: alarm is async-signal-safe.
             unsafe { libc::alarm(0) };
             DUMPER.store(DONE, Ordering::SeqCst);
@@ -256,6 +261,21 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
         }
         write_records(sink);
     });
+}
+
+/// Replaces the image file's contents with the ring as it is now: a ring file
+/// that vlog-dump reads.
+fn write_ring_image() {
+    let fd = IMAGE_FD.load(Ordering::SeqCst);
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: ftruncate and lseek on our own descriptor; async-signal-safe.
+    unsafe {
+        libc::ftruncate(fd, 0);
+        libc::lseek(fd, 0, libc::SEEK_SET);
+    }
+    logger::read_ring(|view| view.map(|v| v.write_image(fd)));
 }
 
 /// The dump that `VLOG_DUMP_SIGNAL` asks for: header, ring, no backtrace, and
@@ -386,6 +406,30 @@ impl DumpTarget {
                 ))),
             },
         }
+    }
+
+    /// For `file:PATH`, `PATH.ring`: where the crash handler also writes the
+    /// ring as a ring file. Opened now (0600, close-on-exec, no symbolic link);
+    /// an existing file that is not a vlog ring is left alone (None).
+    pub fn open_image(&self) -> Option<c_int> {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::IntoRawFd;
+        let DumpTarget::File(path) = self else {
+            return None;
+        };
+        let mut image = path.as_os_str().to_owned();
+        image.push(".ring");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&image)
+            .ok()?;
+        let mut head = [0u8; 8];
+        let n = std::io::Read::read(&mut &file, &mut head).ok()?;
+        (n == 0 || head == crate::ring::magic()).then(|| file.into_raw_fd())
     }
 
     /// The descriptor dumps are written to: the file is opened now (appended

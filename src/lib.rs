@@ -33,4 +33,4 @@ pub mod record;
 pub mod ring;
 pub mod source;
 /// cbindgen:ignore
-mod sys;
+pub(crate) mod sys;

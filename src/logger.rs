@@ -218,7 +218,7 @@ impl State {
             return Ok(());
         }
         if !self.dump_opened {
-            crash::set_dump_fd(self.dump.open()?);
+            crash::set_dump_fd(self.dump.open()?, self.dump.open_image());
             self.dump_opened = true;
         }
         crash::install()

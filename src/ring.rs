@@ -354,6 +354,15 @@ impl<'a> View<'a> {
         }
     }
 
+    /// Writes the whole region (header and data, as a ring file holds it) to
+    /// `fd` with write(2): async-signal-safe. The bytes may change while the
+    /// kernel copies them; readers of the copy validate every record.
+    pub fn write_image(&self, fd: c_int) -> std::io::Result<()> {
+        let start = (self.header as *const Header).cast::<u8>();
+        let len = HEADER_SPACE + self.header.data_size as usize;
+        crate::sys::write_all_raw(fd, start, len)
+    }
+
     pub fn stats(&self) -> Stats {
         let h = self.header;
         Stats {

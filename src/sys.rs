@@ -37,11 +37,17 @@ pub fn secure_mode() -> bool {
 
 /// Writes all of `bytes` to `fd`, retrying on EINTR and short writes. Uses only
 /// write(2), so it is async-signal-safe.
-pub fn write_all_fd(fd: i32, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
-        // SAFETY: the pointer and length describe a live slice; write(2) does not
-        // keep them.
-        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+pub fn write_all_fd(fd: i32, bytes: &[u8]) -> io::Result<()> {
+    write_all_raw(fd, bytes.as_ptr(), bytes.len())
+}
+
+/// As [`write_all_fd`], for memory that another thread may be changing (the
+/// ring), which therefore is never turned into a slice.
+pub fn write_all_raw(fd: i32, mut ptr: *const u8, mut len: usize) -> io::Result<()> {
+    while len > 0 {
+        // SAFETY: `ptr..ptr+len` is readable memory (callers pass a live slice or
+        // the ring's mapping); write(2) only reads it and does not keep it.
+        let n = unsafe { libc::write(fd, ptr.cast(), len) };
         if n < 0 {
             let err = io::Error::last_os_error();
             if err.kind() == io::ErrorKind::Interrupted {
@@ -52,7 +58,9 @@ pub fn write_all_fd(fd: i32, mut bytes: &[u8]) -> io::Result<()> {
         if n == 0 {
             return Err(io::ErrorKind::WriteZero.into());
         }
-        bytes = &bytes[n as usize..];
+        // SAFETY: write(2) wrote n <= len bytes, so this stays in bounds.
+        ptr = unsafe { ptr.add(n as usize) };
+        len -= n as usize;
     }
     Ok(())
 }

@@ -594,6 +594,12 @@ fn vlog_dump_env_off_and_file() {
         std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
         0o600
     );
+    // Beside the text, the ring itself, as a ring file vlog-dump reads.
+    let image = format!("{}.ring", file.display());
+    let out = text(&vlog_dump(&[&image]).stdout);
+    assert!(out.contains(" : last words 2 before segv\n"), "{out}");
+    let mode = std::fs::metadata(&image).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
 
     let (_, _, stderr) = crash("bad", &["segv"], &[("VLOG_DUMP", "syslog")]);
     assert!(
@@ -760,4 +766,21 @@ fn vlog_dump_reads_the_ring_from_a_core_file() {
     assert!(out.contains(": warning : test.crash : main:"), "{out}");
     assert!(out.contains(" : last words 2 before segv\n"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_library_does_not_contain_the_ring_magic() {
+    // A scan of a core file for the magic must find rings, not the constant.
+    for lib in ["lib/libvlog.a", "lib/libvlog.so.0"] {
+        let bytes = std::fs::read(work().join(lib)).unwrap();
+        assert!(
+            !bytes.windows(8).any(|w| w == b"VLOGRING"),
+            "{lib} holds the magic"
+        );
+    }
+}
+
+#[test]
+fn alternate_stacks_are_given_but_never_replaced() {
+    check("altstack");
 }
