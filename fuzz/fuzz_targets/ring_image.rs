@@ -1,0 +1,26 @@
+//! Arbitrary bytes as a ring file or core file: parsing and walking them must
+//! never panic or loop, whatever the header and records claim.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use vlog::format;
+use vlog::reader::{self, find_rings, Entry, Image};
+
+fuzz_target!(|data: &[u8]| {
+    let mut starts = find_rings(data);
+    starts.insert(0, 0);
+    for at in starts {
+        let Ok(image) = Image::parse(&data[at..]) else { continue };
+        let mut out = Vec::new();
+        let mut steps = 0usize;
+        reader::read(&image, |entry| {
+            steps += 1;
+            assert!(steps <= image.stats().size as usize / 8 + 2, "the walk does not end");
+            if let Entry::Record(rec) = entry {
+                format::render_line(&rec, &mut out);
+                format::render_json(&rec, &mut out);
+                out.clear();
+            }
+        });
+    }
+});
