@@ -7,6 +7,9 @@
  *   crash two             two threads crash at once
  *   crash chain           a handler installed before vlog's is called
  *   crash dump-signal     VLOG_DUMP_SIGNAL dumps and the process goes on
+ *   crash flood           fills a big ring, then SIGSEGV (a dump that takes long)
+ *   crash inside          SIGSEGV inside vlog_write, with the lock held by the
+ *                         crashing thread itself
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -160,6 +163,14 @@ int main(int argc, char **argv)
         VLOG_WARN("still running after the dump");
         puts("survived");
         return 0;
+    } else if (strcmp(mode, "inside") == 0) {
+        /* A bad message pointer faults while vlog copies it, under the lock. */
+        vlog_write(&vlog__source, VLOG_PRIO_ERROR, __FILE__, __LINE__, __func__,
+                   (const char *)(uintptr_t)16, 100, 100);
+    } else if (strcmp(mode, "flood") == 0) {
+        for (int i = 0; i < 20000; i++)
+            VLOG_WARN("flood %d %0150d", i, 0);
+        fault("segv");
     } else {
         fault(mode);
     }

@@ -784,3 +784,48 @@ fn the_library_does_not_contain_the_ring_magic() {
 fn alternate_stacks_are_given_but_never_replaced() {
     check("altstack");
 }
+
+#[test]
+fn watchdog_ends_a_dump_that_hangs() {
+    // The dump goes to a FIFO whose reader never reads: once its buffer is
+    // full the handler blocks in write(2), and only the watchdog ends it.
+    let fifo = work().join("crash-watchdog.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // SAFETY: as above; the descriptor is closed below.
+    let reader = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK) };
+    assert!(reader >= 0);
+    let target = format!("file:{}", fifo.display());
+    let started = std::time::Instant::now();
+    let (status, _, stderr) = crash(
+        "watchdog",
+        &["flood"],
+        &[
+            ("VLOG_DUMP", &target),
+            ("VLOG_BUFFER_SIZE", "4M"),
+            ("VLOG_OUTPUTS", "4:stderr"),
+        ],
+    );
+    let took = started.elapsed();
+    // SAFETY: our own descriptor.
+    unsafe { libc::close(reader) };
+    let _ = std::fs::remove_file(&fifo);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert!(
+        took >= std::time::Duration::from_millis(1900),
+        "ended after {took:?}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "ended after {took:?}"
+    );
+}
+
+#[test]
+fn crash_inside_vlog_with_the_lock_held_by_the_crashing_thread() {
+    let (status, _, stderr) = crash("inside", &["inside"], &[]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert_dump("inside", &stderr, "SIGSEGV", 3);
+}
