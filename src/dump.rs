@@ -26,6 +26,13 @@ pub fn entries(region: &impl Region, sink: &mut impl Sink) -> u64 {
             };
             sink.put(why);
         }
+        Entry::Gap { expected, found } => {
+            sink.put(b"vlog: records ");
+            format::put_decimal(expected, 1, sink);
+            sink.put(b" to ");
+            format::put_decimal(found.wrapping_sub(1), 1, sink);
+            sink.put(b" are missing\n");
+        }
         Entry::Overwritten { bytes } => {
             sink.put(b"vlog: ");
             format::put_decimal(bytes, 1, sink);

@@ -21,6 +21,13 @@ pub trait Region {
 #[derive(Debug)]
 pub enum Entry<'a> {
     Record(Record<'a>),
+    /// An intact record whose sequence number is not the one expected: the
+    /// records from `expected` to `found - 1` are missing (written by another
+    /// process sharing the ring file, say).
+    Gap {
+        expected: u64,
+        found: u64,
+    },
     /// A record that failed validation; `seq` is what was expected there.
     Damaged {
         seq: u64,
@@ -98,24 +105,25 @@ pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
             pos += len as u64;
             continue;
         }
-        let entry = match Record::decode(&buf[..len]) {
-            Ok(rec) if expected.is_none_or(|seq| seq == rec.seq) => {
+        match Record::decode(&buf[..len]) {
+            Ok(rec) => {
+                // An intact record out of sequence: say what is missing, then
+                // go on from it rather than reject everything after.
+                if let Some(want) = expected.filter(|&want| want != rec.seq) {
+                    visit(Entry::Gap {
+                        expected: want,
+                        found: rec.seq,
+                    });
+                }
                 expected = Some(rec.seq + 1);
-                Entry::Record(rec)
+                visit(Entry::Record(rec));
             }
-            Ok(rec) => Entry::Damaged {
-                seq: expected.unwrap_or(rec.seq),
-                damage: Damage::Malformed,
-            },
-            Err(damage) => Entry::Damaged {
-                seq: expected.unwrap_or(0),
-                damage,
-            },
-        };
-        if let Entry::Damaged { seq, .. } = entry {
-            expected = Some(seq + 1);
+            Err(damage) => {
+                let seq = expected.unwrap_or(0);
+                expected = expected.map(|want| want + 1);
+                visit(Entry::Damaged { seq, damage });
+            }
         }
-        visit(entry);
         pos += len as u64;
     }
 }

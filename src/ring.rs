@@ -107,7 +107,7 @@ impl Ring {
     }
 
     /// A ring kept in the file at `path` (MAP_SHARED), so its records survive
-    /// the process, even SIGKILL. The ring is built in `PATH.new` and renamed
+    /// the process, even SIGKILL. The ring is built in `PATH.<pid>.new` and renamed
     /// over `path`, carrying over the records of `previous` (the ring being
     /// replaced, or the ring an earlier run left in the file).
     pub fn create_file(
@@ -117,13 +117,15 @@ impl Ring {
     ) -> std::io::Result<Ring> {
         use std::os::unix::fs::OpenOptionsExt;
         use std::os::unix::io::AsRawFd;
+        // A name of this process's own, so two processes given the same path
+        // never truncate each other's mapping.
         let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".new");
+        tmp.push(format!(".{}.new", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)?;
@@ -505,9 +507,29 @@ mod tests {
                 Entry::Record(r) => format!("ok {}", r.seq),
                 Entry::Damaged { seq, damage } => format!("bad {seq} {damage:?}"),
                 Entry::Overwritten { .. } => "over".into(),
+                Entry::Gap { expected, found } => format!("gap {expected}..{found}"),
             })
         });
         assert_eq!(seen, ["ok 0", "bad 1 Checksum", "ok 2"]);
+    }
+
+    #[test]
+    fn sequence_gap_is_reported_and_reading_goes_on() {
+        let mut ring = Ring::new(MIN_SIZE).unwrap();
+        ring.append(&rec(b"a"));
+        // As if another writer took sequence numbers 1 and 2.
+        ring.header().next_seq.store(3, Ordering::Relaxed);
+        ring.append(&rec(b"b"));
+        ring.append(&rec(b"c"));
+        let mut seen = Vec::new();
+        ring.view().read(|e| {
+            seen.push(match e {
+                Entry::Record(r) => format!("ok {}", r.seq),
+                Entry::Gap { expected, found } => format!("gap {expected}..{found}"),
+                other => format!("{other:?}"),
+            })
+        });
+        assert_eq!(seen, ["ok 0", "gap 1..3", "ok 3", "ok 4"]);
     }
 
     #[test]

@@ -829,3 +829,20 @@ fn crash_inside_vlog_with_the_lock_held_by_the_crashing_thread() {
     assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
     assert_dump("inside", &stderr, "SIGSEGV", 3);
 }
+
+#[test]
+fn forked_child_goes_on_writing_the_ring_file() {
+    let ring = work().join("fork.ring");
+    let _ = std::fs::remove_file(&ring);
+    let exe = build("fork_ring_file", Link::Static);
+    let out = run(&exe, &[("VLOG_BUFFER_FILE", ring.to_str().unwrap())]);
+    assert_ok("fork_ring_file", &out);
+    let dump = text(&vlog_dump(&[ring.to_str().unwrap()]).stdout);
+    assert!(dump.contains(" : parent before fork\n"), "{dump}");
+    assert!(dump.contains(" : child message 299\n"), "{dump}");
+    let stats = text(&vlog_dump(&["--stats", ring.to_str().unwrap()]).stdout);
+    assert!(
+        stats.contains("records: 301\n") && stats.contains("torn: 0\n"),
+        "{stats}"
+    );
+}

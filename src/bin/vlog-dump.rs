@@ -112,7 +112,7 @@ impl Options {
 struct Stats {
     records: u64,
     torn: u64,
-    overwritten_bytes: u64,
+    missing: u64,
     first: Option<u64>,
     last: Option<u64>,
 }
@@ -144,14 +144,27 @@ fn show(image: &Image, o: &Options, after: Option<u64>, out: &mut Vec<u8>) -> Op
                 );
             }
         }
-        Entry::Overwritten { bytes } => stats.overwritten_bytes += bytes,
+        Entry::Gap { expected, found } => {
+            stats.missing += found.saturating_sub(expected);
+            if !o.stats && !o.json {
+                out.extend_from_slice(
+                    format!(
+                        "vlog-dump: records {expected} to {} are missing\n",
+                        found.wrapping_sub(1)
+                    )
+                    .as_bytes(),
+                );
+            }
+        }
+        // A ring read from a file does not change while it is read.
+        Entry::Overwritten { .. } => {}
     });
     if o.stats {
         let ring = image.stats();
         out.extend_from_slice(
             format!(
-                "records: {}\nrecorded: {}\nlost: {}\ntorn: {}\nsize: {}\n",
-                stats.records, ring.recorded, ring.lost, stats.torn, ring.size
+                "records: {}\nrecorded: {}\nlost: {}\ntorn: {}\nmissing: {}\nsize: {}\n",
+                stats.records, ring.recorded, ring.lost, stats.torn, stats.missing, ring.size
             )
             .as_bytes(),
         );
