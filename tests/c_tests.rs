@@ -503,13 +503,19 @@ fn stack_overflow_is_dumped_on_main_and_other_threads() {
     assert!(stderr.contains(" : second thread about to overflow its stack\n"));
 }
 
-#[test]
-fn crash_while_another_thread_holds_the_lock() {
-    let fifo = work().join("crash-locked.fifo");
+/// A new FIFO in the scratch directory: its path, and the path as a C string.
+fn make_fifo(name: &str) -> (PathBuf, std::ffi::CString) {
+    let fifo = work().join(name);
     let _ = std::fs::remove_file(&fifo);
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    (fifo, c)
+}
+
+#[test]
+fn crash_while_another_thread_holds_the_lock() {
+    let (fifo, _) = make_fifo("crash-locked.fifo");
     let (status, _, stderr) = crash("locked", &["locked", fifo.to_str().unwrap()], &[]);
     assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
     assert!(stderr.contains("vlog: fatal signal SIGSEGV ("), "{stderr}");
@@ -789,11 +795,7 @@ fn alternate_stacks_are_given_but_never_replaced() {
 fn watchdog_ends_a_dump_that_hangs() {
     // The dump goes to a FIFO whose reader never reads: once its buffer is
     // full the handler blocks in write(2), and only the watchdog ends it.
-    let fifo = work().join("crash-watchdog.fifo");
-    let _ = std::fs::remove_file(&fifo);
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (fifo, c) = make_fifo("crash-watchdog.fifo");
     // SAFETY: as above; the descriptor is closed below.
     let reader = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK) };
     assert!(reader >= 0);
