@@ -24,6 +24,8 @@ pub mod logger;
 /// cbindgen:ignore
 pub mod output;
 /// cbindgen:ignore
+pub mod printf;
+/// cbindgen:ignore
 pub mod priority;
 /// cbindgen:ignore
 pub mod reader;
