@@ -1,0 +1,326 @@
+/*
+ * vlog and the C loggers people would otherwise pick, side by side, on the six
+ * NanoLog messages. Every mode checks that it did its work (or really did
+ * nothing), so no figure is an artifact of the optimizer. Built by
+ * `make bench-c/bench` (peers found with pkg-config; a missing one is compiled
+ * out and reported by `bench-c/run.py`). See BENCHMARKS.md.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <vlog.h>
+
+#include "harness.h"
+#include "messages.h"
+
+#ifdef HAVE_GLIB
+#include <glib.h>
+#endif
+#ifdef HAVE_LTTNG
+#include <lttng/tracef.h>
+#endif
+#ifdef HAVE_LOG4C
+#include <log4c.h>
+#endif
+
+VLOG_INIT("bench.vlog");
+
+static vlog_stats before;
+
+static unsigned long long vlog_records(void)
+{
+    vlog_stats s;
+    vlog_get_stats(&s);
+    return s.records;
+}
+
+static void vlog_setup_common(const char *outputs, const char *filters)
+{
+    if (vlog_set_outputs(outputs) != 0 || vlog_set_filters(filters) != 0 ||
+        vlog_set_buffer_size(4 << 20) != 0) {
+        fprintf(stderr, "vlog setup: %s\n", vlog_last_error());
+        exit(1);
+    }
+    VLOG_ERROR("registers the source");
+    vlog_get_stats(&before);
+}
+
+static const char *expect_records(unsigned long long want)
+{
+    return vlog_records() - before.records == want ? NULL : "wrong number of records";
+}
+
+/* -- vlog, disabled macro: the source is at the default level, warning. */
+static void disabled_setup(void) { vlog_setup_common("4:file:/dev/null", ""); }
+static void disabled_run(int msg, long n) { BENCH_LOOP(msg, n, VLOG_DEBUG); }
+static const char *none_recorded(long calls) { (void)calls; return expect_records(0); }
+
+/* -- vlog(), the function form, filtered out by a source filter. */
+static vlog_source quiet = VLOG_SOURCE_INITIALIZER("bench.quiet");
+static void filtered_setup(void)
+{
+    vlog_setup_common("4:file:/dev/null", "4:bench.quiet");
+    vlog_source_enabled(&quiet, VLOG_PRIO_ERROR);
+}
+#define VLOG_FN(...) vlog(&quiet, VLOG_PRIO_DEBUG, __FILE__, __LINE__, __func__, __VA_ARGS__)
+static void filtered_run(int msg, long n) { BENCH_LOOP(msg, n, VLOG_FN); }
+
+/* -- vlog to the ring only: the flight-recorder configuration. */
+static void ring_setup(void) { vlog_setup_common("4:file:/dev/null", "1:bench.vlog"); }
+static void ring_run(int msg, long n) { BENCH_LOOP(msg, n, VLOG_DEBUG); }
+static const char *all_recorded(long calls) { return expect_records((unsigned long long)calls); }
+
+/* -- vlog to the ring and a file: one write(2) per line. */
+static char file_path[64];
+static void file_setup(void)
+{
+    char spec[100];
+    int fd;
+    snprintf(file_path, sizeof file_path, "/tmp/vlog-bench-%d.log", (int)getpid());
+    fd = open(file_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    close(fd);
+    snprintf(spec, sizeof spec, "1:file:%s", file_path);
+    vlog_setup_common(spec, "1:bench.vlog");
+}
+static const char *file_check(long calls)
+{
+    struct stat st;
+    const char *wrong = expect_records((unsigned long long)calls);
+    if (stat(file_path, &st) != 0 || st.st_size < calls * 60)
+        wrong = "the file did not get the lines";
+    unlink(file_path);
+    return wrong;
+}
+
+/* -- a bare write(2) of a pre-formatted line per call: the floor for files. */
+static int bare_fd;
+static void bare_setup(void)
+{
+    snprintf(file_path, sizeof file_path, "/tmp/vlog-bench-%d.log", (int)getpid());
+    bare_fd = open(file_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+}
+static const char bare_line[] =
+    "2026-11-30 13:45:12.345+0000: 4242: debug : bench.vlog : bare_run:99 : "
+    "Backup storage speeds (min): 181 MB/s read\n";
+static void bare_run(int msg, long n)
+{
+    (void)msg;
+    for (long i = 0; i < n; i++)
+        if (write(bare_fd, bare_line, sizeof bare_line - 1) < 0)
+            exit(1);
+}
+static const char *bare_check(long calls)
+{
+    struct stat st;
+    const char *wrong = NULL;
+    if (fstat(bare_fd, &st) != 0 || st.st_size != calls * (long)(sizeof bare_line - 1))
+        wrong = "the lines did not reach the file";
+    unlink(file_path);
+    return wrong;
+}
+
+/* -- two threads recording to the ring at once (time per call, per thread). */
+static void *ring_thread(void *arg)
+{
+    long *job = (long *)arg;
+    ring_run((int)job[0], job[1]);
+    return NULL;
+}
+static void threads_run(int msg, long n)
+{
+    pthread_t t;
+    long job[2] = {msg, n};
+    pthread_create(&t, NULL, ring_thread, job);
+    ring_run(msg, n);
+    pthread_join(t, NULL);
+}
+static const char *threads_check(long calls) { return expect_records(2ULL * (unsigned long long)calls); }
+
+/* -- floors: vsnprintf into a stack buffer; a 64-byte memcpy under a mutex. */
+static volatile unsigned long floor_sum;
+static void floor_snprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void floor_snprintf(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    floor_sum += (unsigned long)vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+}
+static void snprintf_run(int msg, long n) { BENCH_LOOP(msg, n, floor_snprintf); }
+static const char *sum_positive(long calls)
+{
+    return floor_sum >= (unsigned long)calls ? NULL : "nothing was formatted";
+}
+
+static pthread_mutex_t floor_lock = PTHREAD_MUTEX_INITIALIZER;
+static char floor_dst[4096];
+static void memcpy_run(int msg, long n)
+{
+    static const char src[64] = "sixty-four bytes of message under an uncontended mutex";
+    for (long i = 0; i < n; i++) {
+        pthread_mutex_lock(&floor_lock);
+        memcpy(floor_dst + (i & 63) * 64, src, 64);
+        floor_sum += (unsigned char)floor_dst[(i & 63) * 64 + (msg & 7)];
+        pthread_mutex_unlock(&floor_lock);
+    }
+}
+
+/* -- glibc syslog, masked by setlogmask: counts what reaches the socket. */
+static long sends;
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+    static ssize_t (*real)(int, const void *, size_t, int);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "send");
+    sends++;
+    return real(fd, buf, len, flags);
+}
+static void syslog_setup(void)
+{
+    openlog("vlog-bench", LOG_NDELAY, LOG_USER);
+    setlogmask(LOG_UPTO(LOG_ERR));
+}
+#define SYSLOG_DEBUG(...) syslog(LOG_DEBUG, __VA_ARGS__)
+static void syslog_run(int msg, long n) { BENCH_LOOP(msg, n, SYSLOG_DEBUG); }
+static const char *syslog_check(long calls)
+{
+    (void)calls;
+    return sends == 0 ? NULL : "a masked message was sent";
+}
+
+#ifdef HAVE_GLIB
+/* -- GLib g_debug through its default writer (debug messages go to stdout),
+ * with stdout and stderr sent to a file whose size tells what was printed. */
+static int saved_out = -1, saved_err = -1;
+static void glib_setup(int debug)
+{
+    int fd;
+    if (debug)
+        setenv("G_MESSAGES_DEBUG", "all", 1);
+    else
+        unsetenv("G_MESSAGES_DEBUG");
+    snprintf(file_path, sizeof file_path, "/tmp/vlog-bench-%d.out", (int)getpid());
+    fd = open(file_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    fflush(stdout);
+    saved_out = dup(1);
+    saved_err = dup(2);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+}
+static void glib_off_setup(void) { glib_setup(0); }
+static void glib_on_setup(void) { glib_setup(1); }
+static void glib_run(int msg, long n) { BENCH_LOOP(msg, n, g_debug); }
+static long glib_printed(void)
+{
+    struct stat st;
+    fflush(stdout);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    if (stat(file_path, &st) != 0)
+        return -1;
+    unlink(file_path);
+    return (long)st.st_size;
+}
+static const char *glib_off_check(long calls)
+{
+    (void)calls;
+    return glib_printed() == 0 ? NULL : "a disabled debug message was printed";
+}
+static const char *glib_on_check(long calls)
+{
+    return glib_printed() >= calls * 40 ? NULL : "messages were not printed";
+}
+#endif
+
+#ifdef HAVE_LTTNG
+/* -- LTTng-UST tracef with no session: the event is disabled. The function
+ * the macro calls when enabled is interposed to count. */
+static long lttng_calls;
+void lttng_ust__tracef(const char *fmt, ...)
+{
+    (void)fmt;
+    lttng_calls++;
+}
+static void lttng_run(int msg, long n) { BENCH_LOOP(msg, n, lttng_ust_tracef); }
+static const char *lttng_check(long calls)
+{
+    (void)calls;
+    return lttng_calls == 0 ? NULL : "tracef ran with no session";
+}
+#endif
+
+#ifdef HAVE_LOG4C
+/* -- log4c: a category at error (disabled), or at debug with an appender
+ * that counts and discards. */
+static long log4c_appended;
+static log4c_category_t *log4c_cat;
+static int count_append(log4c_appender_t *a, const log4c_logging_event_t *e)
+{
+    (void)a, (void)e;
+    log4c_appended++;
+    return 0;
+}
+static const log4c_appender_type_t counting_type = {"counting", NULL, count_append, NULL};
+static void log4c_setup_at(int priority)
+{
+    log4c_appender_t *app;
+    log4c_init();
+    log4c_appender_type_set(&counting_type);
+    app = log4c_appender_get("counter");
+    log4c_appender_set_type(app, &counting_type);
+    log4c_cat = log4c_category_get("bench");
+    log4c_category_set_appender(log4c_cat, app);
+    log4c_category_set_priority(log4c_cat, priority);
+}
+static void log4c_off_setup(void) { log4c_setup_at(LOG4C_PRIORITY_ERROR); }
+static void log4c_on_setup(void) { log4c_setup_at(LOG4C_PRIORITY_DEBUG); }
+#define LOG4C_DEBUG(...) log4c_category_log(log4c_cat, LOG4C_PRIORITY_DEBUG, __VA_ARGS__)
+static void log4c_run(int msg, long n) { BENCH_LOOP(msg, n, LOG4C_DEBUG); }
+static const char *log4c_off_check(long calls)
+{
+    (void)calls;
+    return log4c_appended == 0 ? NULL : "a disabled message was appended";
+}
+static const char *log4c_on_check(long calls)
+{
+    return log4c_appended == calls ? NULL : "messages were not appended";
+}
+#endif
+
+static const struct bench_mode modes[] = {
+    {"vlog-disabled", disabled_setup, disabled_run, none_recorded},
+    {"vlog-fn-filtered", filtered_setup, filtered_run, none_recorded},
+    {"vlog-ring", ring_setup, ring_run, all_recorded},
+    {"vlog-ring-file", file_setup, ring_run, file_check},
+    {"vlog-2threads", ring_setup, threads_run, threads_check},
+    {"write-line", bare_setup, bare_run, bare_check},
+    {"floor-vsnprintf", NULL, snprintf_run, sum_positive},
+    {"floor-memcpy-mutex", NULL, memcpy_run, sum_positive},
+    {"syslog-masked", syslog_setup, syslog_run, syslog_check},
+#ifdef HAVE_GLIB
+    {"glib-disabled", glib_off_setup, glib_run, glib_off_check},
+    {"glib-enabled", glib_on_setup, glib_run, glib_on_check},
+#endif
+#ifdef HAVE_LTTNG
+    {"lttng-disabled", NULL, lttng_run, lttng_check},
+#endif
+#ifdef HAVE_LOG4C
+    {"log4c-disabled", log4c_off_setup, log4c_run, log4c_off_check},
+    {"log4c-enabled", log4c_on_setup, log4c_run, log4c_on_check},
+#endif
+    {NULL, NULL, NULL, NULL},
+};
+
+int main(int argc, char **argv)
+{
+    return bench_main(modes, argc, argv);
+}

@@ -1,0 +1,113 @@
+// spdlog on the six NanoLog messages, in the modes vlog is compared with:
+// filtered out, to a null sink, to its backtrace ring only, and to a file
+// flushed after every line. Every mode checks its work through a counting sink.
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <mutex>
+
+#include "harness.h"
+
+namespace {
+
+struct counting_sink : spdlog::sinks::base_sink<std::mutex> {
+    long count = 0;
+
+  protected:
+    void sink_it_(const spdlog::details::log_msg &) override { count++; }
+    void flush_() override {}
+};
+
+std::shared_ptr<counting_sink> counter;
+std::shared_ptr<spdlog::logger> logger;
+char file_path[64];
+
+// The NanoLog messages in spdlog's format syntax.
+#define SPD_M0 "Starting backup replica garbage collector thread"
+#define SPD_M1 "Opened session with coordinator at {}", "basic+udp:host=192.168.1.140,port=12246"
+#define SPD_M2 "Backup storage speeds (min): {} MB/s read", 181
+#define SPD_M3 "buffer has consumed {} bytes of extra storage, current allocation: {} bytes", \
+        1032024UL, 1016544UL
+#define SPD_M4 "Using tombstone ratio balancer with ratio = {:.6f}", 0.4
+#define SPD_M5 "Initialized InfUdDriver buffers: {} receive buffers ({} MB), {} transmit " \
+    "buffers ({} MB), took {:.1f} ms", 50000UL, 97U, 50U, 0U, 26.2
+#define SPD_CALL(...) logger->debug(__VA_ARGS__)
+
+// The switch is outside the loops, so a call's instruction count is the call.
+#define SPD_LOOP(M) for (long i = 0; i < n; i++) SPD_CALL(M)
+void run(int msg, long n)
+{
+    switch (msg) {
+    case 0: SPD_LOOP(SPD_M0); break;
+    case 1: SPD_LOOP(SPD_M1); break;
+    case 2: SPD_LOOP(SPD_M2); break;
+    case 3: SPD_LOOP(SPD_M3); break;
+    case 4: SPD_LOOP(SPD_M4); break;
+    default: SPD_LOOP(SPD_M5); break;
+    }
+}
+
+void make_logger(spdlog::level::level_enum level)
+{
+    counter = std::make_shared<counting_sink>();
+    logger = std::make_shared<spdlog::logger>("bench", counter);
+    logger->set_level(level);
+}
+
+void filtered_setup() { make_logger(spdlog::level::info); }
+const char *filtered_check(long) { return counter->count == 0 ? nullptr : "a filtered message was sunk"; }
+
+void null_setup() { make_logger(spdlog::level::debug); }
+const char *null_check(long calls) { return counter->count == calls ? nullptr : "messages were lost"; }
+
+const size_t backtrace_capacity = 4096;
+void backtrace_setup()
+{
+    make_logger(spdlog::level::err);
+    logger->enable_backtrace(backtrace_capacity);
+}
+const char *backtrace_check(long calls)
+{
+    if (counter->count != 0)
+        return "a debug message reached the sink";
+    logger->dump_backtrace();
+    // The dump adds a first and a last line of its own.
+    long held = calls < (long)backtrace_capacity ? calls : (long)backtrace_capacity;
+    return counter->count == held + 2 ? nullptr : "the backtrace did not hold the messages";
+}
+
+void file_setup()
+{
+    snprintf(file_path, sizeof file_path, "/tmp/vlog-bench-spdlog-%d.log", (int)getpid());
+    auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file_path, true);
+    logger = std::make_shared<spdlog::logger>("bench", sink);
+    logger->set_level(spdlog::level::debug);
+    logger->flush_on(spdlog::level::debug); // each line reaches the file before the call returns
+}
+const char *file_check(long calls)
+{
+    struct stat st;
+    const char *wrong = nullptr;
+    if (stat(file_path, &st) != 0 || st.st_size < calls * 60)
+        wrong = "the file did not get the lines";
+    unlink(file_path);
+    return wrong;
+}
+
+const bench_mode modes[] = {
+    {"spdlog-filtered", filtered_setup, run, filtered_check},
+    {"spdlog-null", null_setup, run, null_check},
+    {"spdlog-backtrace", backtrace_setup, run, backtrace_check},
+    {"spdlog-file", file_setup, run, file_check},
+    {nullptr, nullptr, nullptr, nullptr},
+};
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    return bench_main(modes, argc, argv);
+}
