@@ -160,23 +160,31 @@ static inline VLOG__PRINTF(6, 7) int vlog__emit(const vlog_source *src, int prio
  * file or func are logged safely; `prio` outside 1..4 is clamped. Returns 1 if
  * recorded, 0 if filtered out, -1 on an internal error. Not async-signal-safe.
  */
+/* Resolves a NULL source to the default one, clamps the priority and tells
+ * whether the message is recorded (registering a new source first). */
+static inline int vlog__wanted(const vlog_source **src, int *prio)
+{
+    int level;
+
+    if (*src == NULL)
+        *src = &vlog_default_source;
+    *prio = vlog__clamp(*prio);
+    level = VLOG__LEVEL(*src);
+    return *prio >= level && (level != 0 || vlog_source_enabled(*src, *prio));
+}
+
 static inline VLOG__PRINTF(6, 0) int vlogv(const vlog_source *src, int prio,
                                             const char *file, int line,
                                             const char *func, const char *fmt,
                                             va_list ap)
 {
-    int level;
-
-    if (src == NULL)
-        src = &vlog_default_source;
-    prio = vlog__clamp(prio);
-    level = VLOG__LEVEL(src);
-    if (prio < level || (level == 0 && !vlog_source_enabled(src, prio)))
+    if (!vlog__wanted(&src, &prio))
         return 0;
     return vlog__emitv(src, prio, file, line, func, fmt, ap);
 }
 
-/* vlogv() with variable arguments. */
+/* vlogv() with variable arguments. (A macro of the same name, below, makes
+ * calls check the filters before the variable arguments are set up.) */
 static inline VLOG__PRINTF(6, 7) int vlog(const vlog_source *src, int prio,
                                            const char *file, int line,
                                            const char *func, const char *fmt, ...)
@@ -189,6 +197,19 @@ static inline VLOG__PRINTF(6, 7) int vlog(const vlog_source *src, int prio,
     va_end(ap);
     return rc;
 }
+
+/* A call of vlog() checks the filters inline and only then calls the variadic
+ * function, so a filtered-out call does not even spill its arguments for
+ * va_start. `src` and `prio` are evaluated once; `(vlog)(...)` still calls the
+ * function. */
+#define vlog(src, prio, ...)                                                  \
+    __extension__({                                                           \
+        const vlog_source *vlog__src = (src);                                 \
+        int vlog__pri = (prio);                                               \
+        vlog__wanted(&vlog__src, &vlog__pri)                                  \
+            ? vlog__emit(vlog__src, vlog__pri, __VA_ARGS__)                   \
+            : 0;                                                              \
+    })
 
 #ifdef __cplusplus
 }
