@@ -20,10 +20,12 @@
 #ifndef VLOG_H
 #define VLOG_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vlog_gen.h"
 
@@ -69,11 +71,12 @@ extern "C" {
 
 #define VLOG__LOG(prio, ...)                                                  \
     do {                                                                      \
+        static vlog_site vlog__site;                                          \
         int vlog__level = VLOG__LEVEL(&vlog__source);                         \
         if (VLOG__UNLIKELY((prio) >= vlog__level) &&                          \
             (vlog__level != 0 || vlog_source_enabled(&vlog__source, (prio)))) \
-            vlog__emit(&vlog__source, (prio), __FILE__, __LINE__, __func__,   \
-                       __VA_ARGS__);                                          \
+            vlog__emit_site(&vlog__site, &vlog__source, (prio), __FILE__,     \
+                            __LINE__, __func__, __VA_ARGS__);                 \
     } while (0)
 
 #define VLOG_DEBUG(...) VLOG__LOG(VLOG_PRIO_DEBUG, __VA_ARGS__)
@@ -160,6 +163,77 @@ static inline VLOG__PRINTF(6, 7) int vlog__emit(const vlog_source *src, int prio
  * file or func are logged safely; `prio` outside 1..4 is clamped. Returns 1 if
  * recorded, 0 if filtered out, -1 on an internal error. Not async-signal-safe.
  */
+/*
+ * What the VLOG_* macros call once the filters said yes. The first call of a
+ * call site has the library analyse its format; from then on the arguments
+ * are captured raw (strings by value) and the text is made only when the
+ * record is read. Formats vlog does not render itself, a format pointer that
+ * changes between calls, and arguments too long for a record are formatted
+ * here instead, with vsnprintf, exactly as before.
+ */
+static inline VLOG__PRINTF(7, 8) int vlog__emit_site(vlog_site *site,
+                                                      const vlog_source *src,
+                                                      int prio, const char *file,
+                                                      int line, const char *func,
+                                                      const char *fmt, ...)
+{
+    int saved_errno = errno;
+    int state = __atomic_load_n(&site->state, __ATOMIC_ACQUIRE);
+    va_list ap, again;
+    int rc;
+
+    if (state == VLOG_SITE_NEW)
+        state = vlog_site_prepare(site, fmt);
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    if (state == VLOG_SITE_DEFERRED && site->fmt == fmt) {
+        vlog_arg args[VLOG_SITE_MAX_ARGS];
+        unsigned i;
+
+        for (i = 0; i < site->nargs; i++) {
+            switch (site->kinds[i]) {
+            case VLOG_ARG_INT:
+                args[i].bits = (uint64_t)(int64_t)va_arg(ap, int);
+                break;
+            case VLOG_ARG_UINT:
+                args[i].bits = va_arg(ap, unsigned int);
+                break;
+            case VLOG_ARG_LONG:
+                args[i].bits = (uint64_t)va_arg(ap, long);
+                break;
+            case VLOG_ARG_ULONG:
+                args[i].bits = va_arg(ap, unsigned long);
+                break;
+            case VLOG_ARG_DOUBLE: {
+                double d = va_arg(ap, double);
+                memcpy(&args[i].bits, &d, sizeof d);
+                break;
+            }
+            case VLOG_ARG_STRING:
+                args[i].str = va_arg(ap, const char *);
+                break;
+            case VLOG_ARG_POINTER:
+                args[i].bits = (uint64_t)(uintptr_t)va_arg(ap, void *);
+                break;
+            default: /* VLOG_ARG_ERRNO: %m */
+                args[i].str = strerror(saved_errno);
+                break;
+            }
+        }
+        rc = vlog_write_args(src, prio, file, line, func, site, args, (int)site->nargs);
+        if (rc != VLOG_FORMAT_AT_CALL) {
+            va_end(again);
+            va_end(ap);
+            return rc;
+        }
+    }
+    errno = saved_errno; /* for %m */
+    rc = vlog__emitv(src, prio, file, line, func, fmt, again);
+    va_end(again);
+    va_end(ap);
+    return rc;
+}
+
 /* Resolves a NULL source to the default one, clamps the priority and tells
  * whether the message is recorded (registering a new source first). */
 static inline int vlog__wanted(const vlog_source **src, int *prio)

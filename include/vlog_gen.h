@@ -34,6 +34,73 @@
 #define VLOG_MESSAGE_MAX 8192
 
 /**
+ * A call site not analysed yet.
+ */
+#define VLOG_SITE_NEW 0
+
+/**
+ * The call site's messages are recorded as format and arguments.
+ */
+#define VLOG_SITE_DEFERRED 1
+
+/**
+ * The call site's format is one vlog does not render itself: its messages
+ * are formatted at the call.
+ */
+#define VLOG_SITE_FORMAT 2
+
+/**
+ * The most arguments a deferred call site captures.
+ */
+#define VLOG_SITE_MAX_ARGS 32
+
+/**
+ * vlog_write_args could not keep the arguments (longer than a record holds):
+ * the caller formats the message itself.
+ */
+#define VLOG_FORMAT_AT_CALL -2
+
+/**
+ * How an argument is fetched with va_arg: `int`.
+ */
+#define VLOG_ARG_INT 1
+
+/**
+ * `unsigned int`.
+ */
+#define VLOG_ARG_UINT 2
+
+/**
+ * `long` (also `long long`, `intmax_t`, `ssize_t`, `ptrdiff_t`: all 64 bits).
+ */
+#define VLOG_ARG_LONG 3
+
+/**
+ * `unsigned long` (also `unsigned long long`, `uintmax_t`, `size_t`).
+ */
+#define VLOG_ARG_ULONG 4
+
+/**
+ * `double`.
+ */
+#define VLOG_ARG_DOUBLE 5
+
+/**
+ * `const char *`, copied by value (NULL allowed).
+ */
+#define VLOG_ARG_STRING 6
+
+/**
+ * `void *`.
+ */
+#define VLOG_ARG_POINTER 7
+
+/**
+ * `%m`: nothing is fetched; pass strerror(errno) as it was at the call.
+ */
+#define VLOG_ARG_ERRNO 8
+
+/**
  * A log source. Declare one per C file with `VLOG_INIT("name")` (or initialise
  * one with `VLOG_SOURCE_INITIALIZER("name")`); treat the fields as private.
  */
@@ -76,6 +143,36 @@ typedef struct vlog_stats {
    */
   uint64_t dropped_nested;
 } vlog_stats;
+
+/**
+ * A call site, one per VLOG_* macro use (a static the macro declares). The
+ * library fills it on the site's first call; treat it as private.
+ */
+typedef struct vlog_site {
+  /**
+   * VLOG_SITE_NEW, VLOG_SITE_DEFERRED or VLOG_SITE_FORMAT; written last.
+   */
+  int state;
+  /**
+   * How many arguments the format takes, and how each is fetched.
+   */
+  uint8_t nargs;
+  uint8_t kinds[VLOG_SITE_MAX_ARGS];
+  /**
+   * The format the site was analysed for; a call with another format
+   * pointer is formatted at the call.
+   */
+  const char *fmt;
+} vlog_site;
+
+/**
+ * One captured argument: `bits` holds integers (sign- or zero-extended to 64
+ * bits), doubles (their bit pattern) and pointers; `str` holds strings.
+ */
+typedef struct vlog_arg {
+  uint64_t bits;
+  const char *str;
+} vlog_arg;
 
 #ifdef __cplusplus
 extern "C" {
@@ -243,6 +340,35 @@ int vlog_install_crash_handler(void);
  * `vlog_last_error()` set. Not async-signal-safe.
  */
 int vlog_set_dump_signal(int signum);
+
+/**
+ * Analyses `fmt` for call site `site` and returns the site's state:
+ * VLOG_SITE_DEFERRED when vlog can record its messages as format and
+ * arguments (see VLOG_ARG_*), else VLOG_SITE_FORMAT. NULL `site` or `fmt`
+ * gives VLOG_SITE_FORMAT. `site` must stay valid while messages are logged
+ * through it and `fmt` as long as the site is used (a string literal). Takes
+ * the logger lock; not async-signal-safe.
+ */
+int vlog_site_prepare(struct vlog_site *site, const char *fmt);
+
+/**
+ * Records a message given as call site `site` (prepared, VLOG_SITE_DEFERRED)
+ * and its `nargs` captured arguments, if the filters select it. The text is
+ * made only when the record is read: by an output (at once), vlog_dump, the
+ * crash handler or vlog-dump. Strings are copied now. Returns 1 if recorded,
+ * 0 if filtered out, -1 on an error (a NULL or unprepared site, a wrong
+ * argument count), VLOG_FORMAT_AT_CALL if the arguments do not fit a record:
+ * then format the message and call vlog_write. NULL `src` is the default
+ * source. Never allocates; takes one lock. Not async-signal-safe.
+ */
+int vlog_write_args(const struct vlog_source *src,
+                    int prio,
+                    const char *file,
+                    int line,
+                    const char *func,
+                    const struct vlog_site *site,
+                    const struct vlog_arg *args,
+                    int nargs);
 
 #ifdef __cplusplus
 }  // extern "C"

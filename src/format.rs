@@ -62,6 +62,58 @@ impl<F: FnMut(&[u8])> Sink for ChunkSink<F> {
     }
 }
 
+/// A message buffer of MESSAGE_MAX bytes that keeps what fits and counts the
+/// rest, so that a message longer than that ends with the visible marker
+/// ` [truncated: N bytes]` (N being its full length) and never overflows.
+pub struct Bounded<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+    total: usize,
+}
+
+impl<'a> Bounded<'a> {
+    pub fn new(buf: &'a mut [u8]) -> Bounded<'a> {
+        Bounded {
+            buf,
+            len: 0,
+            total: 0,
+        }
+    }
+
+    /// Records that the message was `total` bytes long in all, more than was
+    /// put (the caller had already cut it).
+    pub fn claim(&mut self, total: usize) {
+        self.total = self.total.max(total);
+    }
+
+    /// The message, cut with the marker if it did not fit.
+    pub fn finish(self) -> &'a [u8] {
+        const OPEN: &[u8] = b" [truncated: ";
+        const CLOSE: &[u8] = b" bytes]";
+        let cap = self.buf.len();
+        if self.total <= cap && self.total == self.len {
+            return &self.buf[..self.len];
+        }
+        let digits = self.total.checked_ilog10().unwrap_or(0) as usize + 1;
+        let keep = self.len.min(cap - OPEN.len() - digits - CLOSE.len());
+        let mut marker = Bounded::new(&mut self.buf[keep..]);
+        marker.put(OPEN);
+        put_decimal(self.total as u64, 1, &mut marker);
+        marker.put(CLOSE);
+        let end = keep + marker.len;
+        &self.buf[..end]
+    }
+}
+
+impl Sink for Bounded<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.total += bytes.len();
+        let n = bytes.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.len += n;
+    }
+}
+
 /// Renders `rec` as one text line ending in `\n`.
 pub fn render_line(rec: &Record, out: &mut impl Sink) {
     put_timestamp(rec.time_ns, out);
@@ -303,6 +355,7 @@ mod tests {
             file: b"monitor.c",
             func: b"qemuMonitorSend",
             message: b"sent 12 bytes to fd 7",
+            deferred: false,
         }
     }
 

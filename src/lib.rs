@@ -13,6 +13,8 @@ pub mod config;
 /// cbindgen:ignore
 pub mod crash;
 /// cbindgen:ignore
+pub mod deferred;
+/// cbindgen:ignore
 pub mod dump;
 pub mod ffi;
 /// cbindgen:ignore

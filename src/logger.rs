@@ -26,7 +26,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::config::{self, ConfigError, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
 use crate::crash::{self, DumpTarget};
 use crate::filter::Filters;
-use crate::format::{self, Sink, LINE_MAX};
+use crate::format::{self, Bounded, Sink, LINE_MAX};
 use crate::output::{Output, OutputSpecs};
 use crate::priority::Priority;
 use crate::reader::{Image, Region};
@@ -45,6 +45,8 @@ pub struct Message<'a> {
     pub text: &'a [u8],
     /// The length the text had before the caller cut it (>= `text.len()`).
     pub full_len: usize,
+    /// `text` is a deferred payload (format and arguments), not text.
+    pub deferred: bool,
 }
 
 pub struct State {
@@ -62,6 +64,7 @@ pub struct State {
     /// Preallocated buffers, so recording never allocates once running.
     line: Vec<u8>,
     message: Vec<u8>,
+    rendered: Vec<u8>,
     /// Where crash dumps go, and the signal that asks for one (environment).
     dump: DumpTarget,
     dump_signal: Option<c_int>,
@@ -122,6 +125,7 @@ impl State {
             sources: Registry::new(),
             line: Vec::new(),
             message: Vec::new(),
+            rendered: Vec::new(),
             dump: DumpTarget::Stderr,
             dump_signal: None,
             dump_opened: false,
@@ -171,6 +175,7 @@ impl State {
         }
         self.line.reserve(LINE_MAX);
         self.message.reserve(MESSAGE_MAX);
+        self.rendered.reserve(MESSAGE_MAX);
         self.refresh_sources();
     }
 
@@ -347,9 +352,10 @@ impl State {
             outputs,
             line,
             message,
+            rendered,
             ..
         } = self;
-        let text = if m.full_len > m.text.len() || m.text.len() > MESSAGE_MAX {
+        let text = if !m.deferred && (m.full_len > m.text.len() || m.text.len() > MESSAGE_MAX) {
             truncate(m.text, m.full_len.max(m.text.len()), message)
         } else {
             m.text
@@ -363,6 +369,7 @@ impl State {
             source: m.source.name_bytes(),
             file: m.file,
             func: m.func,
+            deferred: m.deferred,
             message: text,
         }
         .clipped();
@@ -370,8 +377,23 @@ impl State {
             ring.append(&rec);
         }
         if outputs.iter().any(|o| m.priority >= o.priority) {
+            // An output prints text: a deferred message is rendered, once.
+            let shown = if rec.deferred {
+                rendered.resize(MESSAGE_MAX, 0);
+                let mut text = Bounded::new(&mut rendered[..]);
+                if crate::deferred::render(rec.message, &mut text).is_err() {
+                    return true;
+                }
+                Record {
+                    message: text.finish(),
+                    deferred: false,
+                    ..rec
+                }
+            } else {
+                rec
+            };
             line.clear();
-            format::render_line(&rec, line);
+            format::render_line(&shown, line);
             for out in outputs.iter_mut().filter(|o| m.priority >= o.priority) {
                 if let Some(err) = out.write_line(line) {
                     if !matches!(out.target, crate::output::Target::Stderr) {
@@ -427,18 +449,11 @@ impl State {
 /// marker giving the full length, and returns it. `buf` has MESSAGE_MAX bytes
 /// of capacity reserved, so this does not allocate.
 fn truncate<'b>(text: &[u8], full_len: usize, buf: &'b mut Vec<u8>) -> &'b [u8] {
-    const OPEN: &[u8] = b" [truncated: ";
-    const CLOSE: &[u8] = b" bytes]";
-    let digits = full_len.checked_ilog10().unwrap_or(0) as usize + 1;
-    let keep = text
-        .len()
-        .min(MESSAGE_MAX - OPEN.len() - digits - CLOSE.len());
-    buf.clear();
-    buf.extend_from_slice(&text[..keep]);
-    buf.put(OPEN);
-    format::put_decimal(full_len as u64, 1, buf);
-    buf.put(CLOSE);
-    buf
+    buf.resize(MESSAGE_MAX, 0);
+    let mut message = Bounded::new(&mut buf[..]);
+    message.put(text);
+    message.claim(full_len);
+    message.finish()
 }
 
 /// Runs `f` on the global state under its lock, then publishes a ring that was
@@ -473,7 +488,7 @@ impl Drop for Inside {
 /// signal handler that interrupted a logging call): then the lock is held by
 /// this very thread and waiting would deadlock, so the call is dropped, counted,
 /// and `None` returned.
-fn enter<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
+pub fn enter<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
     if INSIDE.with(|inside| inside.replace(true)) {
         NESTED_DROPPED.fetch_add(1, Ordering::Relaxed);
         return None;
@@ -500,6 +515,11 @@ pub unsafe fn emit(m: &Message) -> bool {
 pub unsafe fn register(source: &vlog_source) -> i32 {
     // SAFETY: forwarded from the caller.
     enter(|state| unsafe { state.register(source) }).unwrap_or(OFF)
+}
+
+/// True while this thread is inside the logger (so a call now would nest).
+pub fn inside() -> bool {
+    INSIDE.with(Cell::get)
 }
 
 pub fn nested_dropped() -> u64 {
@@ -581,6 +601,7 @@ mod tests {
             func: b"f",
             text: text.as_bytes(),
             full_len: text.len(),
+            deferred: false,
         };
         // SAFETY: the source is leaked, so it lives forever.
         unsafe { s.record(&m) }
@@ -649,6 +670,7 @@ mod tests {
             func: b"",
             text: b"short",
             full_len: 100_000,
+            deferred: false,
         };
         // SAFETY: the source is leaked.
         unsafe { s.record(&m) };

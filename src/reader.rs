@@ -4,7 +4,9 @@
 
 use std::sync::atomic::{fence, Ordering};
 
-use crate::record::{self, Damage, Record, PAD_MARK, RECORD_MAX};
+use crate::deferred;
+use crate::format::Bounded;
+use crate::record::{self, Damage, Record, MESSAGE_MAX, PAD_MARK, RECORD_MAX};
 
 /// Where a reader finds a ring's data area and its head and tail.
 pub trait Region {
@@ -116,7 +118,25 @@ pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
                     });
                 }
                 expected = Some(rec.seq + 1);
-                visit(Entry::Record(rec));
+                if !rec.deferred {
+                    visit(Entry::Record(rec));
+                } else {
+                    // Made into text here, so every reader sees the message
+                    // exactly as printf would have written it at the call.
+                    let mut text = [0u8; MESSAGE_MAX];
+                    let mut message = Bounded::new(&mut text);
+                    match deferred::render(rec.message, &mut message) {
+                        Ok(()) => visit(Entry::Record(Record {
+                            message: message.finish(),
+                            deferred: false,
+                            ..rec
+                        })),
+                        Err(_) => visit(Entry::Damaged {
+                            seq: rec.seq,
+                            damage: Damage::Malformed,
+                        }),
+                    }
+                }
             }
             Err(damage) => {
                 let seq = expected.unwrap_or(0);
@@ -322,6 +342,7 @@ mod tests {
                 file: b"f.c",
                 func: b"fn",
                 message: msg.as_bytes(),
+                deferred: false,
             });
             written.push(msg);
         }

@@ -34,6 +34,7 @@ pub const RECORD_MAX: usize = align8(HEADER_LEN + 3 * NAME_MAX + MESSAGE_MAX);
 pub const PAD_MARK: u32 = 0x7061_6430;
 
 const KIND_TEXT: u8 = 0;
+const KIND_DEFERRED: u8 = 1;
 
 pub const fn align8(n: usize) -> usize {
     (n + 7) & !7
@@ -57,6 +58,8 @@ pub struct Record<'a> {
     pub source: &'a [u8],
     pub file: &'a [u8],
     pub func: &'a [u8],
+    /// The message is a format and its arguments (see `deferred`), not text.
+    pub deferred: bool,
     pub message: &'a [u8],
 }
 
@@ -102,7 +105,11 @@ impl<'a> Record<'a> {
         buf[24..28].copy_from_slice(&self.tid.to_ne_bytes());
         buf[28..32].copy_from_slice(&self.line.to_ne_bytes());
         buf[32] = self.priority as u8;
-        buf[33] = KIND_TEXT;
+        buf[33] = if self.deferred {
+            KIND_DEFERRED
+        } else {
+            KIND_TEXT
+        };
         buf[34..36].copy_from_slice(&(self.source.len() as u16).to_ne_bytes());
         buf[36..38].copy_from_slice(&(self.file.len() as u16).to_ne_bytes());
         buf[38..40].copy_from_slice(&(self.func.len() as u16).to_ne_bytes());
@@ -134,9 +141,11 @@ impl<'a> Record<'a> {
             return Err(Damage::Checksum);
         }
         let priority = Priority::from_number(buf[32] as u64).ok_or(Damage::Malformed)?;
-        if buf[33] != KIND_TEXT {
-            return Err(Damage::Malformed);
-        }
+        let deferred = match buf[33] {
+            KIND_TEXT => false,
+            KIND_DEFERRED => true,
+            _ => return Err(Damage::Malformed),
+        };
         let lens = [
             u16_at(buf, 34) as usize,
             u16_at(buf, 36) as usize,
@@ -163,6 +172,7 @@ impl<'a> Record<'a> {
             file: parts[1],
             func: parts[2],
             message: parts[3],
+            deferred,
         })
     }
 }
@@ -223,6 +233,7 @@ mod tests {
             file: b"monitor.c",
             func: b"qemuMonitorSend",
             message: b"sent 12 bytes to fd 7",
+            deferred: false,
         }
     }
 

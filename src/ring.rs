@@ -421,6 +421,7 @@ mod tests {
             file: b"f.c",
             func: b"fn",
             message: msg,
+            deferred: false,
         }
     }
 

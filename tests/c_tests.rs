@@ -403,20 +403,24 @@ fn crash(name: &str, args: &[&str], env: &[(&str, &str)]) -> (ExitStatus, String
         }
     }
     cmd.envs(env.iter().copied());
-    let mut child = cmd
+    let child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            child.kill().unwrap();
+    // Read the output while the program runs (a dump can exceed a pipe's
+    // buffer), and kill it if it hangs.
+    let pid = child.id() as libc::pid_t;
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    let out = match result.recv_timeout(std::time::Duration::from_secs(30)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
             panic!("crash {name}: hung");
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    };
     let _ = std::fs::remove_dir_all(&dir);
     (out.status, text(&out.stdout), text(&out.stderr))
 }
@@ -847,4 +851,9 @@ fn forked_child_goes_on_writing_the_ring_file() {
         stats.contains("records: 301\n") && stats.contains("torn: 0\n"),
         "{stats}"
     );
+}
+
+#[test]
+fn deferred_records_read_back_as_printf_text() {
+    check("deferred");
 }

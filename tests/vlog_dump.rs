@@ -48,6 +48,7 @@ fn ring_file(name: &str) -> PathBuf {
             file: b"f.c",
             func: b"fn",
             message: msg.as_bytes(),
+            deferred: false,
         });
     }
     path
@@ -198,6 +199,7 @@ fn follow_prints_records_as_they_arrive() {
         file: b"f",
         func: b"fn",
         message: msg.as_bytes(),
+        deferred: false,
     };
     ring.append(&rec("before follow"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_vlog-dump"))

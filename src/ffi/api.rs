@@ -142,6 +142,7 @@ pub extern "C" fn vlog_write(
             func: unsafe { c_bytes(func, b"?") },
             text,
             full_len: full_len.max(text.len()),
+            deferred: false,
         };
         // SAFETY: the caller keeps the source alive until it unregisters it.
         c_int::from(unsafe { logger::emit(&m) })

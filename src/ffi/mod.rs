@@ -10,6 +10,7 @@ use crate::config::ConfigError;
 
 pub mod api;
 pub mod crash;
+pub mod deferred;
 pub mod fork;
 
 thread_local! {

@@ -1,0 +1,258 @@
+//! Deferred formatting: a record keeps the format and the raw arguments, and
+//! the text is made only when someone reads the record.
+//!
+//! A call site's format is analysed once ([`signature`]) into the C types its
+//! arguments have; each call then copies the arguments ([`encode`]), strings by
+//! value. The payload of a deferred record:
+//!
+//! ```text
+//! u16 format length, format bytes, u8 argument count, then per argument
+//! a tag byte and 8 bytes (integers, doubles, pointers) or, for a string,
+//! a u32 length and the bytes (tag STR_NULL and nothing else for NULL)
+//! ```
+//! so a ring file or a core file renders without the program that wrote it.
+
+use crate::format::Sink;
+use crate::printf::{self, Arg, Kind, Length, Parser, Piece, Unsupported};
+
+/// At most this many arguments are captured; a format with more is formatted
+/// at the call.
+pub const MAX_ARGS: usize = 32;
+
+/// How the C side fetches and passes each argument (`vlog_site.kinds`).
+pub mod kind {
+    pub const INT: u8 = 1;
+    pub const UINT: u8 = 2;
+    pub const LONG: u8 = 3;
+    pub const ULONG: u8 = 4;
+    pub const DOUBLE: u8 = 5;
+    pub const STRING: u8 = 6;
+    pub const POINTER: u8 = 7;
+    /// `%m`: nothing is fetched; the text of errno at the call is passed.
+    pub const ERRNO: u8 = 8;
+}
+
+const TAG_SIGNED: u8 = 1;
+const TAG_UNSIGNED: u8 = 2;
+const TAG_DOUBLE: u8 = 3;
+const TAG_STR: u8 = 4;
+const TAG_STR_NULL: u8 = 5;
+const TAG_POINTER: u8 = 6;
+
+/// The argument kinds of `fmt`, in order, or Unsupported when the call must
+/// format the message itself.
+pub fn signature(fmt: &[u8], kinds: &mut [u8; MAX_ARGS]) -> Result<usize, Unsupported> {
+    let mut n = 0;
+    let mut push = |k: u8| -> Result<(), Unsupported> {
+        *kinds.get_mut(n).ok_or(Unsupported)? = k;
+        n += 1;
+        Ok(())
+    };
+    for piece in Parser::new(fmt) {
+        let Piece::Conv(spec) = piece? else { continue };
+        for count in [spec.width, spec.precision] {
+            if count == Some(printf::Count::Star) {
+                push(kind::INT)?;
+            }
+        }
+        let wide = !matches!(spec.length, Length::Int | Length::Char | Length::Short);
+        push(match (spec.kind().ok_or(Unsupported)?, spec.conv) {
+            (_, b'm') => kind::ERRNO,
+            (Kind::Signed, _) if wide => kind::LONG,
+            (Kind::Signed, _) => kind::INT,
+            (Kind::Unsigned, _) if wide => kind::ULONG,
+            (Kind::Unsigned, _) => kind::UINT,
+            (Kind::Double, _) => kind::DOUBLE,
+            (Kind::Str, _) => kind::STRING,
+            (Kind::Pointer, _) => kind::POINTER,
+        })?;
+    }
+    // The format is stored with a u16 length.
+    if fmt.len() > u16::MAX as usize {
+        return Err(Unsupported);
+    }
+    Ok(n)
+}
+
+/// One captured argument: `bits` for numbers, `string` for strings (NULL
+/// allowed) — the C side's `vlog_arg` after its kind is applied.
+#[derive(Clone, Copy, Debug)]
+pub enum Captured<'a> {
+    Signed(i64),
+    Unsigned(u64),
+    Double(f64),
+    Str(Option<&'a [u8]>),
+    Pointer(u64),
+}
+
+/// A bounded output buffer.
+struct Payload<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+    overflow: bool,
+}
+
+impl Payload<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        if end > self.buf.len() {
+            self.overflow = true;
+            return;
+        }
+        self.buf[self.len..end].copy_from_slice(bytes);
+        self.len = end;
+    }
+}
+
+/// Writes the payload for `fmt` and `args` into `buf`; returns its length, or
+/// None when it does not fit (the caller then formats the message at the call).
+pub fn encode(fmt: &[u8], args: &[Captured], buf: &mut [u8]) -> Option<usize> {
+    let mut out = Payload {
+        buf,
+        len: 0,
+        overflow: false,
+    };
+    out.put(&(fmt.len() as u16).to_ne_bytes());
+    out.put(fmt);
+    out.put(&[args.len() as u8]);
+    for arg in args {
+        match *arg {
+            Captured::Signed(v) => {
+                out.put(&[TAG_SIGNED]);
+                out.put(&v.to_ne_bytes());
+            }
+            Captured::Unsigned(v) => {
+                out.put(&[TAG_UNSIGNED]);
+                out.put(&v.to_ne_bytes());
+            }
+            Captured::Double(v) => {
+                out.put(&[TAG_DOUBLE]);
+                out.put(&v.to_bits().to_ne_bytes());
+            }
+            Captured::Pointer(v) => {
+                out.put(&[TAG_POINTER]);
+                out.put(&v.to_ne_bytes());
+            }
+            Captured::Str(None) => out.put(&[TAG_STR_NULL]),
+            Captured::Str(Some(s)) => {
+                out.put(&[TAG_STR]);
+                out.put(&(s.len() as u32).to_ne_bytes());
+                out.put(s);
+            }
+        }
+    }
+    (!out.overflow).then_some(out.len)
+}
+
+/// Renders a payload as the text glibc's printf would have made. Every length
+/// is checked: a damaged payload is an error, never a wrong text.
+pub fn render(payload: &[u8], out: &mut impl Sink) -> Result<(), Unsupported> {
+    let mut at = 0;
+    let mut take = |n: usize| -> Result<&[u8], Unsupported> {
+        let bytes = payload.get(at..at + n).ok_or(Unsupported)?;
+        at += n;
+        Ok(bytes)
+    };
+    let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap());
+    let fmt_len = u16::from_ne_bytes(take(2)?.try_into().unwrap()) as usize;
+    let fmt = take(fmt_len)?;
+    let count = take(1)?[0] as usize;
+    if count > MAX_ARGS {
+        return Err(Unsupported);
+    }
+    let mut args = [Arg::Pointer(0); MAX_ARGS];
+    for slot in args.iter_mut().take(count) {
+        *slot = match take(1)?[0] {
+            TAG_SIGNED => Arg::Signed(word(take(8)?) as i64),
+            TAG_UNSIGNED => Arg::Unsigned(word(take(8)?)),
+            TAG_DOUBLE => Arg::Double(f64::from_bits(word(take(8)?))),
+            TAG_POINTER => Arg::Pointer(word(take(8)?) as usize),
+            TAG_STR_NULL => Arg::Str(None),
+            TAG_STR => {
+                let n = u32::from_ne_bytes(take(4)?.try_into().unwrap()) as usize;
+                Arg::Str(Some(take(n)?))
+            }
+            _ => return Err(Unsupported),
+        };
+    }
+    if at != payload.len() {
+        return Err(Unsupported);
+    }
+    printf::render(fmt, &args[..count], out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(fmt: &str, args: &[Captured]) -> String {
+        let mut buf = [0u8; 1024];
+        let n = encode(fmt.as_bytes(), args, &mut buf).unwrap();
+        let mut out = Vec::new();
+        render(&buf[..n], &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn signatures() {
+        let mut k = [0u8; MAX_ARGS];
+        let n = signature(b"%d %lu %s %*.*f %p %m %% %c %hhx", &mut k).unwrap();
+        assert_eq!(
+            &k[..n],
+            [
+                kind::INT,
+                kind::ULONG,
+                kind::STRING,
+                kind::INT,
+                kind::INT,
+                kind::DOUBLE,
+                kind::POINTER,
+                kind::ERRNO,
+                kind::UINT,
+                kind::UINT
+            ]
+        );
+        assert!(signature(b"%Lf", &mut k).is_err());
+        assert!(signature(&b"%d".repeat(33), &mut k).is_err());
+        assert_eq!(signature(b"no arguments", &mut k), Ok(0));
+    }
+
+    #[test]
+    fn payload_round_trip() {
+        assert_eq!(
+            round_trip(
+                "sent %zu bytes to %s (%s) at %.1f%%, errno text %s, %p",
+                &[
+                    Captured::Unsigned(12),
+                    Captured::Str(Some(b"qemu")),
+                    Captured::Str(None),
+                    Captured::Double(99.95),
+                    Captured::Str(Some(b"No such file or directory")),
+                    Captured::Pointer(0),
+                ]
+            ),
+            "sent 12 bytes to qemu ((null)) at 100.0%, errno text No such file or directory, (nil)"
+        );
+    }
+
+    #[test]
+    fn damaged_payloads_are_refused() {
+        let mut buf = [0u8; 256];
+        let n = encode(
+            b"%d %s",
+            &[Captured::Signed(1), Captured::Str(Some(b"x"))],
+            &mut buf,
+        )
+        .unwrap();
+        for cut in 0..n {
+            assert!(
+                render(&buf[..cut], &mut Vec::new()).is_err(),
+                "cut at {cut}"
+            );
+        }
+        let mut bad = buf;
+        bad[n - 2] = 200; // the string length
+        assert!(render(&bad[..n], &mut Vec::new()).is_err());
+        assert!(encode(b"%s", &[Captured::Str(Some(&[b'x'; 300]))], &mut buf).is_none());
+    }
+}

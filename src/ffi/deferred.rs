@@ -1,0 +1,200 @@
+//! The C side of deferred formatting: per call site descriptors, and the entry
+//! that records a format with its captured arguments.
+
+// Called from C, where `unsafe` means nothing; every pointer is checked.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use std::ffi::{c_char, c_int, CStr};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use crate::deferred::{self, kind, Captured, MAX_ARGS};
+use crate::ffi::{c_bytes, guarded};
+use crate::logger::{self, Message};
+use crate::priority::Priority;
+use crate::source::{vlog_default_source, vlog_source};
+
+/// A call site not analysed yet.
+pub const VLOG_SITE_NEW: c_int = 0;
+/// The call site's messages are recorded as format and arguments.
+pub const VLOG_SITE_DEFERRED: c_int = 1;
+/// The call site's format is one vlog does not render itself: its messages
+/// are formatted at the call.
+pub const VLOG_SITE_FORMAT: c_int = 2;
+/// The most arguments a deferred call site captures.
+pub const VLOG_SITE_MAX_ARGS: usize = 32;
+const _: () = assert!(VLOG_SITE_MAX_ARGS == MAX_ARGS);
+const _: () = assert!(
+    VLOG_ARG_INT == kind::INT
+        && VLOG_ARG_UINT == kind::UINT
+        && VLOG_ARG_LONG == kind::LONG
+        && VLOG_ARG_ULONG == kind::ULONG
+        && VLOG_ARG_DOUBLE == kind::DOUBLE
+        && VLOG_ARG_STRING == kind::STRING
+        && VLOG_ARG_POINTER == kind::POINTER
+        && VLOG_ARG_ERRNO == kind::ERRNO
+);
+/// vlog_write_args could not keep the arguments (longer than a record holds):
+/// the caller formats the message itself.
+pub const VLOG_FORMAT_AT_CALL: c_int = -2;
+
+/// How an argument is fetched with va_arg: `int`.
+pub const VLOG_ARG_INT: u8 = 1;
+/// `unsigned int`.
+pub const VLOG_ARG_UINT: u8 = 2;
+/// `long` (also `long long`, `intmax_t`, `ssize_t`, `ptrdiff_t`: all 64 bits).
+pub const VLOG_ARG_LONG: u8 = 3;
+/// `unsigned long` (also `unsigned long long`, `uintmax_t`, `size_t`).
+pub const VLOG_ARG_ULONG: u8 = 4;
+/// `double`.
+pub const VLOG_ARG_DOUBLE: u8 = 5;
+/// `const char *`, copied by value (NULL allowed).
+pub const VLOG_ARG_STRING: u8 = 6;
+/// `void *`.
+pub const VLOG_ARG_POINTER: u8 = 7;
+/// `%m`: nothing is fetched; pass strerror(errno) as it was at the call.
+pub const VLOG_ARG_ERRNO: u8 = 8;
+
+/// A call site, one per VLOG_* macro use (a static the macro declares). The
+/// library fills it on the site's first call; treat it as private.
+#[repr(C)]
+pub struct vlog_site {
+    /// VLOG_SITE_NEW, VLOG_SITE_DEFERRED or VLOG_SITE_FORMAT; written last.
+    pub state: AtomicI32,
+    /// How many arguments the format takes, and how each is fetched.
+    pub nargs: u8,
+    pub kinds: [u8; VLOG_SITE_MAX_ARGS],
+    /// The format the site was analysed for; a call with another format
+    /// pointer is formatted at the call.
+    pub fmt: *const c_char,
+}
+
+/// One captured argument: `bits` holds integers (sign- or zero-extended to 64
+/// bits), doubles (their bit pattern) and pointers; `str` holds strings.
+#[repr(C)]
+pub struct vlog_arg {
+    pub bits: u64,
+    pub str: *const c_char,
+}
+
+/// Analyses `fmt` for call site `site` and returns the site's state:
+/// VLOG_SITE_DEFERRED when vlog can record its messages as format and
+/// arguments (see VLOG_ARG_*), else VLOG_SITE_FORMAT. NULL `site` or `fmt`
+/// gives VLOG_SITE_FORMAT. `site` must stay valid while messages are logged
+/// through it and `fmt` as long as the site is used (a string literal). Takes
+/// the logger lock; not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_site_prepare(site: *mut vlog_site, fmt: *const c_char) -> c_int {
+    if site.is_null() || fmt.is_null() {
+        return VLOG_SITE_FORMAT;
+    }
+    guarded(VLOG_SITE_FORMAT, || {
+        // From a signal handler that interrupted vlog on this thread the lock
+        // is not to be had: format that call, and leave the site for a later
+        // one (the message itself is then dropped and counted once, as nested).
+        if logger::inside() {
+            return VLOG_SITE_FORMAT;
+        }
+        // The lock makes concurrent first calls of one site take turns; enter
+        // marks this thread inside, for a signal handler that interrupts it.
+        logger::enter(|_| {
+            // SAFETY: non-NULL, and the caller passes its own live site.
+            let site = unsafe { &mut *site };
+            // SAFETY: non-NULL and NUL-terminated per the contract.
+            let format = unsafe { CStr::from_ptr(fmt) }.to_bytes();
+            let mut kinds = [0u8; MAX_ARGS];
+            let state = match deferred::signature(format, &mut kinds) {
+                // 32-bit targets would need `long` and `long long` told apart.
+                Ok(n) if cfg!(target_pointer_width = "64") => {
+                    site.nargs = n as u8;
+                    site.kinds = kinds;
+                    site.fmt = fmt;
+                    VLOG_SITE_DEFERRED
+                }
+                _ => VLOG_SITE_FORMAT,
+            };
+            site.state.store(state, Ordering::Release);
+            state
+        })
+        .unwrap_or(VLOG_SITE_FORMAT)
+    })
+}
+
+/// Records a message given as call site `site` (prepared, VLOG_SITE_DEFERRED)
+/// and its `nargs` captured arguments, if the filters select it. The text is
+/// made only when the record is read: by an output (at once), vlog_dump, the
+/// crash handler or vlog-dump. Strings are copied now. Returns 1 if recorded,
+/// 0 if filtered out, -1 on an error (a NULL or unprepared site, a wrong
+/// argument count), VLOG_FORMAT_AT_CALL if the arguments do not fit a record:
+/// then format the message and call vlog_write. NULL `src` is the default
+/// source. Never allocates; takes one lock. Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_write_args(
+    src: *const vlog_source,
+    prio: c_int,
+    file: *const c_char,
+    line: c_int,
+    func: *const c_char,
+    site: *const vlog_site,
+    args: *const vlog_arg,
+    nargs: c_int,
+) -> c_int {
+    if site.is_null() {
+        return -1;
+    }
+    guarded(-1, || {
+        // SAFETY: non-NULL, a live site per the contract.
+        let site = unsafe { &*site };
+        let count = site.nargs as usize;
+        if site.state.load(Ordering::Acquire) != VLOG_SITE_DEFERRED
+            || nargs as usize != count
+            || (count > 0 && args.is_null())
+        {
+            return -1;
+        }
+        let raw: &[vlog_arg] = if count == 0 {
+            &[]
+        } else {
+            // SAFETY: the caller passes `nargs` initialised arguments.
+            unsafe { std::slice::from_raw_parts(args, count) }
+        };
+        let mut captured = [Captured::Pointer(0); MAX_ARGS];
+        for ((slot, arg), &k) in captured.iter_mut().zip(raw).zip(&site.kinds) {
+            *slot = match k {
+                kind::INT | kind::LONG => Captured::Signed(arg.bits as i64),
+                kind::UINT | kind::ULONG => Captured::Unsigned(arg.bits),
+                kind::DOUBLE => Captured::Double(f64::from_bits(arg.bits)),
+                kind::POINTER => Captured::Pointer(arg.bits),
+                _ if arg.str.is_null() => Captured::Str(None),
+                // SAFETY: a non-NULL string argument is NUL-terminated, as
+                // printf requires of %s.
+                _ => Captured::Str(Some(unsafe { CStr::from_ptr(arg.str) }.to_bytes())),
+            };
+        }
+        // SAFETY: prepared sites hold the format they were analysed for.
+        let format = unsafe { CStr::from_ptr(site.fmt) }.to_bytes();
+        let mut payload = [0u8; 1024];
+        let Some(len) = deferred::encode(format, &captured[..count], &mut payload) else {
+            return VLOG_FORMAT_AT_CALL;
+        };
+        let source = if src.is_null() {
+            &vlog_default_source
+        } else {
+            // SAFETY: a live source per the API contract.
+            unsafe { &*src }
+        };
+        let m = Message {
+            source,
+            priority: Priority::clamped(prio),
+            // SAFETY: NULL or NUL-terminated strings, per the API contract.
+            file: unsafe { c_bytes(file, b"") },
+            line: line.max(0) as u32,
+            // SAFETY: as above.
+            func: unsafe { c_bytes(func, b"?") },
+            text: &payload[..len],
+            full_len: len,
+            deferred: true,
+        };
+        // SAFETY: the caller keeps the source alive until it unregisters it.
+        c_int::from(unsafe { logger::emit(&m) })
+    })
+}
