@@ -163,6 +163,10 @@ typedef struct vlog_site {
    * pointer is formatted at the call.
    */
   const char *fmt;
+  /**
+   * Its length in bytes, so calls need no strlen.
+   */
+  size_t fmt_len;
 } vlog_site;
 
 /**

@@ -85,63 +85,44 @@ pub enum Captured<'a> {
     Pointer(u64),
 }
 
-/// A bounded output buffer.
-struct Payload<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-    overflow: bool,
-}
+/// The largest payload a deferred record holds; beyond it the message is
+/// formatted at the call.
+pub const PAYLOAD_MAX: usize = 1024;
 
-impl Payload<'_> {
-    fn put(&mut self, bytes: &[u8]) {
-        let end = self.len + bytes.len();
-        if end > self.buf.len() {
-            self.overflow = true;
-            return;
+/// Appends the payload for `fmt` and `args` to `out` (which has room reserved,
+/// so nothing is allocated); false when it would pass PAYLOAD_MAX.
+pub fn encode<'a>(
+    fmt: &[u8],
+    args: impl ExactSizeIterator<Item = Captured<'a>>,
+    out: &mut Vec<u8>,
+) -> bool {
+    let start = out.len();
+    let mut put = |bytes: &[u8]| -> bool {
+        if out.len() - start + bytes.len() > PAYLOAD_MAX {
+            return false;
         }
-        self.buf[self.len..end].copy_from_slice(bytes);
-        self.len = end;
-    }
-}
-
-/// Writes the payload for `fmt` and `args` into `buf`; returns its length, or
-/// None when it does not fit (the caller then formats the message at the call).
-pub fn encode(fmt: &[u8], args: &[Captured], buf: &mut [u8]) -> Option<usize> {
-    let mut out = Payload {
-        buf,
-        len: 0,
-        overflow: false,
+        out.extend_from_slice(bytes);
+        true
     };
-    out.put(&(fmt.len() as u16).to_ne_bytes());
-    out.put(fmt);
-    out.put(&[args.len() as u8]);
+    if !(put(&(fmt.len() as u16).to_ne_bytes()) && put(fmt) && put(&[args.len() as u8])) {
+        return false;
+    }
     for arg in args {
-        match *arg {
-            Captured::Signed(v) => {
-                out.put(&[TAG_SIGNED]);
-                out.put(&v.to_ne_bytes());
-            }
-            Captured::Unsigned(v) => {
-                out.put(&[TAG_UNSIGNED]);
-                out.put(&v.to_ne_bytes());
-            }
-            Captured::Double(v) => {
-                out.put(&[TAG_DOUBLE]);
-                out.put(&v.to_bits().to_ne_bytes());
-            }
-            Captured::Pointer(v) => {
-                out.put(&[TAG_POINTER]);
-                out.put(&v.to_ne_bytes());
-            }
-            Captured::Str(None) => out.put(&[TAG_STR_NULL]),
+        let fits = match arg {
+            Captured::Signed(v) => put(&[TAG_SIGNED]) && put(&v.to_ne_bytes()),
+            Captured::Unsigned(v) => put(&[TAG_UNSIGNED]) && put(&v.to_ne_bytes()),
+            Captured::Double(v) => put(&[TAG_DOUBLE]) && put(&v.to_bits().to_ne_bytes()),
+            Captured::Pointer(v) => put(&[TAG_POINTER]) && put(&v.to_ne_bytes()),
+            Captured::Str(None) => put(&[TAG_STR_NULL]),
             Captured::Str(Some(s)) => {
-                out.put(&[TAG_STR]);
-                out.put(&(s.len() as u32).to_ne_bytes());
-                out.put(s);
+                put(&[TAG_STR]) && put(&(s.len() as u32).to_ne_bytes()) && put(s)
             }
+        };
+        if !fits {
+            return false;
         }
     }
-    (!out.overflow).then_some(out.len)
+    true
 }
 
 /// Renders a payload as the text glibc's printf would have made. Every length
@@ -186,10 +167,10 @@ mod tests {
     use super::*;
 
     fn round_trip(fmt: &str, args: &[Captured]) -> String {
-        let mut buf = [0u8; 1024];
-        let n = encode(fmt.as_bytes(), args, &mut buf).unwrap();
+        let mut buf = Vec::new();
+        assert!(encode(fmt.as_bytes(), args.iter().copied(), &mut buf));
         let mut out = Vec::new();
-        render(&buf[..n], &mut out).unwrap();
+        render(&buf, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -237,22 +218,25 @@ mod tests {
 
     #[test]
     fn damaged_payloads_are_refused() {
-        let mut buf = [0u8; 256];
-        let n = encode(
-            b"%d %s",
-            &[Captured::Signed(1), Captured::Str(Some(b"x"))],
-            &mut buf,
-        )
-        .unwrap();
+        let mut buf = Vec::new();
+        let args = [Captured::Signed(1), Captured::Str(Some(b"x"))];
+        assert!(encode(b"%d %s", args.iter().copied(), &mut buf));
+        let n = buf.len();
         for cut in 0..n {
             assert!(
                 render(&buf[..cut], &mut Vec::new()).is_err(),
                 "cut at {cut}"
             );
         }
-        let mut bad = buf;
+        let mut bad = buf.clone();
         bad[n - 2] = 200; // the string length
-        assert!(render(&bad[..n], &mut Vec::new()).is_err());
-        assert!(encode(b"%s", &[Captured::Str(Some(&[b'x'; 300]))], &mut buf).is_none());
+        assert!(render(&bad, &mut Vec::new()).is_err());
+        let long = [b'x'; PAYLOAD_MAX];
+        let mut out = Vec::new();
+        assert!(!encode(
+            b"%s",
+            [Captured::Str(Some(&long[..]))].into_iter(),
+            &mut out
+        ));
     }
 }

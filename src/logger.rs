@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::{self, ConfigError, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
 use crate::crash::{self, DumpTarget};
@@ -45,8 +44,25 @@ pub struct Message<'a> {
     pub text: &'a [u8],
     /// The length the text had before the caller cut it (>= `text.len()`).
     pub full_len: usize,
-    /// `text` is a deferred payload (format and arguments), not text.
-    pub deferred: bool,
+    /// For a deferred message: writes its payload (format and arguments)
+    /// into the buffer it is given, false if it does not fit; `text` is then
+    /// unused.
+    pub encode: Option<&'a Encoder<'a>>,
+}
+
+/// Writes a deferred payload into the buffer it is given; false if it does
+/// not fit.
+pub type Encoder<'a> = dyn Fn(&mut Vec<u8>) -> bool + 'a;
+
+/// What became of a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Recorded,
+    /// Dropped by the filters (or as a nested call).
+    Dropped,
+    /// A deferred message whose arguments do not fit a record: the caller
+    /// formats it and logs the text.
+    FormatAtCall,
 }
 
 pub struct State {
@@ -101,9 +117,7 @@ pub fn warn(message: &str) {
 }
 
 pub fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
+    sys::realtime_ns()
 }
 
 impl Default for State {
@@ -334,18 +348,17 @@ impl State {
     }
 
     /// Records one message: the ring, then every output whose priority it meets.
-    /// Returns false when the filters drop it.
     ///
     /// # Safety
     /// As for [`State::register`], for `m.source`.
-    pub unsafe fn record(&mut self, m: &Message) -> bool {
+    pub unsafe fn record(&mut self, m: &Message) -> Outcome {
         let mut level = m.source.level();
         if level == UNKNOWN {
             // SAFETY: forwarded from the caller.
             level = unsafe { self.register(m.source) };
         }
         if (m.priority as i32) < level {
-            return false;
+            return Outcome::Dropped;
         }
         let State {
             ring,
@@ -355,7 +368,13 @@ impl State {
             rendered,
             ..
         } = self;
-        let text = if !m.deferred && (m.full_len > m.text.len() || m.text.len() > MESSAGE_MAX) {
+        let text = if let Some(encode) = m.encode {
+            message.clear();
+            if !encode(message) {
+                return Outcome::FormatAtCall;
+            }
+            &message[..]
+        } else if m.full_len > m.text.len() || m.text.len() > MESSAGE_MAX {
             truncate(m.text, m.full_len.max(m.text.len()), message)
         } else {
             m.text
@@ -369,7 +388,7 @@ impl State {
             source: m.source.name_bytes(),
             file: m.file,
             func: m.func,
-            deferred: m.deferred,
+            deferred: m.encode.is_some(),
             message: text,
         }
         .clipped();
@@ -382,7 +401,7 @@ impl State {
                 rendered.resize(MESSAGE_MAX, 0);
                 let mut text = Bounded::new(&mut rendered[..]);
                 if crate::deferred::render(rec.message, &mut text).is_err() {
-                    return true;
+                    return Outcome::Recorded;
                 }
                 Record {
                     message: text.finish(),
@@ -402,7 +421,7 @@ impl State {
                 }
             }
         }
-        true
+        Outcome::Recorded
     }
 
     pub fn reopen(&mut self) -> Result<(), ConfigError> {
@@ -498,13 +517,13 @@ pub fn enter<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
     Some(with_state(f))
 }
 
-/// Records a message from C; false when filtered out or dropped as nested.
+/// Records a message from C.
 ///
 /// # Safety
 /// As for [`State::register`], for `m.source`.
-pub unsafe fn emit(m: &Message) -> bool {
+pub unsafe fn emit(m: &Message) -> Outcome {
     // SAFETY: forwarded from the caller.
-    enter(|state| unsafe { state.record(m) }).unwrap_or(false)
+    enter(|state| unsafe { state.record(m) }).unwrap_or(Outcome::Dropped)
 }
 
 /// Registers a source from C and returns its level (`OFF` when dropped as
@@ -601,10 +620,10 @@ mod tests {
             func: b"f",
             text: text.as_bytes(),
             full_len: text.len(),
-            deferred: false,
+            encode: None,
         };
         // SAFETY: the source is leaked, so it lives forever.
-        unsafe { s.record(&m) }
+        unsafe { s.record(&m) == Outcome::Recorded }
     }
 
     fn ring_messages(s: &State) -> Vec<String> {
@@ -670,7 +689,7 @@ mod tests {
             func: b"",
             text: b"short",
             full_len: 100_000,
-            deferred: false,
+            encode: None,
         };
         // SAFETY: the source is leaked.
         unsafe { s.record(&m) };

@@ -28,6 +28,18 @@ pub fn reset_thread_id() {
     TID.with(|t| t.set(0));
 }
 
+/// CLOCK_REALTIME in nanoseconds since the epoch (0 before 1970). One vDSO
+/// call, no system call; async-signal-safe.
+pub fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; CLOCK_REALTIME always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    u64::try_from(ts.tv_sec).map_or(0, |s| s * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// True in a setuid/setgid (or otherwise privilege-changing) process, where the
 /// environment belongs to a less privileged user and must not be obeyed.
 pub fn secure_mode() -> bool {
@@ -67,6 +79,16 @@ pub fn write_all_raw(fd: i32, mut ptr: *const u8, mut len: usize) -> io::Result<
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn realtime_matches_std() {
+        let std_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        let ours = super::realtime_ns();
+        assert!(ours.abs_diff(std_ns) < 1_000_000_000, "{ours} vs {std_ns}");
+    }
+
     #[test]
     fn thread_ids_differ_per_thread_and_are_cached() {
         let main = super::thread_id();

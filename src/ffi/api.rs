@@ -142,10 +142,10 @@ pub extern "C" fn vlog_write(
             func: unsafe { c_bytes(func, b"?") },
             text,
             full_len: full_len.max(text.len()),
-            deferred: false,
+            encode: None,
         };
         // SAFETY: the caller keeps the source alive until it unregisters it.
-        c_int::from(unsafe { logger::emit(&m) })
+        c_int::from(unsafe { logger::emit(&m) } == logger::Outcome::Recorded)
     })
 }
 

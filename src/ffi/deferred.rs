@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::deferred::{self, kind, Captured, MAX_ARGS};
 use crate::ffi::{c_bytes, guarded};
-use crate::logger::{self, Message};
+use crate::logger::{self, Message, Outcome};
 use crate::priority::Priority;
 use crate::source::{vlog_default_source, vlog_source};
 
@@ -66,6 +66,8 @@ pub struct vlog_site {
     /// The format the site was analysed for; a call with another format
     /// pointer is formatted at the call.
     pub fmt: *const c_char,
+    /// Its length in bytes, so calls need no strlen.
+    pub fmt_len: usize,
 }
 
 /// One captured argument: `bits` holds integers (sign- or zero-extended to 64
@@ -108,6 +110,7 @@ pub extern "C" fn vlog_site_prepare(site: *mut vlog_site, fmt: *const c_char) ->
                     site.nargs = n as u8;
                     site.kinds = kinds;
                     site.fmt = fmt;
+                    site.fmt_len = format.len();
                     VLOG_SITE_DEFERRED
                 }
                 _ => VLOG_SITE_FORMAT,
@@ -157,25 +160,22 @@ pub extern "C" fn vlog_write_args(
             // SAFETY: the caller passes `nargs` initialised arguments.
             unsafe { std::slice::from_raw_parts(args, count) }
         };
-        let mut captured = [Captured::Pointer(0); MAX_ARGS];
-        for ((slot, arg), &k) in captured.iter_mut().zip(raw).zip(&site.kinds) {
-            *slot = match k {
-                kind::INT | kind::LONG => Captured::Signed(arg.bits as i64),
-                kind::UINT | kind::ULONG => Captured::Unsigned(arg.bits),
-                kind::DOUBLE => Captured::Double(f64::from_bits(arg.bits)),
-                kind::POINTER => Captured::Pointer(arg.bits),
-                _ if arg.str.is_null() => Captured::Str(None),
-                // SAFETY: a non-NULL string argument is NUL-terminated, as
-                // printf requires of %s.
-                _ => Captured::Str(Some(unsafe { CStr::from_ptr(arg.str) }.to_bytes())),
-            };
-        }
-        // SAFETY: prepared sites hold the format they were analysed for.
-        let format = unsafe { CStr::from_ptr(site.fmt) }.to_bytes();
-        let mut payload = [0u8; 1024];
-        let Some(len) = deferred::encode(format, &captured[..count], &mut payload) else {
-            return VLOG_FORMAT_AT_CALL;
-        };
+        let captured = raw.iter().zip(&site.kinds).map(|(arg, &k)| match k {
+            kind::INT | kind::LONG => Captured::Signed(arg.bits as i64),
+            kind::UINT | kind::ULONG => Captured::Unsigned(arg.bits),
+            kind::DOUBLE => Captured::Double(f64::from_bits(arg.bits)),
+            kind::POINTER => Captured::Pointer(arg.bits),
+            _ if arg.str.is_null() => Captured::Str(None),
+            // SAFETY: a non-NULL string argument is NUL-terminated, as printf
+            // requires of %s.
+            _ => Captured::Str(Some(unsafe { CStr::from_ptr(arg.str) }.to_bytes())),
+        });
+        // SAFETY: a prepared site holds the format it was analysed for and its
+        // length.
+        let format = unsafe { std::slice::from_raw_parts(site.fmt.cast::<u8>(), site.fmt_len) };
+        // The payload is written straight into the logger's buffer, under its
+        // lock, and only if the filters keep the message.
+        let encode = |out: &mut Vec<u8>| deferred::encode(format, captured.clone(), out);
         let source = if src.is_null() {
             &vlog_default_source
         } else {
@@ -190,11 +190,15 @@ pub extern "C" fn vlog_write_args(
             line: line.max(0) as u32,
             // SAFETY: as above.
             func: unsafe { c_bytes(func, b"?") },
-            text: &payload[..len],
-            full_len: len,
-            deferred: true,
+            text: b"",
+            full_len: 0,
+            encode: Some(&encode),
         };
         // SAFETY: the caller keeps the source alive until it unregisters it.
-        c_int::from(unsafe { logger::emit(&m) })
+        match unsafe { logger::emit(&m) } {
+            Outcome::Recorded => 1,
+            Outcome::Dropped => 0,
+            Outcome::FormatAtCall => VLOG_FORMAT_AT_CALL,
+        }
     })
 }
