@@ -183,7 +183,7 @@ static inline VLOG__PRINTF(7, 8) int vlog__emit_site(vlog_site *site,
     int rc;
 
     if (state == VLOG_SITE_NEW)
-        state = vlog_site_prepare(site, fmt);
+        state = vlog_site_prepare(site, fmt, file, func);
     va_start(ap, fmt);
     va_copy(again, ap);
     if (state == VLOG_SITE_DEFERRED && site->fmt == fmt) {

@@ -164,9 +164,14 @@ typedef struct vlog_site {
    */
   const char *fmt;
   /**
-   * Its length in bytes, so calls need no strlen.
+   * Its length in bytes, so calls need no strlen; the same for the call
+   * site's file and function names.
    */
   size_t fmt_len;
+  const char *file;
+  size_t file_len;
+  const char *func;
+  size_t func_len;
 } vlog_site;
 
 /**
@@ -346,14 +351,15 @@ int vlog_install_crash_handler(void);
 int vlog_set_dump_signal(int signum);
 
 /**
- * Analyses `fmt` for call site `site` and returns the site's state:
+ * Analyses `fmt` for call site `site` (in `file`, function `func`; NULL is
+ * allowed for both) and returns the site's state:
  * VLOG_SITE_DEFERRED when vlog can record its messages as format and
  * arguments (see VLOG_ARG_*), else VLOG_SITE_FORMAT. NULL `site` or `fmt`
  * gives VLOG_SITE_FORMAT. `site` must stay valid while messages are logged
  * through it and `fmt` as long as the site is used (a string literal). Takes
  * the logger lock; not async-signal-safe.
  */
-int vlog_site_prepare(struct vlog_site *site, const char *fmt);
+int vlog_site_prepare(struct vlog_site *site, const char *fmt, const char *file, const char *func);
 
 /**
  * Records a message given as call site `site` (prepared, VLOG_SITE_DEFERRED)

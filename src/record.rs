@@ -98,30 +98,38 @@ impl<'a> Record<'a> {
     pub fn encode(&self, buf: &mut [u8]) {
         let len = buf.len();
         debug_assert_eq!(len, self.encoded_len());
-        buf[0..4].copy_from_slice(&0u32.to_ne_bytes());
-        buf[4..8].copy_from_slice(&(len as u32).to_ne_bytes());
-        buf[8..16].copy_from_slice(&self.seq.to_ne_bytes());
-        buf[16..24].copy_from_slice(&self.time_ns.to_ne_bytes());
-        buf[24..28].copy_from_slice(&self.tid.to_ne_bytes());
-        buf[28..32].copy_from_slice(&self.line.to_ne_bytes());
-        buf[32] = self.priority as u8;
-        buf[33] = if self.deferred {
+        // The header is built in a local array (fixed offsets, no bounds
+        // checks) and copied once.
+        let mut head = [0u8; HEADER_LEN];
+        head[4..8].copy_from_slice(&(len as u32).to_ne_bytes());
+        head[8..16].copy_from_slice(&self.seq.to_ne_bytes());
+        head[16..24].copy_from_slice(&self.time_ns.to_ne_bytes());
+        head[24..28].copy_from_slice(&self.tid.to_ne_bytes());
+        head[28..32].copy_from_slice(&self.line.to_ne_bytes());
+        head[32] = self.priority as u8;
+        head[33] = if self.deferred {
             KIND_DEFERRED
         } else {
             KIND_TEXT
         };
-        buf[34..36].copy_from_slice(&(self.source.len() as u16).to_ne_bytes());
-        buf[36..38].copy_from_slice(&(self.file.len() as u16).to_ne_bytes());
-        buf[38..40].copy_from_slice(&(self.func.len() as u16).to_ne_bytes());
-        buf[40..44].copy_from_slice(&(self.message.len() as u32).to_ne_bytes());
-        let mut at = HEADER_LEN;
+        head[34..36].copy_from_slice(&(self.source.len() as u16).to_ne_bytes());
+        head[36..38].copy_from_slice(&(self.file.len() as u16).to_ne_bytes());
+        head[38..40].copy_from_slice(&(self.func.len() as u16).to_ne_bytes());
+        head[40..44].copy_from_slice(&(self.message.len() as u32).to_ne_bytes());
+        let (header, body) = buf.split_at_mut(HEADER_LEN);
+        let mut rest = &mut *body;
         for part in [self.source, self.file, self.func, self.message] {
-            buf[at..at + part.len()].copy_from_slice(part);
-            at += part.len();
+            let (dst, tail) = rest.split_at_mut(part.len());
+            dst.copy_from_slice(part);
+            rest = tail;
         }
-        buf[at..].fill(0);
-        let sum = checksum(buf);
-        buf[44..48].copy_from_slice(&sum.to_ne_bytes());
+        // At most 7 bytes of padding.
+        for b in rest.iter_mut() {
+            *b = 0;
+        }
+        let sum = checksum_parts(&head, body);
+        head[44..48].copy_from_slice(&sum.to_ne_bytes());
+        header.copy_from_slice(&head);
     }
 
     /// Validates and reads a record from `buf`, which holds exactly the bytes the
@@ -203,17 +211,25 @@ fn u16_at(buf: &[u8], at: usize) -> u16 {
 /// checksum itself. It detects torn and stale bytes, not tampering, so it is
 /// chosen for speed on the recording path.
 fn checksum(buf: &[u8]) -> u32 {
+    let (head, body) = buf.split_at(HEADER_LEN);
+    checksum_parts(head.try_into().unwrap(), body)
+}
+
+fn checksum_parts(head: &[u8; HEADER_LEN], body: &[u8]) -> u32 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut h = K ^ buf.len() as u64;
+    let len = HEADER_LEN + body.len();
+    let mut h = K ^ len as u64;
     let mut mix = |w: u64| h = (h ^ w).wrapping_mul(K).rotate_left(29);
-    mix(u32_at(buf, 4) as u64);
-    for word in buf[8..44].chunks(8) {
-        let mut w = [0u8; 8];
-        w[..word.len()].copy_from_slice(word);
-        mix(u64::from_ne_bytes(w));
+    let word = |at: usize| u64::from_ne_bytes(head[at..at + 8].try_into().unwrap());
+    // Bytes 4..44: the length word, then 36 bytes of fields (commit at 0..4 and
+    // the checksum at 44..48 are left out).
+    mix(u32::from_ne_bytes(head[4..8].try_into().unwrap()) as u64);
+    for at in [8, 16, 24, 32] {
+        mix(word(at));
     }
-    for word in buf[HEADER_LEN..].chunks_exact(8) {
-        mix(u64::from_ne_bytes(word.try_into().unwrap()));
+    mix(u32::from_ne_bytes(head[40..44].try_into().unwrap()) as u64);
+    for chunk in body.chunks_exact(8) {
+        mix(u64::from_ne_bytes(chunk.try_into().unwrap()));
     }
     (h ^ (h >> 32)) as u32
 }

@@ -86,7 +86,17 @@ fn run(exe: &Path, env: &[(&str, &str)]) -> Output {
         }
     }
     cmd.envs(env.iter().copied()).current_dir(work());
-    cmd.output().expect("run the test program")
+    // A program just written can be busy for a moment: another test thread's
+    // fork may hold its descriptor until that child execs.
+    for _ in 0..50 {
+        match cmd.output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            result => return result.expect("run the test program"),
+        }
+    }
+    panic!("{}: still busy", exe.display());
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -66,8 +66,13 @@ pub struct vlog_site {
     /// The format the site was analysed for; a call with another format
     /// pointer is formatted at the call.
     pub fmt: *const c_char,
-    /// Its length in bytes, so calls need no strlen.
+    /// Its length in bytes, so calls need no strlen; the same for the call
+    /// site's file and function names.
     pub fmt_len: usize,
+    pub file: *const c_char,
+    pub file_len: usize,
+    pub func: *const c_char,
+    pub func_len: usize,
 }
 
 /// One captured argument: `bits` holds integers (sign- or zero-extended to 64
@@ -78,14 +83,20 @@ pub struct vlog_arg {
     pub str: *const c_char,
 }
 
-/// Analyses `fmt` for call site `site` and returns the site's state:
+/// Analyses `fmt` for call site `site` (in `file`, function `func`; NULL is
+/// allowed for both) and returns the site's state:
 /// VLOG_SITE_DEFERRED when vlog can record its messages as format and
 /// arguments (see VLOG_ARG_*), else VLOG_SITE_FORMAT. NULL `site` or `fmt`
 /// gives VLOG_SITE_FORMAT. `site` must stay valid while messages are logged
 /// through it and `fmt` as long as the site is used (a string literal). Takes
 /// the logger lock; not async-signal-safe.
 #[no_mangle]
-pub extern "C" fn vlog_site_prepare(site: *mut vlog_site, fmt: *const c_char) -> c_int {
+pub extern "C" fn vlog_site_prepare(
+    site: *mut vlog_site,
+    fmt: *const c_char,
+    file: *const c_char,
+    func: *const c_char,
+) -> c_int {
     if site.is_null() || fmt.is_null() {
         return VLOG_SITE_FORMAT;
     }
@@ -111,6 +122,12 @@ pub extern "C" fn vlog_site_prepare(site: *mut vlog_site, fmt: *const c_char) ->
                     site.kinds = kinds;
                     site.fmt = fmt;
                     site.fmt_len = format.len();
+                    site.file = file;
+                    // SAFETY: NULL or NUL-terminated, per the contract.
+                    site.file_len = unsafe { c_bytes(file, b"") }.len();
+                    site.func = func;
+                    // SAFETY: as above.
+                    site.func_len = unsafe { c_bytes(func, b"") }.len();
                     VLOG_SITE_DEFERRED
                 }
                 _ => VLOG_SITE_FORMAT,
@@ -185,11 +202,12 @@ pub extern "C" fn vlog_write_args(
         let m = Message {
             source,
             priority: Priority::clamped(prio),
-            // SAFETY: NULL or NUL-terminated strings, per the API contract.
-            file: unsafe { c_bytes(file, b"") },
+            // SAFETY: NULL or NUL-terminated strings, per the API contract; the
+            // site's cached lengths belong to the same pointers.
+            file: unsafe { known_len(file, site.file, site.file_len, b"") },
             line: line.max(0) as u32,
             // SAFETY: as above.
-            func: unsafe { c_bytes(func, b"?") },
+            func: unsafe { known_len(func, site.func, site.func_len, b"?") },
             text: b"",
             full_len: 0,
             encode: Some(&encode),
@@ -201,4 +219,19 @@ pub extern "C" fn vlog_write_args(
             Outcome::FormatAtCall => VLOG_FORMAT_AT_CALL,
         }
     })
+}
+
+/// The bytes of C string `s`, using `len` when `s` is the pointer the site
+/// measured (a call site's `__FILE__` and `__func__` never change).
+///
+/// # Safety
+/// `s` is NULL or NUL-terminated; `len` is the length of `known` if not NULL.
+unsafe fn known_len(s: *const c_char, known: *const c_char, len: usize, fallback: &[u8]) -> &[u8] {
+    if !s.is_null() && s == known {
+        // SAFETY: `s` is the string the site measured, and it lives on.
+        unsafe { std::slice::from_raw_parts(s.cast::<u8>(), len) }
+    } else {
+        // SAFETY: forwarded from the caller.
+        unsafe { c_bytes(s, fallback) }
+    }
 }
