@@ -1,7 +1,8 @@
-/* Once running, recording a message allocates nothing: not in the header's
- * formatting (messages up to VLOG_STACK_MESSAGE bytes), not in the Rust core,
- * not for the ring or a file output. The program counts every call into the
- * allocator by interposing glibc's entry points. */
+/* Once running, recording a message allocates nothing: not when its
+ * arguments are captured (any length up to VLOG_MESSAGE_MAX), not in the Rust
+ * core, not for the ring or a file output (which renders the text at once).
+ * The program counts every call into the allocator by interposing glibc's
+ * entry points. */
 #include "check.h"
 
 #include <malloc.h>
@@ -71,11 +72,16 @@ int main(void)
     }
     CHECK(allocations == before);
 
-    /* And the counter does count: a long message takes one heap buffer. */
-    VLOG_DEBUG("%s%s", text, text);
+    /* A long message is recorded as its format and arguments: still nothing. */
+    VLOG_DEBUG("%s%s%s%s", text, text, text, text);
+    CHECK(allocations == before);
+
+    /* And the counter does count: a message formatted at the call (long
+     * double is) that is longer than the stack buffer takes one heap buffer. */
+    VLOG_DEBUG("%1500.1Lf", 1.0L);
     CHECK(allocations == before + 1);
     CHECK(vlog_get_stats(&stats) == 0);
-    CHECK(stats.records == 30002);
+    CHECK(stats.records == 30003);
     puts("ok");
     return 0;
 }

@@ -113,6 +113,12 @@ static inline VLOG__PRINTF(6, 0) int vlog__emitv(const vlog_source *src, int pri
 
     if (fmt == NULL)
         return vlog_write(src, prio, file, line, func, "(null format)", 13, 13);
+    if (!vlog_format_is_safe(fmt)) {
+        /* %n would write through an argument: log the format, not run it. */
+        n = snprintf(stack, sizeof stack, "[format with %%n not run] %s", fmt);
+        want = n < 0 ? 0 : (size_t)n < sizeof stack ? (size_t)n : sizeof stack - 1;
+        return vlog_write(src, prio, file, line, func, stack, want, want);
+    }
     va_copy(again, ap);
     n = vsnprintf(stack, sizeof stack, fmt, ap);
     if (n < 0) {

@@ -216,6 +216,13 @@ int vlog_init(void);
 int vlog_source_enabled(const struct vlog_source *src, int prio);
 
 /**
+ * 1 if `fmt` may be handed to printf, 0 if it has a `%n` conversion (which
+ * would write through an argument: vlog never lets that run) or is NULL. The
+ * header calls this before every vsnprintf. Async-signal-safe.
+ */
+int vlog_format_is_safe(const char *fmt);
+
+/**
  * Forgets `src`, so the library no longer updates it. `VLOG_INIT` calls this
  * from a destructor, so a source in a library that is dlclose'd leaves nothing
  * behind. NULL and unknown sources are ignored. Not async-signal-safe.

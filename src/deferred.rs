@@ -85,9 +85,9 @@ pub enum Captured<'a> {
     Pointer(u64),
 }
 
-/// The largest payload a deferred record holds; beyond it the message is
-/// formatted at the call.
-pub const PAYLOAD_MAX: usize = 1024;
+/// The largest payload a deferred record holds (as much as a text message);
+/// beyond it the message is formatted at the call.
+pub const PAYLOAD_MAX: usize = crate::record::MESSAGE_MAX;
 
 /// Appends the payload for `fmt` and `args` to `out` (which has room reserved,
 /// so nothing is allocated); false when it would pass PAYLOAD_MAX.

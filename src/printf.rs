@@ -205,6 +205,30 @@ impl<'a> Iterator for Parser<'a> {
     }
 }
 
+/// True if `fmt` has a `%n` conversion (with any flags, width, precision or
+/// length): a format vlog refuses to hand to printf, which would write through
+/// the argument.
+pub fn writes_back(fmt: &[u8]) -> bool {
+    let mut i = 0;
+    while i < fmt.len() {
+        if fmt[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        // Skip what may stand between '%' and the conversion character.
+        while i < fmt.len() && b"-+ #0'123456789.*$hlLqjztI".contains(&fmt[i]) {
+            i += 1;
+        }
+        match fmt.get(i) {
+            Some(b'n') => return true,
+            Some(_) => i += 1, // any other conversion, "%%" included
+            None => {}
+        }
+    }
+    false
+}
+
 /// An argument as captured at the call.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Arg<'a> {
@@ -959,6 +983,16 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn finds_percent_n_however_written() {
+        for fmt in ["%n", "a %d %n", "%5n", "%hhn", "%lln", "%1$n", "%-*.*n"] {
+            assert!(writes_back(fmt.as_bytes()), "{fmt}");
+        }
+        for fmt in ["", "%%n", "%d %s", "100%% done", "%", "n%", "%%%d"] {
+            assert!(!writes_back(fmt.as_bytes()), "{fmt}");
+        }
     }
 
     #[test]

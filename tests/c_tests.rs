@@ -867,3 +867,24 @@ fn forked_child_goes_on_writing_the_ring_file() {
 fn deferred_records_read_back_as_printf_text() {
     check("deferred");
 }
+
+#[test]
+fn percent_n_is_never_executed() {
+    check("percent_n");
+}
+
+/// vlog-dump renders a ring file's deferred records exactly as the program's
+/// own vlog_dump did.
+#[test]
+fn vlog_dump_renders_deferred_records_like_the_program() {
+    let ring = work().join("deferred.ring");
+    let _ = std::fs::remove_file(&ring);
+    let exe = build("deferred", Link::Static);
+    let out = run(&exe, &[("VLOG_BUFFER_FILE", ring.to_str().unwrap())]);
+    assert_ok("deferred", &out);
+    let own = text(&out.stdout);
+    let own = own.strip_suffix("ok\n").unwrap_or(&own);
+    let read = text(&vlog_dump(&[ring.to_str().unwrap()]).stdout);
+    assert!(read.lines().count() > 20, "{read}");
+    assert_eq!(read, own);
+}

@@ -88,6 +88,21 @@ pub extern "C" fn vlog_source_enabled(src: *const vlog_source, prio: c_int) -> c
     })
 }
 
+/// 1 if `fmt` may be handed to printf, 0 if it has a `%n` conversion (which
+/// would write through an argument: vlog never lets that run) or is NULL. The
+/// header calls this before every vsnprintf. Async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_format_is_safe(fmt: *const c_char) -> c_int {
+    if fmt.is_null() {
+        return 0;
+    }
+    guarded(0, || {
+        // SAFETY: non-NULL and NUL-terminated per the contract.
+        let bytes = unsafe { std::ffi::CStr::from_ptr(fmt) }.to_bytes();
+        c_int::from(!crate::printf::writes_back(bytes))
+    })
+}
+
 /// Forgets `src`, so the library no longer updates it. `VLOG_INIT` calls this
 /// from a destructor, so a source in a library that is dlclose'd leaves nothing
 /// behind. NULL and unknown sources are ignored. Not async-signal-safe.
