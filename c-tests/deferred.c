@@ -1,8 +1,8 @@
-/* Deferred formatting: messages recorded as format and arguments read back as
- * exactly the text snprintf makes from the same call, through vlog_dump and
- * through a file output (rendered at the call); formats vlog does not render
- * itself, a changing format pointer and over-long arguments fall back to
- * formatting at the call, with the same text. */
+/* Deferred formatting: messages recorded as format and arguments (no output
+ * prints them) read back as exactly the text snprintf makes from the same
+ * call; formats vlog does not render itself, a changing format pointer and
+ * over-long arguments fall back to formatting at the call, with the same
+ * text. */
 #include "check.h"
 
 #include <math.h>
@@ -16,7 +16,7 @@ static int cases;
 #define CASE(...)                                                             \
     do {                                                                      \
         snprintf(want[cases++], sizeof want[0], __VA_ARGS__);                 \
-        VLOG_ERROR(__VA_ARGS__);                                              \
+        VLOG_WARN(__VA_ARGS__);                                               \
     } while (0)
 
 /* The message part of each line of `text`, in order, compared with want[]. */
@@ -28,9 +28,9 @@ static void compare(const char *what, char *text)
     for (; (end = strchr(line, '\n')) != NULL; line = end + 1) {
         char *msg;
         *end = '\0';
-        msg = strstr(line, " : main:");
+        msg = strstr(line, ": warning : test.deferred : main:");
         CHECK(msg != NULL);
-        msg = strstr(msg + 8, " : ");
+        msg = strstr(msg + 33, " : ");
         CHECK(msg != NULL);
         msg += 3;
         if (i >= cases || strcmp(msg, want[i]) != 0) {
@@ -46,15 +46,11 @@ static void compare(const char *what, char *text)
 int main(void)
 {
     static char long_text[3000];
-    char path[] = "/tmp/vlog-deferred-XXXXXX", spec[64];
     const char *volatile null_text = NULL;
     long double ld = 1.25L;
-    int fd = mkstemp(path), records;
+    int records;
 
-    CHECK(fd >= 0);
-    close(fd);
-    snprintf(spec, sizeof spec, "4:file:%s", path);
-    CHECK(vlog_set_outputs(spec) == 0);
+    CHECK(vlog_set_outputs("4:file:/dev/null") == 0);
     memset(long_text, 'y', sizeof long_text - 1);
 
     CASE("Starting backup replica garbage collector thread");
@@ -95,8 +91,6 @@ int main(void)
     /* For the driver, which compares it with vlog-dump's reading of the ring
      * file (the text above was cut into pieces by compare()). */
     vlog_dump(1);
-    compare("file output", check_slurp_path(path));
-    unlink(path);
     puts("ok");
     return 0;
 }

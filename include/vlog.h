@@ -173,7 +173,7 @@ static inline VLOG__PRINTF(6, 7) int vlog__emit(const vlog_source *src, int prio
  * What the VLOG_* macros call once the filters said yes. The first call of a
  * call site has the library analyse its format; from then on the arguments
  * are captured raw (strings by value) and the text is made only when the
- * record is read. Formats vlog does not render itself, a format pointer that
+ * record is read (unless an output prints the message, which needs it now). Formats vlog does not render itself, a format pointer that
  * changes between calls, and arguments too long for a record are formatted
  * here instead, with vsnprintf, exactly as before.
  */
@@ -192,7 +192,10 @@ static inline VLOG__PRINTF(7, 8) int vlog__emit_site(vlog_site *site,
         state = vlog_site_prepare(site, fmt, file, func);
     va_start(ap, fmt);
     va_copy(again, ap);
-    if (state == VLOG_SITE_DEFERRED && site->fmt == fmt) {
+    /* Deferred only when no output prints the message: an output needs the
+     * text now, and vsnprintf makes it faster than rendering it later. */
+    if (state == VLOG_SITE_DEFERRED && site->fmt == fmt &&
+        prio < __atomic_load_n(&vlog_print_level, __ATOMIC_RELAXED)) {
         vlog_arg args[VLOG_SITE_MAX_ARGS];
         unsigned i;
 

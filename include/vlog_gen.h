@@ -193,6 +193,14 @@ extern "C" {
 extern const struct vlog_source vlog_default_source;
 
 /**
+ * The lowest priority any output prints (5 when none prints anything). A
+ * message at or above it is formatted at the call even where it could be
+ * deferred, since an output needs its text at once anyway. Kept by the
+ * library; read inline by the header.
+ */
+extern const int vlog_print_level;
+
+/**
  * Reads the environment (`VLOG_LEVEL`, `VLOG_FILTERS`, `VLOG_OUTPUTS`,
  * `VLOG_BUFFER_SIZE`, `VLOG_DUMP`, `VLOG_DUMP_SIGNAL`) and sets up the ring
  * and outputs, then installs the crash handler unless `VLOG_DUMP=off` (see

@@ -213,6 +213,8 @@ impl State {
         for source in self.sources.iter() {
             source.set_level(self.resolve(source.name_bytes()));
         }
+        let printed = self.outputs.iter().map(|o| o.priority as i32).min();
+        crate::source::vlog_print_level.store(printed.unwrap_or(OFF), Ordering::Relaxed);
     }
 
     /// Registers `source` if it is new and returns its level.
@@ -694,6 +696,39 @@ mod tests {
         // SAFETY: the source is leaked.
         unsafe { s.record(&m) };
         assert_eq!(ring_messages(&s)[1], "short [truncated: 100000 bytes]");
+    }
+
+    #[test]
+    fn deferred_message_is_rendered_for_outputs_and_ring() {
+        let mut s = quiet_state();
+        let path = std::env::temp_dir().join(format!("vlog-deferred-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        s.set_outputs(&format!("1:file:{}", path.display()))
+            .unwrap();
+        s.set_level(Priority::Debug);
+        let src = source(c"deferred.out");
+        let args = [
+            crate::deferred::Captured::Signed(42),
+            crate::deferred::Captured::Double(0.5),
+        ];
+        let encode =
+            |out: &mut Vec<u8>| crate::deferred::encode(b"n=%d x=%.2f", args.iter().copied(), out);
+        let m = Message {
+            source: src,
+            priority: Priority::Info,
+            file: b"f.c",
+            line: 1,
+            func: b"f",
+            text: b"",
+            full_len: 0,
+            encode: Some(&encode),
+        };
+        // SAFETY: the source is leaked.
+        assert_eq!(unsafe { s.record(&m) }, Outcome::Recorded);
+        let file = std::fs::read_to_string(&path).unwrap();
+        assert!(file.ends_with(" : n=42 x=0.50\n"), "{file}");
+        assert_eq!(ring_messages(&s), ["n=42 x=0.50"]);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
