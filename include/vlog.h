@@ -99,8 +99,11 @@ static inline int vlog__clamp(int prio)
          : prio;
 }
 
-/* Formats and records a message whose filters were already checked. */
-static inline VLOG__PRINTF(6, 0) int vlog__emitv(const vlog_source *src, int prio,
+/* Formats and records a message whose filters were already checked.
+ * `checked`: the format is known to have no %n (its call site said so), so
+ * the library need not look again. */
+static inline VLOG__PRINTF(7, 0) int vlog__emitv(int checked,
+                                                  const vlog_source *src, int prio,
                                                   const char *file, int line,
                                                   const char *func,
                                                   const char *fmt, va_list ap)
@@ -113,7 +116,7 @@ static inline VLOG__PRINTF(6, 0) int vlog__emitv(const vlog_source *src, int pri
 
     if (fmt == NULL)
         return vlog_write(src, prio, file, line, func, "(null format)", 13, 13);
-    if (!vlog_format_is_safe(fmt)) {
+    if (!checked && !vlog_format_is_safe(fmt)) {
         /* %n would write through an argument: log the format, not run it. */
         n = snprintf(stack, sizeof stack, "[format with %%n not run] %s", fmt);
         want = n < 0 ? 0 : (size_t)n < sizeof stack ? (size_t)n : sizeof stack - 1;
@@ -154,7 +157,7 @@ static inline VLOG__PRINTF(6, 7) int vlog__emit(const vlog_source *src, int prio
     int rc;
 
     va_start(ap, fmt);
-    rc = vlog__emitv(src, prio, file, line, func, fmt, ap);
+    rc = vlog__emitv(0, src, prio, file, line, func, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -237,7 +240,10 @@ static inline VLOG__PRINTF(7, 8) int vlog__emit_site(vlog_site *site,
         }
     }
     errno = saved_errno; /* for %m */
-    rc = vlog__emitv(src, prio, file, line, func, fmt, again);
+    /* A prepared site whose format did not change was checked for %n. */
+    rc = vlog__emitv((state == VLOG_SITE_DEFERRED || state == VLOG_SITE_FORMAT) &&
+                         site->fmt == fmt,
+                     src, prio, file, line, func, fmt, again);
     va_end(again);
     va_end(ap);
     return rc;
@@ -263,7 +269,7 @@ static inline VLOG__PRINTF(6, 0) int vlogv(const vlog_source *src, int prio,
 {
     if (!vlog__wanted(&src, &prio))
         return 0;
-    return vlog__emitv(src, prio, file, line, func, fmt, ap);
+    return vlog__emitv(0, src, prio, file, line, func, fmt, ap);
 }
 
 /* vlogv() with variable arguments. (A macro of the same name, below, makes

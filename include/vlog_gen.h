@@ -50,6 +50,11 @@
 #define VLOG_SITE_FORMAT 2
 
 /**
+ * The call site's format has a `%n`: it is never handed to printf.
+ */
+#define VLOG_SITE_UNSAFE 3
+
+/**
  * The most arguments a deferred call site captures.
  */
 #define VLOG_SITE_MAX_ARGS 32
@@ -369,8 +374,9 @@ int vlog_set_dump_signal(int signum);
  * Analyses `fmt` for call site `site` (in `file`, function `func`; NULL is
  * allowed for both) and returns the site's state:
  * VLOG_SITE_DEFERRED when vlog can record its messages as format and
- * arguments (see VLOG_ARG_*), else VLOG_SITE_FORMAT. NULL `site` or `fmt`
- * gives VLOG_SITE_FORMAT. `site` must stay valid while messages are logged
+ * arguments (see VLOG_ARG_*), VLOG_SITE_UNSAFE when it has a `%n`, else
+ * VLOG_SITE_FORMAT. NULL `site` or `fmt` gives VLOG_SITE_FORMAT (and the
+ * site stays unprepared). `site` must stay valid while messages are logged
  * through it and `fmt` as long as the site is used (a string literal). Takes
  * the logger lock; not async-signal-safe.
  */

@@ -20,6 +20,8 @@ pub const VLOG_SITE_DEFERRED: c_int = 1;
 /// The call site's format is one vlog does not render itself: its messages
 /// are formatted at the call.
 pub const VLOG_SITE_FORMAT: c_int = 2;
+/// The call site's format has a `%n`: it is never handed to printf.
+pub const VLOG_SITE_UNSAFE: c_int = 3;
 /// The most arguments a deferred call site captures.
 pub const VLOG_SITE_MAX_ARGS: usize = 32;
 const _: () = assert!(VLOG_SITE_MAX_ARGS == MAX_ARGS);
@@ -86,8 +88,9 @@ pub struct vlog_arg {
 /// Analyses `fmt` for call site `site` (in `file`, function `func`; NULL is
 /// allowed for both) and returns the site's state:
 /// VLOG_SITE_DEFERRED when vlog can record its messages as format and
-/// arguments (see VLOG_ARG_*), else VLOG_SITE_FORMAT. NULL `site` or `fmt`
-/// gives VLOG_SITE_FORMAT. `site` must stay valid while messages are logged
+/// arguments (see VLOG_ARG_*), VLOG_SITE_UNSAFE when it has a `%n`, else
+/// VLOG_SITE_FORMAT. NULL `site` or `fmt` gives VLOG_SITE_FORMAT (and the
+/// site stays unprepared). `site` must stay valid while messages are logged
 /// through it and `fmt` as long as the site is used (a string literal). Takes
 /// the logger lock; not async-signal-safe.
 #[no_mangle]
@@ -116,12 +119,11 @@ pub extern "C" fn vlog_site_prepare(
             let format = unsafe { CStr::from_ptr(fmt) }.to_bytes();
             let mut kinds = [0u8; MAX_ARGS];
             let state = match deferred::signature(format, &mut kinds) {
+                _ if crate::printf::writes_back(format) => VLOG_SITE_UNSAFE,
                 // 32-bit targets would need `long` and `long long` told apart.
                 Ok(n) if cfg!(target_pointer_width = "64") => {
                     site.nargs = n as u8;
                     site.kinds = kinds;
-                    site.fmt = fmt;
-                    site.fmt_len = format.len();
                     site.file = file;
                     // SAFETY: NULL or NUL-terminated, per the contract.
                     site.file_len = unsafe { c_bytes(file, b"") }.len();
@@ -132,6 +134,10 @@ pub extern "C" fn vlog_site_prepare(
                 }
                 _ => VLOG_SITE_FORMAT,
             };
+            // The format and names are kept for every state: a FORMAT site's
+            // calls with this format need no %n check of their own.
+            site.fmt = fmt;
+            site.fmt_len = format.len();
             site.state.store(state, Ordering::Release);
             state
         })
