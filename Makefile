@@ -61,10 +61,10 @@ bench-dump: bench-c/dump_time
 # Debian: apt-get install libspdlog-dev libglib2.0-dev liblttng-ust-dev liblog4c-dev
 BENCH_PROGRAMS = bench-c/bench $(if $(shell pkg-config --exists spdlog && echo y),bench-c/bench_spdlog)
 
-bench-c/bench: lib bench-c/bench.c bench-c/harness.h bench-c/messages.h include/vlog.h include/vlog_gen.h
+bench-c/bench: lib bench-c/bench.c bench-c/harness.h bench-c/messages.h c-tests/count_alloc.h include/vlog.h include/vlog_gen.h
 	$(CC) $(CFLAGS) -Iinclude $$(bench-c/peers.sh cflags) bench-c/bench.c -o $@ $(STATIC_LIB) $$(bench-c/peers.sh libs) $(LIBS)
 
-bench-c/bench_spdlog: bench-c/bench_spdlog.cpp bench-c/harness.h
+bench-c/bench_spdlog: bench-c/bench_spdlog.cpp bench-c/harness.h c-tests/count_alloc.h
 	$(CXX) -std=c++17 $(CFLAGS) $$(pkg-config --cflags spdlog) bench-c/bench_spdlog.cpp -o $@ $$(pkg-config --libs spdlog)
 
 .PHONY: bench

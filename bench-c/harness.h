@@ -1,6 +1,5 @@
-/* What every benchmark program shares: an allocation counter (glibc's
- * allocator entry points interposed, so every malloc of the process, C++ new
- * included, is counted), a clock, and the command line:
+/* What every benchmark program shares: an allocation counter
+ * (c-tests/count_alloc.h), a clock, and the command line:
  *
  *     PROGRAM MODE MESSAGE N
  *
@@ -17,57 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-
-static volatile long bench_allocations;
-
-void *malloc(size_t n)
-{
-    bench_allocations++;
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t n, size_t size)
-{
-    bench_allocations++;
-    return __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t n)
-{
-    bench_allocations++;
-    return __libc_realloc(p, n);
-}
-
-void *memalign(size_t align, size_t n)
-{
-    bench_allocations++;
-    return __libc_memalign(align, n);
-}
-
-void *aligned_alloc(size_t align, size_t n)
-{
-    bench_allocations++;
-    return __libc_memalign(align, n);
-}
-
-int posix_memalign(void **out, size_t align, size_t n)
-{
-    bench_allocations++;
-    *out = __libc_memalign(align, n);
-    return *out ? 0 : ENOMEM;
-}
-
-#ifdef __cplusplus
-}
-#endif
+#include "../c-tests/count_alloc.h"
 
 static double bench_now_ns(void)
 {
@@ -113,11 +62,11 @@ static int bench_main(const struct bench_mode *modes, int argc, char **argv)
     if (m->setup)
         m->setup();
     m->run(msg, warm);
-    allocs = bench_allocations;
+    allocs = count_alloc_calls;
     start = bench_now_ns();
     m->run(msg, n);
     ns = (bench_now_ns() - start) / (double)n;
-    allocs = bench_allocations - allocs;
+    allocs = count_alloc_calls - allocs;
     wrong = m->check(warm + n);
     if (wrong) {
         fprintf(stderr, "%s: %s\n", m->name, wrong);
