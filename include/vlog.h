@@ -163,22 +163,13 @@ static inline VLOG__PRINTF(6, 7) int vlog__emit(const vlog_source *src, int prio
 }
 
 /*
- * The function form of the macros, for wrappers that take a va_list. Checks the
- * filters before any formatting: a message that is not recorded never reaches
- * vsnprintf. Then formats on the stack (one heap buffer for messages longer
- * than VLOG_STACK_MESSAGE; beyond VLOG_MESSAGE_MAX the message is cut with a
- * " [truncated: N bytes]" marker) and hands the bytes to vlog_write().
- * NULL src means the default source; a NULL fmt logs "(null format)"; NULL
- * file or func are logged safely; `prio` outside 1..4 is clamped. Returns 1 if
- * recorded, 0 if filtered out, -1 on an internal error. Not async-signal-safe.
- */
-/*
  * What the VLOG_* macros call once the filters said yes. The first call of a
  * call site has the library analyse its format; from then on the arguments
  * are captured raw (strings by value) and the text is made only when the
- * record is read (unless an output prints the message, which needs it now). Formats vlog does not render itself, a format pointer that
- * changes between calls, and arguments too long for a record are formatted
- * here instead, with vsnprintf, exactly as before.
+ * record is read. A message an output prints (it needs the text now), a
+ * format vlog does not render itself, a format pointer that changes between
+ * calls and arguments too long for a record are formatted here instead, with
+ * vsnprintf.
  */
 static inline VLOG__PRINTF(7, 8) int vlog__emit_site(vlog_site *site,
                                                       const vlog_source *src,
@@ -262,6 +253,16 @@ static inline int vlog__wanted(const vlog_source **src, int *prio)
     return *prio >= level && (level != 0 || vlog_source_enabled(*src, *prio));
 }
 
+/*
+ * The function form of the macros, for wrappers that take a va_list. Checks the
+ * filters before any formatting: a message that is not recorded never reaches
+ * vsnprintf. Then formats on the stack (one heap buffer for messages longer
+ * than VLOG_STACK_MESSAGE; beyond VLOG_MESSAGE_MAX the message is cut with a
+ * " [truncated: N bytes]" marker) and hands the bytes to vlog_write().
+ * NULL src means the default source; a NULL fmt logs "(null format)"; NULL
+ * file or func are logged safely; `prio` outside 1..4 is clamped. Returns 1 if
+ * recorded, 0 if filtered out, -1 on an internal error. Not async-signal-safe.
+ */
 static inline VLOG__PRINTF(6, 0) int vlogv(const vlog_source *src, int prio,
                                             const char *file, int line,
                                             const char *func, const char *fmt,
