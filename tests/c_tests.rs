@@ -888,3 +888,21 @@ fn vlog_dump_renders_deferred_records_like_the_program() {
     assert!(read.lines().count() > 20, "{read}");
     assert_eq!(read, own);
 }
+
+/// With no output printing them, the last words are deferred records: the
+/// crash handler renders them, without allocating, to the same text.
+#[test]
+fn crash_dump_renders_deferred_records() {
+    let (status, _, stderr) = crash("deferred", &["segv"], &[("VLOG_OUTPUTS", "4:stderr")]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert_dump("deferred", &stderr, "SIGSEGV", 3);
+    for i in 0..3 {
+        let line = format!(" : last words {i} before segv\n");
+        assert!(stderr.contains(&line), "{line:?} in {stderr}");
+    }
+    assert_eq!(
+        stderr.matches(" : last words ").count(),
+        3,
+        "printed only by the dump"
+    );
+}
