@@ -85,6 +85,15 @@ int main(void)
         CASE(fmt, i);
     }
     CASE("long argument %.2000s", long_text);
+    /* A format built in a buffer reuses its address with other contents: it
+     * must be formatted at the call, never matched to the first contents. */
+    {
+        char built[32];
+        snprintf(built, sizeof built, "built format %%d");
+        CASE(built, 1);
+        snprintf(built, sizeof built, "built format %%s");
+        CASE(built, "two");
+    }
 
     compare("vlog_dump", check_dump(&records));
     CHECK(records == cases);

@@ -69,14 +69,20 @@ extern "C" {
  * argument. */
 #define VLOG_ENABLED(src, prio) ((prio) >= VLOG__LEVEL(src))
 
+#define VLOG__FIRST(first, ...) first
+
+/* Only a string literal format is deferred: a call site keeps its format's
+ * address, which a format built in a buffer would reuse with other contents. */
 #define VLOG__LOG(prio, ...)                                                  \
     do {                                                                      \
         static vlog_site vlog__site;                                          \
         int vlog__level = VLOG__LEVEL(&vlog__source);                         \
         if (VLOG__UNLIKELY((prio) >= vlog__level) &&                          \
             (vlog__level != 0 || vlog_source_enabled(&vlog__source, (prio)))) \
-            vlog__emit_site(&vlog__site, &vlog__source, (prio), __FILE__,     \
-                            __LINE__, __func__, __VA_ARGS__);                 \
+            vlog__emit_site(&vlog__site,                                      \
+                            __builtin_constant_p(VLOG__FIRST(__VA_ARGS__, 0)),  \
+                            &vlog__source, (prio), __FILE__, __LINE__,        \
+                            __func__, __VA_ARGS__);                           \
     } while (0)
 
 #define VLOG_DEBUG(...) VLOG__LOG(VLOG_PRIO_DEBUG, __VA_ARGS__)
@@ -171,14 +177,16 @@ static inline VLOG__PRINTF(6, 7) int vlog__emit(const vlog_source *src, int prio
  * calls and arguments too long for a record are formatted here instead, with
  * vsnprintf.
  */
-static inline VLOG__PRINTF(7, 8) int vlog__emit_site(vlog_site *site,
+static inline VLOG__PRINTF(8, 9) int vlog__emit_site(vlog_site *site,
+                                                      int literal,
                                                       const vlog_source *src,
                                                       int prio, const char *file,
                                                       int line, const char *func,
                                                       const char *fmt, ...)
 {
     int saved_errno = errno;
-    int state = __atomic_load_n(&site->state, __ATOMIC_ACQUIRE);
+    int state = literal ? __atomic_load_n(&site->state, __ATOMIC_ACQUIRE)
+                        : VLOG_SITE_FORMAT;
     va_list ap, again;
     int rc;
 
@@ -232,7 +240,8 @@ static inline VLOG__PRINTF(7, 8) int vlog__emit_site(vlog_site *site,
     }
     errno = saved_errno; /* for %m */
     /* A prepared site whose format did not change was checked for %n. */
-    rc = vlog__emitv((state == VLOG_SITE_DEFERRED || state == VLOG_SITE_FORMAT) &&
+    rc = vlog__emitv(literal &&
+                         (state == VLOG_SITE_DEFERRED || state == VLOG_SITE_FORMAT) &&
                          site->fmt == fmt,
                      src, prio, file, line, func, fmt, again);
     va_end(again);

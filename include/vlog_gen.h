@@ -155,7 +155,8 @@ typedef struct vlog_stats {
  */
 typedef struct vlog_site {
   /**
-   * VLOG_SITE_NEW, VLOG_SITE_DEFERRED or VLOG_SITE_FORMAT; written last.
+   * VLOG_SITE_NEW, VLOG_SITE_DEFERRED, VLOG_SITE_FORMAT or VLOG_SITE_UNSAFE;
+   * written last.
    */
   int state;
   /**

@@ -60,7 +60,8 @@ pub const VLOG_ARG_ERRNO: u8 = 8;
 /// library fills it on the site's first call; treat it as private.
 #[repr(C)]
 pub struct vlog_site {
-    /// VLOG_SITE_NEW, VLOG_SITE_DEFERRED or VLOG_SITE_FORMAT; written last.
+    /// VLOG_SITE_NEW, VLOG_SITE_DEFERRED, VLOG_SITE_FORMAT or VLOG_SITE_UNSAFE;
+    /// written last.
     pub state: AtomicI32,
     /// How many arguments the format takes, and how each is fetched.
     pub nargs: u8,
