@@ -28,6 +28,29 @@ int main(void)
     CHECK(vlog_get_stats(NULL) == -1);
     vlog_source_unregister(NULL);
     CHECK(vlog_source_enabled(NULL, VLOG_PRIO_ERROR) == 1);
+
+    /* The deferred-formatting entries check what they are given. */
+    {
+        static vlog_site site;
+        vlog_arg arg;
+        CHECK(vlog_site_prepare(NULL, "%d", NULL, NULL) == VLOG_SITE_FORMAT);
+        CHECK(vlog_site_prepare(&site, NULL, NULL, NULL) == VLOG_SITE_FORMAT);
+        CHECK(site.state == VLOG_SITE_NEW);
+        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, NULL, 0, NULL, NULL, NULL, 0) == -1);
+        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, NULL, 0, NULL, &site, NULL, 0) == -1);
+        CHECK(vlog_site_prepare(&site, "n=%d", NULL, NULL) == VLOG_SITE_DEFERRED);
+        CHECK(site.nargs == 1 && site.kinds[0] == VLOG_ARG_INT);
+        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, NULL, 0, NULL, &site, NULL, 1) == -1);
+        arg.bits = 7;
+        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, NULL, 0, NULL, &site, &arg, 2) == -1);
+        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, NULL, 0, NULL, &site, &arg, 1) == 1);
+        CHECK(vlog_format_is_safe(NULL) == 0);
+        CHECK(vlog_format_is_safe("%d %s") == 1);
+        CHECK(vlog_format_is_safe("%hhn") == 0);
+        dump = check_dump(&records);
+        CHECK(strstr(dump, ": error : default : ?:0 : n=7\n") != NULL);
+        free(dump);
+    }
     puts("ok");
     return 0;
 }
