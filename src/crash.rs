@@ -517,20 +517,12 @@ fn new_alt_stack() -> Option<AltStack> {
     let size = (64 * 1024).max(4 * kernel_min).max(libc::SIGSTKSZ);
     let size = size.div_ceil(page) * page;
     let map_len = size + page;
-    // SAFETY: a fresh anonymous mapping; checked before use.
-    let map = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            map_len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        )
-    };
-    if map == libc::MAP_FAILED {
-        return None;
-    }
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK;
+    // SAFETY: a fresh anonymous mapping aliases nothing.
+    let map = unsafe { crate::sys::map_rw(map_len, flags, -1) }
+        .ok()?
+        .as_ptr()
+        .cast::<c_void>();
     // SAFETY: the lowest page of our own mapping becomes the guard; the stack
     // above it is registered for this thread.
     unsafe {

@@ -18,6 +18,7 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use crate::config::ConfigError;
 use crate::reader::{self, Entry, Region};
 use crate::record::{self, Record, PAD_MARK};
+use crate::sys;
 
 pub const MIN_SIZE: usize = 16 * 1024;
 pub const MAX_SIZE: usize = 1 << 30;
@@ -97,7 +98,7 @@ impl Ring {
     pub fn new(size: usize) -> std::io::Result<Ring> {
         // SAFETY: an anonymous private mapping aliases nothing.
         let map = unsafe {
-            map(
+            sys::map_rw(
                 HEADER_SPACE + size,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
@@ -132,7 +133,7 @@ impl Ring {
         file.set_len((HEADER_SPACE + size) as u64)?;
         // SAFETY: a shared mapping of a file we just created and sized; other
         // processes reading it never trust its contents.
-        let map = unsafe { map(HEADER_SPACE + size, libc::MAP_SHARED, file.as_raw_fd()) }?;
+        let map = unsafe { sys::map_rw(HEADER_SPACE + size, libc::MAP_SHARED, file.as_raw_fd()) }?;
         let mut ring = Ring::init(map, size);
         if let Some((region, stats)) = previous {
             ring.migrate(region, stats);
@@ -305,33 +306,10 @@ impl Ring {
     }
 }
 
-/// Maps `len` bytes read-write.
-///
-/// # Safety
-/// `flags` and `fd` must describe a mapping that aliases nothing this process
-/// relies on (anonymous, or a file only vlog writes).
-unsafe fn map(len: usize, flags: c_int, fd: c_int) -> std::io::Result<NonNull<u8>> {
-    // SAFETY: per the caller; the result is checked before use.
-    let ptr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            flags,
-            fd,
-            0,
-        )
-    };
-    if ptr == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(NonNull::new(ptr.cast::<u8>()).expect("mmap returned NULL"))
-}
-
 impl Drop for Ring {
     fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `new`; the logger makes sure
-        // no lock-free reader still uses it (see logger::retire_ring).
+        // SAFETY: unmaps exactly the mapping made in `new`; the logger frees a
+        // replaced ring only once no lock-free reader uses it (with_state).
         unsafe { libc::munmap(self.base.as_ptr().cast(), self.map_len) };
     }
 }

@@ -133,14 +133,6 @@ impl Registry {
     pub fn iter(&self) -> impl Iterator<Item = &vlog_source> {
         self.sources.iter().map(SourceRef::get)
     }
-
-    pub fn len(&self) -> usize {
-        self.sources.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.sources.is_empty()
-    }
 }
 
 #[cfg(test)]
@@ -169,10 +161,10 @@ mod tests {
         a.set_level(3);
         r.remove(&a);
         assert_eq!(a.level(), UNKNOWN);
-        assert_eq!(r.len(), 1);
+        assert_eq!(r.iter().count(), 1);
         assert_eq!(r.iter().next().unwrap().name_bytes(), b"b");
         r.clear();
-        assert_eq!(r.len(), 0);
+        assert_eq!(r.iter().count(), 0);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! `unsafe` block.
 
 use std::cell::Cell;
+use std::ffi::c_int;
 use std::io;
+use std::ptr::NonNull;
 
 thread_local! {
     // 0 = not fetched yet. Reset in a forked child, whose thread has a new id.
@@ -38,6 +40,29 @@ pub fn realtime_ns() -> u64 {
     // SAFETY: `ts` is a valid out-pointer; CLOCK_REALTIME always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
     u64::try_from(ts.tv_sec).map_or(0, |s| s * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// Maps `len` bytes read-write.
+///
+/// # Safety
+/// `flags` and `fd` must describe a mapping that aliases nothing this process
+/// relies on (anonymous, or a file only vlog writes).
+pub unsafe fn map_rw(len: usize, flags: c_int, fd: c_int) -> std::io::Result<NonNull<u8>> {
+    // SAFETY: per the caller; the result is checked before use.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            fd,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(NonNull::new(ptr.cast::<u8>()).expect("mmap returned NULL"))
 }
 
 /// True in a setuid/setgid (or otherwise privilege-changing) process, where the
