@@ -7,6 +7,8 @@
  *   crash two             two threads crash at once
  *   crash chain           a handler installed before vlog's is called
  *   crash dump-signal     VLOG_DUMP_SIGNAL dumps and the process goes on
+ *   crash dump-signal-api the same through vlog_set_dump_signal
+ *   crash explicit        vlog_install_crash_handler despite VLOG_DUMP=off
  *   crash flood           fills a big ring, then SIGSEGV (a dump that takes long)
  *   crash inside          SIGSEGV inside vlog_write, with the lock held by the
  *                         crashing thread itself
@@ -128,6 +130,13 @@ int main(int argc, char **argv)
     }
     if (use_vlog && vlog_init() != 0)
         return 4;
+    if (strcmp(mode, "explicit") == 0 && vlog_install_crash_handler() != 0)
+        return 7;
+    if (strcmp(mode, "dump-signal-api") == 0) {
+        if (vlog_set_dump_signal(SIGSEGV) != -1 || !strstr(vlog_last_error(), "SIGUSR2") ||
+            vlog_set_dump_signal(0) != -1 || vlog_set_dump_signal(SIGUSR1) != 0)
+            return 8;
+    }
     for (int i = 0; i < 3; i++)
         VLOG_WARN("last words %d before %s", i, mode);
 
@@ -156,10 +165,10 @@ int main(int argc, char **argv)
         pthread_create(&b, NULL, crash_together, NULL);
         pthread_join(a, NULL);
         pthread_join(b, NULL);
-    } else if (strcmp(mode, "chain") == 0) {
+    } else if (strcmp(mode, "chain") == 0 || strcmp(mode, "explicit") == 0) {
         fault("segv");
-    } else if (strcmp(mode, "dump-signal") == 0) {
-        raise(SIGUSR2);
+    } else if (strcmp(mode, "dump-signal") == 0 || strcmp(mode, "dump-signal-api") == 0) {
+        raise(strcmp(mode, "dump-signal") == 0 ? SIGUSR2 : SIGUSR1);
         VLOG_WARN("still running after the dump");
         puts("survived");
         return 0;

@@ -906,3 +906,25 @@ fn crash_dump_renders_deferred_records() {
         "printed only by the dump"
     );
 }
+
+#[test]
+fn dump_signal_through_the_api_and_its_refusals() {
+    let (status, stdout, stderr) = crash("dump-signal-api", &["dump-signal-api"], &[]);
+    assert!(status.success(), "{status}: {stderr}");
+    assert_eq!(stdout, "survived\n");
+    assert!(
+        stderr.contains("vlog: dump requested by signal, pid "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("\nvlog: end of dump, 3 records\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn explicit_install_works_even_with_vlog_dump_off() {
+    let (status, _, stderr) = crash("explicit", &["explicit"], &[("VLOG_DUMP", "off")]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert_dump("explicit", &stderr, "SIGSEGV", 3);
+}
