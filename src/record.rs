@@ -9,12 +9,12 @@
 //!     24     4  tid
 //!     28     4  line
 //!     32     1  priority  1..=4
-//!     33     1  kind      0 = finished text (other kinds are reserved for
-//!                         deferred formatting: a call site plus raw arguments)
+//!     33     1  kind      0 = finished text, 1 = deferred: the message is a
+//!                         format with its raw arguments (see crate::deferred)
 //!     34     2  source length
 //!     36     2  file length
 //!     38     2  function length
-//!     40     4  message length
+//!     40     4  message (or deferred payload) length
 //!     44     4  checksum  over bytes 4..44 and 48..len
 //!     48        source, file, function, message, zero padding to 8
 //! ```
