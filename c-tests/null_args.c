@@ -33,17 +33,17 @@ int main(void)
     {
         static vlog_site site;
         vlog_arg arg;
-        CHECK(vlog_site_prepare(NULL, "%d", NULL, NULL) == VLOG_SITE_FORMAT);
-        CHECK(vlog_site_prepare(&site, NULL, NULL, NULL) == VLOG_SITE_FORMAT);
+        CHECK(vlog_site_prepare(NULL, "%d", NULL, 0, NULL) == VLOG_SITE_FORMAT);
+        CHECK(vlog_site_prepare(&site, NULL, NULL, 0, NULL) == VLOG_SITE_FORMAT);
         CHECK(site.state == VLOG_SITE_NEW);
-        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, NULL, 0, NULL, NULL, NULL, 0) == -1);
-        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, NULL, 0, NULL, &site, NULL, 0) == -1);
-        CHECK(vlog_site_prepare(&site, "n=%d", NULL, NULL) == VLOG_SITE_DEFERRED);
+        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, NULL, NULL, 0) == -1);
+        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, &site, NULL, 0) == -1);
+        CHECK(vlog_site_prepare(&site, "n=%d", NULL, 0, NULL) == VLOG_SITE_DEFERRED);
         CHECK(site.nargs == 1 && site.kinds[0] == VLOG_ARG_INT);
-        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, NULL, 0, NULL, &site, NULL, 1) == -1);
+        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, &site, NULL, 1) == -1);
         arg.bits = 7;
-        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, NULL, 0, NULL, &site, &arg, 2) == -1);
-        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, NULL, 0, NULL, &site, &arg, 1) == 1);
+        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, &site, &arg, 2) == -1);
+        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, &site, &arg, 1) == 1);
         CHECK(vlog_format_is_safe(NULL) == 0);
         CHECK(vlog_format_is_safe("%d %s") == 1);
         CHECK(vlog_format_is_safe("%hhn") == 0);

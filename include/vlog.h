@@ -72,17 +72,29 @@ extern "C" {
 #define VLOG__FIRST(first, ...) first
 
 /* Only a string literal format is deferred: a call site keeps its format's
- * address, which a format built in a buffer would reuse with other contents. */
+ * address, which a format built in a buffer would reuse with other contents.
+ * A call site's first call has the library analyse its format (and keep its
+ * file, line and function), so later calls pass only what changes. */
 #define VLOG__LOG(prio, ...)                                                  \
     do {                                                                      \
         static vlog_site vlog__site;                                          \
         int vlog__level = VLOG__LEVEL(&vlog__source);                         \
         if (VLOG__UNLIKELY((prio) >= vlog__level) &&                          \
-            (vlog__level != 0 || vlog_source_enabled(&vlog__source, (prio)))) \
-            vlog__emit_site(&vlog__site,                                      \
-                            __builtin_constant_p(VLOG__FIRST(__VA_ARGS__, 0)),  \
-                            &vlog__source, (prio), __FILE__, __LINE__,        \
-                            __func__, __VA_ARGS__);                           \
+            (vlog__level != 0 ||                                              \
+             vlog_source_enabled(&vlog__source, (prio)))) {                   \
+            if (__builtin_constant_p(VLOG__FIRST(__VA_ARGS__, 0))) {          \
+                if (VLOG__UNLIKELY(__atomic_load_n(&vlog__site.state,         \
+                                                   __ATOMIC_ACQUIRE) ==       \
+                                   VLOG_SITE_NEW))                            \
+                    vlog_site_prepare(&vlog__site, VLOG__FIRST(__VA_ARGS__, 0), \
+                                      __FILE__, __LINE__, __func__);          \
+                vlog__emit_site(&vlog__site, &vlog__source, (prio),           \
+                                __VA_ARGS__);                                 \
+            } else {                                                          \
+                vlog__emit(&vlog__source, (prio), __FILE__, __LINE__,         \
+                           __func__, __VA_ARGS__);                            \
+            }                                                                 \
+        }                                                                     \
     } while (0)
 
 #define VLOG_DEBUG(...) VLOG__LOG(VLOG_PRIO_DEBUG, __VA_ARGS__)
@@ -169,36 +181,29 @@ static inline VLOG__PRINTF(6, 7) int vlog__emit(const vlog_source *src, int prio
 }
 
 /*
- * What the VLOG_* macros call once the filters said yes. The first call of a
- * call site has the library analyse its format; from then on the arguments
- * are captured raw (strings by value) and the text is made only when the
- * record is read. A message an output prints (it needs the text now), a
- * format vlog does not render itself, a format pointer that changes between
- * calls and arguments too long for a record are formatted here instead, with
- * vsnprintf.
+ * What the VLOG_* macros call for a literal format once the filters said yes
+ * and the call site is prepared. The arguments are captured raw (strings by
+ * value) and the text is made only when the record is read. A message an
+ * output prints (it needs the text now), a format vlog does not render itself,
+ * a format pointer that changes between calls and arguments too long for a
+ * record are formatted here instead, with vsnprintf.
  */
-static inline VLOG__PRINTF(8, 9) int vlog__emit_site(vlog_site *site,
-                                                      int literal,
+static inline VLOG__PRINTF(4, 5) int vlog__emit_site(vlog_site *site,
                                                       const vlog_source *src,
-                                                      int prio, const char *file,
-                                                      int line, const char *func,
-                                                      const char *fmt, ...)
+                                                      int prio, const char *fmt,
+                                                      ...)
 {
-    int saved_errno = errno;
-    int state = literal ? __atomic_load_n(&site->state, __ATOMIC_ACQUIRE)
-                        : VLOG_SITE_FORMAT;
-    va_list ap, again;
+    int state = __atomic_load_n(&site->state, __ATOMIC_ACQUIRE);
+    va_list ap;
     int rc;
 
-    if (state == VLOG_SITE_NEW)
-        state = vlog_site_prepare(site, fmt, file, func);
     va_start(ap, fmt);
-    va_copy(again, ap);
     /* Deferred only when no output prints the message: an output needs the
      * text now, and vsnprintf makes it faster than rendering it later. */
     if (state == VLOG_SITE_DEFERRED && site->fmt == fmt &&
         prio < __atomic_load_n(&vlog_print_level, __ATOMIC_RELAXED)) {
         vlog_arg args[VLOG_SITE_MAX_ARGS];
+        int saved_errno = site->has_errno ? errno : 0;
         unsigned i;
 
         for (i = 0; i < site->nargs; i++) {
@@ -231,20 +236,18 @@ static inline VLOG__PRINTF(8, 9) int vlog__emit_site(vlog_site *site,
                 break;
             }
         }
-        rc = vlog_write_args(src, prio, file, line, func, site, args, (int)site->nargs);
-        if (rc != VLOG_FORMAT_AT_CALL) {
-            va_end(again);
-            va_end(ap);
+        rc = vlog_write_args(src, prio, site, args, (int)site->nargs);
+        va_end(ap);
+        if (rc != VLOG_FORMAT_AT_CALL)
             return rc;
-        }
+        if (site->has_errno)
+            errno = saved_errno; /* for %m */
+        va_start(ap, fmt);
     }
-    errno = saved_errno; /* for %m */
     /* A prepared site whose format did not change was checked for %n. */
-    rc = vlog__emitv(literal &&
-                         (state == VLOG_SITE_DEFERRED || state == VLOG_SITE_FORMAT) &&
+    rc = vlog__emitv((state == VLOG_SITE_DEFERRED || state == VLOG_SITE_FORMAT) &&
                          site->fmt == fmt,
-                     src, prio, file, line, func, fmt, again);
-    va_end(again);
+                     src, prio, site->file, site->line, site->func, fmt, ap);
     va_end(ap);
     return rc;
 }

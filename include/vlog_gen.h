@@ -163,6 +163,10 @@ typedef struct vlog_site {
    * How many arguments the format takes, and how each is fetched.
    */
   uint8_t nargs;
+  /**
+   * 1 when the format has a %m, so the caller saves errno for it.
+   */
+  uint8_t has_errno;
   uint8_t kinds[VLOG_SITE_MAX_ARGS];
   /**
    * The format the site was analysed for; a call with another format
@@ -178,6 +182,14 @@ typedef struct vlog_site {
   size_t file_len;
   const char *func;
   size_t func_len;
+  int line;
+  /**
+   * The site's entry in the current ring's call-site dictionary (ring id
+   * and offset) and the source it names, so its records carry only the
+   * arguments. Written under the logger's lock.
+   */
+  uint64_t entry;
+  uintptr_t entry_source;
 } vlog_site;
 
 /**
@@ -224,8 +236,8 @@ int vlog_init(void);
  * 1 if a message of priority `prio` from it is recorded, else 0. The header's
  * macros and `vlog()` call this only when the inline check cannot decide.
  * `prio` outside 1..4 is clamped. Registering initialises vlog lazily.
- * `src` must stay valid until `vlog_source_unregister(src)`. Not
- * async-signal-safe.
+ * `src` must stay valid until `vlog_source_unregister(src)`. errno is left
+ * as it was. Not async-signal-safe.
  */
 int vlog_source_enabled(const struct vlog_source *src, int prio);
 
@@ -254,8 +266,9 @@ void vlog_source_unregister(const struct vlog_source *src);
  * as empty, "?" or "(null)". `prio` outside 1..4 is clamped. Returns 1 if the
  * message was recorded, 0 if the filters dropped it (or it was logged from
  * inside vlog on the same thread, as from a signal handler, and dropped to
- * avoid a deadlock), -1 on an internal error. Never allocates once running;
- * takes one lock. Not async-signal-safe.
+ * avoid a deadlock), -1 on an internal error. errno is left as it was (an
+ * output's failure is reported once on vlog's diagnostics instead). Never
+ * allocates once running; takes one lock. Not async-signal-safe.
  */
 int vlog_write(const struct vlog_source *src,
                int prio,
@@ -372,32 +385,37 @@ int vlog_install_crash_handler(void);
 int vlog_set_dump_signal(int signum);
 
 /**
- * Analyses `fmt` for call site `site` (in `file`, function `func`; NULL is
- * allowed for both) and returns the site's state:
+ * Analyses `fmt` for call site `site` (in `file` at `line`, function `func`;
+ * NULL is allowed for both) and returns the site's state:
  * VLOG_SITE_DEFERRED when vlog can record its messages as format and
  * arguments (see VLOG_ARG_*), VLOG_SITE_UNSAFE when it has a `%n`, else
  * VLOG_SITE_FORMAT. NULL `site` or `fmt` gives VLOG_SITE_FORMAT (and the
- * site stays unprepared). `site` must stay valid while messages are logged
- * through it and `fmt` as long as the site is used (a string literal). Takes
- * the logger lock; not async-signal-safe.
+ * site stays unprepared). A site another thread prepared first keeps what
+ * it has, and its state is returned. The site keeps `fmt`, `file`, `line` and
+ * `func`, so later calls need not pass them: `site` must stay valid while
+ * messages are logged through it, and the strings as long as the site is used
+ * (string literals). errno is left as it was. Takes the logger lock; not
+ * async-signal-safe.
  */
-int vlog_site_prepare(struct vlog_site *site, const char *fmt, const char *file, const char *func);
+int vlog_site_prepare(struct vlog_site *site,
+                      const char *fmt,
+                      const char *file,
+                      int line,
+                      const char *func);
 
 /**
- * Records a message given as call site `site` (prepared, VLOG_SITE_DEFERRED)
- * and its `nargs` captured arguments, if the filters select it. The text is
- * made only when the record is read: by an output (at once), vlog_dump, the
- * crash handler or vlog-dump. Strings are copied now. Returns 1 if recorded,
- * 0 if filtered out, -1 on an error (a NULL or unprepared site, a wrong
- * argument count), VLOG_FORMAT_AT_CALL if the arguments do not fit a record:
- * then format the message and call vlog_write. NULL `src` is the default
- * source. Never allocates; takes one lock. Not async-signal-safe.
+ * Records a message of call site `site` (prepared, VLOG_SITE_DEFERRED; it
+ * holds the file, line and function) with its `nargs` captured arguments, if
+ * the filters select it. The text is made only when the record is read: by an
+ * output (at once), vlog_dump, the crash handler or vlog-dump. Strings are
+ * copied now. Returns 1 if recorded, 0 if filtered out, -1 on an error (a NULL
+ * or unprepared site, a wrong argument count), VLOG_FORMAT_AT_CALL if the
+ * arguments do not fit a record: then format the message and call vlog_write.
+ * NULL `src` is the default source. errno is left as it was. Never
+ * allocates; takes one lock. Not async-signal-safe.
  */
 int vlog_write_args(const struct vlog_source *src,
                     int prio,
-                    const char *file,
-                    int line,
-                    const char *func,
                     const struct vlog_site *site,
                     const struct vlog_arg *args,
                     int nargs);

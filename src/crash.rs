@@ -494,10 +494,16 @@ fn page_size() -> usize {
 
 /// Gives the calling thread an alternate signal stack, once, when the crash
 /// handler is installed and the thread has none of its own.
+#[inline]
 pub fn ensure_alt_stack() {
-    if !is_installed() || ALT_STACK_CHECKED.with(|c| c.replace(true)) {
-        return;
+    if is_installed() && !ALT_STACK_CHECKED.with(|c| c.replace(true)) {
+        give_thread_alt_stack();
     }
+}
+
+/// The first logging call of a thread with the handler installed.
+#[cold]
+fn give_thread_alt_stack() {
     // SAFETY: sigaltstack only reads our out-pointer's size.
     let mut current: libc::stack_t = unsafe { std::mem::zeroed() };
     // SAFETY: querying only.

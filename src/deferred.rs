@@ -85,49 +85,94 @@ pub enum Captured<'a> {
     Pointer(u64),
 }
 
+/// The captured arguments of one call, as an iterator that can be run more
+/// than once (for the size, then for the bytes), so nothing is collected.
+pub trait CapturedArgs<'a>: ExactSizeIterator<Item = Captured<'a>> + Clone {}
+
+impl<'a, I: ExactSizeIterator<Item = Captured<'a>> + Clone> CapturedArgs<'a> for I {}
+
 /// The largest payload a deferred record holds (as much as a text message);
 /// beyond it the message is formatted at the call.
 pub const PAYLOAD_MAX: usize = crate::record::MESSAGE_MAX;
 
 /// Appends the payload for `fmt` and `args` to `out` (which has room reserved,
 /// so nothing is allocated); false when it would pass PAYLOAD_MAX.
-pub fn encode<'a>(
-    fmt: &[u8],
-    args: impl ExactSizeIterator<Item = Captured<'a>>,
-    out: &mut Vec<u8>,
-) -> bool {
-    let start = out.len();
-    let mut put = |bytes: &[u8]| -> bool {
-        if out.len() - start + bytes.len() > PAYLOAD_MAX {
-            return false;
-        }
-        out.extend_from_slice(bytes);
-        true
+pub fn encode<'a>(fmt: &[u8], args: impl CapturedArgs<'a>, out: &mut Vec<u8>) -> bool {
+    let Some(len) = args_len(args.clone()).and_then(|n| n.checked_add(2 + fmt.len())) else {
+        return false;
     };
-    if !(put(&(fmt.len() as u16).to_ne_bytes()) && put(fmt) && put(&[args.len() as u8])) {
+    if len > PAYLOAD_MAX {
         return false;
     }
+    out.extend_from_slice(&(fmt.len() as u16).to_ne_bytes());
+    out.extend_from_slice(fmt);
+    let start = out.len();
+    out.resize(start + len - 2 - fmt.len(), 0);
+    write_args(args, &mut out[start..]);
+    true
+}
+
+/// The size of the argument part of a payload (count, then each argument), or
+/// None when it would pass PAYLOAD_MAX.
+#[inline]
+pub fn args_len<'a>(args: impl CapturedArgs<'a>) -> Option<usize> {
+    let mut len = 1;
     for arg in args {
-        let fits = match arg {
-            Captured::Signed(v) => put(&[TAG_SIGNED]) && put(&v.to_ne_bytes()),
-            Captured::Unsigned(v) => put(&[TAG_UNSIGNED]) && put(&v.to_ne_bytes()),
-            Captured::Double(v) => put(&[TAG_DOUBLE]) && put(&v.to_bits().to_ne_bytes()),
-            Captured::Pointer(v) => put(&[TAG_POINTER]) && put(&v.to_ne_bytes()),
-            Captured::Str(None) => put(&[TAG_STR_NULL]),
-            Captured::Str(Some(s)) => {
-                put(&[TAG_STR]) && put(&(s.len() as u32).to_ne_bytes()) && put(s)
-            }
+        len += match arg {
+            Captured::Str(None) => 1,
+            Captured::Str(Some(s)) => 5 + s.len(),
+            _ => 9,
         };
-        if !fits {
-            return false;
+        if len > PAYLOAD_MAX {
+            return None;
         }
     }
-    true
+    Some(len)
+}
+
+/// Writes the argument part of a payload into `out`, exactly
+/// [`args_len`] bytes.
+#[inline(always)]
+pub fn write_args<'a>(args: impl CapturedArgs<'a>, out: &mut [u8]) {
+    out[0] = args.len() as u8;
+    let mut at = 1;
+    for arg in args {
+        let (tag, word) = match arg {
+            Captured::Signed(v) => (TAG_SIGNED, v as u64),
+            Captured::Unsigned(v) => (TAG_UNSIGNED, v),
+            Captured::Double(v) => (TAG_DOUBLE, v.to_bits()),
+            Captured::Pointer(v) => (TAG_POINTER, v),
+            Captured::Str(None) => {
+                out[at] = TAG_STR_NULL;
+                at += 1;
+                continue;
+            }
+            Captured::Str(Some(s)) => {
+                out[at] = TAG_STR;
+                out[at + 1..at + 5].copy_from_slice(&(s.len() as u32).to_ne_bytes());
+                out[at + 5..at + 5 + s.len()].copy_from_slice(s);
+                at += 5 + s.len();
+                continue;
+            }
+        };
+        out[at] = tag;
+        out[at + 1..at + 9].copy_from_slice(&word.to_ne_bytes());
+        at += 9;
+    }
 }
 
 /// Renders a payload as the text glibc's printf would have made. Every length
 /// is checked: a damaged payload is an error, never a wrong text.
 pub fn render(payload: &[u8], out: &mut impl Sink) -> Result<(), Unsupported> {
+    let fmt_len = payload.get(..2).ok_or(Unsupported)?;
+    let fmt_len = u16::from_ne_bytes(fmt_len.try_into().unwrap()) as usize;
+    let fmt = payload.get(2..2 + fmt_len).ok_or(Unsupported)?;
+    render_args(fmt, &payload[2 + fmt_len..], out)
+}
+
+/// Renders `fmt` with the argument part of a payload (as [`write_args`]
+/// wrote it), checking every length.
+pub fn render_args(fmt: &[u8], payload: &[u8], out: &mut impl Sink) -> Result<(), Unsupported> {
     let mut at = 0;
     let mut take = |n: usize| -> Result<&[u8], Unsupported> {
         let bytes = payload.get(at..at + n).ok_or(Unsupported)?;
@@ -135,8 +180,6 @@ pub fn render(payload: &[u8], out: &mut impl Sink) -> Result<(), Unsupported> {
         Ok(bytes)
     };
     let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap());
-    let fmt_len = u16::from_ne_bytes(take(2)?.try_into().unwrap()) as usize;
-    let fmt = take(fmt_len)?;
     let count = take(1)?[0] as usize;
     if count > MAX_ARGS {
         return Err(Unsupported);

@@ -355,7 +355,7 @@ mod tests {
             file: b"monitor.c",
             func: b"qemuMonitorSend",
             message: b"sent 12 bytes to fd 7",
-            deferred: false,
+            kind: crate::record::Kind::Text,
         }
     }
 

@@ -35,6 +35,8 @@ pub mod reader;
 pub mod record;
 /// cbindgen:ignore
 pub mod ring;
+/// cbindgen:ignore
+pub mod sites;
 pub mod source;
 /// cbindgen:ignore
 pub(crate) mod sys;

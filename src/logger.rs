@@ -24,13 +24,15 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::config::{self, ConfigError, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
 use crate::crash::{self, DumpTarget};
+use crate::deferred::{self, CapturedArgs};
 use crate::filter::Filters;
 use crate::format::{self, Bounded, Sink, LINE_MAX};
 use crate::output::{Output, OutputSpecs};
 use crate::priority::Priority;
 use crate::reader::{Image, Region};
-use crate::record::{Record, MESSAGE_MAX};
+use crate::record::{Kind as RecordKind, Record, MESSAGE_MAX};
 use crate::ring::{self, Ring, View};
+use crate::sites::Site;
 use crate::source::{vlog_default_source, vlog_source, Registry, OFF, UNKNOWN};
 use crate::sys;
 
@@ -53,6 +55,27 @@ pub struct Message<'a> {
 /// Writes a deferred payload into the buffer it is given; false if it does
 /// not fit.
 pub type Encoder<'a> = dyn Fn(&mut Vec<u8>) -> bool + 'a;
+
+/// A deferred call site as the logger sees it.
+pub trait CallSite {
+    /// The site's file, function, line and format (with an empty source name:
+    /// the logger fills it in). Needed only on a site's first record in a ring
+    /// and when the message is printed.
+    fn describe(&self) -> Site<'_>;
+    /// Where the site remembers its dictionary entry: the ring's id in the high
+    /// 32 bits, the entry's offset in the low ones. Written under the lock.
+    fn entry(&self) -> &AtomicU64;
+    /// The address of the source the entry names. Written under the lock.
+    fn entry_source(&self) -> &AtomicUsize;
+}
+
+/// A message from a deferred call site: the site and the captured arguments.
+pub struct SiteMessage<'a, S, A> {
+    pub source: &'a vlog_source,
+    pub priority: Priority,
+    pub site: &'a S,
+    pub args: A,
+}
 
 /// What became of a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -390,7 +413,11 @@ impl State {
             source: m.source.name_bytes(),
             file: m.file,
             func: m.func,
-            deferred: m.encode.is_some(),
+            kind: if m.encode.is_some() {
+                RecordKind::Deferred
+            } else {
+                RecordKind::Text
+            },
             message: text,
         }
         .clipped();
@@ -399,7 +426,7 @@ impl State {
         }
         if outputs.iter().any(|o| m.priority >= o.priority) {
             // An output prints text: a deferred message is rendered, once.
-            let shown = if rec.deferred {
+            let shown = if rec.kind == RecordKind::Deferred {
                 rendered.resize(MESSAGE_MAX, 0);
                 let mut text = Bounded::new(&mut rendered[..]);
                 if crate::deferred::render(rec.message, &mut text).is_err() {
@@ -407,7 +434,7 @@ impl State {
                 }
                 Record {
                     message: text.finish(),
-                    deferred: false,
+                    kind: RecordKind::Text,
                     ..rec
                 }
             } else {
@@ -423,6 +450,60 @@ impl State {
                 }
             }
         }
+        Outcome::Recorded
+    }
+
+    /// Records a message of a deferred call site. When nothing but the ring
+    /// wants it (the common case of debug messages), the record carries only the
+    /// arguments and refers to the site's dictionary entry; otherwise it takes
+    /// the general path of [`State::record`].
+    ///
+    /// # Safety
+    /// As for [`State::register`], for `m.source`.
+    pub unsafe fn record_site<'a>(
+        &mut self,
+        m: &SiteMessage<'a, impl CallSite, impl CapturedArgs<'a>>,
+    ) -> Outcome {
+        let mut level = m.source.level();
+        if level == UNKNOWN {
+            // SAFETY: forwarded from the caller.
+            level = unsafe { self.register(m.source) };
+        }
+        if (m.priority as i32) < level {
+            return Outcome::Dropped;
+        }
+        let printed = self.outputs.iter().any(|o| m.priority >= o.priority);
+        let entry = match &mut self.ring {
+            Some(ring) if !printed => site_entry(ring, m),
+            _ => None,
+        };
+        let (Some(entry), Some(ring)) = (entry, &mut self.ring) else {
+            let site = m.site.describe();
+            let encode = |out: &mut Vec<u8>| deferred::encode(site.format, m.args.clone(), out);
+            let general = Message {
+                source: m.source,
+                priority: m.priority,
+                file: site.file,
+                line: site.line,
+                func: site.func,
+                text: b"",
+                full_len: 0,
+                encode: Some(&encode),
+            };
+            // SAFETY: forwarded from the caller.
+            return unsafe { self.record(&general) };
+        };
+        let Some(args_len) = deferred::args_len(m.args.clone()) else {
+            return Outcome::FormatAtCall;
+        };
+        ring.append_site(
+            now_ns(),
+            sys::thread_id(),
+            m.priority,
+            entry,
+            m.args.clone(),
+            args_len,
+        );
         Outcome::Recorded
     }
 
@@ -526,6 +607,37 @@ pub fn enter<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
 pub unsafe fn emit(m: &Message) -> Outcome {
     // SAFETY: forwarded from the caller.
     enter(|state| unsafe { state.record(m) }).unwrap_or(Outcome::Dropped)
+}
+
+/// Records a message of a deferred call site from C.
+///
+/// # Safety
+/// As for [`State::register`], for `m.source`.
+pub unsafe fn emit_site<'a>(m: &SiteMessage<'a, impl CallSite, impl CapturedArgs<'a>>) -> Outcome {
+    // SAFETY: forwarded from the caller.
+    enter(|state| unsafe { state.record_site(m) }).unwrap_or(Outcome::Dropped)
+}
+
+/// The offset of `m`'s dictionary entry in `ring`, adding the site on its first
+/// record there; None when the dictionary has no room for it.
+fn site_entry<S: CallSite, A>(ring: &mut Ring, m: &SiteMessage<S, A>) -> Option<u32> {
+    let cached = m.site.entry().load(Ordering::Relaxed);
+    let source = m.source as *const vlog_source as usize;
+    if (cached >> 32) as u32 == ring.id() && m.site.entry_source().load(Ordering::Relaxed) == source
+    {
+        return Some(cached as u32);
+    }
+    let site = Site {
+        source: m.source.name_bytes(),
+        ..m.site.describe()
+    };
+    let offset = ring.add_site(&site)?;
+    m.site.entry().store(
+        u64::from(ring.id()) << 32 | u64::from(offset),
+        Ordering::Relaxed,
+    );
+    m.site.entry_source().store(source, Ordering::Relaxed);
+    Some(offset)
 }
 
 /// Registers a source from C and returns its level (`OFF` when dropped as

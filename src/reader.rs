@@ -6,7 +6,8 @@ use std::sync::atomic::{fence, Ordering};
 
 use crate::deferred;
 use crate::format::Bounded;
-use crate::record::{self, Damage, Record, MESSAGE_MAX, PAD_MARK, RECORD_MAX};
+use crate::record::{self, Damage, Kind, Record, MESSAGE_MAX, PAD_MARK, RECORD_MAX};
+use crate::sites::Site;
 
 /// Where a reader finds a ring's data area and its head and tail.
 pub trait Region {
@@ -14,6 +15,8 @@ pub trait Region {
     /// The oldest record's position; may grow while a live ring is read.
     fn head(&self) -> u64;
     fn tail(&self) -> u64;
+    /// The published part of the call-site dictionary (see `sites`).
+    fn dict(&self) -> &[u8];
     /// Copies `dst.len()` bytes from data offset `off`; both are multiples of 8
     /// and `off + dst.len() <= data_size()`.
     fn copy(&self, off: usize, dst: &mut [u8]);
@@ -118,24 +121,39 @@ pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
                     });
                 }
                 expected = Some(rec.seq + 1);
-                if !rec.deferred {
-                    visit(Entry::Record(rec));
-                } else {
-                    // Made into text here, so every reader sees the message
-                    // exactly as printf would have written it at the call.
-                    let mut text = [0u8; MESSAGE_MAX];
-                    let mut message = Bounded::new(&mut text);
-                    match deferred::render(rec.message, &mut message) {
-                        Ok(()) => visit(Entry::Record(Record {
-                            message: message.finish(),
-                            deferred: false,
-                            ..rec
-                        })),
-                        Err(_) => visit(Entry::Damaged {
-                            seq: rec.seq,
-                            damage: Damage::Malformed,
-                        }),
+                // Deferred messages are made into text here, so every reader
+                // sees them exactly as printf would have written them at the call.
+                let mut text = [0u8; MESSAGE_MAX];
+                let mut message = Bounded::new(&mut text);
+                let rendered = match rec.kind {
+                    Kind::Text => Some(rec),
+                    Kind::Deferred => deferred::render(rec.message, &mut message)
+                        .ok()
+                        .map(|()| rec),
+                    Kind::Site(entry) => {
+                        Site::decode(region.dict(), entry as usize).and_then(|site| {
+                            deferred::render_args(site.format, rec.message, &mut message).ok()?;
+                            Some(Record {
+                                source: site.source,
+                                file: site.file,
+                                func: site.func,
+                                line: site.line,
+                                ..rec
+                            })
+                        })
                     }
+                };
+                match rendered {
+                    Some(rec) if rec.kind == Kind::Text => visit(Entry::Record(rec)),
+                    Some(rec) => visit(Entry::Record(Record {
+                        message: message.finish(),
+                        kind: Kind::Text,
+                        ..rec
+                    })),
+                    None => visit(Entry::Damaged {
+                        seq: rec.seq,
+                        damage: Damage::Malformed,
+                    }),
                 }
             }
             Err(damage) => {
@@ -187,13 +205,15 @@ impl std::fmt::Display for ImageError {
 #[derive(Clone, Copy, Debug)]
 pub struct Image<'a> {
     data: &'a [u8],
+    dict: &'a [u8],
     pub head: u64,
     pub tail: u64,
     pub next_seq: u64,
     pub lost: u64,
 }
 
-/// Byte offsets of the header fields (layout version 1; see ring::Header).
+/// Byte offsets of the header fields (see ring::Header); version 1 ends at
+/// DICT_SIZE.
 mod offset {
     pub const MAGIC: usize = 0;
     pub const VERSION: usize = 8;
@@ -205,13 +225,15 @@ mod offset {
     pub const TAIL: usize = 40;
     pub const NEXT_SEQ: usize = 48;
     pub const LOST: usize = 56;
-    pub const END: usize = 64;
+    pub const DICT_SIZE: usize = 64;
+    pub const DICT_USED: usize = 72;
+    pub const END: usize = 80;
 }
 
 impl<'a> Image<'a> {
     /// Parses the ring whose header starts at `bytes[0]`.
     pub fn parse(bytes: &'a [u8]) -> Result<Image<'a>, ImageError> {
-        if bytes.len() < offset::END || bytes[offset::MAGIC..8] != crate::ring::magic() {
+        if bytes.len() < offset::DICT_SIZE || bytes[offset::MAGIC..8] != crate::ring::magic() {
             return Err(ImageError::NotARing);
         }
         let u32_at = |at| record::u32_at(bytes, at);
@@ -230,9 +252,28 @@ impl<'a> Image<'a> {
         if version == 0 {
             return Err(ImageError::Malformed("layout version 0"));
         }
+        let header_end = if version == 1 {
+            offset::DICT_SIZE
+        } else {
+            offset::END
+        };
+        if bytes.len() < header_end {
+            return Err(ImageError::Truncated {
+                have: bytes.len(),
+                need: header_end as u64,
+            });
+        }
         let header_space = u32_at(offset::HEADER_SPACE) as u64;
-        if header_space < offset::END as u64 || !header_space.is_multiple_of(8) {
+        if header_space < header_end as u64 || !header_space.is_multiple_of(8) {
             return Err(ImageError::Malformed("header size"));
+        }
+        let (dict_size, dict_used) = if version == 1 {
+            (0, 0)
+        } else {
+            (u64_at(offset::DICT_SIZE), u64_at(offset::DICT_USED))
+        };
+        if dict_size > crate::ring::MAX_SIZE as u64 || dict_used > dict_size {
+            return Err(ImageError::Malformed("call-site dictionary size"));
         }
         if u32_at(offset::RECORD_HEADER) as usize != record::HEADER_LEN {
             return Err(ImageError::Malformed("record header size"));
@@ -244,7 +285,7 @@ impl<'a> Image<'a> {
         {
             return Err(ImageError::Malformed("data size"));
         }
-        let need = header_space + size;
+        let need = header_space + dict_size + size;
         if (bytes.len() as u64) < need {
             return Err(ImageError::Truncated {
                 have: bytes.len(),
@@ -255,8 +296,10 @@ impl<'a> Image<'a> {
         if tail < head || tail - head > size {
             return Err(ImageError::Malformed("head and tail"));
         }
+        let dict_start = header_space as usize;
         Ok(Image {
-            data: &bytes[header_space as usize..need as usize],
+            dict: &bytes[dict_start..dict_start + dict_used as usize],
+            data: &bytes[dict_start + dict_size as usize..need as usize],
             head,
             tail,
             next_seq: u64_at(offset::NEXT_SEQ),
@@ -288,6 +331,10 @@ impl<R: Region + ?Sized> Region for &R {
         (**self).tail()
     }
 
+    fn dict(&self) -> &[u8] {
+        (**self).dict()
+    }
+
     fn copy(&self, off: usize, dst: &mut [u8]) {
         (**self).copy(off, dst)
     }
@@ -304,6 +351,10 @@ impl Region for Image<'_> {
 
     fn tail(&self) -> u64 {
         self.tail
+    }
+
+    fn dict(&self) -> &[u8] {
+        self.dict
     }
 
     fn copy(&self, off: usize, dst: &mut [u8]) {
@@ -342,7 +393,7 @@ mod tests {
                 file: b"f.c",
                 func: b"fn",
                 message: msg.as_bytes(),
-                deferred: false,
+                kind: crate::record::Kind::Text,
             });
             written.push(msg);
         }
@@ -378,10 +429,16 @@ mod tests {
             }
         );
         let mut future = bytes.clone();
-        future[8..12].copy_from_slice(&2u32.to_ne_bytes());
+        future[8..12].copy_from_slice(&3u32.to_ne_bytes());
         assert_eq!(
             Image::parse(&future).unwrap_err(),
-            ImageError::FutureVersion(2)
+            ImageError::FutureVersion(3)
+        );
+        let mut bad_dict = bytes.clone();
+        bad_dict[72..80].copy_from_slice(&u64::MAX.to_ne_bytes());
+        assert_eq!(
+            Image::parse(&bad_dict).unwrap_err(),
+            ImageError::Malformed("call-site dictionary size")
         );
         let mut swapped = bytes.clone();
         swapped[16..20].copy_from_slice(&0x0403_0201u32.to_ne_bytes());

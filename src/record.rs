@@ -7,10 +7,13 @@
 //!      8     8  seq       ring-wide sequence number
 //!     16     8  time      CLOCK_REALTIME, nanoseconds since the epoch
 //!     24     4  tid
-//!     28     4  line
+//!     28     4  line      (kind 2: the offset of the call site's dictionary entry)
 //!     32     1  priority  1..=4
 //!     33     1  kind      0 = finished text, 1 = deferred: the message is a
-//!                         format with its raw arguments (see crate::deferred)
+//!                         format with its raw arguments (see crate::deferred),
+//!                         2 = deferred with the format, names and line in the
+//!                         call-site dictionary (see crate::sites): the message
+//!                         is the arguments alone
 //!     34     2  source length
 //!     36     2  file length
 //!     38     2  function length
@@ -35,6 +38,19 @@ pub const PAD_MARK: u32 = 0x7061_6430;
 
 const KIND_TEXT: u8 = 0;
 const KIND_DEFERRED: u8 = 1;
+const KIND_SITE: u8 = 2;
+
+/// What a record's message bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Finished text.
+    Text,
+    /// A deferred payload: format and arguments (see `deferred`).
+    Deferred,
+    /// The arguments of the call site whose dictionary entry is at this
+    /// offset (see `sites`); source, file, function and line are there too.
+    Site(u32),
+}
 
 pub const fn align8(n: usize) -> usize {
     (n + 7) & !7
@@ -58,8 +74,7 @@ pub struct Record<'a> {
     pub source: &'a [u8],
     pub file: &'a [u8],
     pub func: &'a [u8],
-    /// The message is a format and its arguments (see `deferred`), not text.
-    pub deferred: bool,
+    pub kind: Kind,
     pub message: &'a [u8],
 }
 
@@ -100,22 +115,23 @@ impl<'a> Record<'a> {
         debug_assert_eq!(len, self.encoded_len());
         // The header is built in a local array (fixed offsets, no bounds
         // checks) and copied once.
-        let mut head = [0u8; HEADER_LEN];
-        head[4..8].copy_from_slice(&(len as u32).to_ne_bytes());
-        head[8..16].copy_from_slice(&self.seq.to_ne_bytes());
-        head[16..24].copy_from_slice(&self.time_ns.to_ne_bytes());
-        head[24..28].copy_from_slice(&self.tid.to_ne_bytes());
-        head[28..32].copy_from_slice(&self.line.to_ne_bytes());
-        head[32] = self.priority as u8;
-        head[33] = if self.deferred {
-            KIND_DEFERRED
-        } else {
-            KIND_TEXT
+        let (kind, line) = match self.kind {
+            Kind::Text => (KIND_TEXT, self.line),
+            Kind::Deferred => (KIND_DEFERRED, self.line),
+            Kind::Site(entry) => (KIND_SITE, entry),
         };
-        head[34..36].copy_from_slice(&(self.source.len() as u16).to_ne_bytes());
-        head[36..38].copy_from_slice(&(self.file.len() as u16).to_ne_bytes());
-        head[38..40].copy_from_slice(&(self.func.len() as u16).to_ne_bytes());
-        head[40..44].copy_from_slice(&(self.message.len() as u32).to_ne_bytes());
+        let mut head = Fields {
+            len,
+            seq: self.seq,
+            time_ns: self.time_ns,
+            tid: self.tid,
+            line,
+            priority: self.priority,
+            kind,
+            names: [self.source.len(), self.file.len(), self.func.len()],
+            message_len: self.message.len(),
+        }
+        .header();
         let (header, body) = buf.split_at_mut(HEADER_LEN);
         let mut rest = &mut *body;
         for part in [self.source, self.file, self.func, self.message] {
@@ -149,9 +165,10 @@ impl<'a> Record<'a> {
             return Err(Damage::Checksum);
         }
         let priority = Priority::from_number(buf[32] as u64).ok_or(Damage::Malformed)?;
-        let deferred = match buf[33] {
-            KIND_TEXT => false,
-            KIND_DEFERRED => true,
+        let (kind, line) = match buf[33] {
+            KIND_TEXT => (Kind::Text, u32_at(buf, 28)),
+            KIND_DEFERRED => (Kind::Deferred, u32_at(buf, 28)),
+            KIND_SITE => (Kind::Site(u32_at(buf, 28)), 0),
             _ => return Err(Damage::Malformed),
         };
         let lens = [
@@ -174,13 +191,13 @@ impl<'a> Record<'a> {
             seq,
             time_ns: u64_at(buf, 16),
             tid: u32_at(buf, 24),
-            line: u32_at(buf, 28),
+            line,
             priority,
             source: parts[0],
             file: parts[1],
             func: parts[2],
             message: parts[3],
-            deferred,
+            kind,
         })
     }
 }
@@ -216,22 +233,129 @@ fn checksum(buf: &[u8]) -> u32 {
 }
 
 fn checksum_parts(head: &[u8; HEADER_LEN], body: &[u8]) -> u32 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let len = HEADER_LEN + body.len();
-    let mut h = K ^ len as u64;
-    let mut mix = |w: u64| h = (h ^ w).wrapping_mul(K).rotate_left(29);
+    let mut sum = Mixer::new(len as u64);
     let word = |at: usize| u64::from_ne_bytes(head[at..at + 8].try_into().unwrap());
     // Bytes 4..44: the length word, then 36 bytes of fields (commit at 0..4 and
     // the checksum at 44..48 are left out).
-    mix(u32::from_ne_bytes(head[4..8].try_into().unwrap()) as u64);
+    sum.mix(u32::from_ne_bytes(head[4..8].try_into().unwrap()) as u64);
     for at in [8, 16, 24, 32] {
-        mix(word(at));
+        sum.mix(word(at));
     }
-    mix(u32::from_ne_bytes(head[40..44].try_into().unwrap()) as u64);
-    for chunk in body.chunks_exact(8) {
-        mix(u64::from_ne_bytes(chunk.try_into().unwrap()));
+    sum.mix(u32::from_ne_bytes(head[40..44].try_into().unwrap()) as u64);
+    sum.words(body);
+    sum.finish()
+}
+
+/// The same hash over `bytes` (a multiple of 8 long), started from `seed`:
+/// the call-site dictionary's entries use it.
+pub fn checksum_words(seed: u64, bytes: &[u8]) -> u32 {
+    let mut sum = Mixer::new(seed);
+    sum.words(bytes);
+    sum.finish()
+}
+
+struct Mixer(u64);
+
+impl Mixer {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+    fn new(seed: u64) -> Mixer {
+        Mixer(Self::K ^ seed)
     }
-    (h ^ (h >> 32)) as u32
+
+    fn mix(&mut self, w: u64) {
+        self.0 = (self.0 ^ w).wrapping_mul(Self::K).rotate_left(29);
+    }
+
+    fn words(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks_exact(8) {
+            self.mix(u64::from_ne_bytes(chunk.try_into().unwrap()));
+        }
+    }
+
+    fn finish(&self) -> u32 {
+        (self.0 ^ (self.0 >> 32)) as u32
+    }
+}
+
+/// A record header's fields, for the writers.
+pub struct Fields {
+    pub len: usize,
+    pub seq: u64,
+    pub time_ns: u64,
+    pub tid: u32,
+    pub line: u32,
+    pub priority: Priority,
+    pub kind: u8,
+    pub names: [usize; 3],
+    pub message_len: usize,
+}
+
+impl Fields {
+    /// The header bytes, with the commit word and the checksum left 0. Built
+    /// in a local array (fixed offsets, no bounds checks) and copied once.
+    fn header(&self) -> [u8; HEADER_LEN] {
+        let mut head = [0u8; HEADER_LEN];
+        head[4..8].copy_from_slice(&(self.len as u32).to_ne_bytes());
+        head[8..16].copy_from_slice(&self.seq.to_ne_bytes());
+        head[16..24].copy_from_slice(&self.time_ns.to_ne_bytes());
+        head[24..28].copy_from_slice(&self.tid.to_ne_bytes());
+        head[28..32].copy_from_slice(&self.line.to_ne_bytes());
+        head[32] = self.priority as u8;
+        head[33] = self.kind;
+        for (i, n) in self.names.iter().enumerate() {
+            head[34 + 2 * i..36 + 2 * i].copy_from_slice(&(*n as u16).to_ne_bytes());
+        }
+        head[40..44].copy_from_slice(&(self.message_len as u32).to_ne_bytes());
+        head
+    }
+}
+
+/// What every record says about when and where it was made.
+#[derive(Clone, Copy, Debug)]
+pub struct Stamp {
+    pub seq: u64,
+    pub time_ns: u64,
+    pub tid: u32,
+    pub priority: Priority,
+}
+
+/// Writes a kind-2 record into `buf` (exactly `align8(HEADER_LEN + args_len)`
+/// bytes, commit word left 0): the header, then what `write_args` puts in the
+/// `args_len` bytes after it. The recording path of a deferred call site, kept
+/// apart from [`Record::encode`] so it copies each byte once.
+#[inline]
+pub fn encode_site(
+    buf: &mut [u8],
+    stamp: Stamp,
+    entry: u32,
+    args_len: usize,
+    write_args: impl FnOnce(&mut [u8]),
+) {
+    let len = buf.len();
+    debug_assert!(args_len > 0 && len == align8(HEADER_LEN + args_len));
+    let mut head = Fields {
+        len,
+        seq: stamp.seq,
+        time_ns: stamp.time_ns,
+        tid: stamp.tid,
+        line: entry,
+        priority: stamp.priority,
+        kind: KIND_SITE,
+        names: [0; 3],
+        message_len: args_len,
+    }
+    .header();
+    let (header, body) = buf.split_at_mut(HEADER_LEN);
+    // The padding, at most 7 bytes, lies in the last word: zero that word with
+    // one store and let the arguments overwrite what they use of it.
+    let last = body.len() - 8;
+    body[last..].copy_from_slice(&[0; 8]);
+    write_args(&mut body[..args_len]);
+    let sum = checksum_parts(&head, body);
+    head[44..48].copy_from_slice(&sum.to_ne_bytes());
+    header.copy_from_slice(&head);
 }
 
 #[cfg(test)]
@@ -249,7 +373,7 @@ mod tests {
             file: b"monitor.c",
             func: b"qemuMonitorSend",
             message: b"sent 12 bytes to fd 7",
-            deferred: false,
+            kind: Kind::Text,
         }
     }
 

@@ -9,6 +9,10 @@
 //! overwrite before touching their bytes, so a reader that copies a record and
 //! then finds `head` still at or before it knows the copy was not overwritten;
 //! the record's commit word and checksum catch everything else.
+//!
+//! Between the header and the data area lies the call-site dictionary (see
+//! `sites`), append-only, so the records of a deferred call site need carry
+//! only their arguments.
 
 use std::ffi::c_int;
 use std::path::Path;
@@ -16,15 +20,20 @@ use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 use crate::config::ConfigError;
+use crate::deferred::{self, CapturedArgs};
+use crate::priority::Priority;
 use crate::reader::{self, Entry, Region};
-use crate::record::{self, Record, PAD_MARK};
+use crate::record::{self, Record, Stamp, PAD_MARK};
+use crate::sites::{self, Site};
 use crate::sys;
 
 pub const MIN_SIZE: usize = 16 * 1024;
 pub const MAX_SIZE: usize = 1 << 30;
-pub const LAYOUT_VERSION: u32 = 1;
-/// Room reserved for the header at the start of the region; the data area
-/// follows it.
+/// Version 2 added the call-site dictionary (a version 1 header reads as one
+/// with an empty dictionary).
+pub const LAYOUT_VERSION: u32 = 2;
+/// Room reserved for the header at the start of the region; the dictionary
+/// and then the data area follow it.
 pub const HEADER_SPACE: usize = 256;
 const BYTE_ORDER_MARK: u32 = 0x0102_0304;
 
@@ -53,7 +62,7 @@ pub fn check_size(size: usize) -> Result<usize, ConfigError> {
 }
 
 /// The header at the start of the region. Its layout is part of the on-disk and
-/// in-core format (layout version 1); fields are only ever appended.
+/// in-core format; fields are only ever appended.
 #[repr(C)]
 pub struct Header {
     magic: [u8; 8],
@@ -67,9 +76,18 @@ pub struct Header {
     next_seq: AtomicU64,
     /// Records overwritten to make room (or lost when the ring was resized).
     lost: AtomicU64,
+    /// Version 2: the size of the call-site dictionary, and how much of it
+    /// holds published entries.
+    dict_size: u64,
+    dict_used: AtomicU64,
 }
 
 const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_SPACE);
+
+/// The whole region for a data area of `size` bytes: header, dictionary, data.
+fn region_len(size: usize) -> usize {
+    HEADER_SPACE + sites::size_for(size) + size
+}
 
 /// Counters a caller can show.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -86,7 +104,13 @@ pub struct Ring {
     base: NonNull<u8>,
     map_len: usize,
     data_size: usize,
+    dict_size: usize,
+    /// Unique among the rings of this process, so a call site can tell whether
+    /// its dictionary entry belongs to the current ring.
+    id: u32,
 }
+
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
 // SAFETY: the mapping is owned by the Ring and freed only by its Drop; moving the
 // owner to another thread moves nothing but the pointer.
@@ -99,7 +123,7 @@ impl Ring {
         // SAFETY: an anonymous private mapping aliases nothing.
         let map = unsafe {
             sys::map_rw(
-                HEADER_SPACE + size,
+                region_len(size),
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
             )
@@ -130,10 +154,10 @@ impl Ring {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)?;
-        file.set_len((HEADER_SPACE + size) as u64)?;
+        file.set_len(region_len(size) as u64)?;
         // SAFETY: a shared mapping of a file we just created and sized; other
         // processes reading it never trust its contents.
-        let map = unsafe { sys::map_rw(HEADER_SPACE + size, libc::MAP_SHARED, file.as_raw_fd()) }?;
+        let map = unsafe { sys::map_rw(region_len(size), libc::MAP_SHARED, file.as_raw_fd()) }?;
         let mut ring = Ring::init(map, size);
         if let Some((region, stats)) = previous {
             ring.migrate(region, stats);
@@ -143,6 +167,7 @@ impl Ring {
     }
 
     fn init(base: NonNull<u8>, size: usize) -> Ring {
+        let dict_size = sites::size_for(size);
         let header = Header {
             magic: magic(),
             version: LAYOUT_VERSION,
@@ -154,15 +179,23 @@ impl Ring {
             tail: AtomicU64::new(0),
             next_seq: AtomicU64::new(0),
             lost: AtomicU64::new(0),
+            dict_size: dict_size as u64,
+            dict_used: AtomicU64::new(0),
         };
         // SAFETY: the fresh mapping is page-aligned, at least HEADER_SPACE bytes
         // long and not yet used by anyone.
         unsafe { base.as_ptr().cast::<Header>().write(header) };
         Ring {
             base,
-            map_len: HEADER_SPACE + size,
+            map_len: region_len(size),
             data_size: size,
+            dict_size,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
     pub fn header(&self) -> &Header {
@@ -178,15 +211,36 @@ impl Ring {
     }
 
     pub fn view(&self) -> View<'_> {
-        View {
-            header: self.header(),
-            data: self.data_ptr(),
-        }
+        // SAFETY: the header of this live ring, mapped while `self` is borrowed.
+        unsafe { View::from_raw(self.as_raw()) }
     }
 
     fn data_ptr(&self) -> *mut u8 {
-        // SAFETY: HEADER_SPACE is within the mapping.
-        unsafe { self.base.as_ptr().add(HEADER_SPACE) }
+        // SAFETY: the data area lies within the mapping.
+        unsafe { self.base.as_ptr().add(HEADER_SPACE + self.dict_size) }
+    }
+
+    /// Adds a call site to the dictionary and returns its entry's offset, or
+    /// None when the dictionary is full or the site too long for it (its
+    /// records then carry everything themselves).
+    pub fn add_site(&mut self, site: &Site) -> Option<u32> {
+        let len = site.encoded_len()?;
+        let used = self.header().dict_used.load(Ordering::Relaxed) as usize;
+        if used + len > self.dict_size {
+            return None;
+        }
+        // SAFETY: the bytes from `used` on lie inside the dictionary (checked
+        // above) and no reader looks past `dict_used`; `&mut self` makes this
+        // the only writer.
+        let buf = unsafe {
+            std::slice::from_raw_parts_mut(self.base.as_ptr().add(HEADER_SPACE + used), len)
+        };
+        site.encode(buf);
+        // Publishes the entry: readers load dict_used with Acquire.
+        self.header()
+            .dict_used
+            .store((used + len) as u64, Ordering::Release);
+        Some(used as u32)
     }
 
     /// The `len` bytes of the data area at `off`, for the writer.
@@ -220,9 +274,47 @@ impl Ring {
 
     fn append_as(&mut self, rec: &Record, seq: u64) {
         let len = rec.encoded_len();
+        let (tail, off) = self.reserve(len);
+        Record { seq, ..*rec }.encode(self.data_mut(off, len));
+        self.publish(seq, tail, off, len);
+    }
+
+    /// Appends a kind-2 record of call site `entry` (see [`Ring::add_site`])
+    /// with its captured arguments; `args_len` is their encoded size.
+    #[inline]
+    pub fn append_site<'a>(
+        &mut self,
+        time_ns: u64,
+        tid: u32,
+        priority: Priority,
+        entry: u32,
+        args: impl CapturedArgs<'a>,
+        args_len: usize,
+    ) {
+        let seq = self.header().next_seq.load(Ordering::Relaxed);
+        let len = record::align8(record::HEADER_LEN + args_len);
+        let (tail, off) = self.reserve(len);
+        let buf = self.data_mut(off, len);
+        let stamp = Stamp {
+            seq,
+            time_ns,
+            tid,
+            priority,
+        };
+        record::encode_site(buf, stamp, entry, args_len, |out| {
+            deferred::write_args(args, out)
+        });
+        self.publish(seq, tail, off, len);
+    }
+
+    /// Makes room for a record of `len` bytes at the tail, padding to the end
+    /// of the data area first if it does not fit there, and returns where it
+    /// goes: its position and its offset in the data area.
+    #[inline]
+    fn reserve(&mut self, len: usize) -> (u64, usize) {
         let size = self.data_size as u64;
         let mut tail = self.header().tail.load(Ordering::Relaxed);
-        let off = (tail % size) as usize;
+        let mut off = (tail % size) as usize;
         if off + len > self.data_size {
             let pad = self.data_size - off;
             self.make_room(tail, pad);
@@ -230,10 +322,16 @@ impl Ring {
             slot[0..4].copy_from_slice(&PAD_MARK.to_ne_bytes());
             slot[4..8].copy_from_slice(&(pad as u32).to_ne_bytes());
             tail += pad as u64;
+            off = 0;
         }
         self.make_room(tail, len);
-        let off = (tail % size) as usize;
-        Record { seq, ..*rec }.encode(self.data_mut(off, len));
+        (tail, off)
+    }
+
+    /// Publishes the record written at `off` (position `tail`, `len` bytes) as
+    /// number `seq`: its commit word last, then the tail.
+    #[inline]
+    fn publish(&mut self, seq: u64, tail: u64, off: usize, len: usize) {
         let commit = self.data_mut(off, 4).as_mut_ptr().cast::<u32>();
         // SAFETY: `commit` points at the record's first word, 8-aligned, inside
         // the mapping; readers load it atomically too.
@@ -245,13 +343,22 @@ impl Ring {
 
     /// Moves `head` past every record that overlaps `[tail, tail + len)` of the
     /// next lap, counting them as lost, before their bytes are reused.
+    #[inline]
     fn make_room(&mut self, tail: u64, len: usize) {
         let size = self.data_size as u64;
         let Some(needed) = (tail + len as u64).checked_sub(size) else {
             return;
         };
-        let h = self.header();
-        let mut head = h.head.load(Ordering::Relaxed);
+        let head = self.header().head.load(Ordering::Relaxed);
+        if head < needed {
+            self.evict(tail, needed, head);
+        }
+    }
+
+    /// Moves `head` from `head` to at least `needed` (a record boundary, or
+    /// `tail`), counting the records passed as lost.
+    fn evict(&mut self, tail: u64, needed: u64, mut head: u64) {
+        let size = self.data_size as u64;
         let mut lost = 0;
         while head < needed && head < tail {
             let off = (head % size) as usize;
@@ -288,6 +395,8 @@ impl Ring {
     fn migrate(&mut self, old: &dyn Region, old_stats: Stats) {
         let mut carried = 0;
         reader::read(&old, |entry| {
+            // The reader hands over text: records that referred to the old
+            // ring's dictionary carry their names again.
             if let Entry::Record(rec) = entry {
                 self.append_as(&rec, rec.seq);
                 carried += 1;
@@ -329,8 +438,13 @@ impl<'a> View<'a> {
         View {
             // SAFETY: the caller guarantees a live, mapped header.
             header: unsafe { &*header },
-            // SAFETY: the data area follows the header inside the same mapping.
-            data: unsafe { header.cast::<u8>().add(HEADER_SPACE) },
+            // SAFETY: the dictionary and then the data area follow the header
+            // inside the same mapping.
+            data: unsafe {
+                header
+                    .cast::<u8>()
+                    .add(HEADER_SPACE + (*header).dict_size as usize)
+            },
         }
     }
 
@@ -339,7 +453,7 @@ impl<'a> View<'a> {
     /// kernel copies them; readers of the copy validate every record.
     pub fn write_image(&self, fd: c_int) -> std::io::Result<()> {
         let start = (self.header as *const Header).cast::<u8>();
-        let len = HEADER_SPACE + self.header.data_size as usize;
+        let len = HEADER_SPACE + (self.header.dict_size + self.header.data_size) as usize;
         crate::sys::write_all_raw(fd, start, len)
     }
 
@@ -370,6 +484,17 @@ impl Region for View<'_> {
         self.header.tail.load(Ordering::Acquire)
     }
 
+    fn dict(&self) -> &[u8] {
+        let h = self.header;
+        // Pairs with the Release store in Ring::add_site.
+        let used = h.dict_used.load(Ordering::Acquire).min(h.dict_size) as usize;
+        // SAFETY: the published part of the dictionary, inside the mapping;
+        // published entries are never written again.
+        unsafe {
+            std::slice::from_raw_parts((h as *const Header).cast::<u8>().add(HEADER_SPACE), used)
+        }
+    }
+
     fn copy(&self, off: usize, dst: &mut [u8]) {
         assert!(off.is_multiple_of(8) && dst.len().is_multiple_of(8));
         assert!(off + dst.len() <= self.header.data_size as usize);
@@ -386,7 +511,7 @@ impl Region for View<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::priority::Priority;
+    use crate::deferred::Captured;
 
     fn rec(msg: &[u8]) -> Record<'_> {
         Record {
@@ -399,7 +524,7 @@ mod tests {
             file: b"f.c",
             func: b"fn",
             message: msg,
-            deferred: false,
+            kind: crate::record::Kind::Text,
         }
     }
 
@@ -426,8 +551,13 @@ mod tests {
         let ring = Ring::new(MIN_SIZE).unwrap();
         let h = ring.header();
         assert_eq!(&h.magic, b"VLOGRING");
-        assert_eq!(h.version, 1);
+        assert_eq!(h.version, 2);
         assert_eq!(h.data_size, MIN_SIZE as u64);
+        assert_eq!(h.dict_size, sites::size_for(MIN_SIZE) as u64);
+        assert_eq!(
+            ring.image_bytes().len(),
+            HEADER_SPACE + 16 * 1024 + MIN_SIZE
+        );
         assert_eq!(h.byte_order, 0x0102_0304);
     }
 
@@ -526,5 +656,120 @@ mod tests {
         assert_eq!(stats.recorded, 1000);
         assert_eq!(stats.lost + got.len() as u64, 1000);
         assert_eq!(small.append(&rec(b"next")), 1000);
+    }
+
+    fn site<'a>(file: &'a [u8], format: &'a [u8]) -> Site<'a> {
+        Site {
+            source: b"qemu.monitor",
+            file,
+            func: b"qemuMonitorSend",
+            line: 77,
+            format,
+        }
+    }
+
+    fn site_args<'a>(args: &'a [Captured<'a>]) -> impl CapturedArgs<'a> {
+        args.iter().copied()
+    }
+
+    fn append_site_record(ring: &mut Ring, entry: u32, args: &[Captured]) {
+        let len = deferred::args_len(site_args(args)).unwrap();
+        ring.append_site(5, 6, Priority::Info, entry, site_args(args), len);
+    }
+
+    #[test]
+    fn site_records_render_from_the_dictionary() {
+        let mut ring = Ring::new(MIN_SIZE).unwrap();
+        let a = ring
+            .add_site(&site(b"monitor.c", b"sent %zu bytes to %s"))
+            .unwrap();
+        let b = ring.add_site(&site(b"other.c", b"plain")).unwrap();
+        assert_ne!(a, b);
+        append_site_record(
+            &mut ring,
+            a,
+            &[Captured::Unsigned(12), Captured::Str(Some(b"qemu"))],
+        );
+        append_site_record(&mut ring, b, &[]);
+        let mut got = Vec::new();
+        ring.view().read(|e| match e {
+            Entry::Record(r) => {
+                assert_eq!(r.kind, crate::record::Kind::Text);
+                got.push(format!(
+                    "{} {} {} {} {}",
+                    String::from_utf8_lossy(r.source),
+                    String::from_utf8_lossy(r.file),
+                    String::from_utf8_lossy(r.func),
+                    r.line,
+                    String::from_utf8_lossy(r.message)
+                ))
+            }
+            other => panic!("{other:?}"),
+        });
+        assert_eq!(
+            got,
+            [
+                "qemu.monitor monitor.c qemuMonitorSend 77 sent 12 bytes to qemu",
+                "qemu.monitor other.c qemuMonitorSend 77 plain"
+            ]
+        );
+        // The same through a copy of the region, as vlog-dump reads it.
+        let image = crate::reader::Image::parse(ring.image_bytes()).unwrap();
+        let mut n = 0;
+        crate::reader::read(&image, |e| {
+            assert!(matches!(e, Entry::Record(_)), "{e:?}");
+            n += 1;
+        });
+        assert_eq!(n, 2);
+    }
+
+    #[test]
+    fn a_record_whose_entry_is_missing_is_damaged_not_guessed() {
+        let mut ring = Ring::new(MIN_SIZE).unwrap();
+        let a = ring.add_site(&site(b"monitor.c", b"n=%d")).unwrap();
+        append_site_record(&mut ring, a + 8, &[Captured::Signed(1)]);
+        append_site_record(&mut ring, a, &[Captured::Str(None)]);
+        append_site_record(&mut ring, a, &[Captured::Signed(1)]);
+        let mut kinds = Vec::new();
+        ring.view().read(|e| {
+            kinds.push(match e {
+                Entry::Record(r) => String::from_utf8_lossy(r.message).into_owned(),
+                Entry::Damaged { .. } => "damaged".into(),
+                other => panic!("{other:?}"),
+            })
+        });
+        // An entry offset that points at no entry, and arguments that do not
+        // match the format's, are both refused.
+        assert_eq!(kinds, ["damaged", "damaged", "n=1"]);
+    }
+
+    #[test]
+    fn a_full_dictionary_refuses_new_sites() {
+        let mut ring = Ring::new(MIN_SIZE).unwrap();
+        let mut added = 0;
+        let file = [b'f'; 200];
+        while ring.add_site(&site(&file, b"%d")).is_some() {
+            added += 1;
+        }
+        let entry = site(&file, b"%d").encoded_len().unwrap();
+        assert_eq!(added, sites::size_for(MIN_SIZE) / entry);
+        let long = vec![b'x'; sites::FORMAT_MAX + 1];
+        assert_eq!(
+            Ring::new(MIN_SIZE).unwrap().add_site(&site(b"f.c", &long)),
+            None
+        );
+    }
+
+    #[test]
+    fn migrating_makes_site_records_self_contained() {
+        let mut old = Ring::new(MIN_SIZE).unwrap();
+        let a = old.add_site(&site(b"monitor.c", b"n=%d")).unwrap();
+        append_site_record(&mut old, a, &[Captured::Signed(7)]);
+        let mut new = Ring::new(MIN_SIZE * 2).unwrap();
+        new.migrate_from(&old);
+        drop(old);
+        assert_eq!(new.view().dict().len(), 0);
+        let (got, damaged) = messages(new.view());
+        assert_eq!((got, damaged), (vec![(0, "n=7".to_string())], 0));
     }
 }

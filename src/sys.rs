@@ -30,6 +30,18 @@ pub fn reset_thread_id() {
     TID.with(|t| t.set(0));
 }
 
+/// Runs `f` and puts errno back as it was: for entry points C calls where
+/// errno must survive (a signal handler, a logging call whose format has %m).
+/// Async-signal-safe.
+pub fn keeping_errno<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    let saved = unsafe { *libc::__errno_location() };
+    let result = f();
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = saved };
+    result
+}
+
 /// CLOCK_REALTIME in nanoseconds since the epoch (0 before 1970). One vDSO
 /// call, no system call; async-signal-safe.
 pub fn realtime_ns() -> u64 {

@@ -869,6 +869,32 @@ fn deferred_records_read_back_as_printf_text() {
 }
 
 #[test]
+fn call_sites_beyond_the_dictionary_and_across_a_new_ring_read_back() {
+    check("sites");
+}
+
+/// errno survives every kind of logging call, the first (which initialises
+/// vlog) and one whose output fails included.
+#[test]
+fn logging_never_changes_errno() {
+    let ring = work().join("errno_kept.ring");
+    let _ = std::fs::remove_file(&ring);
+    let exe = build("errno_kept", Link::Static);
+    let out = run(
+        &exe,
+        &[
+            ("VLOG_LEVEL", "debug"),
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_OUTPUTS", "4:file:/dev/full"),
+        ],
+    );
+    assert_ok("errno_kept", &out);
+    // The failing output is reported once, not per message.
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("cannot write to").count(), 1, "{stderr}");
+}
+
+#[test]
 fn percent_n_is_never_executed() {
     check("percent_n");
 }

@@ -48,7 +48,7 @@ fn ring_file(name: &str) -> PathBuf {
             file: b"f.c",
             func: b"fn",
             message: msg.as_bytes(),
-            deferred: false,
+            kind: vlog::record::Kind::Text,
         });
     }
     path
@@ -148,7 +148,7 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         (
             "truncated",
             ring[..30_000].to_vec(),
-            "truncated: the ring needs 65792 bytes, only 30000",
+            "truncated: the ring needs 82176 bytes, only 30000",
         ),
         (
             "future",
@@ -199,7 +199,7 @@ fn follow_prints_records_as_they_arrive() {
         file: b"f",
         func: b"fn",
         message: msg.as_bytes(),
-        deferred: false,
+        kind: vlog::record::Kind::Text,
     };
     ring.append(&rec("before follow"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_vlog-dump"))

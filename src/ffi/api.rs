@@ -10,6 +10,7 @@ use crate::ffi::{c_bytes, config_call, config_str, guarded, last_error_ptr};
 use crate::logger::{self, Message};
 use crate::priority::Priority;
 use crate::source::{vlog_default_source, vlog_source, UNKNOWN};
+use crate::sys::keeping_errno;
 
 /// Debug messages: the most verbose priority.
 pub const VLOG_PRIO_DEBUG: c_int = 1;
@@ -73,18 +74,20 @@ pub extern "C" fn vlog_init() -> c_int {
 /// 1 if a message of priority `prio` from it is recorded, else 0. The header's
 /// macros and `vlog()` call this only when the inline check cannot decide.
 /// `prio` outside 1..4 is clamped. Registering initialises vlog lazily.
-/// `src` must stay valid until `vlog_source_unregister(src)`. Not
-/// async-signal-safe.
+/// `src` must stay valid until `vlog_source_unregister(src)`. errno is left
+/// as it was. Not async-signal-safe.
 #[no_mangle]
 pub extern "C" fn vlog_source_enabled(src: *const vlog_source, prio: c_int) -> c_int {
-    guarded(0, || {
-        let source = source_or_default(src);
-        let mut level = source.level();
-        if level == UNKNOWN {
-            // SAFETY: the caller keeps the source alive until it unregisters it.
-            level = unsafe { logger::register(source) };
-        }
-        c_int::from(Priority::clamped(prio) as c_int >= level)
+    keeping_errno(|| {
+        guarded(0, || {
+            let source = source_or_default(src);
+            let mut level = source.level();
+            if level == UNKNOWN {
+                // SAFETY: the caller keeps the source alive until it unregisters it.
+                level = unsafe { logger::register(source) };
+            }
+            c_int::from(Priority::clamped(prio) as c_int >= level)
+        })
     })
 }
 
@@ -127,8 +130,9 @@ pub extern "C" fn vlog_source_unregister(src: *const vlog_source) {
 /// as empty, "?" or "(null)". `prio` outside 1..4 is clamped. Returns 1 if the
 /// message was recorded, 0 if the filters dropped it (or it was logged from
 /// inside vlog on the same thread, as from a signal handler, and dropped to
-/// avoid a deadlock), -1 on an internal error. Never allocates once running;
-/// takes one lock. Not async-signal-safe.
+/// avoid a deadlock), -1 on an internal error. errno is left as it was (an
+/// output's failure is reported once on vlog's diagnostics instead). Never
+/// allocates once running; takes one lock. Not async-signal-safe.
 #[no_mangle]
 pub extern "C" fn vlog_write(
     src: *const vlog_source,
@@ -140,27 +144,29 @@ pub extern "C" fn vlog_write(
     len: usize,
     full_len: usize,
 ) -> c_int {
-    guarded(-1, || {
-        let text: &[u8] = if msg.is_null() {
-            b"(null)"
-        } else {
-            // SAFETY: the caller passes `len` readable bytes at `msg`.
-            unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
-        };
-        let m = Message {
-            source: source_or_default(src),
-            priority: Priority::clamped(prio),
-            // SAFETY: NULL or NUL-terminated strings, per the API contract.
-            file: unsafe { c_bytes(file, b"") },
-            line: line.max(0) as u32,
-            // SAFETY: as above.
-            func: unsafe { c_bytes(func, b"?") },
-            text,
-            full_len: full_len.max(text.len()),
-            encode: None,
-        };
-        // SAFETY: the caller keeps the source alive until it unregisters it.
-        c_int::from(unsafe { logger::emit(&m) } == logger::Outcome::Recorded)
+    keeping_errno(|| {
+        guarded(-1, || {
+            let text: &[u8] = if msg.is_null() {
+                b"(null)"
+            } else {
+                // SAFETY: the caller passes `len` readable bytes at `msg`.
+                unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
+            };
+            let m = Message {
+                source: source_or_default(src),
+                priority: Priority::clamped(prio),
+                // SAFETY: NULL or NUL-terminated strings, per the API contract.
+                file: unsafe { c_bytes(file, b"") },
+                line: line.max(0) as u32,
+                // SAFETY: as above.
+                func: unsafe { c_bytes(func, b"?") },
+                text,
+                full_len: full_len.max(text.len()),
+                encode: None,
+            };
+            // SAFETY: the caller keeps the source alive until it unregisters it.
+            c_int::from(unsafe { logger::emit(&m) } == logger::Outcome::Recorded)
+        })
     })
 }
 

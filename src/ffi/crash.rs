@@ -24,11 +24,7 @@ pub extern "C" fn on_watchdog(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *m
 
 /// The `VLOG_DUMP_SIGNAL` handler: dump and carry on, leaving errno as it was.
 pub extern "C" fn on_dump_signal(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
-    // SAFETY: __errno_location returns this thread's errno slot.
-    let errno = unsafe { *libc::__errno_location() };
-    guarded((), crash::write_requested_dump);
-    // SAFETY: as above.
-    unsafe { *libc::__errno_location() = errno };
+    crate::sys::keeping_errno(|| guarded((), crash::write_requested_dump))
 }
 
 /// Installs the crash handler now, with the dump going where `VLOG_DUMP` says

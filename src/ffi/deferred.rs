@@ -5,13 +5,15 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::{c_char, c_int, CStr};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::deferred::{self, kind, Captured, MAX_ARGS};
 use crate::ffi::{c_bytes, guarded};
-use crate::logger::{self, Message, Outcome};
+use crate::logger::{self, CallSite, Outcome, SiteMessage};
 use crate::priority::Priority;
+use crate::sites::Site;
 use crate::source::{vlog_default_source, vlog_source};
+use crate::sys::keeping_errno;
 
 /// A call site not analysed yet.
 pub const VLOG_SITE_NEW: c_int = 0;
@@ -65,6 +67,8 @@ pub struct vlog_site {
     pub state: AtomicI32,
     /// How many arguments the format takes, and how each is fetched.
     pub nargs: u8,
+    /// 1 when the format has a %m, so the caller saves errno for it.
+    pub has_errno: u8,
     pub kinds: [u8; VLOG_SITE_MAX_ARGS],
     /// The format the site was analysed for; a call with another format
     /// pointer is formatted at the call.
@@ -76,6 +80,12 @@ pub struct vlog_site {
     pub file_len: usize,
     pub func: *const c_char,
     pub func_len: usize,
+    pub line: c_int,
+    /// The site's entry in the current ring's call-site dictionary (ring id
+    /// and offset) and the source it names, so its records carry only the
+    /// arguments. Written under the logger's lock.
+    pub entry: AtomicU64,
+    pub entry_source: AtomicUsize,
 }
 
 /// One captured argument: `bits` holds integers (sign- or zero-extended to 64
@@ -86,25 +96,40 @@ pub struct vlog_arg {
     pub str: *const c_char,
 }
 
-/// Analyses `fmt` for call site `site` (in `file`, function `func`; NULL is
-/// allowed for both) and returns the site's state:
+/// Analyses `fmt` for call site `site` (in `file` at `line`, function `func`;
+/// NULL is allowed for both) and returns the site's state:
 /// VLOG_SITE_DEFERRED when vlog can record its messages as format and
 /// arguments (see VLOG_ARG_*), VLOG_SITE_UNSAFE when it has a `%n`, else
 /// VLOG_SITE_FORMAT. NULL `site` or `fmt` gives VLOG_SITE_FORMAT (and the
-/// site stays unprepared). `site` must stay valid while messages are logged
-/// through it and `fmt` as long as the site is used (a string literal). Takes
-/// the logger lock; not async-signal-safe.
+/// site stays unprepared). A site another thread prepared first keeps what
+/// it has, and its state is returned. The site keeps `fmt`, `file`, `line` and
+/// `func`, so later calls need not pass them: `site` must stay valid while
+/// messages are logged through it, and the strings as long as the site is used
+/// (string literals). errno is left as it was. Takes the logger lock; not
+/// async-signal-safe.
 #[no_mangle]
 pub extern "C" fn vlog_site_prepare(
     site: *mut vlog_site,
     fmt: *const c_char,
     file: *const c_char,
+    line: c_int,
     func: *const c_char,
 ) -> c_int {
     if site.is_null() || fmt.is_null() {
         return VLOG_SITE_FORMAT;
     }
-    guarded(VLOG_SITE_FORMAT, || {
+    // The call's own %m needs errno as the caller left it.
+    keeping_errno(|| guarded(VLOG_SITE_FORMAT, || prepare(site, fmt, file, line, func)))
+}
+
+fn prepare(
+    site: *mut vlog_site,
+    fmt: *const c_char,
+    file: *const c_char,
+    line: c_int,
+    func: *const c_char,
+) -> c_int {
+    {
         // From a signal handler that interrupted vlog on this thread the lock
         // is not to be had: format that call, and leave the site for a later
         // one (the message itself is then dropped and counted once, as nested).
@@ -116,6 +141,12 @@ pub extern "C" fn vlog_site_prepare(
         logger::enter(|_| {
             // SAFETY: non-NULL, and the caller passes its own live site.
             let site = unsafe { &mut *site };
+            // Another thread prepared it while this one waited for the lock;
+            // its calls may be reading the fields now.
+            let current = site.state.load(Ordering::Acquire);
+            if current != VLOG_SITE_NEW {
+                return current;
+            }
             // SAFETY: non-NULL and NUL-terminated per the contract.
             let format = unsafe { CStr::from_ptr(fmt) }.to_bytes();
             let mut kinds = [0u8; MAX_ARGS];
@@ -125,42 +156,43 @@ pub extern "C" fn vlog_site_prepare(
                 Ok(n) if cfg!(target_pointer_width = "64") => {
                     site.nargs = n as u8;
                     site.kinds = kinds;
-                    site.file = file;
-                    // SAFETY: NULL or NUL-terminated, per the contract.
-                    site.file_len = unsafe { c_bytes(file, b"") }.len();
-                    site.func = func;
-                    // SAFETY: as above.
-                    site.func_len = unsafe { c_bytes(func, b"") }.len();
+                    site.has_errno = kinds[..n].contains(&kind::ERRNO) as u8;
                     VLOG_SITE_DEFERRED
                 }
                 _ => VLOG_SITE_FORMAT,
             };
-            // The format and names are kept for every state: a FORMAT site's
-            // calls with this format need no %n check of their own.
+            // The format, names and line are kept for every state: the macros
+            // pass them only on the first call, and a FORMAT site's calls with
+            // this format need no %n check of their own.
             site.fmt = fmt;
             site.fmt_len = format.len();
+            site.file = file;
+            // SAFETY: NULL or NUL-terminated, per the contract.
+            site.file_len = unsafe { c_bytes(file, b"") }.len();
+            site.func = func;
+            // SAFETY: as above.
+            site.func_len = unsafe { c_bytes(func, b"") }.len();
+            site.line = line;
             site.state.store(state, Ordering::Release);
             state
         })
         .unwrap_or(VLOG_SITE_FORMAT)
-    })
+    }
 }
 
-/// Records a message given as call site `site` (prepared, VLOG_SITE_DEFERRED)
-/// and its `nargs` captured arguments, if the filters select it. The text is
-/// made only when the record is read: by an output (at once), vlog_dump, the
-/// crash handler or vlog-dump. Strings are copied now. Returns 1 if recorded,
-/// 0 if filtered out, -1 on an error (a NULL or unprepared site, a wrong
-/// argument count), VLOG_FORMAT_AT_CALL if the arguments do not fit a record:
-/// then format the message and call vlog_write. NULL `src` is the default
-/// source. Never allocates; takes one lock. Not async-signal-safe.
+/// Records a message of call site `site` (prepared, VLOG_SITE_DEFERRED; it
+/// holds the file, line and function) with its `nargs` captured arguments, if
+/// the filters select it. The text is made only when the record is read: by an
+/// output (at once), vlog_dump, the crash handler or vlog-dump. Strings are
+/// copied now. Returns 1 if recorded, 0 if filtered out, -1 on an error (a NULL
+/// or unprepared site, a wrong argument count), VLOG_FORMAT_AT_CALL if the
+/// arguments do not fit a record: then format the message and call vlog_write.
+/// NULL `src` is the default source. errno is left as it was. Never
+/// allocates; takes one lock. Not async-signal-safe.
 #[no_mangle]
 pub extern "C" fn vlog_write_args(
     src: *const vlog_source,
     prio: c_int,
-    file: *const c_char,
-    line: c_int,
-    func: *const c_char,
     site: *const vlog_site,
     args: *const vlog_arg,
     nargs: c_int,
@@ -168,77 +200,93 @@ pub extern "C" fn vlog_write_args(
     if site.is_null() {
         return -1;
     }
-    guarded(-1, || {
-        // SAFETY: non-NULL, a live site per the contract.
-        let site = unsafe { &*site };
-        let count = site.nargs as usize;
-        if site.state.load(Ordering::Acquire) != VLOG_SITE_DEFERRED
-            || nargs as usize != count
-            || (count > 0 && args.is_null())
-        {
-            return -1;
-        }
-        let raw: &[vlog_arg] = if count == 0 {
-            &[]
-        } else {
-            // SAFETY: the caller passes `nargs` initialised arguments.
-            unsafe { std::slice::from_raw_parts(args, count) }
-        };
-        let captured = raw.iter().zip(&site.kinds).map(|(arg, &k)| match k {
-            kind::INT | kind::LONG => Captured::Signed(arg.bits as i64),
-            kind::UINT | kind::ULONG => Captured::Unsigned(arg.bits),
-            kind::DOUBLE => Captured::Double(f64::from_bits(arg.bits)),
-            kind::POINTER => Captured::Pointer(arg.bits),
-            _ if arg.str.is_null() => Captured::Str(None),
-            // SAFETY: a non-NULL string argument is NUL-terminated, as printf
-            // requires of %s.
-            _ => Captured::Str(Some(unsafe { CStr::from_ptr(arg.str) }.to_bytes())),
-        });
-        // SAFETY: a prepared site holds the format it was analysed for and its
-        // length.
-        let format = unsafe { std::slice::from_raw_parts(site.fmt.cast::<u8>(), site.fmt_len) };
-        // The payload is written straight into the logger's buffer, under its
-        // lock, and only if the filters keep the message.
-        let encode = |out: &mut Vec<u8>| deferred::encode(format, captured.clone(), out);
-        let source = if src.is_null() {
-            &vlog_default_source
-        } else {
-            // SAFETY: a live source per the API contract.
-            unsafe { &*src }
-        };
-        let m = Message {
-            source,
-            priority: Priority::clamped(prio),
-            // SAFETY: NULL or NUL-terminated strings, per the API contract; the
-            // site's cached lengths belong to the same pointers.
-            file: unsafe { known_len(file, site.file, site.file_len, b"") },
-            line: line.max(0) as u32,
-            // SAFETY: as above.
-            func: unsafe { known_len(func, site.func, site.func_len, b"?") },
-            text: b"",
-            full_len: 0,
-            encode: Some(&encode),
-        };
-        // SAFETY: the caller keeps the source alive until it unregisters it.
-        match unsafe { logger::emit(&m) } {
-            Outcome::Recorded => 1,
-            Outcome::Dropped => 0,
-            Outcome::FormatAtCall => VLOG_FORMAT_AT_CALL,
-        }
+    keeping_errno(|| {
+        guarded(-1, || {
+            // SAFETY: non-NULL, a live site per the contract.
+            let site = unsafe { &*site };
+            let count = site.nargs as usize;
+            if site.state.load(Ordering::Acquire) != VLOG_SITE_DEFERRED
+                || nargs as usize != count
+                || (count > 0 && args.is_null())
+            {
+                return -1;
+            }
+            let raw: &[vlog_arg] = if count == 0 {
+                &[]
+            } else {
+                // SAFETY: the caller passes `nargs` initialised arguments.
+                unsafe { std::slice::from_raw_parts(args, count) }
+            };
+            let captured = raw.iter().zip(&site.kinds).map(|(arg, &k)| match k {
+                kind::INT | kind::LONG => Captured::Signed(arg.bits as i64),
+                kind::UINT | kind::ULONG => Captured::Unsigned(arg.bits),
+                kind::DOUBLE => Captured::Double(f64::from_bits(arg.bits)),
+                kind::POINTER => Captured::Pointer(arg.bits),
+                _ if arg.str.is_null() => Captured::Str(None),
+                // SAFETY: a non-NULL string argument is NUL-terminated, as
+                // printf requires of %s.
+                _ => Captured::Str(Some(unsafe { CStr::from_ptr(arg.str) }.to_bytes())),
+            });
+            let source = if src.is_null() {
+                &vlog_default_source
+            } else {
+                // SAFETY: a live source per the API contract.
+                unsafe { &*src }
+            };
+            let m = SiteMessage {
+                source,
+                priority: Priority::clamped(prio),
+                site,
+                args: captured,
+            };
+            // SAFETY: the caller keeps the source alive until it unregisters it.
+            match unsafe { logger::emit_site(&m) } {
+                Outcome::Recorded => 1,
+                Outcome::Dropped => 0,
+                Outcome::FormatAtCall => VLOG_FORMAT_AT_CALL,
+            }
+        })
     })
 }
 
-/// The bytes of C string `s`, using `len` when `s` is the pointer the site
-/// measured (a call site's `__FILE__` and `__func__` never change).
+impl CallSite for vlog_site {
+    fn describe(&self) -> Site<'_> {
+        // SAFETY: a prepared site holds its format, file and function (NULL or
+        // NUL-terminated, per vlog_site_prepare's contract, and living as long
+        // as the site) with their lengths.
+        let (format, file, func) = unsafe {
+            (
+                measured(self.fmt, self.fmt_len),
+                measured(self.file, self.file_len),
+                measured(self.func, self.func_len),
+            )
+        };
+        Site {
+            source: b"",
+            file,
+            func: if func.is_empty() { b"?" } else { func },
+            line: self.line.max(0) as u32,
+            format,
+        }
+    }
+
+    fn entry(&self) -> &AtomicU64 {
+        &self.entry
+    }
+
+    fn entry_source(&self) -> &AtomicUsize {
+        &self.entry_source
+    }
+}
+
+/// The `len` bytes at `s`, or none when `s` is NULL.
 ///
 /// # Safety
-/// `s` is NULL or NUL-terminated; `len` is the length of `known` if not NULL.
-unsafe fn known_len(s: *const c_char, known: *const c_char, len: usize, fallback: &[u8]) -> &[u8] {
-    if !s.is_null() && s == known {
-        // SAFETY: `s` is the string the site measured, and it lives on.
-        unsafe { std::slice::from_raw_parts(s.cast::<u8>(), len) }
-    } else {
-        // SAFETY: forwarded from the caller.
-        unsafe { c_bytes(s, fallback) }
+/// `s` is NULL or points at `len` readable bytes that live on.
+unsafe fn measured<'a>(s: *const c_char, len: usize) -> &'a [u8] {
+    if s.is_null() {
+        return b"";
     }
+    // SAFETY: forwarded from the caller.
+    unsafe { std::slice::from_raw_parts(s.cast::<u8>(), len) }
 }
