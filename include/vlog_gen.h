@@ -147,6 +147,11 @@ typedef struct vlog_stats {
    * already inside vlog (for example from a signal handler).
    */
   uint64_t dropped_nested;
+  /**
+   * Lines that an output could not write (a full disk, a reader gone, a
+   * full pipe, fd 2 closed); the messages are still in the ring.
+   */
+  uint64_t output_lines_lost;
 } vlog_stats;
 
 /**
@@ -358,7 +363,7 @@ int vlog_flush(void);
 void vlog_shutdown(void);
 
 /**
- * Fills `*stats` with the ring's counters. Returns 0, or -1 if `stats` is NULL.
+ * Fills `*stats` with the ring's and the outputs' counters. Returns 0, or -1 if `stats` is NULL.
  * Takes the lock; not async-signal-safe.
  */
 int vlog_get_stats(struct vlog_stats *stats);

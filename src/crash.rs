@@ -98,6 +98,9 @@ fn fatal_action(handler: Handler) -> libc::sigaction {
         for &sig in &FATAL_SIGNALS {
             libc::sigaddset(&mut action.sa_mask, sig);
         }
+        // A dump to a pipe whose reader is gone must not end the process by
+        // SIGPIPE instead of the crash signal.
+        libc::sigaddset(&mut action.sa_mask, libc::SIGPIPE);
     }
     action
 }
@@ -230,7 +233,7 @@ pub fn on_watchdog() {
 /// # Safety
 /// `info` is the siginfo the kernel passed to the handler (or NULL).
 unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
-    let fd = DUMP_FD.load(Ordering::SeqCst);
+    let Some(fd) = dump_fd() else { return };
     let (code, addr) = if info.is_null() {
         (0, 0)
     } else {
@@ -288,12 +291,22 @@ pub fn write_requested_dump() {
         return;
     }
     let stats = logger::read_ring(|view| view.map(|v| v.stats()).unwrap_or_default());
-    dump::with_fd_sink(DUMP_FD.load(Ordering::SeqCst), |sink| {
-        sink.put(b"vlog: dump requested by signal");
-        write_process_line(thread_id(), stats, sink);
-        write_records(sink);
-    });
+    if let Some(fd) = dump_fd() {
+        dump::with_fd_sink(fd, |sink| {
+            sink.put(b"vlog: dump requested by signal");
+            write_process_line(thread_id(), stats, sink);
+            write_records(sink);
+        });
+    }
     DUMPER.store(0, Ordering::SeqCst);
+}
+
+/// Where the dump goes: the dump file, or fd 2 while it is still the stderr
+/// vlog adopted (a daemon that closed it may have reused fd 2 for a socket
+/// or a file that must not receive the ring).
+fn dump_fd() -> Option<c_int> {
+    let fd = DUMP_FD.load(Ordering::SeqCst);
+    (fd != 2 || crate::diag::stderr().is_some()).then_some(fd)
 }
 
 /// `, pid P, tid T, time ..., R records, L lost\n`

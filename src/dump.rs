@@ -5,7 +5,7 @@ use crate::format::{self, ChunkSink, Sink};
 use crate::logger;
 use crate::reader::{self, Entry, Region};
 use crate::record::Damage;
-use crate::sys;
+use crate::sys::{self, FdKind};
 
 /// Renders every entry of `region` into `sink`, a line each; returns the
 /// number of records written.
@@ -43,11 +43,13 @@ pub fn entries(region: &impl Region, sink: &mut impl Sink) -> u64 {
 }
 
 /// Runs `f` with a sink that writes to `fd` in chunks; false if a write failed
-/// (errno is left as write(2) set it).
+/// (errno is left as write(2) set it). A pipe or socket whose reader is gone
+/// fails with EPIPE; it never raises SIGPIPE.
 pub fn with_fd_sink(fd: i32, f: impl FnOnce(&mut ChunkSink<&mut dyn FnMut(&[u8])>)) -> bool {
+    let kind = sys::fd_info(fd).map_or(FdKind::Plain, |info| info.kind);
     let mut failed = false;
     let mut write = |bytes: &[u8]| {
-        if !failed && sys::write_all_fd(fd, bytes).is_err() {
+        if !failed && sys::write_no_sigpipe(fd, bytes, kind).is_err() {
             failed = true;
         }
     };

@@ -15,6 +15,8 @@ pub mod crash;
 /// cbindgen:ignore
 pub mod deferred;
 /// cbindgen:ignore
+pub mod diag;
+/// cbindgen:ignore
 pub mod dump;
 pub mod ffi;
 /// cbindgen:ignore

@@ -16,7 +16,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -134,10 +133,7 @@ fn lock() -> MutexGuard<'static, State> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Writes one diagnostic line of vlog's own to stderr.
-pub fn warn(message: &str) {
-    let _ = writeln!(std::io::stderr(), "vlog: {message}");
-}
+pub use crate::diag::warn;
 
 pub fn now_ns() -> u64 {
     sys::realtime_ns()
@@ -177,6 +173,7 @@ impl State {
             return;
         }
         self.initialized = true;
+        crate::diag::adopt_stderr();
         crate::ffi::fork::register_handlers();
         let env = if sys::secure_mode() {
             config::EnvConfig::default()
@@ -443,10 +440,8 @@ impl State {
             line.clear();
             format::render_line(&shown, line);
             for out in outputs.iter_mut().filter(|o| m.priority >= o.priority) {
-                if let Some(err) = out.write_line(line) {
-                    if !matches!(out.target, crate::output::Target::Stderr) {
-                        warn(&format!("cannot write to {}: {err}", out.describe()));
-                    }
+                if let Some(event) = out.write_line(line) {
+                    report(ring.as_mut(), &event);
                 }
             }
         }
@@ -509,6 +504,8 @@ impl State {
 
     pub fn reopen(&mut self) -> Result<(), ConfigError> {
         self.ensure_init();
+        // A daemon that redirected stderr on purpose says so by reopening.
+        crate::diag::adopt_stderr();
         let mut first_error = None;
         for out in &mut self.outputs {
             if let Err(e) = out.reopen() {
@@ -544,6 +541,30 @@ impl State {
 
     pub fn stats(&self) -> ring::Stats {
         self.ring.as_ref().map(Ring::stats).unwrap_or_default()
+    }
+}
+
+/// Reports an output's failure, recovery or rotation: on fd 2 (when it is
+/// still stderr) and as a warning record from source `vlog` in the ring, so a
+/// dump shows it whatever became of fd 2.
+fn report(ring: Option<&mut Ring>, event: &str) {
+    warn(event);
+    if let Some(ring) = ring {
+        ring.append(
+            &Record {
+                seq: 0,
+                time_ns: now_ns(),
+                tid: sys::thread_id(),
+                line: 0,
+                priority: Priority::Warning,
+                source: b"vlog",
+                file: b"",
+                func: b"output",
+                kind: RecordKind::Text,
+                message: event.as_bytes(),
+            }
+            .clipped(),
+        );
     }
 }
 

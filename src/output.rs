@@ -1,41 +1,79 @@
 //! `VLOG_OUTPUTS`: where recorded messages are printed, each destination with
 //! its own minimum priority.
+//!
+//! An output that fails (a full disk, a reader gone, a full pipe, fd 2 closed)
+//! never stops logging: the line is dropped and counted, the ring and the other
+//! outputs go on, and the failure is reported once, then its end once with the
+//! number of lines lost. Writes never raise SIGPIPE and never wait for a full
+//! pipe. A file output that is deleted or replaced (log rotation) is noticed
+//! within a second and opened again by its path.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::config::ConfigError;
+use crate::diag;
 use crate::priority::Priority;
+use crate::sys::{self, FdInfo};
+
+/// Lines that an output could not write, over all outputs (`vlog_stats`).
+pub static LINES_LOST: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Debug)]
 pub enum Target {
     Stderr,
-    File { path: PathBuf, file: File },
+    File {
+        path: PathBuf,
+        file: File,
+        /// The open file's identity and kind, to notice rotation and to write
+        /// to a FIFO without SIGPIPE.
+        info: FdInfo,
+    },
 }
 
 #[derive(Debug)]
 pub struct Output {
     pub priority: Priority,
     pub target: Target,
-    /// Set after the first failed write, so a full disk is reported once and
-    /// not once per message; cleared by a successful write or a reopen.
-    failing: bool,
+    /// Lines lost since the output started failing; None while it works. The
+    /// failure is reported when this becomes Some, the recovery when it
+    /// becomes None again.
+    failing: Option<u64>,
+    /// The coarse second of the last rotation check, and whether reopening
+    /// failed then (reported once).
+    checked_at: u64,
+    reopen_failed: bool,
 }
 
 /// A parsed output list, files already open, in the order they will be written.
 #[derive(Debug, Default)]
 pub struct OutputSpecs(pub Vec<Output>);
 
-fn open_log_file(path: &Path) -> io::Result<File> {
-    // std opens with O_CLOEXEC; O_APPEND keeps each line's write(2) atomic with
-    // respect to other writers of the same file.
-    OpenOptions::new()
+/// Opens a log file for appending: created 0600, O_CLOEXEC (std), O_APPEND
+/// (each line's write(2) is atomic with respect to other writers), O_NOFOLLOW
+/// (a symbolic link planted at the path cannot redirect a privileged daemon's
+/// log), O_NONBLOCK (a FIFO needs a reader now and a full one drops lines
+/// instead of blocking the daemon; regular files ignore it).
+fn open_log_file(path: &Path) -> io::Result<(File, FdInfo)> {
+    let file = OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::other(format!(
+                "{e} (it is a symbolic link, which vlog does not follow)"
+            )),
+            Some(libc::ENXIO) => io::Error::other(format!("{e} (a FIFO with no reader)")),
+            _ => e,
+        })?;
+    let info = sys::fd_info(file.as_raw_fd())?;
+    Ok((file, info))
 }
 
 impl OutputSpecs {
@@ -55,10 +93,16 @@ impl OutputSpecs {
 
 impl Output {
     pub fn stderr(priority: Priority) -> Output {
+        Output::new(priority, Target::Stderr)
+    }
+
+    fn new(priority: Priority, target: Target) -> Output {
         Output {
             priority,
-            target: Target::Stderr,
-            failing: false,
+            target,
+            failing: None,
+            checked_at: sys::coarse_seconds(),
+            reopen_failed: false,
         }
     }
 
@@ -103,13 +147,13 @@ impl Output {
                 let path = std::path::absolute(fields[2]).map_err(|e| {
                     ConfigError::new(format!("invalid path in output '{token}': {e}"))
                 })?;
-                let file = open_log_file(&path).map_err(|e| {
+                let (file, info) = open_log_file(&path).map_err(|e| {
                     ConfigError::new(format!(
                         "cannot open '{}' for output '{token}': {e}",
                         path.display()
                     ))
                 })?;
-                Target::File { path, file }
+                Target::File { path, file, info }
             }
             _ => {
                 return Err(ConfigError::new(format!(
@@ -117,11 +161,7 @@ impl Output {
             )))
             }
         };
-        Ok(Output {
-            priority,
-            target,
-            failing: false,
-        })
+        Ok(Output::new(priority, target))
     }
 
     fn same_destination(&self, other: &Output) -> bool {
@@ -132,21 +172,85 @@ impl Output {
         }
     }
 
-    /// Writes one finished line. A failure is returned only the first time in a
-    /// row, so the caller reports it once.
-    pub fn write_line(&mut self, line: &[u8]) -> Option<io::Error> {
+    /// Writes one finished line with one write(2). Returns what to report,
+    /// if anything: the start of a failure, its end, a rotation noticed.
+    pub fn write_line(&mut self, line: &[u8]) -> Option<String> {
+        let rotated = self.follow_rotation();
         let result = match &self.target {
-            Target::Stderr => io::stderr().write_all(line),
-            Target::File { file, .. } => (&*file).write_all(line),
+            Target::Stderr => match diag::stderr() {
+                Some(kind) => sys::write_no_sigpipe(2, line, kind),
+                None => Err(io::Error::other(
+                    "fd 2 is closed, or is no longer the file it was when vlog started \
+                     (call vlog_reopen() after redirecting it)",
+                )),
+            },
+            Target::File { file, info, .. } => {
+                sys::write_no_sigpipe(file.as_raw_fd(), line, info.kind)
+            }
         };
-        match result {
-            Ok(()) => {
-                self.failing = false;
+        let event = match (result, &mut self.failing) {
+            (Ok(()), failing) => failing.take().map(|lost| {
+                format!(
+                    "{} works again; {lost} line{} could not be written to it",
+                    self.describe(),
+                    if lost == 1 { "" } else { "s" }
+                )
+            }),
+            (Err(_), Some(lost)) => {
+                *lost += 1;
+                LINES_LOST.fetch_add(1, Ordering::Relaxed);
                 None
             }
-            Err(e) if !self.failing => {
-                self.failing = true;
-                Some(e)
+            (Err(e), failing) => {
+                *failing = Some(1);
+                LINES_LOST.fetch_add(1, Ordering::Relaxed);
+                Some(format!(
+                    "cannot write to {}: {e}; logging goes on, and this is not \
+                     reported again until it works",
+                    self.describe()
+                ))
+            }
+        };
+        match (rotated, event) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// At most once a second, checks that a file output's path still names the
+    /// file it writes to; if the file was deleted or the path now names another
+    /// file (log rotation), opens the path again.
+    fn follow_rotation(&mut self) -> Option<String> {
+        let Target::File { path, file, info } = &self.target else {
+            return None;
+        };
+        let now = sys::coarse_seconds();
+        if now == self.checked_at {
+            return None;
+        }
+        self.checked_at = now;
+        let here = std::fs::symlink_metadata(path)
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        let deleted = sys::fd_info(file.as_raw_fd()).is_ok_and(|i| i.nlink == 0);
+        if here == Some((info.dev, info.ino)) && !deleted {
+            return None;
+        }
+        let what = format!(
+            "{} was {} (log rotation?)",
+            path.display(),
+            if deleted { "deleted" } else { "replaced" }
+        );
+        match self.reopen() {
+            Ok(()) => {
+                self.reopen_failed = false;
+                Some(format!("{what}: opened it again"))
+            }
+            Err(e) if !self.reopen_failed => {
+                self.reopen_failed = true;
+                Some(format!(
+                    "{what}; cannot open it again ({e}): still writing to the old file"
+                ))
             }
             Err(_) => None,
         }
@@ -155,9 +259,8 @@ impl Output {
     /// Reopens a file output by its path (after logrotate moved it). The old file
     /// stays in use if the new one cannot be opened.
     pub fn reopen(&mut self) -> io::Result<()> {
-        if let Target::File { path, file } = &mut self.target {
-            *file = open_log_file(path)?;
-            self.failing = false;
+        if let Target::File { path, file, info } = &mut self.target {
+            (*file, *info) = open_log_file(path)?;
         }
         Ok(())
     }

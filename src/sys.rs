@@ -30,6 +30,119 @@ pub fn reset_thread_id() {
     TID.with(|t| t.set(0));
 }
 
+/// What kind of file a descriptor is, for how to write to it without
+/// SIGPIPE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FdKind {
+    /// A regular file, a terminal, a character device: write(2).
+    Plain,
+    /// A pipe or FIFO: write(2) with SIGPIPE blocked.
+    Pipe,
+    /// A socket: send(2) with MSG_NOSIGNAL.
+    Socket,
+}
+
+/// Identity and kind of an open descriptor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FdInfo {
+    pub dev: u64,
+    pub ino: u64,
+    pub kind: FdKind,
+    /// 0 once the file has been deleted.
+    pub nlink: u64,
+}
+
+fn info_of(st: &libc::stat) -> FdInfo {
+    let kind = match st.st_mode & libc::S_IFMT {
+        libc::S_IFIFO => FdKind::Pipe,
+        libc::S_IFSOCK => FdKind::Socket,
+        _ => FdKind::Plain,
+    };
+    FdInfo {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        kind,
+        nlink: st.st_nlink,
+    }
+}
+
+/// fstat(2) of `fd`: Err when it is not open.
+pub fn fd_info(fd: c_int) -> io::Result<FdInfo> {
+    // SAFETY: an all-zero stat is a valid out-buffer for fstat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid out-pointer; a bad fd is an error, not UB.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info_of(&st))
+}
+
+/// Writes all of `buf` to `fd` without ever raising SIGPIPE: a reader that
+/// went away is the error EPIPE, not the end of the process. A descriptor in
+/// non-blocking mode that is full gives EAGAIN (nothing waits). Async-signal-
+/// safe except for a pipe, whose signal mask it changes for the call.
+pub fn write_no_sigpipe(fd: c_int, buf: &[u8], kind: FdKind) -> io::Result<()> {
+    if kind != FdKind::Pipe {
+        return write_all_kind(fd, buf, kind);
+    }
+    // SAFETY: plain signal-set manipulation on local sets.
+    unsafe {
+        let mut pipe_only: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe_only);
+        libc::sigaddset(&mut pipe_only, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe_only, &mut old);
+        libc::sigpending(&mut pending);
+        let was_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
+        let result = write_all_kind(fd, buf, kind);
+        if matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EPIPE)) && !was_pending {
+            // Take the SIGPIPE this write raised, so unblocking does not
+            // deliver it.
+            let zero = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::sigtimedwait(&pipe_only, std::ptr::null_mut(), &zero);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        result
+    }
+}
+
+fn write_all_kind(fd: c_int, mut buf: &[u8], kind: FdKind) -> io::Result<()> {
+    if kind != FdKind::Socket {
+        return write_all_fd(fd, buf);
+    }
+    while !buf.is_empty() {
+        // SAFETY: `buf` is valid for `buf.len()` bytes.
+        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+        match n {
+            n if n > 0 => buf = &buf[n as usize..],
+            0 => return Err(io::ErrorKind::WriteZero.into()),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whole seconds of CLOCK_MONOTONIC_COARSE: a clock for "at most once a
+/// second" that costs no system call.
+pub fn coarse_seconds() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as u64
+}
+
 /// Runs `f` and puts errno back as it was: for entry points C calls where
 /// errno must survive (a signal handler, a logging call whose format has %m).
 /// Async-signal-safe.

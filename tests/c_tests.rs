@@ -2,8 +2,9 @@
 //! runs them. Each program checks one promise of the C API and exits 0; the
 //! tests here add what only a driver can check (environment, stderr).
 
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 fn root() -> &'static Path {
@@ -79,7 +80,13 @@ fn build(name: &str, link: Link) -> PathBuf {
 
 /// Runs a program with only the given `VLOG_*` variables set.
 fn run(exe: &Path, env: &[(&str, &str)]) -> Output {
+    run_with(exe, &[], env)
+}
+
+/// `run` with arguments.
+fn run_with(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(exe);
+    cmd.args(args);
     for (key, _) in std::env::vars() {
         if key.starts_with("VLOG_") {
             cmd.env_remove(key);
@@ -871,6 +878,64 @@ fn deferred_records_read_back_as_printf_text() {
 #[test]
 fn call_sites_beyond_the_dictionary_and_across_a_new_ring_read_back() {
     check("sites");
+}
+
+/// A fresh directory under the work directory.
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = work().join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Outputs that fail (full disk, FIFO, rotation, fd 2 reused, stderr a pipe
+/// with no reader) never stop logging, never block, never raise SIGPIPE, and
+/// are reported once.
+#[test]
+fn failing_outputs_are_reported_once_and_logging_goes_on() {
+    let exe = build("output_failures", Link::Static);
+    for mode in ["fifo", "rotate", "stderr"] {
+        let dir = scratch_dir(&format!("outputs-{mode}"));
+        let out = run_with(&exe, &[mode, dir.to_str().unwrap()], &[]);
+        assert_ok(&format!("output_failures {mode}"), &out);
+    }
+    // A full file system: a 64 KiB tmpfs, mounted here (root only).
+    let dir = scratch_dir("outputs-full");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&dir)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if mounted {
+        let out = run_with(&exe, &["full", dir.to_str().unwrap()], &[]);
+        let _ = Command::new("umount").arg(&dir).status();
+        assert_ok("output_failures full", &out);
+        let stderr = text(&out.stderr);
+        assert_eq!(
+            stderr.matches("No space left on device").count(),
+            1,
+            "{stderr}"
+        );
+        assert_eq!(stderr.matches(" works again; ").count(), 1, "{stderr}");
+    } else {
+        eprintln!("skipping the full file system case: cannot mount a tmpfs (not root?)");
+    }
+    // stderr a pipe whose reader has gone: EPIPE, and the process lives on.
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills the two-element array.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just created and are owned here.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read_end);
+    let out = Command::new(&exe)
+        .arg("stderr-pipe")
+        .env_remove("VLOG_OUTPUTS")
+        .stderr(Stdio::from(write_end))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr-pipe: {:?}", out.status);
 }
 
 /// errno survives every kind of logging call, the first (which initialises

@@ -37,6 +37,9 @@ pub struct vlog_stats {
     /// Messages dropped because they were logged while the same thread was
     /// already inside vlog (for example from a signal handler).
     pub dropped_nested: u64,
+    /// Lines that an output could not write (a full disk, a reader gone, a
+    /// full pipe, fd 2 closed); the messages are still in the ring.
+    pub output_lines_lost: u64,
 }
 
 fn source_or_default<'a>(src: *const vlog_source) -> &'a vlog_source {
@@ -276,7 +279,7 @@ pub extern "C" fn vlog_shutdown() {
     guarded((), || logger::with_state(|s| s.shutdown()))
 }
 
-/// Fills `*stats` with the ring's counters. Returns 0, or -1 if `stats` is NULL.
+/// Fills `*stats` with the ring's and the outputs' counters. Returns 0, or -1 if `stats` is NULL.
 /// Takes the lock; not async-signal-safe.
 #[no_mangle]
 pub extern "C" fn vlog_get_stats(stats: *mut vlog_stats) -> c_int {
@@ -291,6 +294,7 @@ pub extern "C" fn vlog_get_stats(stats: *mut vlog_stats) -> c_int {
             records: ring.recorded,
             lost: ring.lost,
             dropped_nested: logger::nested_dropped(),
+            output_lines_lost: crate::output::LINES_LOST.load(std::sync::atomic::Ordering::Relaxed),
         };
         // SAFETY: non-NULL, and the caller passes a writable vlog_stats.
         unsafe { stats.write(out) };

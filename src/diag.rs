@@ -1,0 +1,57 @@
+//! vlog's own diagnostics ("vlog: ..." lines), and the rule for fd 2.
+//!
+//! Daemons close their standard descriptors, and the next open(2) or socket(2)
+//! gets fd 2. Writing there then puts log text into someone else's file or
+//! connection. So vlog remembers which file fd 2 was when it started (or when
+//! `vlog_reopen` was last called, for a daemon that redirects stderr on
+//! purpose) and writes to fd 2, diagnostics and the stderr output alike, only
+//! while fd 2 is still that file. The check is one fstat(2) before each write.
+//! Diagnostics about outputs are also recorded in the ring (see the logger), so
+//! a dump shows them whatever fd 2 is.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::sys::{self, FdInfo, FdKind};
+
+const STDERR: i32 = 2;
+
+static ADOPTED: AtomicBool = AtomicBool::new(false);
+static DEV: AtomicU64 = AtomicU64::new(0);
+static INO: AtomicU64 = AtomicU64::new(0);
+
+/// Takes fd 2 as it is now as the stderr vlog writes to (nothing, if it is
+/// closed).
+pub fn adopt_stderr() {
+    let (dev, ino) = match sys::fd_info(STDERR) {
+        Ok(info) => (info.dev, info.ino),
+        // Closed: no file has identity (0, 0) and an open descriptor.
+        Err(_) => (0, 0),
+    };
+    DEV.store(dev, Ordering::Relaxed);
+    INO.store(ino, Ordering::Relaxed);
+    ADOPTED.store(true, Ordering::Release);
+}
+
+/// How to write to fd 2, if it is still the file vlog adopted.
+pub fn stderr() -> Option<FdKind> {
+    if !ADOPTED.load(Ordering::Acquire) {
+        adopt_stderr();
+    }
+    let FdInfo { dev, ino, kind, .. } = sys::fd_info(STDERR).ok()?;
+    (dev == DEV.load(Ordering::Relaxed) && ino == INO.load(Ordering::Relaxed)).then_some(kind)
+}
+
+/// Writes one line to fd 2 if it is still the adopted file, with one write(2)
+/// and never raising SIGPIPE. False when the line was not written.
+pub fn write_stderr(line: &[u8]) -> bool {
+    stderr().is_some_and(|kind| sys::write_no_sigpipe(STDERR, line, kind).is_ok())
+}
+
+/// Writes "vlog: MESSAGE" to fd 2 under the rule above.
+pub fn warn(message: &str) {
+    let mut line = Vec::with_capacity(message.len() + 7);
+    line.extend_from_slice(b"vlog: ");
+    line.extend_from_slice(message.as_bytes());
+    line.push(b'\n');
+    write_stderr(&line);
+}
