@@ -18,7 +18,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
 use std::path::{Path, PathBuf};
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::config::{self, ConfigError, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
@@ -117,6 +117,13 @@ static READERS: AtomicUsize = AtomicUsize::new(0);
 /// Messages logged while the same thread was already inside the logger (from a
 /// signal handler, say), dropped instead of deadlocking.
 static NESTED_DROPPED: AtomicU64 = AtomicU64::new(0);
+/// How far vlog has stepped down after internal errors (panics caught at the
+/// C boundary): NORMAL, RING_ONLY (outputs off: the code that prints may be
+/// what failed) or SILENT (every source off: nothing more is recorded).
+static SAFE_MODE: AtomicU8 = AtomicU8::new(NORMAL);
+const NORMAL: u8 = 0;
+const RING_ONLY: u8 = 1;
+const SILENT: u8 = 2;
 
 thread_local! {
     static INSIDE: Cell<bool> = const { Cell::new(false) };
@@ -192,6 +199,11 @@ impl State {
             }
             _ => self.use_default_outputs(),
         }
+        if SAFE_MODE.load(Ordering::Relaxed) != NORMAL {
+            // After an internal error, a restart (vlog_shutdown) keeps them off.
+            self.outputs.clear();
+            self.default_outputs = false;
+        }
         self.dump = env.dump.unwrap_or_default();
         self.dump_signal = env.dump_signal;
         let size = env.buffer_size.unwrap_or(DEFAULT_BUFFER_SIZE);
@@ -220,6 +232,9 @@ impl State {
 
     /// The cached level for a source with this name.
     fn resolve(&self, name: &[u8]) -> i32 {
+        if SAFE_MODE.load(Ordering::Relaxed) == SILENT {
+            return OFF;
+        }
         let wanted = self.filters.lookup(name).unwrap_or(self.level) as i32;
         if self.ring.is_some() {
             return wanted;
@@ -292,6 +307,11 @@ impl State {
     }
 
     pub fn set_outputs(&mut self, spec: &str) -> Result<(), ConfigError> {
+        if SAFE_MODE.load(Ordering::Relaxed) != NORMAL {
+            return Err(ConfigError::new(
+                "outputs stay off after an internal error in vlog (see its report)".to_string(),
+            ));
+        }
         let OutputSpecs(outputs) = OutputSpecs::parse(spec)?;
         self.ensure_init();
         if outputs.is_empty() {
@@ -628,6 +648,37 @@ pub fn enter<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
 pub unsafe fn emit(m: &Message) -> Outcome {
     // SAFETY: forwarded from the caller.
     enter(|state| unsafe { state.record(m) }).unwrap_or(Outcome::Dropped)
+}
+
+/// Steps down after a panic was caught at the C boundary, and says so once
+/// per step: the first panic turns the outputs off (the ring keeps
+/// recording), a second one turns every source off. `what` is the panic's
+/// message. Never panics itself.
+pub fn after_panic(what: &str) {
+    let step = SAFE_MODE
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |m| {
+            (m < SILENT).then_some(m + 1)
+        })
+        .map_or(SILENT + 1, |old| old + 1);
+    let note = match step {
+        RING_ONLY => {
+            format!("internal error ({what}); going on with the ring only: outputs are off")
+        }
+        SILENT => format!("internal error again ({what}); logging is off"),
+        _ => return,
+    };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if inside() {
+            // The lock may be this thread's: say it without the ring.
+            return warn(&note);
+        }
+        with_state(|s| {
+            s.outputs.clear();
+            s.default_outputs = false;
+            report(s.ring.as_mut(), &note);
+            s.refresh_sources();
+        })
+    }));
 }
 
 /// Records a message of a deferred call site from C.

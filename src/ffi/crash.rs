@@ -7,24 +7,24 @@
 use std::ffi::{c_int, c_void};
 
 use crate::crash;
-use crate::ffi::{config_call, guarded};
+use crate::ffi::{config_call, guarded_in_handler};
 use crate::logger;
 
 /// The handler for fatal signals.
 pub extern "C" fn on_fatal_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
     // SAFETY: installed by crash::install as a SA_SIGINFO handler, so these
     // are the kernel's arguments.
-    guarded((), || unsafe { crash::on_fatal(sig, info, ctx) })
+    guarded_in_handler(|| unsafe { crash::on_fatal(sig, info, ctx) })
 }
 
 /// SIGALRM during a crash dump: the dump took too long.
 pub extern "C" fn on_watchdog(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
-    guarded((), crash::on_watchdog)
+    guarded_in_handler(crash::on_watchdog)
 }
 
 /// The `VLOG_DUMP_SIGNAL` handler: dump and carry on, leaving errno as it was.
 pub extern "C" fn on_dump_signal(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
-    crate::sys::keeping_errno(|| guarded((), crash::write_requested_dump))
+    crate::sys::keeping_errno(|| guarded_in_handler(crash::write_requested_dump))
 }
 
 /// Installs the crash handler now, with the dump going where `VLOG_DUMP` says

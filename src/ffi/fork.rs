@@ -3,18 +3,21 @@
 
 use std::sync::Once;
 
+use crate::ffi::guarded_in_handler;
 use crate::logger;
 
+// A panic must not unwind into libc's fork; these run in the middle of it, so
+// they only swallow one (see guarded_in_handler).
 extern "C" fn prepare() {
-    logger::fork_prepare();
+    guarded_in_handler(logger::fork_prepare);
 }
 
 extern "C" fn parent() {
-    logger::fork_parent();
+    guarded_in_handler(logger::fork_parent);
 }
 
 extern "C" fn child() {
-    logger::fork_child();
+    guarded_in_handler(logger::fork_child);
 }
 
 /// Installs the handlers once per process.

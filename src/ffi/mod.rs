@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, Once};
 
 use crate::config::ConfigError;
 
@@ -38,15 +39,57 @@ fn config_call(f: impl FnOnce() -> Result<(), ConfigError>) -> c_int {
             -1
         }
         Err(_) => {
+            crate::logger::after_panic(&take_panic_message());
             set_last_error("internal error in vlog (a panic was caught); nothing was changed");
             -1
         }
     }
 }
 
-/// Runs `f`, turning a panic into `on_panic`.
-fn guarded<R>(on_panic: R, f: impl FnOnce() -> R) -> R {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or(on_panic)
+/// Runs `f`, turning a panic into `on_panic`. A panic is a bug in vlog: the
+/// logger then steps down to a safe mode (see `logger::after_panic`) and says
+/// so once. Public (hidden) for the test that proves it.
+#[doc(hidden)]
+pub fn guarded<R>(on_panic: R, f: impl FnOnce() -> R) -> R {
+    quiet_panics();
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            crate::logger::after_panic(&take_panic_message());
+            on_panic
+        }
+    }
+}
+
+/// `guarded` for signal handlers: the panic is swallowed and nothing else is
+/// done (stepping down takes the logger's lock, which the interrupted thread
+/// may hold).
+fn guarded_in_handler(f: impl FnOnce()) {
+    quiet_panics();
+    let _ = catch_unwind(AssertUnwindSafe(f));
+}
+
+static PANIC_MESSAGE: Mutex<String> = Mutex::new(String::new());
+
+/// Replaces the panic hook of vlog's copy of std, once: the default hook
+/// prints to fd 2 (which may not be stderr any more) on every panic; this one
+/// keeps the message for the one report `after_panic` makes.
+fn quiet_panics() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            if let Ok(mut message) = PANIC_MESSAGE.lock() {
+                *message = info.to_string().replace('\n', " ");
+            }
+        }))
+    });
+}
+
+fn take_panic_message() -> String {
+    PANIC_MESSAGE
+        .lock()
+        .map(|mut m| std::mem::take(&mut *m))
+        .unwrap_or_default()
 }
 
 /// A configuration string from C: NULL and invalid UTF-8 are errors.

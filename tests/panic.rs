@@ -1,0 +1,82 @@
+//! A panic inside vlog (a bug) never reaches C: the entry returns its error
+//! value, and vlog steps down, saying so once per step: first to the ring only
+//! (outputs off), then to nothing. Its own process, since the state is global.
+
+use std::ffi::{c_char, CString};
+use std::io::Read;
+use std::os::fd::AsRawFd;
+
+use vlog::ffi::api::{vlog_dump, vlog_set_level, vlog_set_outputs, vlog_write};
+use vlog::ffi::guarded;
+
+fn write(msg: &str) -> i32 {
+    vlog_write(
+        std::ptr::null(),
+        4,
+        c"panic.rs".as_ptr(),
+        1,
+        c"test".as_ptr(),
+        msg.as_ptr().cast::<c_char>(),
+        msg.len(),
+        msg.len(),
+    )
+}
+
+fn ring_text() -> String {
+    let mut file = tempfile();
+    assert!(vlog_dump(file.as_raw_fd()) >= 0);
+    let mut text = String::new();
+    use std::io::Seek;
+    file.rewind().unwrap();
+    file.read_to_string(&mut text).unwrap();
+    text
+}
+
+fn tempfile() -> std::fs::File {
+    let path = std::env::temp_dir().join(format!("vlog-panic-{}.txt", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    file
+}
+
+#[test]
+fn a_panic_steps_down_to_the_ring_then_to_nothing() {
+    let log = std::env::temp_dir().join(format!("vlog-panic-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let spec = CString::new(format!("1:file:{}", log.display())).unwrap();
+    assert_eq!(vlog_set_level(1), 0);
+    assert_eq!(vlog_set_outputs(spec.as_ptr()), 0);
+    assert_eq!(write("before any panic"), 1);
+
+    assert_eq!(guarded(-1, || -> i32 { panic!("first bug") }), -1);
+    assert_eq!(write("after the first"), 1);
+    // Outputs are off for good; the ring goes on.
+    assert_eq!(vlog_set_outputs(spec.as_ptr()), -1);
+    assert_eq!(write("still recorded"), 1);
+    let printed = std::fs::read_to_string(&log).unwrap();
+    assert!(printed.contains("before any panic"), "{printed}");
+    assert!(!printed.contains("after the first"), "{printed}");
+    let ring = ring_text();
+    assert!(ring.contains(" : after the first\n") && ring.contains(" : still recorded\n"));
+    assert_eq!(
+        ring.matches("going on with the ring only").count(),
+        1,
+        "{ring}"
+    );
+    assert!(ring.contains("first bug"), "{ring}");
+
+    assert_eq!(guarded(-1, || -> i32 { panic!("second bug") }), -1);
+    assert_eq!(write("after the second"), 0);
+    assert_eq!(guarded(-1, || -> i32 { panic!("third bug") }), -1);
+    let ring = ring_text();
+    assert!(!ring.contains("after the second"), "{ring}");
+    assert_eq!(ring.matches("logging is off").count(), 1, "{ring}");
+    assert!(!ring.contains("third bug"), "{ring}");
+    let _ = std::fs::remove_file(&log);
+}
