@@ -71,3 +71,14 @@ bench-c/bench_spdlog: bench-c/bench_spdlog.cpp bench-c/harness.h c-tests/count_a
 bench: $(BENCH_PROGRAMS)
 	@pkg-config --exists spdlog || echo "bench: spdlog not installed; its modes are left out"
 	bench-c/run.py $(BENCH_PROGRAMS)
+
+# 2, 8 and 64 threads at full rate into a 16 KiB ring for SOAK_SECONDS each,
+# dumped without a lock all the while; every dump and the final accounting are
+# checked (c-tests/soak.c). cargo test runs it for one second each.
+SOAK_SECONDS ?= 10
+bench-c/soak: lib c-tests/soak.c c-tests/check.h include/vlog.h include/vlog_gen.h
+	$(CC) $(CFLAGS) -Iinclude c-tests/soak.c -o $@ $(STATIC_LIB) $(LIBS)
+
+.PHONY: soak
+soak: bench-c/soak
+	for t in 2 8 64; do bench-c/soak $$t $(SOAK_SECONDS) || exit 1; done

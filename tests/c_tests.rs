@@ -880,6 +880,18 @@ fn call_sites_beyond_the_dictionary_and_across_a_new_ring_read_back() {
     check("sites");
 }
 
+/// 2, 8 and 64 threads at full rate into a 16 KiB ring for a second each,
+/// dumped without a lock all the while: intact records, consecutive
+/// per-thread messages, exact accounting (`make soak` runs it longer).
+#[test]
+fn threads_at_full_rate_keep_the_ring_intact_and_counted() {
+    let exe = build("soak", Link::Static);
+    for threads in ["2", "8", "64"] {
+        let out = run_with(&exe, &[threads, "1"], &[]);
+        assert_ok(&format!("soak {threads}"), &out);
+    }
+}
+
 /// A fresh directory under the work directory.
 fn scratch_dir(name: &str) -> PathBuf {
     let dir = work().join(name);
