@@ -2,9 +2,12 @@
 //!
 //! `2026-11-30 13:45:12.345+0000: 4242: debug : qemu.monitor : qemuMonitorSend:123 : message`
 //!
-//! libvirt's line with the source added. Control bytes in names and messages are
-//! escaped (`\n`, `\t`, `\r`, `\xHH`), so one message is always one line and no
-//! terminal escape sequence reaches a terminal raw.
+//! libvirt's line with the source added. In names and messages, control bytes
+//! (C0, DEL, and the C1 controls U+0080-U+009F, which some terminals obey as
+//! escape sequences), bytes that are not UTF-8 and the backslash itself are
+//! escaped (`\n`, `\t`, `\r`, `\\`, `\xHH`): one message is always one line,
+//! no terminal escape sequence reaches a terminal raw, and what the line shows
+//! tells exactly which bytes were logged.
 
 use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
 
@@ -312,24 +315,37 @@ pub fn put_hex(value: u64, out: &mut impl Sink) {
 }
 
 fn put_escaped(bytes: &[u8], out: &mut impl Sink) {
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if b >= 0x20 && b != 0x7f {
-            continue;
-        }
-        out.put(&bytes[start..i]);
-        start = i + 1;
-        match b {
-            b'\n' => out.put(b"\\n"),
-            b'\t' => out.put(b"\\t"),
-            b'\r' => out.put(b"\\r"),
-            _ => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.put(&[b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+    for chunk in bytes.utf8_chunks() {
+        let valid = chunk.valid();
+        let mut start = 0;
+        for (i, c) in valid.char_indices() {
+            let code = c as u32;
+            if ((0x20..0x7f).contains(&code) && c != '\\') || code > 0x9f {
+                continue;
+            }
+            out.put(&valid.as_bytes()[start..i]);
+            start = i + c.len_utf8();
+            match c {
+                '\n' => out.put(b"\\n"),
+                '\t' => out.put(b"\\t"),
+                '\r' => out.put(b"\\r"),
+                '\\' => out.put(b"\\\\"),
+                _ => valid.as_bytes()[i..start]
+                    .iter()
+                    .for_each(|&b| put_byte_escape(b, out)),
             }
         }
+        out.put(&valid.as_bytes()[start..]);
+        chunk
+            .invalid()
+            .iter()
+            .for_each(|&b| put_byte_escape(b, out));
     }
-    out.put(&bytes[start..]);
+}
+
+fn put_byte_escape(b: u8, out: &mut impl Sink) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.put(&[b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
 }
 
 #[cfg(test)]
@@ -370,10 +386,18 @@ mod tests {
     #[test]
     fn escapes_control_bytes() {
         let rec = Record {
-            message: b"a\nb\tc\rd\x1b[31me\x7f\x00\\",
+            message: b"a\nb\tc\rd\x1b[31me\x7f\x00\\ \xc2\x9b2J \xff\xc3 \xc3\xa9 \xe2\x82\xac",
             ..sample()
         };
-        assert!(line(&rec).ends_with(": a\\nb\\tc\\rd\\x1b[31me\\x7f\\x00\\\n"));
+        // C0 and C1 controls, DEL, the backslash and bytes that are not UTF-8
+        // are escaped; other UTF-8 (é, €) is kept.
+        assert!(
+            line(&rec).ends_with(
+                ": a\\nb\\tc\\rd\\x1b[31me\\x7f\\x00\\\\ \\xc2\\x9b2J \\xff\\xc3 \u{e9} \u{20ac}\n"
+            ),
+            "{}",
+            line(&rec)
+        );
     }
 
     #[test]

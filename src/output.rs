@@ -76,18 +76,36 @@ fn open_log_file(path: &Path) -> io::Result<(File, FdInfo)> {
     Ok((file, info))
 }
 
+/// One output token, parsed and checked but not opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    pub priority: Priority,
+    /// None for stderr, the absolute path of a file output.
+    pub file: Option<PathBuf>,
+}
+
 impl OutputSpecs {
     /// Parses a whole output string, opening every file it names. One bad token
     /// rejects the string; a later duplicate destination replaces an earlier one
     /// and takes its place at the end, as in libvirt.
     pub fn parse(s: &str) -> Result<OutputSpecs, ConfigError> {
-        let mut outputs: Vec<Output> = Vec::new();
-        for token in s.split(' ').filter(|t| !t.is_empty()) {
-            let output = Output::parse(token)?;
-            outputs.retain(|o| !o.same_destination(&output));
-            outputs.push(output);
+        let mut outputs = Vec::new();
+        for spec in OutputSpecs::syntax(s)? {
+            outputs.push(Output::open(spec)?);
         }
         Ok(OutputSpecs(outputs))
+    }
+
+    /// The syntax half of [`OutputSpecs::parse`]: the tokens, checked, later
+    /// duplicates replacing earlier ones, nothing opened.
+    pub fn syntax(s: &str) -> Result<Vec<Spec>, ConfigError> {
+        let mut specs: Vec<Spec> = Vec::new();
+        for token in s.split(' ').filter(|t| !t.is_empty()) {
+            let spec = Spec::parse(token)?;
+            specs.retain(|o| o.file != spec.file);
+            specs.push(spec);
+        }
+        Ok(specs)
     }
 }
 
@@ -106,7 +124,22 @@ impl Output {
         }
     }
 
-    fn parse(token: &str) -> Result<Output, ConfigError> {
+    fn open(spec: Spec) -> Result<Output, ConfigError> {
+        let target = match spec.file {
+            None => Target::Stderr,
+            Some(path) => {
+                let (file, info) = open_log_file(&path).map_err(|e| {
+                    ConfigError::new(format!("cannot open '{}' for output: {e}", path.display()))
+                })?;
+                Target::File { path, file, info }
+            }
+        };
+        Ok(Output::new(spec.priority, target))
+    }
+}
+
+impl Spec {
+    fn parse(token: &str) -> Result<Spec, ConfigError> {
         let fields: Vec<&str> = token.split(':').collect();
         let prio = fields[0];
         let priority = Priority::parse_field(prio).ok_or_else(|| {
@@ -141,37 +174,23 @@ impl Output {
                 "output '{token}' does not match the form {form}"
             )));
         }
-        let target = match dest {
-            "stderr" => Target::Stderr,
-            "file" => {
-                let path = std::path::absolute(fields[2]).map_err(|e| {
+        let file =
+            match dest {
+                "stderr" => None,
+                "file" => Some(std::path::absolute(fields[2]).map_err(|e| {
                     ConfigError::new(format!("invalid path in output '{token}': {e}"))
-                })?;
-                let (file, info) = open_log_file(&path).map_err(|e| {
-                    ConfigError::new(format!(
-                        "cannot open '{}' for output '{token}': {e}",
-                        path.display()
-                    ))
-                })?;
-                Target::File { path, file, info }
-            }
-            _ => {
-                return Err(ConfigError::new(format!(
+                })?),
+                _ => {
+                    return Err(ConfigError::new(format!(
                 "output '{token}': destination '{dest}' is not supported by this version of vlog"
             )))
-            }
-        };
-        Ok(Output::new(priority, target))
+                }
+            };
+        Ok(Spec { priority, file })
     }
+}
 
-    fn same_destination(&self, other: &Output) -> bool {
-        match (&self.target, &other.target) {
-            (Target::Stderr, Target::Stderr) => true,
-            (Target::File { path: a, .. }, Target::File { path: b, .. }) => a == b,
-            _ => false,
-        }
-    }
-
+impl Output {
     /// Writes one finished line with one write(2). Returns what to report,
     /// if anything: the start of a failure, its end, a rotation noticed.
     pub fn write_line(&mut self, line: &[u8]) -> Option<String> {

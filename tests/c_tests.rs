@@ -892,6 +892,13 @@ fn threads_at_full_rate_keep_the_ring_intact_and_counted() {
     }
 }
 
+#[test]
+fn hostile_message_contents_are_escaped_the_same_in_outputs_and_ring() {
+    let exe = build("hostile", Link::Static);
+    let out = run_with(&exe, &[work().join("hostile.log").to_str().unwrap()], &[]);
+    assert_ok("hostile", &out);
+}
+
 /// A fresh directory under the work directory.
 fn scratch_dir(name: &str) -> PathBuf {
     let dir = work().join(name);

@@ -1,0 +1,87 @@
+//! Arbitrary strings as every configuration value vlog parses: the filter,
+//! output, level, size, dump and dump-signal parsers and the whole environment
+//! reader. None may panic or hang, an accepted string must mean what it says,
+//! and a rejected one must say why.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use vlog::config::{from_env, parse_size};
+use vlog::crash::{parse_dump_signal, DumpTarget};
+use vlog::filter::{contains_match, Filters};
+use vlog::output::OutputSpecs;
+use vlog::priority::Priority;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&which, rest)) = data.split_first() else { return };
+    let text = String::from_utf8_lossy(rest);
+    match which % 8 {
+        0 => match Filters::parse(&text) {
+            Ok(filters) => {
+                // Every name gets an answer, and the first token decides for
+                // a name it matches.
+                for name in [&b"qemu.monitor"[..], b"", rest] {
+                    let _ = filters.lookup(name);
+                }
+            }
+            Err(e) => assert!(!e.message.is_empty()),
+        },
+        1 => match OutputSpecs::syntax(&text) {
+            Ok(specs) => {
+                for spec in &specs {
+                    assert!(spec.file.as_ref().is_none_or(|p| p.is_absolute()));
+                }
+                // Later duplicates replaced earlier ones.
+                for (i, a) in specs.iter().enumerate() {
+                    assert!(specs[i + 1..].iter().all(|b| b.file != a.file));
+                }
+            }
+            Err(e) => assert!(!e.message.is_empty()),
+        },
+        2 => {
+            if let Some(p) = Priority::parse_level(&text) {
+                assert_eq!(Priority::parse_field(&text), Some(p));
+            }
+        }
+        3 => {
+            if let Ok(n) = parse_size(&text) {
+                // Digits, then at most one of K, M, G: exactly that many bytes.
+                let (digits, unit) = match text.char_indices().last() {
+                    Some((i, 'k' | 'K')) => (&text[..i], 1 << 10),
+                    Some((i, 'm' | 'M')) => (&text[..i], 1 << 20),
+                    Some((i, 'g' | 'G')) => (&text[..i], 1 << 30),
+                    _ => (&text[..], 1),
+                };
+                assert_eq!(Some(n), digits.parse::<usize>().ok().map(|d| d * unit));
+            }
+        }
+        4 => {
+            let _ = DumpTarget::parse(&text);
+            let _ = parse_dump_signal(&text);
+        }
+        5 => {
+            let (pattern, name) = rest.split_at(rest.len() / 2);
+            let _ = contains_match(pattern, name);
+        }
+        _ => {
+            // The whole environment: each variable a piece of the input. The
+            // outputs are left out (they open files); their syntax is case 1.
+            let parts: Vec<String> = text.split('\u{1}').map(str::to_owned).collect();
+            let get = |name: &str| {
+                let i = [
+                    "VLOG_LEVEL",
+                    "VLOG_FILTERS",
+                    "VLOG_BUFFER_SIZE",
+                    "VLOG_BUFFER_FILE",
+                    "VLOG_DUMP",
+                    "VLOG_DUMP_SIGNAL",
+                ]
+                .iter()
+                .position(|&n| n == name)?;
+                parts.get(i).cloned()
+            };
+            let mut warnings = 0;
+            let config = from_env(get, |_| warnings += 1);
+            assert!(config.outputs.is_none());
+        }
+    }
+});
