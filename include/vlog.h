@@ -71,12 +71,21 @@ extern "C" {
 
 #define VLOG__FIRST(first, ...) first
 
+/* The macros make -Wformat-security an error for their own expansion,
+ * whatever the build's flags: VLOG_INFO(text), a string from outside used as
+ * the format, does not compile. Log outside text as VLOG_INFO("%s", text). */
+#define VLOG__FORMAT_CHECKS_ON                                                \
+    _Pragma("GCC diagnostic push")                                            \
+    _Pragma("GCC diagnostic error \"-Wformat-security\"")
+#define VLOG__FORMAT_CHECKS_OFF _Pragma("GCC diagnostic pop")
+
 /* Only a string literal format is deferred: a call site keeps its format's
  * address, which a format built in a buffer would reuse with other contents.
  * A call site's first call has the library analyse its format (and keep its
  * file, line and function), so later calls pass only what changes. */
 #define VLOG__LOG(prio, ...)                                                  \
     do {                                                                      \
+        VLOG__FORMAT_CHECKS_ON                                                \
         static vlog_site vlog__site;                                          \
         int vlog__level = VLOG__LEVEL(&vlog__source);                         \
         if (VLOG__UNLIKELY((prio) >= vlog__level) &&                          \
@@ -95,6 +104,7 @@ extern "C" {
                            __func__, __VA_ARGS__);                            \
             }                                                                 \
         }                                                                     \
+        VLOG__FORMAT_CHECKS_OFF                                               \
     } while (0)
 
 #define VLOG_DEBUG(...) VLOG__LOG(VLOG_PRIO_DEBUG, __VA_ARGS__)

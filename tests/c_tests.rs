@@ -899,6 +899,53 @@ fn hostile_message_contents_are_escaped_the_same_in_outputs_and_ring() {
     assert_ok("hostile", &out);
 }
 
+/// A string from outside used as the format does not compile (even without
+/// -Werror); the same string logged with "%s" does. Neither does an argument of
+/// the wrong type, with -Werror.
+#[test]
+fn a_non_literal_format_without_arguments_does_not_compile() {
+    let compile = |name: &str, body: &str, flags: &[&str]| {
+        let src = work().join(format!("{name}.c"));
+        std::fs::write(
+            &src,
+            format!(
+                "#include <vlog.h>\nVLOG_INIT(\"t\");\n{body}\nint main(void) {{ return 0; }}\n"
+            ),
+        )
+        .unwrap();
+        Command::new(cc())
+            .args(["-std=c11", "-Wall", "-c", "-o", "/dev/null", "-I"])
+            .arg(root().join("include"))
+            .args(flags)
+            .arg(&src)
+            .output()
+            .unwrap()
+    };
+    let bad = compile(
+        "format_outside",
+        "void f(const char *s) { VLOG_INFO(s); }",
+        &[],
+    );
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad.stderr).contains("format not a string literal and no format arguments"),
+        "{}",
+        text(&bad.stderr)
+    );
+    let good = compile(
+        "format_literal",
+        "void f(const char *s) { VLOG_INFO(\"%s\", s); }",
+        &[],
+    );
+    assert_ok("format_literal", &good);
+    let wrong = compile(
+        "format_types",
+        "void f(void) { VLOG_INFO(\"%d\", \"text\"); }",
+        &["-Werror"],
+    );
+    assert!(!wrong.status.success(), "{}", text(&wrong.stderr));
+}
+
 /// A fresh directory under the work directory.
 fn scratch_dir(name: &str) -> PathBuf {
     let dir = work().join(name);
