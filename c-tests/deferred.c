@@ -95,7 +95,11 @@ int main(void)
         CASE(built, "two");
     }
 
-    compare("vlog_dump", check_dump(&records));
+    {
+        char *text = check_dump(&records);
+        compare("vlog_dump", text);
+        free(text);
+    }
     CHECK(records == cases);
     /* For the driver, which compares it with vlog-dump's reading of the ring
      * file (the text above was cut into pieces by compare()). */

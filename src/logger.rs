@@ -780,12 +780,17 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicI32;
 
+    /// A source that lives as long as the test process, like a C static;
+    /// kept reachable so a leak checker does not count it.
     fn source(name: &'static std::ffi::CStr) -> &'static vlog_source {
-        Box::leak(Box::new(vlog_source {
+        static KEEP: Mutex<Vec<&'static vlog_source>> = Mutex::new(Vec::new());
+        let source = Box::leak(Box::new(vlog_source {
             level: AtomicI32::new(UNKNOWN),
             name: name.as_ptr(),
             name_len: name.to_bytes().len(),
-        }))
+        }));
+        KEEP.lock().unwrap().push(source);
+        source
     }
 
     fn quiet_state() -> State {

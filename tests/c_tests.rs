@@ -31,6 +31,34 @@ fn work() -> &'static Path {
     })
 }
 
+/// The tool the C programs run under (`VLOG_C_TESTS_TOOL`; `.ci/run` sets
+/// it for its sanitizer and valgrind passes): none, `asan` (the programs are
+/// built with AddressSanitizer and UBSan) or `valgrind` (memcheck).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Tool {
+    None,
+    Asan,
+    Valgrind,
+}
+
+fn tool() -> Tool {
+    match std::env::var("VLOG_C_TESTS_TOOL").as_deref() {
+        Ok("asan") => Tool::Asan,
+        Ok("valgrind") => Tool::Valgrind,
+        _ => Tool::None,
+    }
+}
+
+/// True, after saying why, when a test cannot run under the current tool:
+/// the tools handle signals, stacks and allocation themselves.
+fn skipped_under_tool(why: &str) -> bool {
+    let tool = tool();
+    if tool != Tool::None {
+        eprintln!("skipped under {tool:?}: {why}");
+    }
+    tool != Tool::None
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Link {
     Static,
@@ -56,6 +84,13 @@ fn build(name: &str, link: Link) -> PathBuf {
     let suffix = if link == Link::Static { "" } else { "-shared" };
     let exe = work.join(format!("{name}{suffix}"));
     let mut cmd = Command::new(cc());
+    if tool() == Tool::Asan {
+        cmd.args([
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all",
+            "-fno-omit-frame-pointer",
+        ]);
+    }
     cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
         .arg("-I")
         .arg(root().join("include"))
@@ -85,7 +120,7 @@ fn run(exe: &Path, env: &[(&str, &str)]) -> Output {
 
 /// `run` with arguments.
 fn run_with(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(exe);
+    let mut cmd = command(exe);
     cmd.args(args);
     for (key, _) in std::env::vars() {
         if key.starts_with("VLOG_") {
@@ -104,6 +139,33 @@ fn run_with(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         }
     }
     panic!("{}: still busy", exe.display());
+}
+
+/// A command that runs `exe` under the current tool, which reports through
+/// the exit status (97) and stderr.
+fn command(exe: &Path) -> Command {
+    match tool() {
+        Tool::None => Command::new(exe),
+        Tool::Asan => {
+            let mut cmd = Command::new(exe);
+            cmd.env("ASAN_OPTIONS", "exitcode=97:detect_leaks=1").env(
+                "UBSAN_OPTIONS",
+                "print_stacktrace=1:halt_on_error=1:exitcode=97",
+            );
+            cmd
+        }
+        Tool::Valgrind => {
+            let mut cmd = Command::new("valgrind");
+            cmd.args([
+                "-q",
+                "--error-exitcode=97",
+                "--leak-check=full",
+                "--errors-for-leak-kinds=definite",
+            ])
+            .arg(exe);
+            cmd
+        }
+    }
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -195,7 +257,13 @@ fn shutdown_and_restart() {
 
 #[test]
 fn fork_while_logging() {
-    check("fork");
+    let exe = build("fork", Link::Static);
+    let rounds = if tool() == Tool::Valgrind {
+        "50"
+    } else {
+        "1000"
+    };
+    assert_ok("fork", &run_with(&exe, &[rounds], &[]));
 }
 
 #[test]
@@ -342,6 +410,9 @@ fn env_buffer_size_and_relative_file_output() {
 /// copy of the program set-user-ID to nobody, as root.
 #[test]
 fn env_ignored_when_setuid() {
+    if skipped_under_tool("a setuid program does not run under the tool") {
+        return;
+    }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: needs root to make a setuid program");
@@ -388,6 +459,9 @@ fn lock_free_dump_during_writes_prints_only_whole_records() {
 
 #[test]
 fn recording_allocates_nothing() {
+    if skipped_under_tool("the tool replaces the allocator this test counts") {
+        return;
+    }
     check("no_alloc");
 }
 
@@ -489,6 +563,10 @@ fn assert_dump(name: &str, stderr: &str, signal: &str, records: usize) {
 
 #[test]
 fn each_fatal_signal_is_dumped_then_dies_as_without_vlog() {
+    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+    {
+        return;
+    }
     for (mode, signal, number) in [
         ("segv", "SIGSEGV", libc::SIGSEGV),
         ("bus", "SIGBUS", libc::SIGBUS),
@@ -515,6 +593,10 @@ fn each_fatal_signal_is_dumped_then_dies_as_without_vlog() {
 
 #[test]
 fn stack_overflow_is_dumped_on_main_and_other_threads() {
+    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+    {
+        return;
+    }
     let (status, _, stderr) = crash("overflow-main", &["overflow-main"], &[]);
     assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
     assert_dump("overflow-main", &stderr, "SIGSEGV", 3);
@@ -536,6 +618,10 @@ fn make_fifo(name: &str) -> (PathBuf, std::ffi::CString) {
 
 #[test]
 fn crash_while_another_thread_holds_the_lock() {
+    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+    {
+        return;
+    }
     let (fifo, _) = make_fifo("crash-locked.fifo");
     let (status, _, stderr) = crash("locked", &["locked", fifo.to_str().unwrap()], &[]);
     assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
@@ -550,6 +636,10 @@ fn crash_while_another_thread_holds_the_lock() {
 
 #[test]
 fn two_threads_crashing_at_once_give_one_dump() {
+    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+    {
+        return;
+    }
     for round in 0..5 {
         let (status, _, stderr) = crash("two", &["two"], &[]);
         assert_eq!(
@@ -572,6 +662,10 @@ fn two_threads_crashing_at_once_give_one_dump() {
 
 #[test]
 fn previous_handler_is_called_with_the_original_arguments() {
+    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+    {
+        return;
+    }
     let (status, _, stderr) = crash("chain", &["chain"], &[]);
     assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
     let dump = stderr.find("vlog: end of dump").expect("dumped");
@@ -604,6 +698,10 @@ fn dump_signal_dumps_and_the_process_goes_on() {
 
 #[test]
 fn vlog_dump_env_off_and_file() {
+    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+    {
+        return;
+    }
     let (status, _, stderr) = crash("off", &["segv"], &[("VLOG_DUMP", "off")]);
     assert_eq!(status.signal(), Some(libc::SIGSEGV));
     assert!(!stderr.contains("vlog: fatal"), "{stderr}");
@@ -758,6 +856,10 @@ fn ring_file_is_reused_and_a_foreign_file_never_overwritten() {
 
 #[test]
 fn vlog_dump_reads_the_ring_from_a_core_file() {
+    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+    {
+        return;
+    }
     let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
     if pattern.starts_with('|') {
         eprintln!("skipped: cores go to a helper ({})", pattern.trim());
@@ -809,11 +911,19 @@ fn the_library_does_not_contain_the_ring_magic() {
 
 #[test]
 fn alternate_stacks_are_given_but_never_replaced() {
+    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+    {
+        return;
+    }
     check("altstack");
 }
 
 #[test]
 fn watchdog_ends_a_dump_that_hangs() {
+    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+    {
+        return;
+    }
     // The dump goes to a FIFO whose reader never reads: once its buffer is
     // full the handler blocks in write(2), and only the watchdog ends it.
     let (fifo, c) = make_fifo("crash-watchdog.fifo");
@@ -848,6 +958,10 @@ fn watchdog_ends_a_dump_that_hangs() {
 
 #[test]
 fn crash_inside_vlog_with_the_lock_held_by_the_crashing_thread() {
+    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+    {
+        return;
+    }
     let (status, _, stderr) = crash("inside", &["inside"], &[]);
     assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
     assert_dump("inside", &stderr, "SIGSEGV", 3);
@@ -1050,6 +1164,10 @@ fn vlog_dump_renders_deferred_records_like_the_program() {
 /// crash handler renders them, without allocating, to the same text.
 #[test]
 fn crash_dump_renders_deferred_records() {
+    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+    {
+        return;
+    }
     let (status, _, stderr) = crash("deferred", &["segv"], &[("VLOG_OUTPUTS", "4:stderr")]);
     assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
     assert_dump("deferred", &stderr, "SIGSEGV", 3);
@@ -1081,6 +1199,10 @@ fn dump_signal_through_the_api_and_its_refusals() {
 
 #[test]
 fn explicit_install_works_even_with_vlog_dump_off() {
+    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+    {
+        return;
+    }
     let (status, _, stderr) = crash("explicit", &["explicit"], &[("VLOG_DUMP", "off")]);
     assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
     assert_dump("explicit", &stderr, "SIGSEGV", 3);
