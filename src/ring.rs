@@ -82,7 +82,13 @@ pub struct Header {
     dict_used: AtomicU64,
 }
 
-const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_SPACE);
+/// Where a ring file keeps its process-shared lock, inside the header space:
+/// every process that has the file mapped (a daemon and the children it forks)
+/// appends under it.
+const LOCK_OFFSET: usize = 128;
+
+const _: () = assert!(std::mem::size_of::<Header>() <= LOCK_OFFSET);
+const _: () = assert!(LOCK_OFFSET + std::mem::size_of::<libc::pthread_mutex_t>() <= HEADER_SPACE);
 
 /// The whole region for a data area of `size` bytes: header, dictionary, data.
 fn region_len(size: usize) -> usize {
@@ -108,6 +114,9 @@ pub struct Ring {
     /// Unique among the rings of this process, so a call site can tell whether
     /// its dictionary entry belongs to the current ring.
     id: u32,
+    /// A ring file: other processes (forked children) may append to it too, so
+    /// appends take the lock at LOCK_OFFSET.
+    shared: bool,
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
@@ -159,6 +168,7 @@ impl Ring {
         // processes reading it never trust its contents.
         let map = unsafe { sys::map_rw(region_len(size), libc::MAP_SHARED, file.as_raw_fd()) }?;
         let mut ring = Ring::init(map, size);
+        ring.init_shared_lock()?;
         if let Some((region, stats)) = previous {
             ring.migrate(region, stats);
         }
@@ -191,7 +201,68 @@ impl Ring {
             data_size: size,
             dict_size,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            shared: false,
         }
+    }
+
+    fn lock_ptr(&self) -> *mut libc::pthread_mutex_t {
+        // SAFETY: LOCK_OFFSET lies inside the header space (asserted above),
+        // suitably aligned (the mapping is page-aligned, the offset a multiple
+        // of 8).
+        unsafe { self.base.as_ptr().add(LOCK_OFFSET).cast() }
+    }
+
+    /// Makes the ring's lock: process-shared, and robust, so a process killed
+    /// while it holds it (SIGKILL mid-append) does not stop the others.
+    fn init_shared_lock(&mut self) -> std::io::Result<()> {
+        let check = |rc: c_int| match rc {
+            0 => Ok(()),
+            e => Err(std::io::Error::from_raw_os_error(e)),
+        };
+        // SAFETY: attr is initialised before use and destroyed after; the mutex
+        // memory is ours, unused so far, and lives as long as the mapping.
+        unsafe {
+            let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
+            check(libc::pthread_mutexattr_init(&mut attr))?;
+            let result = check(libc::pthread_mutexattr_setpshared(
+                &mut attr,
+                libc::PTHREAD_PROCESS_SHARED,
+            ))
+            .and_then(|()| {
+                check(libc::pthread_mutexattr_setrobust(
+                    &mut attr,
+                    libc::PTHREAD_MUTEX_ROBUST,
+                ))
+            })
+            .and_then(|()| check(libc::pthread_mutex_init(self.lock_ptr(), &attr)));
+            libc::pthread_mutexattr_destroy(&mut attr);
+            result?;
+        }
+        self.shared = true;
+        Ok(())
+    }
+
+    /// Runs `f` under the ring file's lock (no lock for a ring in this
+    /// process's own memory, which only the logger's lock guards).
+    #[inline]
+    fn exclusive<R>(&mut self, f: impl FnOnce(&mut Ring) -> R) -> R {
+        if !self.shared {
+            return f(self);
+        }
+        let lock = self.lock_ptr();
+        // SAFETY: the mutex was initialised by init_shared_lock (by this
+        // process, or by the one that made the file before forking us).
+        if unsafe { libc::pthread_mutex_lock(lock) } == libc::EOWNERDEAD {
+            // Its last holder died mid-append. The ring stays readable: that
+            // record was never committed, or it was and tail was not moved past
+            // it (the next record overwrites it and readers see a gap).
+            // SAFETY: we hold the lock now (EOWNERDEAD means acquired).
+            unsafe { libc::pthread_mutex_consistent(lock) };
+        }
+        let result = f(self);
+        // SAFETY: locked above by this thread.
+        unsafe { libc::pthread_mutex_unlock(lock) };
+        result
     }
 
     pub fn id(&self) -> u32 {
@@ -224,6 +295,10 @@ impl Ring {
     /// None when the dictionary is full or the site too long for it (its
     /// records then carry everything themselves).
     pub fn add_site(&mut self, site: &Site) -> Option<u32> {
+        self.exclusive(|ring| ring.add_site_locked(site))
+    }
+
+    fn add_site_locked(&mut self, site: &Site) -> Option<u32> {
         let len = site.encoded_len()?;
         let used = self.header().dict_used.load(Ordering::Relaxed) as usize;
         if used + len > self.dict_size {
@@ -267,9 +342,11 @@ impl Ring {
     /// Appends a record, overwriting the oldest ones as needed, and returns the
     /// sequence number it was given (`rec.seq` is ignored).
     pub fn append(&mut self, rec: &Record) -> u64 {
-        let seq = self.header().next_seq.load(Ordering::Relaxed);
-        self.append_as(rec, seq);
-        seq
+        self.exclusive(|ring| {
+            let seq = ring.header().next_seq.load(Ordering::Relaxed);
+            ring.append_as(rec, seq);
+            seq
+        })
     }
 
     fn append_as(&mut self, rec: &Record, seq: u64) {
@@ -291,20 +368,22 @@ impl Ring {
         args: impl CapturedArgs<'a>,
         args_len: usize,
     ) {
-        let seq = self.header().next_seq.load(Ordering::Relaxed);
-        let len = record::align8(record::HEADER_LEN + args_len);
-        let (tail, off) = self.reserve(len);
-        let buf = self.data_mut(off, len);
-        let stamp = Stamp {
-            seq,
-            time_ns,
-            tid,
-            priority,
-        };
-        record::encode_site(buf, stamp, entry, args_len, |out| {
-            deferred::write_args(args, out)
-        });
-        self.publish(seq, tail, off, len);
+        self.exclusive(|ring| {
+            let seq = ring.header().next_seq.load(Ordering::Relaxed);
+            let len = record::align8(record::HEADER_LEN + args_len);
+            let (tail, off) = ring.reserve(len);
+            let buf = ring.data_mut(off, len);
+            let stamp = Stamp {
+                seq,
+                time_ns,
+                tid,
+                priority,
+            };
+            record::encode_site(buf, stamp, entry, args_len, |out| {
+                deferred::write_args(args, out)
+            });
+            ring.publish(seq, tail, off, len);
+        })
     }
 
     /// Makes room for a record of `len` bytes at the tail, padding to the end

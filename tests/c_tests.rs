@@ -1060,6 +1060,57 @@ fn a_non_literal_format_without_arguments_does_not_compile() {
     assert!(!wrong.status.success(), "{}", text(&wrong.stderr));
 }
 
+/// A daemon and 4 forked workers log into one ring file at once: every
+/// message is there, in order per process, nothing torn or missing; workers
+/// killed while logging leave the ring usable.
+#[test]
+fn processes_sharing_a_ring_file_lose_nothing() {
+    let ring = work().join("shared.ring");
+    let _ = std::fs::remove_file(&ring);
+    let exe = build("shared_ring", Link::Static);
+    let out = run_with(
+        &exe,
+        &["4", "3000"],
+        &[
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_BUFFER_SIZE", "16M"),
+            ("VLOG_LEVEL", "debug"),
+            ("VLOG_OUTPUTS", "4:stderr"),
+        ],
+    );
+    assert_ok("shared_ring", &out);
+    let ring = ring.to_str().unwrap();
+    let dump = text(&vlog_dump(&["--source", "test.shared", ring]).stdout);
+    let mut next = [0; 5];
+    for line in dump.lines().filter(|l| !l.contains("doomed worker")) {
+        if let Some(rest) = line.split(" : process ").nth(1) {
+            let (proc, msg) = rest.split_once(" message ").unwrap();
+            let (proc, msg): (usize, i32) = (proc.parse().unwrap(), msg.parse().unwrap());
+            assert_eq!(msg, next[proc], "process {proc} out of order");
+            next[proc] += 1;
+        }
+    }
+    assert_eq!(next, [3000; 5], "every message of every process");
+    assert!(dump.contains(
+        " : all workers done
+"
+    ));
+    assert!(dump.contains(
+        " : daemon goes on after killed workers
+"
+    ));
+    let stats = text(&vlog_dump(&["--stats", ring]).stdout);
+    // Only a killed worker's last record may be missing or torn.
+    for line in stats.lines() {
+        if let Some(n) = line
+            .strip_prefix("torn: ")
+            .or(line.strip_prefix("missing: "))
+        {
+            assert!(n.parse::<u32>().unwrap() <= 20, "{stats}");
+        }
+    }
+}
+
 /// A fresh directory under the work directory.
 fn scratch_dir(name: &str) -> PathBuf {
     let dir = work().join(name);
