@@ -8,12 +8,27 @@
 
 VLOG_INIT("test.forkfile");
 
-int main(void)
+/* `fork_ring_file daemon`: the real daemon(3). The process the driver started
+ * exits at once; the daemon goes on logging into the ring file, with its
+ * stdio now /dev/null. */
+static int run_daemon(void)
+{
+    VLOG_WARN("before daemon()");
+    CHECK(daemon(1, 0) == 0);
+    for (int i = 0; i < 300; i++)
+        VLOG_WARN("daemon message %d", i);
+    VLOG_WARN("daemon done");
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     int status;
     pid_t pid;
 
     CHECK(vlog_set_outputs("4:file:/dev/null") == 0);
+    if (argc > 1 && strcmp(argv[1], "daemon") == 0)
+        return run_daemon();
     VLOG_WARN("parent before fork");
     pid = fork();
     CHECK(pid >= 0);

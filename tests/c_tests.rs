@@ -1060,6 +1060,32 @@ fn a_non_literal_format_without_arguments_does_not_compile() {
     assert!(!wrong.status.success(), "{}", text(&wrong.stderr));
 }
 
+/// The real daemon(3): the started process exits at once, the daemon goes on
+/// writing the ring file.
+#[test]
+fn a_daemon_goes_on_writing_the_ring_file() {
+    let ring = work().join("daemon.ring");
+    let _ = std::fs::remove_file(&ring);
+    let exe = build("fork_ring_file", Link::Static);
+    let out = run_with(
+        &exe,
+        &["daemon"],
+        &[("VLOG_BUFFER_FILE", ring.to_str().unwrap())],
+    );
+    assert_ok("fork_ring_file daemon", &out);
+    let ring = ring.to_str().unwrap();
+    for _ in 0..200 {
+        let dump = text(&vlog_dump(&[ring]).stdout);
+        if dump.contains(" : daemon done\n") {
+            assert!(dump.contains(" : before daemon()\n"), "{dump}");
+            assert_eq!(dump.matches(" : daemon message ").count(), 300, "{dump}");
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the daemon did not finish within 10 s");
+}
+
 /// A daemon and 4 forked workers log into one ring file at once: every
 /// message is there, in order per process, nothing torn or missing; workers
 /// killed while logging leave the ring usable.
