@@ -498,4 +498,90 @@ mod tests {
             });
         }
     }
+
+    /// The same with deferred records that refer to the call-site dictionary,
+    /// and corruption aimed at the dictionary too: a record read back is the
+    /// one written (names, line and text), or it is reported damaged.
+    #[test]
+    fn corrupting_site_records_or_the_dictionary_never_yields_a_false_record() {
+        use crate::deferred::{self, Captured};
+        use crate::sites::Site;
+        let mut ring = Ring::new(crate::ring::MIN_SIZE).unwrap();
+        let sites = [
+            (b"a.c".as_slice(), b"sent %zu bytes to %s".as_slice()),
+            (b"b.c".as_slice(), b"level %d of %.2f".as_slice()),
+            (b"c.c".as_slice(), b"plain words".as_slice()),
+        ];
+        let entries: Vec<u32> = sites
+            .iter()
+            .map(|&(file, format)| {
+                let site = Site {
+                    source: b"src",
+                    file,
+                    func: b"fn",
+                    line: 7,
+                    format,
+                };
+                ring.add_site(&site).unwrap()
+            })
+            .collect();
+        for i in 0..900u64 {
+            let text = [Captured::Unsigned(i), Captured::Str(Some(b"peer"))];
+            let nums = [Captured::Signed(i as i64), Captured::Double(i as f64 / 3.0)];
+            let args: &[Captured] = match i % 3 {
+                0 => &text,
+                1 => &nums,
+                _ => &[],
+            };
+            let len = deferred::args_len(args.iter().copied()).unwrap();
+            let entry = entries[(i % 3) as usize];
+            ring.append_site(i, 1, Priority::Debug, entry, args.iter().copied(), len);
+        }
+        let original = ring.image_bytes().to_vec();
+        let clean = |bytes: &[u8]| {
+            let mut got = std::collections::HashMap::new();
+            read(&Image::parse(bytes).unwrap(), |e| {
+                if let Entry::Record(r) = e {
+                    let fields = (r.file.to_vec(), r.line, r.message.to_vec());
+                    got.insert(r.seq, fields);
+                }
+            });
+            got
+        };
+        let want = clean(&original);
+        assert!(want.len() > 100);
+        let dict_start = crate::ring::HEADER_SPACE as u64;
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..3000 {
+            let mut bytes = original.clone();
+            for _ in 0..1 + next() % 8 {
+                // Half the time the dictionary's used part, else anywhere.
+                let at = if round % 2 == 0 {
+                    dict_start + next() % 256
+                } else {
+                    next() % bytes.len() as u64
+                };
+                bytes[at as usize] ^= (1 + next() % 255) as u8;
+            }
+            let Ok(image) = Image::parse(&bytes) else {
+                continue;
+            };
+            read(&image, |e| {
+                if let Entry::Record(r) = e {
+                    let got = (r.file.to_vec(), r.line, r.message.to_vec());
+                    assert_eq!(
+                        Some(&got),
+                        want.get(&r.seq),
+                        "round {round}: a corrupted record passed"
+                    );
+                }
+            });
+        }
+    }
 }
