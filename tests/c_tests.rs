@@ -1060,6 +1060,24 @@ fn a_non_literal_format_without_arguments_does_not_compile() {
     assert!(!wrong.status.success(), "{}", text(&wrong.stderr));
 }
 
+/// Descriptors vlog keeps are close-on-exec; files it creates are 0600.
+#[test]
+fn kept_descriptors_are_close_on_exec_and_files_private() {
+    let dir = scratch_dir("cloexec-files");
+    let d = dir.to_str().unwrap();
+    let exe = build("cloexec", Link::Static);
+    let out = run_with(
+        &exe,
+        &[d],
+        &[
+            ("VLOG_OUTPUTS", &format!("1:file:{d}/out.log")),
+            ("VLOG_DUMP", &format!("file:{d}/crash.txt")),
+            ("VLOG_BUFFER_FILE", &format!("{d}/vlog.ring")),
+        ],
+    );
+    assert_ok("cloexec", &out);
+}
+
 /// The real daemon(3): the started process exits at once, the daemon goes on
 /// writing the ring file.
 #[test]

@@ -1,0 +1,72 @@
+/* Every descriptor vlog keeps open (file output, crash dump file and its
+ * ring image, the ring file while it is set up) is close-on-exec, so a daemon
+ * that execs helpers does not hand them its logs; every file vlog creates is
+ * 0600. The driver sets VLOG_OUTPUTS, VLOG_DUMP and VLOG_BUFFER_FILE to files
+ * in DIR. */
+#include "check.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+VLOG_INIT("test.cloexec");
+
+static void check_mode(const char *dir, const char *name)
+{
+    char path[600];
+    struct stat st;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (stat(path, &st) != 0 || (st.st_mode & 0777) != 0600) {
+        fprintf(stderr, "%s: mode %o, want 600\n", path, st.st_mode & 0777);
+        exit(1);
+    }
+}
+
+/* Marks in `open` the descriptors open now (below 1024). */
+static void open_fds(char *open)
+{
+    DIR *fds = opendir("/proc/self/fd");
+    struct dirent *e;
+
+    CHECK(fds != NULL);
+    while ((e = readdir(fds)) != NULL) {
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] != '.' && fd != dirfd(fds) && fd < 1024)
+            open[fd] = 1;
+    }
+    closedir(fds);
+}
+
+int main(int argc, char **argv)
+{
+    static char before[1024], after[1024];
+    int checked = 0;
+
+    CHECK(argc == 2);
+    /* Only what vlog opens: the test runner may pass descriptors of its own. */
+    open_fds(before);
+    CHECK(vlog_init() == 0);
+    VLOG_ERROR("one message, so every output is in use");
+    open_fds(after);
+    for (int fd = 3; fd < 1024; fd++) {
+        if (!after[fd] || before[fd])
+            continue;
+        if (!(fcntl(fd, F_GETFD) & FD_CLOEXEC)) {
+            char link[64], target[600] = "?";
+            ssize_t n;
+            snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+            n = readlink(link, target, sizeof target - 1);
+            target[n < 0 ? 0 : n] = '\0';
+            fprintf(stderr, "fd %d (%s) is not close-on-exec\n", fd, target);
+            exit(1);
+        }
+        checked++;
+    }
+    CHECK(checked >= 3); /* the output, the dump file, its ring image */
+    check_mode(argv[1], "out.log");
+    check_mode(argv[1], "crash.txt");
+    check_mode(argv[1], "crash.txt.ring");
+    check_mode(argv[1], "vlog.ring");
+    return 0;
+}
