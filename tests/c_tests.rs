@@ -1000,7 +1000,14 @@ fn call_sites_beyond_the_dictionary_and_across_a_new_ring_read_back() {
 #[test]
 fn threads_at_full_rate_keep_the_ring_intact_and_counted() {
     let exe = build("soak", Link::Static);
-    for threads in ["2", "8", "64"] {
+    // valgrind runs one thread at a time: with 64 writers the dumping thread
+    // would wait minutes for its turn.
+    let counts: &[&str] = if tool() == Tool::Valgrind {
+        &["2", "8"]
+    } else {
+        &["2", "8", "64"]
+    };
+    for &threads in counts {
         let out = run_with(&exe, &[threads, "1"], &[]);
         assert_ok(&format!("soak {threads}"), &out);
     }
