@@ -455,19 +455,23 @@ mod tests {
         assert!(matches!(Image::parse(&bad), Err(ImageError::Malformed(_))));
     }
 
+    /// A small deterministic generator, so a failing round can be replayed.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     /// Corrupted images (random byte changes, truncated records) never panic,
     /// terminate, and never yield a record that was not written.
     #[test]
     fn corruption_never_yields_a_false_record() {
         let (ring, written) = filled_ring(900);
         let original = ring.image_bytes().to_vec();
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
         for round in 0..3000 {
             let mut bytes = original.clone();
             let flips = 1 + next() % 16;
@@ -551,13 +555,7 @@ mod tests {
         let want = clean(&original);
         assert!(want.len() > 100);
         let dict_start = crate::ring::HEADER_SPACE as u64;
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         for round in 0..3000 {
             let mut bytes = original.clone();
             for _ in 0..1 + next() % 8 {

@@ -129,55 +129,53 @@ fn prepare(
     line: c_int,
     func: *const c_char,
 ) -> c_int {
-    {
-        // From a signal handler that interrupted vlog on this thread the lock
-        // is not to be had: format that call, and leave the site for a later
-        // one (the message itself is then dropped and counted once, as nested).
-        if logger::inside() {
-            return VLOG_SITE_FORMAT;
-        }
-        // The lock makes concurrent first calls of one site take turns; enter
-        // marks this thread inside, for a signal handler that interrupts it.
-        logger::enter(|_| {
-            // SAFETY: non-NULL, and the caller passes its own live site.
-            let site = unsafe { &mut *site };
-            // Another thread prepared it while this one waited for the lock;
-            // its calls may be reading the fields now.
-            let current = site.state.load(Ordering::Acquire);
-            if current != VLOG_SITE_NEW {
-                return current;
-            }
-            // SAFETY: non-NULL and NUL-terminated per the contract.
-            let format = unsafe { CStr::from_ptr(fmt) }.to_bytes();
-            let mut kinds = [0u8; MAX_ARGS];
-            let state = match deferred::signature(format, &mut kinds) {
-                _ if crate::printf::writes_back(format) => VLOG_SITE_UNSAFE,
-                // 32-bit targets would need `long` and `long long` told apart.
-                Ok(n) if cfg!(target_pointer_width = "64") => {
-                    site.nargs = n as u8;
-                    site.kinds = kinds;
-                    site.has_errno = kinds[..n].contains(&kind::ERRNO) as u8;
-                    VLOG_SITE_DEFERRED
-                }
-                _ => VLOG_SITE_FORMAT,
-            };
-            // The format, names and line are kept for every state: the macros
-            // pass them only on the first call, and a FORMAT site's calls with
-            // this format need no %n check of their own.
-            site.fmt = fmt;
-            site.fmt_len = format.len();
-            site.file = file;
-            // SAFETY: NULL or NUL-terminated, per the contract.
-            site.file_len = unsafe { c_bytes(file, b"") }.len();
-            site.func = func;
-            // SAFETY: as above.
-            site.func_len = unsafe { c_bytes(func, b"") }.len();
-            site.line = line;
-            site.state.store(state, Ordering::Release);
-            state
-        })
-        .unwrap_or(VLOG_SITE_FORMAT)
+    // From a signal handler that interrupted vlog on this thread the lock
+    // is not to be had: format that call, and leave the site for a later
+    // one (the message itself is then dropped and counted once, as nested).
+    if logger::inside() {
+        return VLOG_SITE_FORMAT;
     }
+    // The lock makes concurrent first calls of one site take turns; enter
+    // marks this thread inside, for a signal handler that interrupts it.
+    logger::enter(|_| {
+        // SAFETY: non-NULL, and the caller passes its own live site.
+        let site = unsafe { &mut *site };
+        // Another thread prepared it while this one waited for the lock;
+        // its calls may be reading the fields now.
+        let current = site.state.load(Ordering::Acquire);
+        if current != VLOG_SITE_NEW {
+            return current;
+        }
+        // SAFETY: non-NULL and NUL-terminated per the contract.
+        let format = unsafe { CStr::from_ptr(fmt) }.to_bytes();
+        let mut kinds = [0u8; MAX_ARGS];
+        let state = match deferred::signature(format, &mut kinds) {
+            _ if crate::printf::writes_back(format) => VLOG_SITE_UNSAFE,
+            // 32-bit targets would need `long` and `long long` told apart.
+            Ok(n) if cfg!(target_pointer_width = "64") => {
+                site.nargs = n as u8;
+                site.kinds = kinds;
+                site.has_errno = kinds[..n].contains(&kind::ERRNO) as u8;
+                VLOG_SITE_DEFERRED
+            }
+            _ => VLOG_SITE_FORMAT,
+        };
+        // The format, names and line are kept for every state: the macros
+        // pass them only on the first call, and a FORMAT site's calls with
+        // this format need no %n check of their own.
+        site.fmt = fmt;
+        site.fmt_len = format.len();
+        site.file = file;
+        // SAFETY: NULL or NUL-terminated, per the contract.
+        site.file_len = unsafe { c_bytes(file, b"") }.len();
+        site.func = func;
+        // SAFETY: as above.
+        site.func_len = unsafe { c_bytes(func, b"") }.len();
+        site.line = line;
+        site.state.store(state, Ordering::Release);
+        state
+    })
+    .unwrap_or(VLOG_SITE_FORMAT)
 }
 
 /// Records a message of call site `site` (prepared, VLOG_SITE_DEFERRED; it
