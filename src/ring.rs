@@ -242,27 +242,11 @@ impl Ring {
         Ok(())
     }
 
-    /// Runs `f` under the ring file's lock (no lock for a ring in this
-    /// process's own memory, which only the logger's lock guards).
+    /// Takes the ring file's lock until the guard is dropped (None for a ring
+    /// in this process's own memory, which only the logger's lock guards).
     #[inline]
-    fn exclusive<R>(&mut self, f: impl FnOnce(&mut Ring) -> R) -> R {
-        if !self.shared {
-            return f(self);
-        }
-        let lock = self.lock_ptr();
-        // SAFETY: the mutex was initialised by init_shared_lock (by this
-        // process, or by the one that made the file before forking us).
-        if unsafe { libc::pthread_mutex_lock(lock) } == libc::EOWNERDEAD {
-            // Its last holder died mid-append. The ring stays readable: that
-            // record was never committed, or it was and tail was not moved past
-            // it (the next record overwrites it and readers see a gap).
-            // SAFETY: we hold the lock now (EOWNERDEAD means acquired).
-            unsafe { libc::pthread_mutex_consistent(lock) };
-        }
-        let result = f(self);
-        // SAFETY: locked above by this thread.
-        unsafe { libc::pthread_mutex_unlock(lock) };
-        result
+    fn lock_shared(&self) -> Option<SharedLock> {
+        self.shared.then(|| SharedLock::take(self.lock_ptr()))
     }
 
     pub fn id(&self) -> u32 {
@@ -295,11 +279,8 @@ impl Ring {
     /// None when the dictionary is full or the site too long for it (its
     /// records then carry everything themselves).
     pub fn add_site(&mut self, site: &Site) -> Option<u32> {
-        self.exclusive(|ring| ring.add_site_locked(site))
-    }
-
-    fn add_site_locked(&mut self, site: &Site) -> Option<u32> {
         let len = site.encoded_len()?;
+        let _shared = self.lock_shared();
         let used = self.header().dict_used.load(Ordering::Relaxed) as usize;
         if used + len > self.dict_size {
             return None;
@@ -342,11 +323,10 @@ impl Ring {
     /// Appends a record, overwriting the oldest ones as needed, and returns the
     /// sequence number it was given (`rec.seq` is ignored).
     pub fn append(&mut self, rec: &Record) -> u64 {
-        self.exclusive(|ring| {
-            let seq = ring.header().next_seq.load(Ordering::Relaxed);
-            ring.append_as(rec, seq);
-            seq
-        })
+        let _shared = self.lock_shared();
+        let seq = self.header().next_seq.load(Ordering::Relaxed);
+        self.append_as(rec, seq);
+        seq
     }
 
     fn append_as(&mut self, rec: &Record, seq: u64) {
@@ -368,22 +348,21 @@ impl Ring {
         args: impl CapturedArgs<'a>,
         args_len: usize,
     ) {
-        self.exclusive(|ring| {
-            let seq = ring.header().next_seq.load(Ordering::Relaxed);
-            let len = record::align8(record::HEADER_LEN + args_len);
-            let (tail, off) = ring.reserve(len);
-            let buf = ring.data_mut(off, len);
-            let stamp = Stamp {
-                seq,
-                time_ns,
-                tid,
-                priority,
-            };
-            record::encode_site(buf, stamp, entry, args_len, |out| {
-                deferred::write_args(args, out)
-            });
-            ring.publish(seq, tail, off, len);
-        })
+        let _shared = self.lock_shared();
+        let seq = self.header().next_seq.load(Ordering::Relaxed);
+        let len = record::align8(record::HEADER_LEN + args_len);
+        let (tail, off) = self.reserve(len);
+        let buf = self.data_mut(off, len);
+        let stamp = Stamp {
+            seq,
+            time_ns,
+            tid,
+            priority,
+        };
+        record::encode_site(buf, stamp, entry, args_len, |out| {
+            deferred::write_args(args, out)
+        });
+        self.publish(seq, tail, off, len);
     }
 
     /// Makes room for a record of `len` bytes at the tail, padding to the end
@@ -491,6 +470,32 @@ impl Ring {
             old_stats.lost + held.saturating_sub(carried),
             Ordering::Relaxed,
         );
+    }
+}
+
+/// A ring file's lock, held until dropped.
+struct SharedLock(*mut libc::pthread_mutex_t);
+
+impl SharedLock {
+    fn take(lock: *mut libc::pthread_mutex_t) -> SharedLock {
+        // SAFETY: the mutex was initialised by init_shared_lock (by this
+        // process, or by the one that made the file before forking us), and it
+        // lives as long as the mapping, which outlives the guard.
+        if unsafe { libc::pthread_mutex_lock(lock) } == libc::EOWNERDEAD {
+            // Its last holder died mid-append. The ring stays readable: that
+            // record was never committed, or it was and tail was not moved past
+            // it (the next record overwrites it and readers see a gap).
+            // SAFETY: we hold the lock now (EOWNERDEAD means acquired).
+            unsafe { libc::pthread_mutex_consistent(lock) };
+        }
+        SharedLock(lock)
+    }
+}
+
+impl Drop for SharedLock {
+    fn drop(&mut self) {
+        // SAFETY: locked by this thread in `take`.
+        unsafe { libc::pthread_mutex_unlock(self.0) };
     }
 }
 
