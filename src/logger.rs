@@ -25,7 +25,7 @@ use crate::config::{self, ConfigError, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
 use crate::crash::{self, DumpTarget};
 use crate::deferred::{self, CapturedArgs};
 use crate::filter::Filters;
-use crate::format::{self, Bounded, Sink, LINE_MAX};
+use crate::format::{self, Bounded, Sink, JSON_LINE_MAX, LINE_MAX};
 use crate::output::{Output, OutputSpecs};
 use crate::priority::Priority;
 use crate::reader::{Image, Region};
@@ -101,6 +101,7 @@ pub struct State {
     sources: Registry,
     /// Preallocated buffers, so recording never allocates once running.
     line: Vec<u8>,
+    json_line: Vec<u8>,
     message: Vec<u8>,
     rendered: Vec<u8>,
     /// Where crash dumps go, and the signal that asks for one (environment).
@@ -164,6 +165,7 @@ impl State {
             retired: None,
             sources: Registry::new(),
             line: Vec::new(),
+            json_line: Vec::new(),
             message: Vec::new(),
             rendered: Vec::new(),
             dump: DumpTarget::Stderr,
@@ -220,6 +222,7 @@ impl State {
             }
         }
         self.line.reserve(LINE_MAX);
+        self.json_line.reserve(JSON_LINE_MAX);
         self.message.reserve(MESSAGE_MAX);
         self.rendered.reserve(MESSAGE_MAX);
         self.refresh_sources();
@@ -406,6 +409,7 @@ impl State {
             ring,
             outputs,
             line,
+            json_line,
             message,
             rendered,
             ..
@@ -457,10 +461,25 @@ impl State {
             } else {
                 rec
             };
-            line.clear();
-            format::render_line(&shown, line);
+            // Each form is made once, and only if an output prints it.
+            let (mut text_made, mut json_made) = (false, false);
             for out in outputs.iter_mut().filter(|o| m.priority >= o.priority) {
-                if let Some(event) = out.write_line(line) {
+                let bytes = if out.json {
+                    if !json_made {
+                        json_line.clear();
+                        format::render_json(&shown, Some(sys::process_id()), json_line);
+                        json_made = true;
+                    }
+                    &json_line[..]
+                } else {
+                    if !text_made {
+                        line.clear();
+                        format::render_line(&shown, line);
+                        text_made = true;
+                    }
+                    &line[..]
+                };
+                if let Some(event) = out.write_line(bytes) {
                     report(ring.as_mut(), &event);
                 }
             }
@@ -771,7 +790,7 @@ pub fn fork_child() {
     // The child has only this thread: no reader can be inside the ring, and the
     // cached thread id belongs to the parent.
     READERS.store(0, Ordering::SeqCst);
-    sys::reset_thread_id();
+    sys::forget_ids_after_fork();
     FORK_GUARD.with(|slot| slot.borrow_mut().take());
 }
 

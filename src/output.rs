@@ -39,6 +39,8 @@ pub enum Target {
 pub struct Output {
     pub priority: Priority,
     pub target: Target,
+    /// Writes JSON lines (`PRIO:json:...`), not text lines.
+    pub json: bool,
     /// Lines lost since the output started failing; None while it works. The
     /// failure is reported when this becomes Some, the recovery when it
     /// becomes None again.
@@ -82,6 +84,8 @@ pub struct Spec {
     pub priority: Priority,
     /// None for stderr, the absolute path of a file output.
     pub file: Option<PathBuf>,
+    /// One JSON object per line instead of the text line.
+    pub json: bool,
 }
 
 impl OutputSpecs {
@@ -111,13 +115,14 @@ impl OutputSpecs {
 
 impl Output {
     pub fn stderr(priority: Priority) -> Output {
-        Output::new(priority, Target::Stderr)
+        Output::new(priority, Target::Stderr, false)
     }
 
-    fn new(priority: Priority, target: Target) -> Output {
+    fn new(priority: Priority, target: Target, json: bool) -> Output {
         Output {
             priority,
             target,
+            json,
             failing: None,
             checked_at: sys::coarse_seconds(),
             reopen_failed: false,
@@ -134,7 +139,7 @@ impl Output {
                 Target::File { path, file, info }
             }
         };
-        Ok(Output::new(spec.priority, target))
+        Ok(Output::new(spec.priority, target, spec.json))
     }
 }
 
@@ -152,41 +157,42 @@ impl Spec {
                 "malformed output '{token}': expected PRIORITY:DESTINATION"
             )));
         };
-        let wanted = match dest {
-            "stderr" | "journald" => 2,
-            "file" | "syslog" => 3,
+        // libvirt's field counts; `json` (ours) takes a path or `stderr`.
+        let (wanted, form) = match dest {
+            "stderr" | "journald" => (2, ""),
+            "file" => (3, ":PATH"),
+            "syslog" => (3, ":IDENT"),
+            "json" => (3, ":PATH or PRIORITY:json:stderr"),
             _ => {
                 return Err(ConfigError::new(format!(
-                    "invalid destination '{dest}' in output '{token}': use stderr, file, syslog or journald"
+                    "invalid destination '{dest}' in output '{token}': use stderr, file, json, syslog or journald"
                 )))
             }
         };
         if fields.len() != wanted {
-            let form = if wanted == 2 {
-                format!("PRIORITY:{dest}")
-            } else {
-                format!(
-                    "PRIORITY:{dest}:{}",
-                    if dest == "file" { "PATH" } else { "IDENT" }
-                )
-            };
             return Err(ConfigError::new(format!(
-                "output '{token}' does not match the form {form}"
+                "output '{token}' does not match the form PRIORITY:{dest}{form}"
             )));
         }
-        let file =
-            match dest {
-                "stderr" => None,
-                "file" => Some(std::path::absolute(fields[2]).map_err(|e| {
-                    ConfigError::new(format!("invalid path in output '{token}': {e}"))
-                })?),
-                _ => {
-                    return Err(ConfigError::new(format!(
+        let path = |p: &str| {
+            std::path::absolute(p)
+                .map(Some)
+                .map_err(|e| ConfigError::new(format!("invalid path in output '{token}': {e}")))
+        };
+        let (file, json) = match (dest, fields.get(2)) {
+            ("stderr", _) => (None, false),
+            ("file", Some(p)) => (path(p)?, false),
+            ("json", Some(&"stderr")) => (None, true),
+            ("json", Some(p)) => (path(p)?, true),
+            _ => return Err(ConfigError::new(format!(
                 "output '{token}': destination '{dest}' is not supported by this version of vlog"
-            )))
-                }
-            };
-        Ok(Spec { priority, file })
+            ))),
+        };
+        Ok(Spec {
+            priority,
+            file,
+            json,
+        })
     }
 }
 
@@ -322,6 +328,14 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         assert!(OutputSpecs::parse("").unwrap().0.is_empty());
+        let json = tmp("a.json");
+        let spec = format!("3:stderr 1:json:{} 2:json:stderr", json.display());
+        let o = OutputSpecs::parse(&spec).unwrap().0;
+        // json:stderr replaces stderr: one destination, the later form.
+        assert_eq!(o.len(), 2);
+        assert!(o[0].json && matches!(o[0].target, Target::File { .. }));
+        assert!(o[1].json && matches!(o[1].target, Target::Stderr));
+        assert_eq!(o[1].priority, Priority::Info);
     }
 
     #[test]
@@ -339,6 +353,8 @@ mod tests {
             ("1:file:/nonexistent-dir/x.log", "cannot open"),
             ("1:file:", "path"),
             ("1:syslog:ident", "not supported"),
+            ("1:json", "form"),
+            ("1:json:a:b", "form"),
         ];
         for (spec, want) in cases {
             let err = OutputSpecs::parse(spec).unwrap_err();

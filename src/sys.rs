@@ -25,9 +25,23 @@ pub fn thread_id() -> u32 {
     })
 }
 
-/// Forgets the cached thread id; called in the child after fork.
-pub fn reset_thread_id() {
+/// Forgets the cached thread and process ids; called in the child after fork.
+pub fn forget_ids_after_fork() {
     TID.with(|t| t.set(0));
+    PID.store(0, std::sync::atomic::Ordering::Relaxed);
+}
+
+static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// This process's id, cached (glibc makes getpid a system call).
+pub fn process_id() -> u32 {
+    use std::sync::atomic::Ordering;
+    let mut pid = PID.load(Ordering::Relaxed);
+    if pid == 0 {
+        pid = std::process::id();
+        PID.store(pid, Ordering::Relaxed);
+    }
+    pid
 }
 
 /// What kind of file a descriptor is, for how to write to it without

@@ -1162,6 +1162,53 @@ fn processes_sharing_a_ring_file_lose_nothing() {
     }
 }
 
+/// JSON lines read back by a real JSON parser (Python's, decoding the file as
+/// strict UTF-8): every field, and messages with quotes, controls, NULs,
+/// invalid and valid multi-byte UTF-8.
+#[test]
+fn json_output_is_valid_utf8_json_with_every_field() {
+    let path = work().join("out.json");
+    let exe = build("json_output", Link::Static);
+    let out = run_with(&exe, &[path.to_str().unwrap()], &[]);
+    assert_ok("json_output", &out);
+    let pid = text(&out.stdout).trim().to_string();
+    let check = r#"
+import json, sys
+want = [
+    "plain text",
+    "quote \" and backslash \\ and slash /",
+    "newline\ntab\tcr\rbell\x07esc\x1b[31m del\x7f",
+    "nul \x00 here",
+    "bad \ufffd\ufffd bytes",
+    "cut \ufffd",
+    "utf8 \u00e9 \u20ac \U0001f600 \u009b",
+    "x" * 2500 + "\u00e9" + "x" * 2498,
+]
+lines = open(sys.argv[1], encoding="utf-8", errors="strict").read().split("\n")
+assert lines.pop() == "", "the file ends with a newline"
+objs = [json.loads(line) for line in lines]
+got = [o["message"] for o in objs]
+bad = [(i, g[:80], w[:80]) for i, (g, w) in enumerate(zip(got, want)) if g != w]
+assert len(got) == len(want) and not bad, (len(got), bad)
+for o in objs:
+    assert sorted(o) == sorted(["seq", "time", "time_ns", "pid", "tid", "priority",
+                                "source", "file", "line", "func", "message"]), o
+    assert o["pid"] == int(sys.argv[2]) and o["tid"] == o["pid"], o
+    assert o["priority"] == "error" and o["source"] == "test.json", o
+    assert o["file"].endswith("json_output.c") and o["func"] == "main", o
+    assert isinstance(o["line"], int) and o["line"] > 0, o
+print("ok")
+"#;
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(check)
+        .arg(&path)
+        .arg(&pid)
+        .output()
+        .expect("python3");
+    assert_ok("json check (python3)", &py);
+}
+
 /// A fresh directory under the work directory.
 fn scratch_dir(name: &str) -> PathBuf {
     let dir = work().join(name);

@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
             assert!(steps <= image.stats().size as usize / 8 + 2, "the walk does not end");
             if let Entry::Record(rec) = entry {
                 format::render_line(&rec, &mut out);
-                format::render_json(&rec, &mut out);
+                format::render_json(&rec, None, &mut out);
                 out.clear();
             }
         });

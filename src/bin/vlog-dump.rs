@@ -101,7 +101,7 @@ impl Options {
 
     fn print(&self, rec: &Record, out: &mut Vec<u8>) {
         if self.json {
-            format::render_json(rec, out);
+            format::render_json(rec, None, out);
         } else {
             format::render_line(rec, out);
         }
