@@ -7,7 +7,7 @@ CFLAGS ?= -O2 -g -Wall -Wextra -Werror
 LIBS = -lpthread -ldl -lm
 STATIC_LIB = target/release/libvlog.a
 
-.PHONY: all lib demo test clean
+.PHONY: all lib demo test clean install uninstall
 
 all: lib
 
@@ -82,3 +82,27 @@ bench-c/soak: lib c-tests/soak.c c-tests/check.h include/vlog.h include/vlog_gen
 .PHONY: soak
 soak: bench-c/soak
 	for t in 2 8 64; do bench-c/soak $$t $(SOAK_SECONDS) || exit 1; done
+
+# Installs the library, headers, pkg-config file and vlog-dump under
+# DESTDIR/PREFIX; `make uninstall` with the same variables removes them.
+PREFIX ?= /usr/local
+DESTDIR ?=
+VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+LIBDIR = $(DESTDIR)$(PREFIX)/lib
+INSTALLED = $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.so $(LIBDIR)/libvlog.a \
+	$(LIBDIR)/pkgconfig/vlog.pc $(DESTDIR)$(PREFIX)/include/vlog.h \
+	$(DESTDIR)$(PREFIX)/include/vlog_gen.h $(DESTDIR)$(PREFIX)/bin/vlog-dump
+
+install: lib
+	install -d $(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 target/release/libvlog.so $(LIBDIR)/libvlog.so.0
+	ln -sf libvlog.so.0 $(LIBDIR)/libvlog.so
+	install -m 0644 $(STATIC_LIB) $(LIBDIR)/libvlog.a
+	install -m 0644 include/vlog.h include/vlog_gen.h $(DESTDIR)$(PREFIX)/include/
+	install -m 0755 target/release/vlog-dump $(DESTDIR)$(PREFIX)/bin/vlog-dump
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' pkgconfig/vlog.pc.in \
+		> $(LIBDIR)/pkgconfig/vlog.pc
+	chmod 0644 $(LIBDIR)/pkgconfig/vlog.pc
+
+uninstall:
+	rm -f $(INSTALLED)

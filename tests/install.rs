@@ -1,0 +1,117 @@
+//! `make install` into a DESTDIR, then a C program outside the source tree
+//! built with nothing but `pkg-config --cflags --libs vlog`, linked dynamically
+//! and statically, and run; `make uninstall` removes every file again.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn ok(what: &str, out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.is_symlink() {
+            found.extend(files_under(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn installed_library_builds_with_pkg_config_alone() {
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("install");
+    let _ = std::fs::remove_dir_all(&work);
+    let destdir = work.join("root");
+    std::fs::create_dir_all(&destdir).unwrap();
+    let make = |target: &str| {
+        let out = Command::new("make")
+            .arg("-s")
+            .arg(target)
+            .arg("PREFIX=/usr")
+            .arg(format!("DESTDIR={}", destdir.display()))
+            .current_dir(root())
+            .output()
+            .expect("make");
+        ok(&format!("make {target}"), out);
+    };
+    make("install");
+    let lib = destdir.join("usr/lib");
+    for file in [
+        "usr/lib/libvlog.so.0",
+        "usr/lib/libvlog.so",
+        "usr/lib/libvlog.a",
+        "usr/lib/pkgconfig/vlog.pc",
+        "usr/include/vlog.h",
+        "usr/include/vlog_gen.h",
+        "usr/bin/vlog-dump",
+    ] {
+        assert!(destdir.join(file).exists(), "{file} not installed");
+    }
+
+    // A program that knows nothing of the source tree.
+    let src = work.join("consumer.c");
+    std::fs::write(
+        &src,
+        "#include <vlog.h>\nVLOG_INIT(\"consumer\");\nint main(void)\n{\n    \
+         VLOG_WARN(\"installed vlog works: %d\", 42);\n    return vlog_dump(1) == 1 ? 0 : 1;\n}\n",
+    )
+    .unwrap();
+    let pkg_config = |args: &[&str]| {
+        let out = Command::new("pkg-config")
+            .args(args)
+            .arg("vlog")
+            .env("PKG_CONFIG_PATH", lib.join("pkgconfig"))
+            .env("PKG_CONFIG_SYSROOT_DIR", &destdir)
+            .output()
+            .expect("pkg-config");
+        ok("pkg-config", out)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    for (name, static_link) in [("dynamic", false), ("static", true)] {
+        let exe = work.join(name);
+        let mut cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+        cc.args(["-Wall", "-Wextra", "-Werror"]).arg(&src).arg("-o").arg(&exe);
+        if static_link {
+            cc.arg("-static").args(pkg_config(&["--static", "--cflags", "--libs"]));
+        } else {
+            cc.args(pkg_config(&["--cflags", "--libs"]));
+        }
+        ok(&format!("cc ({name})"), cc.output().unwrap());
+        let run = Command::new(&exe)
+            .env("LD_LIBRARY_PATH", &lib)
+            .output()
+            .unwrap();
+        let dump = ok(&format!("the {name} program"), run);
+        assert!(dump.contains(" : installed vlog works: 42\n"), "{dump}");
+        let elf = ok("readelf", Command::new("readelf").arg("-d").arg(&exe).output().unwrap());
+        assert_eq!(
+            elf.contains("Shared library: [libvlog.so.0]"),
+            !static_link,
+            "{name}: {elf}"
+        );
+    }
+    let help = Command::new(destdir.join("usr/bin/vlog-dump")).arg("--help").output().unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("vlog-dump"));
+
+    make("uninstall");
+    let left = files_under(&destdir);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
