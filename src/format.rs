@@ -353,32 +353,75 @@ pub fn put_hex(value: u64, out: &mut impl Sink) {
 }
 
 fn put_escaped(bytes: &[u8], out: &mut impl Sink) {
-    for chunk in bytes.utf8_chunks() {
-        let valid = chunk.valid();
-        let mut start = 0;
-        for (i, c) in valid.char_indices() {
-            let code = c as u32;
-            if ((0x20..0x7f).contains(&code) && c != '\\') || code > 0x9f {
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        // Plain printable ASCII goes by eight bytes at a time.
+        if let Some(word) = bytes.get(i..i + 8) {
+            if !needs_text_escape(u64::from_le_bytes(word.try_into().unwrap())) {
+                i += 8;
                 continue;
             }
-            out.put(&valid.as_bytes()[start..i]);
-            start = i + c.len_utf8();
-            match c {
-                '\n' => out.put(b"\\n"),
-                '\t' => out.put(b"\\t"),
-                '\r' => out.put(b"\\r"),
-                '\\' => out.put(b"\\\\"),
-                _ => valid.as_bytes()[i..start]
-                    .iter()
-                    .for_each(|&b| put_byte_escape(b, out)),
+        }
+        let b = bytes[i];
+        let kept = match b {
+            b'\\' | 0x7f => 0,
+            0x20..=0x7e => 1,
+            0x80..=0xff => utf8_kept(&bytes[i..]),
+            _ => 0,
+        };
+        if kept > 0 {
+            i += kept;
+            continue;
+        }
+        out.put(&bytes[start..i]);
+        match b {
+            b'\n' => out.put(b"\\n"),
+            b'\t' => out.put(b"\\t"),
+            b'\r' => out.put(b"\\r"),
+            b'\\' => out.put(b"\\\\"),
+            _ => {
+                put_byte_escape(b, out);
+                // A C1 control is two bytes, both shown.
+                if b == 0xc2 && bytes.get(i + 1).is_some_and(|n| (0x80..0xa0).contains(n)) {
+                    i += 1;
+                    put_byte_escape(bytes[i], out);
+                }
             }
         }
-        out.put(&valid.as_bytes()[start..]);
-        chunk
-            .invalid()
-            .iter()
-            .for_each(|&b| put_byte_escape(b, out));
+        i += 1;
+        start = i;
     }
+    out.put(&bytes[start..]);
+}
+
+/// The length of the UTF-8 character at the start of `bytes` if it is kept as
+/// it is; 0 if it is escaped: a byte that does not start a valid sequence, or
+/// a C1 control (U+0080-U+009F, encoded C2 80-C2 9F; the caller escapes both
+/// bytes, seeing 0xC2).
+fn utf8_kept(bytes: &[u8]) -> usize {
+    let head = &bytes[..bytes.len().min(4)];
+    let valid = match std::str::from_utf8(head) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    match valid.chars().next() {
+        Some(c) if (c as u32) > 0x9f => c.len_utf8(),
+        _ => 0,
+    }
+}
+
+/// True if any of the eight bytes in `w` is not plain printable ASCII: a
+/// control byte, DEL, a backslash, or a byte from 0x80 up.
+fn needs_text_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH != 0;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH != 0;
+    below_space
+        || has_zero(w ^ (ONES * b'\\' as u64))
+        || has_zero(w ^ (ONES * 0x7f))
+        || w & HIGH != 0
 }
 
 fn put_byte_escape(b: u8, out: &mut impl Sink) {
@@ -577,6 +620,55 @@ mod tests {
                 .collect();
             let mut fast = Vec::new();
             put_json_string(&bytes, &mut fast);
+            assert_eq!(fast, plain(&bytes), "{bytes:?}");
+        }
+    }
+
+    /// The text escaping, word at a time, does what the rule says, on random
+    /// strings of controls, backslashes, ASCII and valid, C1 and broken UTF-8.
+    #[test]
+    fn text_escaping_matches_the_plain_rule() {
+        fn plain(bytes: &[u8]) -> Vec<u8> {
+            let mut out = Vec::new();
+            for chunk in bytes.utf8_chunks() {
+                for c in chunk.valid().chars() {
+                    match c {
+                        '\n' => out.extend_from_slice(b"\\n"),
+                        '\t' => out.extend_from_slice(b"\\t"),
+                        '\r' => out.extend_from_slice(b"\\r"),
+                        '\\' => out.extend_from_slice(b"\\\\"),
+                        c if (c as u32) < 0x20 || (0x7f..=0x9f).contains(&(c as u32)) => {
+                            let mut buf = [0; 4];
+                            for b in c.encode_utf8(&mut buf).bytes() {
+                                out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+                            }
+                        }
+                        c => out.extend_from_slice(c.to_string().as_bytes()),
+                    }
+                }
+                for b in chunk.invalid() {
+                    out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+                }
+            }
+            out
+        }
+        let alphabet = b"\\\n\t\r\x01\x1b\x7f\xc2\x9b\xc2\xa0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xff\x80 ";
+        let mut state = 0x0bad_cafe_dead_beefu64;
+        for len in 0..300 {
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    if state.is_multiple_of(3) {
+                        alphabet[(state >> 8) as usize % alphabet.len()]
+                    } else {
+                        b'a' + (state >> 16) as u8 % 26
+                    }
+                })
+                .collect();
+            let mut fast = Vec::new();
+            put_escaped(&bytes, &mut fast);
             assert_eq!(fast, plain(&bytes), "{bytes:?}");
         }
     }
