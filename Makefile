@@ -83,23 +83,29 @@ bench-c/soak: lib c-tests/soak.c c-tests/check.h include/vlog.h include/vlog_gen
 soak: bench-c/soak
 	for t in 2 8 64; do bench-c/soak $$t $(SOAK_SECONDS) || exit 1; done
 
-# Installs the library, headers, pkg-config file and vlog-dump under
+# Installs the library, headers, pkg-config file, vlog-dump and the man pages under
 # DESTDIR/PREFIX; `make uninstall` with the same variables removes them.
 PREFIX ?= /usr/local
 DESTDIR ?=
 VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 LIBDIR = $(DESTDIR)$(PREFIX)/lib
+MANDIR = $(DESTDIR)$(PREFIX)/share/man
 INSTALLED = $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.so $(LIBDIR)/libvlog.a \
 	$(LIBDIR)/pkgconfig/vlog.pc $(DESTDIR)$(PREFIX)/include/vlog.h \
-	$(DESTDIR)$(PREFIX)/include/vlog_gen.h $(DESTDIR)$(PREFIX)/bin/vlog-dump
+	$(DESTDIR)$(PREFIX)/include/vlog_gen.h $(DESTDIR)$(PREFIX)/bin/vlog-dump \
+	$(MANDIR)/man1/vlog-dump.1 $(MANDIR)/man3/vlog.3 $(MANDIR)/man7/vlog.7
 
 install: lib
-	install -d $(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -d $(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
+		$(MANDIR)/man1 $(MANDIR)/man3 $(MANDIR)/man7
 	install -m 0755 target/release/libvlog.so $(LIBDIR)/libvlog.so.0
 	ln -sf libvlog.so.0 $(LIBDIR)/libvlog.so
 	install -m 0644 $(STATIC_LIB) $(LIBDIR)/libvlog.a
 	install -m 0644 include/vlog.h include/vlog_gen.h $(DESTDIR)$(PREFIX)/include/
 	install -m 0755 target/release/vlog-dump $(DESTDIR)$(PREFIX)/bin/vlog-dump
+	install -m 0644 man/vlog-dump.1 $(MANDIR)/man1/
+	install -m 0644 man/vlog.3 $(MANDIR)/man3/
+	install -m 0644 man/vlog.7 $(MANDIR)/man7/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' pkgconfig/vlog.pc.in \
 		> $(LIBDIR)/pkgconfig/vlog.pc
 	chmod 0644 $(LIBDIR)/pkgconfig/vlog.pc

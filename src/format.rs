@@ -652,7 +652,8 @@ mod tests {
             }
             out
         }
-        let alphabet = b"\\\n\t\r\x01\x1b\x7f\xc2\x9b\xc2\xa0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xff\x80 ";
+        let alphabet =
+            b"\\\n\t\r\x01\x1b\x7f\xc2\x9b\xc2\xa0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xff\x80 ";
         let mut state = 0x0bad_cafe_dead_beefu64;
         for len in 0..300 {
             let bytes: Vec<u8> = (0..len)

@@ -184,9 +184,11 @@ impl Spec {
             ("file", Some(p)) => (path(p)?, false),
             ("json", Some(&"stderr")) => (None, true),
             ("json", Some(p)) => (path(p)?, true),
-            _ => return Err(ConfigError::new(format!(
+            _ => {
+                return Err(ConfigError::new(format!(
                 "output '{token}': destination '{dest}' is not supported by this version of vlog"
-            ))),
+            )))
+            }
         };
         Ok(Spec {
             priority,

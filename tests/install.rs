@@ -1,6 +1,7 @@
 //! `make install` into a DESTDIR, then a C program outside the source tree
 //! built with nothing but `pkg-config --cflags --libs vlog`, linked dynamically
-//! and statically, and run; `make uninstall` removes every file again.
+//! and statically, and run; the man pages render with `man -l`; `make
+//! uninstall` removes every file again.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -60,8 +61,25 @@ fn installed_library_builds_with_pkg_config_alone() {
         "usr/include/vlog.h",
         "usr/include/vlog_gen.h",
         "usr/bin/vlog-dump",
+        "usr/share/man/man1/vlog-dump.1",
+        "usr/share/man/man3/vlog.3",
+        "usr/share/man/man7/vlog.7",
     ] {
         assert!(destdir.join(file).exists(), "{file} not installed");
+    }
+    // The man pages render, without a warning from man or groff.
+    for page in ["man1/vlog-dump.1", "man3/vlog.3", "man7/vlog.7"] {
+        let out = Command::new("man")
+            .args(["--warnings", "-l"])
+            .arg(destdir.join("usr/share/man").join(page))
+            .env("MANWIDTH", "80")
+            .env("MANPAGER", "cat")
+            .output()
+            .expect("man");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let text = ok(&format!("man -l {page}"), out);
+        assert!(stderr.is_empty(), "{page}: {stderr}");
+        assert!(text.contains("SEE ALSO"), "{page}: {text}");
     }
 
     // A program that knows nothing of the source tree.
@@ -88,9 +106,13 @@ fn installed_library_builds_with_pkg_config_alone() {
     for (name, static_link) in [("dynamic", false), ("static", true)] {
         let exe = work.join(name);
         let mut cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
-        cc.args(["-Wall", "-Wextra", "-Werror"]).arg(&src).arg("-o").arg(&exe);
+        cc.args(["-Wall", "-Wextra", "-Werror"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe);
         if static_link {
-            cc.arg("-static").args(pkg_config(&["--static", "--cflags", "--libs"]));
+            cc.arg("-static")
+                .args(pkg_config(&["--static", "--cflags", "--libs"]));
         } else {
             cc.args(pkg_config(&["--cflags", "--libs"]));
         }
@@ -101,14 +123,24 @@ fn installed_library_builds_with_pkg_config_alone() {
             .unwrap();
         let dump = ok(&format!("the {name} program"), run);
         assert!(dump.contains(" : installed vlog works: 42\n"), "{dump}");
-        let elf = ok("readelf", Command::new("readelf").arg("-d").arg(&exe).output().unwrap());
+        let elf = ok(
+            "readelf",
+            Command::new("readelf")
+                .arg("-d")
+                .arg(&exe)
+                .output()
+                .unwrap(),
+        );
         assert_eq!(
             elf.contains("Shared library: [libvlog.so.0]"),
             !static_link,
             "{name}: {elf}"
         );
     }
-    let help = Command::new(destdir.join("usr/bin/vlog-dump")).arg("--help").output().unwrap();
+    let help = Command::new(destdir.join("usr/bin/vlog-dump"))
+        .arg("--help")
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&help.stdout).contains("vlog-dump"));
 
     make("uninstall");
