@@ -127,14 +127,17 @@ static inline int vlog__clamp(int prio)
          : prio;
 }
 
-/* Formats and records a message whose filters were already checked.
+/* Formats and records a message whose filters were already checked, with
+ * `nfields` structured fields (NULL and 0 for none).
  * `checked`: the format is known to have no %n (its call site said so), so
  * the library need not look again. */
-static inline VLOG__PRINTF(7, 0) int vlog__emitv(int checked,
-                                                  const vlog_source *src, int prio,
-                                                  const char *file, int line,
-                                                  const char *func,
-                                                  const char *fmt, va_list ap)
+static inline VLOG__PRINTF(9, 0) int vlog__emitfv(int checked,
+                                                   const vlog_source *src, int prio,
+                                                   const char *file, int line,
+                                                   const char *func,
+                                                   const vlog_field *fields,
+                                                   size_t nfields,
+                                                   const char *fmt, va_list ap)
 {
     char stack[VLOG_STACK_MESSAGE];
     va_list again;
@@ -143,12 +146,14 @@ static inline VLOG__PRINTF(7, 0) int vlog__emitv(int checked,
     int n, rc;
 
     if (fmt == NULL)
-        return vlog_write(src, prio, file, line, func, "(null format)", 13, 13);
+        return vlog_write_fields(src, prio, file, line, func, "(null format)", 13, 13,
+                             fields, nfields);
     if (!checked && !vlog_format_is_safe(fmt)) {
         /* %n would write through an argument: log the format, not run it. */
         n = snprintf(stack, sizeof stack, "[format with %%n not run] %s", fmt);
         want = n < 0 ? 0 : (size_t)n < sizeof stack ? (size_t)n : sizeof stack - 1;
-        return vlog_write(src, prio, file, line, func, stack, want, want);
+        return vlog_write_fields(src, prio, file, line, func, stack, want, want,
+                             fields, nfields);
     }
     va_copy(again, ap);
     n = vsnprintf(stack, sizeof stack, fmt, ap);
@@ -156,23 +161,52 @@ static inline VLOG__PRINTF(7, 0) int vlog__emitv(int checked,
         va_end(again);
         n = snprintf(stack, sizeof stack, "[format error] %s", fmt);
         want = n < 0 ? 0 : (size_t)n < sizeof stack ? (size_t)n : sizeof stack - 1;
-        return vlog_write(src, prio, file, line, func, stack, want, want);
+        return vlog_write_fields(src, prio, file, line, func, stack, want, want,
+                             fields, nfields);
     }
     if ((size_t)n < sizeof stack) {
         va_end(again);
-        return vlog_write(src, prio, file, line, func, stack, (size_t)n, (size_t)n);
+        return vlog_write_fields(src, prio, file, line, func, stack, (size_t)n, (size_t)n,
+                             fields, nfields);
     }
     want = (size_t)n < VLOG_MESSAGE_MAX ? (size_t)n : VLOG_MESSAGE_MAX;
     heap = (char *)malloc(want + 1);
     if (heap == NULL) {
         va_end(again);
-        return vlog_write(src, prio, file, line, func, stack, sizeof stack - 1,
-                          (size_t)n);
+        return vlog_write_fields(src, prio, file, line, func, stack, sizeof stack - 1,
+                          (size_t)n,
+                             fields, nfields);
     }
     vsnprintf(heap, want + 1, fmt, again);
     va_end(again);
-    rc = vlog_write(src, prio, file, line, func, heap, want, (size_t)n);
+    rc = vlog_write_fields(src, prio, file, line, func, heap, want, (size_t)n,
+                             fields, nfields);
     free(heap);
+    return rc;
+}
+
+static inline VLOG__PRINTF(7, 0) int vlog__emitv(int checked,
+                                                  const vlog_source *src, int prio,
+                                                  const char *file, int line,
+                                                  const char *func,
+                                                  const char *fmt, va_list ap)
+{
+    return vlog__emitfv(checked, src, prio, file, line, func, NULL, 0, fmt, ap);
+}
+
+static inline VLOG__PRINTF(8, 9) int vlog__emit_fields(const vlog_source *src, int prio,
+                                                        const char *file, int line,
+                                                        const char *func,
+                                                        const vlog_field *fields,
+                                                        size_t nfields,
+                                                        const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = vlog__emitfv(0, src, prio, file, line, func, fields, nfields, fmt, ap);
+    va_end(ap);
     return rc;
 }
 
@@ -322,6 +356,63 @@ static inline VLOG__PRINTF(6, 7) int vlog(const vlog_source *src, int prio,
             ? vlog__emit(vlog__src, vlog__pri, __VA_ARGS__)                   \
             : 0;                                                              \
     })
+
+/*
+ * A message with structured fields (libvirt's metadata): string and integer
+ * values under journald-style names, stored in the ring beside the text and
+ * printed by every output. Checks the filters first: a message that is not
+ * recorded costs nothing more. The function form:
+ */
+static inline VLOG__PRINTF(8, 9) int vlog_fields(const vlog_source *src, int prio,
+                                                  const char *file, int line,
+                                                  const char *func,
+                                                  const vlog_field *fields,
+                                                  size_t nfields,
+                                                  const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    if (!vlog__wanted(&src, &prio))
+        return 0;
+    va_start(ap, fmt);
+    rc = vlog__emitfv(0, src, prio, file, line, func, fields, nfields, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Field initialisers, for arrays of vlog_field and for VLOG_FIELDS. */
+#define VLOG_FIELD_STR(key, value) { (key), (value), 0, 0 }
+#define VLOG_FIELD_INT(key, value) { (key), NULL, (int64_t)(value), 1 }
+
+#define VLOG__UNPAREN(...) __VA_ARGS__
+
+/*
+ * The macro form, from this file's source:
+ *
+ *   VLOG_FIELDS(VLOG_PRIO_INFO,
+ *               (VLOG_FIELD_STR("VM", name), VLOG_FIELD_INT("VCPUS", n)),
+ *               "started %s", name);
+ *
+ * The field list (in parentheses) is evaluated only when the message is
+ * recorded.
+ */
+#define VLOG_FIELDS(prio, fields, ...)                                        \
+    do {                                                                      \
+        VLOG__FORMAT_CHECKS_ON                                                \
+        int vlog__fprio = vlog__clamp(prio);                                  \
+        int vlog__level = VLOG__LEVEL(&vlog__source);                         \
+        if (VLOG__UNLIKELY(vlog__fprio >= vlog__level) &&                     \
+            (vlog__level != 0 ||                                              \
+             vlog_source_enabled(&vlog__source, vlog__fprio))) {              \
+            const vlog_field vlog__fields[] = {VLOG__UNPAREN fields};         \
+            vlog__emit_fields(&vlog__source, vlog__fprio, __FILE__, __LINE__, \
+                              __func__, vlog__fields,                         \
+                              sizeof vlog__fields / sizeof vlog__fields[0],   \
+                              __VA_ARGS__);                                   \
+        }                                                                     \
+        VLOG__FORMAT_CHECKS_OFF                                               \
+    } while (0)
 
 #ifdef __cplusplus
 }

@@ -152,6 +152,11 @@ typedef struct vlog_stats {
    * full pipe, fd 2 closed); the messages are still in the ring.
    */
   uint64_t output_lines_lost;
+  /**
+   * Structured fields whose name was not valid (kept as
+   * VLOG_BAD_FIELD_NAME).
+   */
+  uint64_t bad_fields;
 } vlog_stats;
 
 /**
@@ -205,6 +210,24 @@ typedef struct vlog_arg {
   uint64_t bits;
   const char *str;
 } vlog_arg;
+
+/**
+ * One structured field of a message (libvirt's metadata): a name and a
+ * string or integer value. Names are journald's: 1 to 64 uppercase letters,
+ * digits and underscores, not starting with an underscore or a digit.
+ */
+typedef struct vlog_field {
+  const char *key;
+  /**
+   * The value when `is_num` is 0 (NULL is logged as "(null)").
+   */
+  const char *str;
+  /**
+   * The value when `is_num` is not 0.
+   */
+  int64_t num;
+  int is_num;
+} vlog_field;
 
 #ifdef __cplusplus
 extern "C" {
@@ -424,6 +447,30 @@ int vlog_write_args(const struct vlog_source *src,
                     const struct vlog_site *site,
                     const struct vlog_arg *args,
                     int nargs);
+
+/**
+ * As vlog_write, with `nfields` structured fields at `fields` (NULL when
+ * `nfields` is 0). The fields are looked at only if the message is recorded:
+ * they are stored in the ring record beside the text, shown by vlog_dump and
+ * vlog-dump, and printed by every output (text lines: ` [NAME=value ...]`;
+ * JSON outputs: a "fields" object). A field whose name is not valid is kept
+ * as VLOG_BAD_FIELD_NAME with the name as its value, counted in
+ * vlog_stats.bad_fields and reported once on stderr; at most 32 fields and
+ * 4 KiB of them are kept. Returns 1 if recorded, 0 if filtered out, -1 on a
+ * NULL `fields` with `nfields` > 0 (vlog_last_error says so) or an internal
+ * error. errno is left as it was. Never allocates once running; takes one
+ * lock. Not async-signal-safe.
+ */
+int vlog_write_fields(const struct vlog_source *src,
+                      int prio,
+                      const char *file,
+                      int line,
+                      const char *func,
+                      const char *msg,
+                      size_t len,
+                      size_t full_len,
+                      const struct vlog_field *fields,
+                      size_t nfields);
 
 #ifdef __cplusplus
 }  // extern "C"

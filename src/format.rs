@@ -9,6 +9,7 @@
 //! no terminal escape sequence reaches a terminal raw, and what the line shows
 //! tells exactly which bytes were logged.
 
+use crate::fields::Value;
 use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
 
 /// Where rendered bytes go.
@@ -17,12 +18,13 @@ pub trait Sink {
 }
 
 /// The longest line [`render_line`] can produce: every escaped byte takes at most
-/// four bytes.
-pub const LINE_MAX: usize = 96 + 4 * (2 * NAME_MAX + MESSAGE_MAX);
+/// four bytes (a field's integer, eight bytes encoded, at most 20 digits).
+pub const LINE_MAX: usize = 96 + 4 * (2 * NAME_MAX + MESSAGE_MAX + crate::fields::ENCODED_MAX);
 
 /// The longest line [`render_json`] can produce: a byte takes at most six
 /// (`\u00XX`), names and message included.
-pub const JSON_LINE_MAX: usize = 256 + 6 * (3 * NAME_MAX + MESSAGE_MAX);
+pub const JSON_LINE_MAX: usize =
+    256 + 6 * (3 * NAME_MAX + MESSAGE_MAX + crate::fields::ENCODED_MAX);
 
 impl Sink for Vec<u8> {
     fn put(&mut self, bytes: &[u8]) {
@@ -136,7 +138,29 @@ pub fn render_line(rec: &Record, out: &mut impl Sink) {
     put_decimal(rec.line as u64, 1, out);
     out.put(b" : ");
     put_escaped(rec.message, out);
+    if let Some(fields) = crate::fields::decode(rec.fields).filter(|f| !f.is_empty()) {
+        // ` [NAME=value NUMBER=42]`, values escaped as the message is.
+        let mut sep: &[u8] = b" [";
+        for field in fields.iter() {
+            out.put(sep);
+            sep = b" ";
+            out.put(field.name);
+            out.put(b"=");
+            match field.value {
+                Value::Str(s) => put_escaped(s, out),
+                Value::Int(n) => put_signed_decimal(n, out),
+            }
+        }
+        out.put(b"]");
+    }
     out.put(b"\n");
+}
+
+fn put_signed_decimal(n: i64, out: &mut impl Sink) {
+    if n < 0 {
+        out.put(b"-");
+    }
+    put_decimal(n.unsigned_abs(), 1, out);
 }
 
 /// Renders `rec` as one JSON object on one line. Strings are always valid
@@ -167,6 +191,20 @@ pub fn render_json(rec: &Record, pid: Option<u32>, out: &mut impl Sink) {
     put_json_string(rec.func, out);
     out.put(b",\"message\":");
     put_json_string(rec.message, out);
+    if let Some(fields) = crate::fields::decode(rec.fields).filter(|f| !f.is_empty()) {
+        let mut sep: &[u8] = b",\"fields\":{";
+        for field in fields.iter() {
+            out.put(sep);
+            sep = b",";
+            put_json_string(field.name, out);
+            out.put(b":");
+            match field.value {
+                Value::Str(s) => put_json_string(s, out),
+                Value::Int(n) => put_signed_decimal(n, out),
+            }
+        }
+        out.put(b"}");
+    }
     out.put(b"}\n");
 }
 
@@ -452,6 +490,7 @@ mod tests {
             file: b"monitor.c",
             func: b"qemuMonitorSend",
             message: b"sent 12 bytes to fd 7",
+            fields: b"",
             kind: crate::record::Kind::Text,
         }
     }

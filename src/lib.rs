@@ -20,6 +20,8 @@ pub mod diag;
 pub mod dump;
 pub mod ffi;
 /// cbindgen:ignore
+pub mod fields;
+/// cbindgen:ignore
 pub mod filter;
 /// cbindgen:ignore
 pub mod format;

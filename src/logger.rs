@@ -49,6 +49,9 @@ pub struct Message<'a> {
     /// into the buffer it is given, false if it does not fit; `text` is then
     /// unused.
     pub encode: Option<&'a Encoder<'a>>,
+    /// Writes the message's structured fields, encoded (see `fields`), into
+    /// the buffer it is given; None for a message without fields.
+    pub fields: Option<&'a FieldWriter<'a>>,
 }
 
 /// Writes a deferred payload into the buffer it is given; false if it does
@@ -76,6 +79,9 @@ pub struct SiteMessage<'a, S, A> {
     pub args: A,
 }
 
+/// Writes a message's encoded structured fields into the buffer it is given.
+pub type FieldWriter<'a> = dyn Fn(&mut Vec<u8>) + 'a;
+
 /// What became of a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -102,6 +108,7 @@ pub struct State {
     /// Preallocated buffers, so recording never allocates once running.
     line: Vec<u8>,
     json_line: Vec<u8>,
+    fields: Vec<u8>,
     message: Vec<u8>,
     rendered: Vec<u8>,
     /// Where crash dumps go, and the signal that asks for one (environment).
@@ -166,6 +173,7 @@ impl State {
             sources: Registry::new(),
             line: Vec::new(),
             json_line: Vec::new(),
+            fields: Vec::new(),
             message: Vec::new(),
             rendered: Vec::new(),
             dump: DumpTarget::Stderr,
@@ -223,6 +231,7 @@ impl State {
         }
         self.line.reserve(LINE_MAX);
         self.json_line.reserve(JSON_LINE_MAX);
+        self.fields.reserve(crate::fields::ENCODED_MAX);
         self.message.reserve(MESSAGE_MAX);
         self.rendered.reserve(MESSAGE_MAX);
         self.refresh_sources();
@@ -410,6 +419,7 @@ impl State {
             outputs,
             line,
             json_line,
+            fields,
             message,
             rendered,
             ..
@@ -440,11 +450,29 @@ impl State {
                 RecordKind::Text
             },
             message: text,
+            fields: match m.fields {
+                Some(write) if m.encode.is_none() => {
+                    fields.clear();
+                    write(fields);
+                    if crate::fields::decode(fields).is_some_and(|f| !f.is_empty()) {
+                        &fields[..]
+                    } else {
+                        b""
+                    }
+                }
+                _ => b"",
+            },
         }
         .clipped();
-        if let Some(ring) = ring {
-            ring.append(&rec);
-        }
+        // The outputs show the number the ring gave the record (0 without a
+        // ring), as vlog-dump does.
+        let rec = match ring {
+            Some(ring) => Record {
+                seq: ring.append(&rec),
+                ..rec
+            },
+            None => rec,
+        };
         if outputs.iter().any(|o| m.priority >= o.priority) {
             // An output prints text: a deferred message is rendered, once.
             let shown = if rec.kind == RecordKind::Deferred {
@@ -523,6 +551,7 @@ impl State {
                 text: b"",
                 full_len: 0,
                 encode: Some(&encode),
+                fields: None,
             };
             // SAFETY: forwarded from the caller.
             return unsafe { self.record(&general) };
@@ -601,6 +630,7 @@ fn report(ring: Option<&mut Ring>, event: &str) {
                 func: b"output",
                 kind: RecordKind::Text,
                 message: event.as_bytes(),
+                fields: b"",
             }
             .clipped(),
         );
@@ -831,6 +861,7 @@ mod tests {
             text: text.as_bytes(),
             full_len: text.len(),
             encode: None,
+            fields: None,
         };
         // SAFETY: the source is leaked, so it lives forever.
         unsafe { s.record(&m) == Outcome::Recorded }
@@ -900,6 +931,7 @@ mod tests {
             text: b"short",
             full_len: 100_000,
             encode: None,
+            fields: None,
         };
         // SAFETY: the source is leaked.
         unsafe { s.record(&m) };
@@ -930,6 +962,7 @@ mod tests {
             text: b"",
             full_len: 0,
             encode: Some(&encode),
+            fields: None,
         };
         // SAFETY: the source is leaked.
         assert_eq!(unsafe { s.record(&m) }, Outcome::Recorded);

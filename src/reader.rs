@@ -393,6 +393,7 @@ mod tests {
                 file: b"f.c",
                 func: b"fn",
                 message: msg.as_bytes(),
+                fields: b"",
                 kind: crate::record::Kind::Text,
             });
             written.push(msg);

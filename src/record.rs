@@ -13,7 +13,10 @@
 //!                         format with its raw arguments (see crate::deferred),
 //!                         2 = deferred with the format, names and line in the
 //!                         call-site dictionary (see crate::sites): the message
-//!                         is the arguments alone
+//!                         is the arguments alone,
+//!                         3 = text with structured fields: the message is a u32
+//!                         text length, the text, then the fields (see
+//!                         crate::fields)
 //!     34     2  source length
 //!     36     2  file length
 //!     38     2  function length
@@ -31,7 +34,8 @@ pub const NAME_MAX: usize = 255;
 /// The longest message kept whole, in bytes; longer ones are cut to this length,
 /// ending with a `[truncated ...]` marker.
 pub const MESSAGE_MAX: usize = 8192;
-pub const RECORD_MAX: usize = align8(HEADER_LEN + 3 * NAME_MAX + MESSAGE_MAX);
+pub const RECORD_MAX: usize =
+    align8(HEADER_LEN + 3 * NAME_MAX + MESSAGE_MAX + 4 + crate::fields::ENCODED_MAX);
 /// First word of the filler that takes the space left at the end of the data
 /// area when the next record does not fit. Even, so it never equals a commit.
 pub const PAD_MARK: u32 = 0x7061_6430;
@@ -39,6 +43,7 @@ pub const PAD_MARK: u32 = 0x7061_6430;
 const KIND_TEXT: u8 = 0;
 const KIND_DEFERRED: u8 = 1;
 const KIND_SITE: u8 = 2;
+const KIND_FIELDS: u8 = 3;
 
 /// What a record's message bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +81,9 @@ pub struct Record<'a> {
     pub func: &'a [u8],
     pub kind: Kind,
     pub message: &'a [u8],
+    /// Encoded structured fields (see `fields`), empty for none; only with
+    /// `Kind::Text`.
+    pub fields: &'a [u8],
 }
 
 /// Why a record was not accepted.
@@ -103,9 +111,17 @@ impl<'a> Record<'a> {
     /// The encoded size of the record, padding included. The record must have
     /// been [`clipped`](Record::clipped).
     pub fn encoded_len(&self) -> usize {
-        align8(
-            HEADER_LEN + self.source.len() + self.file.len() + self.func.len() + self.message.len(),
-        )
+        align8(HEADER_LEN + self.source.len() + self.file.len() + self.func.len() + self.body_len())
+    }
+
+    /// The message part as stored: the text, or with fields, its length, the
+    /// text and the fields.
+    fn body_len(&self) -> usize {
+        if self.fields.is_empty() {
+            self.message.len()
+        } else {
+            4 + self.message.len() + self.fields.len()
+        }
     }
 
     /// Writes the record into `buf` (exactly `encoded_len()` bytes) with its
@@ -116,6 +132,7 @@ impl<'a> Record<'a> {
         // The header is built in a local array (fixed offsets, no bounds
         // checks) and copied once.
         let (kind, line) = match self.kind {
+            Kind::Text if !self.fields.is_empty() => (KIND_FIELDS, self.line),
             Kind::Text => (KIND_TEXT, self.line),
             Kind::Deferred => (KIND_DEFERRED, self.line),
             Kind::Site(entry) => (KIND_SITE, entry),
@@ -129,12 +146,25 @@ impl<'a> Record<'a> {
             priority: self.priority,
             kind,
             names: [self.source.len(), self.file.len(), self.func.len()],
-            message_len: self.message.len(),
+            message_len: self.body_len(),
         }
         .header();
         let (header, body) = buf.split_at_mut(HEADER_LEN);
         let mut rest = &mut *body;
-        for part in [self.source, self.file, self.func, self.message] {
+        let text_len = (self.message.len() as u32).to_ne_bytes();
+        let parts: [&[u8]; 6] = if self.fields.is_empty() {
+            [self.source, self.file, self.func, self.message, b"", b""]
+        } else {
+            [
+                self.source,
+                self.file,
+                self.func,
+                &text_len,
+                self.message,
+                self.fields,
+            ]
+        };
+        for part in parts {
             let (dst, tail) = rest.split_at_mut(part.len());
             dst.copy_from_slice(part);
             rest = tail;
@@ -169,6 +199,7 @@ impl<'a> Record<'a> {
             KIND_TEXT => (Kind::Text, u32_at(buf, 28)),
             KIND_DEFERRED => (Kind::Deferred, u32_at(buf, 28)),
             KIND_SITE => (Kind::Site(u32_at(buf, 28)), 0),
+            KIND_FIELDS => (Kind::Text, u32_at(buf, 28)),
             _ => return Err(Damage::Malformed),
         };
         let lens = [
@@ -187,6 +218,11 @@ impl<'a> Record<'a> {
             *part = &buf[at..at + n];
             at += n;
         }
+        let (message, fields) = if buf[33] == KIND_FIELDS {
+            split_fields(parts[3]).ok_or(Damage::Malformed)?
+        } else {
+            (parts[3], &parts[3][..0])
+        };
         Ok(Record {
             seq,
             time_ns: u64_at(buf, 16),
@@ -196,10 +232,20 @@ impl<'a> Record<'a> {
             source: parts[0],
             file: parts[1],
             func: parts[2],
-            message: parts[3],
+            message,
             kind,
+            fields,
         })
     }
+}
+
+/// Splits a kind-3 message part into the text and its validated fields.
+fn split_fields(body: &[u8]) -> Option<(&[u8], &[u8])> {
+    let text_len = u32::from_ne_bytes(body.get(..4)?.try_into().unwrap()) as usize;
+    let text = body.get(4..4 + text_len)?;
+    let fields = &body[4 + text_len..];
+    crate::fields::decode(fields)?;
+    Some((text, fields))
 }
 
 /// The `len` field of a record header, if it is a plausible record length.
@@ -373,6 +419,7 @@ mod tests {
             file: b"monitor.c",
             func: b"qemuMonitorSend",
             message: b"sent 12 bytes to fd 7",
+            fields: b"",
             kind: Kind::Text,
         }
     }
@@ -401,6 +448,37 @@ mod tests {
             if let Ok(r) = Record::decode(&bad) {
                 panic!("flip of bit {bit} accepted: {r:?}");
             }
+        }
+    }
+
+    #[test]
+    fn fields_round_trip_and_every_flip_is_caught() {
+        use crate::fields::{self, Field, Value};
+        let mut list = Vec::with_capacity(fields::ENCODED_MAX);
+        fields::encode(
+            [
+                Field {
+                    name: b"VM",
+                    value: Value::Str(b"guest1"),
+                },
+                Field {
+                    name: b"VCPUS",
+                    value: Value::Int(4),
+                },
+            ]
+            .into_iter(),
+            &mut list,
+        );
+        let r = Record {
+            fields: &list,
+            ..sample()
+        };
+        let buf = encoded(&r);
+        assert_eq!(Record::decode(&buf), Ok(r));
+        for bit in 0..buf.len() * 8 {
+            let mut bad = buf.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(Record::decode(&bad).is_err(), "flip of bit {bit} accepted");
         }
     }
 

@@ -608,6 +608,7 @@ mod tests {
             file: b"f.c",
             func: b"fn",
             message: msg,
+            fields: b"",
             kind: crate::record::Kind::Text,
         }
     }

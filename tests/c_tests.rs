@@ -1162,6 +1162,54 @@ fn processes_sharing_a_ring_file_lose_nothing() {
     }
 }
 
+/// Structured fields through the outputs, the ring, vlog_dump and vlog-dump;
+/// the JSON output and vlog-dump --json read back by Python's json module.
+#[test]
+fn structured_fields_reach_every_reader() {
+    let dir = scratch_dir("fields-run");
+    let (txt, json, ring) = (
+        dir.join("out.log"),
+        dir.join("out.json"),
+        dir.join("fields.ring"),
+    );
+    let exe = build("fields", Link::Static);
+    let out = run_with(
+        &exe,
+        &[txt.to_str().unwrap(), json.to_str().unwrap()],
+        &[("VLOG_BUFFER_FILE", ring.to_str().unwrap())],
+    );
+    assert_ok("fields", &out);
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("invalid field name").count(), 1, "{stderr}");
+    let dumped = dir.join("dump.json");
+    std::fs::write(
+        &dumped,
+        vlog_dump(&["--json", ring.to_str().unwrap()]).stdout,
+    )
+    .unwrap();
+    let check = r#"
+import json, sys
+for path, printed in ((sys.argv[1], True), (sys.argv[2], False)):
+    objs = [json.loads(l) for l in open(path, encoding="utf-8", errors="strict")]
+    by_msg = {o["message"]: o.get("fields") for o in objs}
+    assert by_msg["started guest1"] == {"VM": "guest1", "VCPUS": 4, "DELTA": -7}, by_msg
+    assert by_msg["odd values"] == {"PATH": "/tmp/a b\n\"q\"\x1b[2J\ufffd",
+                                    "NULL_VALUE": "(null)"}, by_msg
+    assert ("ring only 1" in by_msg) != printed, path
+    if not printed:
+        assert by_msg["ring only 1"] == {"N": 1}
+print("ok")
+"#;
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(check)
+        .arg(&json)
+        .arg(&dumped)
+        .output()
+        .expect("python3");
+    assert_ok("fields json check (python3)", &py);
+}
+
 /// JSON lines read back by a real JSON parser (Python's, decoding the file as
 /// strict UTF-8): every field, and messages with quotes, controls, NULs,
 /// invalid and valid multi-byte UTF-8.

@@ -49,6 +49,7 @@ fn ring_file(name: &str) -> PathBuf {
             func: b"fn",
             message: msg.as_bytes(),
             kind: vlog::record::Kind::Text,
+            fields: b"",
         });
     }
     path
@@ -200,6 +201,7 @@ fn follow_prints_records_as_they_arrive() {
         func: b"fn",
         message: msg.as_bytes(),
         kind: vlog::record::Kind::Text,
+        fields: b"",
     };
     ring.append(&rec("before follow"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_vlog-dump"))

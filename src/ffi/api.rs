@@ -40,9 +40,12 @@ pub struct vlog_stats {
     /// Lines that an output could not write (a full disk, a reader gone, a
     /// full pipe, fd 2 closed); the messages are still in the ring.
     pub output_lines_lost: u64,
+    /// Structured fields whose name was not valid (kept as
+    /// VLOG_BAD_FIELD_NAME).
+    pub bad_fields: u64,
 }
 
-fn source_or_default<'a>(src: *const vlog_source) -> &'a vlog_source {
+pub(crate) fn source_or_default<'a>(src: *const vlog_source) -> &'a vlog_source {
     if src.is_null() {
         &vlog_default_source
     } else {
@@ -166,6 +169,7 @@ pub extern "C" fn vlog_write(
                 text,
                 full_len: full_len.max(text.len()),
                 encode: None,
+                fields: None,
             };
             // SAFETY: the caller keeps the source alive until it unregisters it.
             c_int::from(unsafe { logger::emit(&m) } == logger::Outcome::Recorded)
@@ -295,6 +299,7 @@ pub extern "C" fn vlog_get_stats(stats: *mut vlog_stats) -> c_int {
             lost: ring.lost,
             dropped_nested: logger::nested_dropped(),
             output_lines_lost: crate::output::LINES_LOST.load(std::sync::atomic::Ordering::Relaxed),
+            bad_fields: crate::ffi::fields::BAD_FIELDS.load(std::sync::atomic::Ordering::Relaxed),
         };
         // SAFETY: non-NULL, and the caller passes a writable vlog_stats.
         unsafe { stats.write(out) };

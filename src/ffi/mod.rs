@@ -12,6 +12,7 @@ use crate::config::ConfigError;
 pub mod api;
 pub mod crash;
 pub mod deferred;
+pub mod fields;
 pub mod fork;
 
 thread_local! {

@@ -1,0 +1,82 @@
+/* Structured fields: evaluated only when the message is recorded, kept in the
+ * ring beside the text, printed by text and JSON outputs, shown by vlog_dump;
+ * a bad name is kept visibly, counted and reported once.
+ *
+ *   fields TEXT_PATH JSON_PATH      (VLOG_BUFFER_FILE set by the driver) */
+#include "check.h"
+
+VLOG_INIT("test.fields");
+
+static int evaluated;
+
+static const char *counted(const char *s)
+{
+    evaluated++;
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    char outputs[1200], *text;
+    vlog_field many[40];
+    vlog_stats st;
+
+    CHECK(argc == 3);
+    unlink(argv[1]);
+    unlink(argv[2]);
+    snprintf(outputs, sizeof outputs, "3:file:%s 3:json:%s", argv[1], argv[2]);
+    CHECK(vlog_set_outputs(outputs) == 0);
+    CHECK(vlog_set_filters("3:test.fields") == 0);
+
+    /* Filtered out: the field list is not even evaluated. */
+    VLOG_FIELDS(VLOG_PRIO_DEBUG, (VLOG_FIELD_STR("VM", counted("no"))), "dropped");
+    CHECK(evaluated == 0);
+
+    /* Printed by both outputs and kept in the ring. */
+    VLOG_FIELDS(VLOG_PRIO_WARN, (VLOG_FIELD_STR("VM", counted("guest1")), VLOG_FIELD_INT("VCPUS", 4),
+                                 VLOG_FIELD_INT("DELTA", -7)),
+                "started %s", "guest1");
+    CHECK(evaluated == 1);
+    /* Values with newlines, quotes, escapes and bytes that are not UTF-8. */
+    VLOG_FIELDS(VLOG_PRIO_ERROR,
+                (VLOG_FIELD_STR("PATH", "/tmp/a b\n\"q\"\x1b[2J\xff"), VLOG_FIELD_STR("NULL_VALUE", NULL)),
+                "odd values");
+    /* Only in the ring (debug, now recorded): formatted at the call, fields kept. */
+    CHECK(vlog_set_filters("1:test.fields") == 0);
+    VLOG_FIELDS(VLOG_PRIO_DEBUG, (VLOG_FIELD_INT("N", 1)), "ring only %d", 1);
+    /* Bad names: kept as VLOG_BAD_FIELD_NAME, counted, reported once. */
+    VLOG_FIELDS(VLOG_PRIO_WARN, (VLOG_FIELD_STR("bad-name", "x"), VLOG_FIELD_STR("_HIDDEN", "y")),
+                "bad names");
+    CHECK(vlog_get_stats(&st) == 0 && st.bad_fields == 2);
+    /* The function form, and its refusal of a NULL array. */
+    {
+        vlog_field one[] = {VLOG_FIELD_STR("FORM", "function")};
+        CHECK(vlog_fields(NULL, VLOG_PRIO_WARN, __FILE__, __LINE__, __func__, one, 1,
+                          "function %s", "form") == 1);
+        CHECK(vlog_fields(NULL, VLOG_PRIO_WARN, __FILE__, __LINE__, __func__, NULL, 1,
+                          "null fields") == -1);
+        CHECK_ERROR("fields is NULL");
+    }
+    /* More than 32 fields: the first 32 are kept. */
+    for (int i = 0; i < 40; i++) {
+        vlog_field f = VLOG_FIELD_INT("I", i);
+        many[i] = f;
+    }
+    CHECK(vlog_fields(NULL, VLOG_PRIO_WARN, __FILE__, __LINE__, __func__, many, 40, "many") == 1);
+
+    text = check_dump(NULL);
+    CHECK(strstr(text, " : started guest1 [VM=guest1 VCPUS=4 DELTA=-7]\n") != NULL);
+    CHECK(strstr(text, " : odd values [PATH=/tmp/a b\\n\"q\"\\x1b[2J\\xff NULL_VALUE=(null)]\n") != NULL);
+    CHECK(strstr(text, " : ring only 1 [N=1]\n") != NULL);
+    CHECK(strstr(text, " : bad names [VLOG_BAD_FIELD_NAME=bad-name VLOG_BAD_FIELD_NAME=_HIDDEN]\n") != NULL);
+    CHECK(strstr(text, " : function form [FORM=function]\n") != NULL);
+    CHECK(strstr(text, " : many [I=0 I=1 ") != NULL && check_count(text, " I=") == 31 &&
+          strstr(text, " I=31]\n") != NULL);
+    CHECK(strstr(text, "dropped") == NULL && strstr(text, "null fields") == NULL);
+    free(text);
+    text = check_slurp_path(argv[1]);
+    CHECK(strstr(text, " : started guest1 [VM=guest1 VCPUS=4 DELTA=-7]\n") != NULL);
+    CHECK(strstr(text, "ring only") == NULL);
+    free(text);
+    return 0;
+}
