@@ -26,6 +26,8 @@ pub mod filter;
 /// cbindgen:ignore
 pub mod format;
 /// cbindgen:ignore
+pub mod journal;
+/// cbindgen:ignore
 pub mod logger;
 /// cbindgen:ignore
 pub mod output;

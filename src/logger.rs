@@ -26,7 +26,7 @@ use crate::crash::{self, DumpTarget};
 use crate::deferred::{self, CapturedArgs};
 use crate::filter::Filters;
 use crate::format::{self, Bounded, Sink, JSON_LINE_MAX, LINE_MAX};
-use crate::output::{Output, OutputSpecs};
+use crate::output::{Form, Output, OutputSpecs, Target};
 use crate::priority::Priority;
 use crate::reader::{Image, Region};
 use crate::record::{Kind as RecordKind, Record, MESSAGE_MAX};
@@ -108,6 +108,8 @@ pub struct State {
     /// Preallocated buffers, so recording never allocates once running.
     line: Vec<u8>,
     json_line: Vec<u8>,
+    /// The journald output's entry.
+    entry: Vec<u8>,
     fields: Vec<u8>,
     message: Vec<u8>,
     rendered: Vec<u8>,
@@ -173,6 +175,7 @@ impl State {
             sources: Registry::new(),
             line: Vec::new(),
             json_line: Vec::new(),
+            entry: Vec::new(),
             fields: Vec::new(),
             message: Vec::new(),
             rendered: Vec::new(),
@@ -231,6 +234,7 @@ impl State {
         }
         self.line.reserve(LINE_MAX);
         self.json_line.reserve(JSON_LINE_MAX);
+        self.entry.reserve(LINE_MAX);
         self.fields.reserve(crate::fields::ENCODED_MAX);
         self.message.reserve(MESSAGE_MAX);
         self.rendered.reserve(MESSAGE_MAX);
@@ -419,6 +423,7 @@ impl State {
             outputs,
             line,
             json_line,
+            entry,
             fields,
             message,
             rendered,
@@ -492,20 +497,29 @@ impl State {
             // Each form is made once, and only if an output prints it.
             let (mut text_made, mut json_made) = (false, false);
             for out in outputs.iter_mut().filter(|o| m.priority >= o.priority) {
-                let bytes = if out.json {
-                    if !json_made {
-                        json_line.clear();
-                        format::render_json(&shown, Some(sys::process_id()), json_line);
-                        json_made = true;
+                let bytes = match (out.form, &out.target) {
+                    (Form::Json, _) => {
+                        if !json_made {
+                            json_line.clear();
+                            format::render_json(&shown, Some(sys::process_id()), json_line);
+                            json_made = true;
+                        }
+                        &json_line[..]
                     }
-                    &json_line[..]
-                } else {
-                    if !text_made {
-                        line.clear();
-                        format::render_line(&shown, line);
-                        text_made = true;
+                    // One journald output at most: its entry is made for it.
+                    (Form::Journal, Target::Journald { ident, .. }) => {
+                        entry.clear();
+                        crate::journal::render(&shown, ident, entry);
+                        &entry[..]
                     }
-                    &line[..]
+                    _ => {
+                        if !text_made {
+                            line.clear();
+                            format::render_line(&shown, line);
+                            text_made = true;
+                        }
+                        &line[..]
+                    }
                 };
                 if let Some(event) = out.write_line(bytes) {
                     report(ring.as_mut(), &event);

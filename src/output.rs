@@ -23,9 +23,23 @@ use crate::sys::{self, FdInfo};
 /// Lines that an output could not write, over all outputs (`vlog_stats`).
 pub static LINES_LOST: AtomicU64 = AtomicU64::new(0);
 
+/// What an output prints: the text line, a JSON object per line, or a
+/// journald entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    Text,
+    Json,
+    Journal,
+}
+
 #[derive(Debug)]
 pub enum Target {
     Stderr,
+    /// journald's native socket; `ident` is SYSLOG_IDENTIFIER.
+    Journald {
+        socket: sys::DatagramTarget,
+        ident: Vec<u8>,
+    },
     File {
         path: PathBuf,
         file: File,
@@ -39,8 +53,7 @@ pub enum Target {
 pub struct Output {
     pub priority: Priority,
     pub target: Target,
-    /// Writes JSON lines (`PRIO:json:...`), not text lines.
-    pub json: bool,
+    pub form: Form,
     /// Lines lost since the output started failing; None while it works. The
     /// failure is reported when this becomes Some, the recovery when it
     /// becomes None again.
@@ -82,10 +95,18 @@ fn open_log_file(path: &Path) -> io::Result<(File, FdInfo)> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spec {
     pub priority: Priority,
-    /// None for stderr, the absolute path of a file output.
+    /// None for stderr or journald, the absolute path of a file output.
     pub file: Option<PathBuf>,
-    /// One JSON object per line instead of the text line.
-    pub json: bool,
+    pub form: Form,
+}
+
+impl Spec {
+    /// Outputs naming one destination replace each other: stderr (text or
+    /// JSON), journald, or one file.
+    fn same_destination(&self, other: &Spec) -> bool {
+        let journald = |s: &Spec| s.form == Form::Journal;
+        self.file == other.file && journald(self) == journald(other)
+    }
 }
 
 impl OutputSpecs {
@@ -106,7 +127,7 @@ impl OutputSpecs {
         let mut specs: Vec<Spec> = Vec::new();
         for token in s.split(' ').filter(|t| !t.is_empty()) {
             let spec = Spec::parse(token)?;
-            specs.retain(|o| o.file != spec.file);
+            specs.retain(|o| !o.same_destination(&spec));
             specs.push(spec);
         }
         Ok(specs)
@@ -115,14 +136,14 @@ impl OutputSpecs {
 
 impl Output {
     pub fn stderr(priority: Priority) -> Output {
-        Output::new(priority, Target::Stderr, false)
+        Output::new(priority, Target::Stderr, Form::Text)
     }
 
-    fn new(priority: Priority, target: Target, json: bool) -> Output {
+    fn new(priority: Priority, target: Target, form: Form) -> Output {
         Output {
             priority,
             target,
-            json,
+            form,
             failing: None,
             checked_at: sys::coarse_seconds(),
             reopen_failed: false,
@@ -131,6 +152,12 @@ impl Output {
 
     fn open(spec: Spec) -> Result<Output, ConfigError> {
         let target = match spec.file {
+            None if spec.form == Form::Journal => Target::Journald {
+                socket: sys::DatagramTarget::new(crate::journal::SOCKET).map_err(|e| {
+                    ConfigError::new(format!("cannot make a socket for journald: {e}"))
+                })?,
+                ident: sys::program_name(),
+            },
             None => Target::Stderr,
             Some(path) => {
                 let (file, info) = open_log_file(&path).map_err(|e| {
@@ -139,7 +166,7 @@ impl Output {
                 Target::File { path, file, info }
             }
         };
-        Ok(Output::new(spec.priority, target, spec.json))
+        Ok(Output::new(spec.priority, target, spec.form))
     }
 }
 
@@ -179,11 +206,12 @@ impl Spec {
                 .map(Some)
                 .map_err(|e| ConfigError::new(format!("invalid path in output '{token}': {e}")))
         };
-        let (file, json) = match (dest, fields.get(2)) {
-            ("stderr", _) => (None, false),
-            ("file", Some(p)) => (path(p)?, false),
-            ("json", Some(&"stderr")) => (None, true),
-            ("json", Some(p)) => (path(p)?, true),
+        let (file, form) = match (dest, fields.get(2)) {
+            ("stderr", _) => (None, Form::Text),
+            ("journald", _) => (None, Form::Journal),
+            ("file", Some(p)) => (path(p)?, Form::Text),
+            ("json", Some(&"stderr")) => (None, Form::Json),
+            ("json", Some(p)) => (path(p)?, Form::Json),
             _ => {
                 return Err(ConfigError::new(format!(
                 "output '{token}': destination '{dest}' is not supported by this version of vlog"
@@ -193,7 +221,7 @@ impl Spec {
         Ok(Spec {
             priority,
             file,
-            json,
+            form,
         })
     }
 }
@@ -214,6 +242,7 @@ impl Output {
             Target::File { file, info, .. } => {
                 sys::write_no_sigpipe(file.as_raw_fd(), line, info.kind)
             }
+            Target::Journald { socket, .. } => socket.send(line),
         };
         let event = match (result, &mut self.failing) {
             (Ok(()), failing) => failing.take().map(|lost| {
@@ -294,7 +323,7 @@ impl Output {
 
     pub fn sync(&self) -> io::Result<()> {
         match &self.target {
-            Target::Stderr => Ok(()),
+            Target::Stderr | Target::Journald { .. } => Ok(()),
             Target::File { file, .. } => file.sync_data(),
         }
     }
@@ -302,9 +331,18 @@ impl Output {
     pub fn describe(&self) -> String {
         match &self.target {
             Target::Stderr => "stderr".to_owned(),
+            Target::Journald { .. } => "journald".to_owned(),
             Target::File { path, .. } => path.display().to_string(),
         }
     }
+}
+
+/// Sends a raw journald entry through the memfd path, which vlog takes for
+/// entries too large for a datagram; for the test that proves it against a
+/// real journald.
+#[doc(hidden)]
+pub fn send_to_journald_via_memfd(entry: &[u8]) -> io::Result<()> {
+    sys::DatagramTarget::new(crate::journal::SOCKET)?.send_memfd(entry)
 }
 
 #[cfg(test)]
@@ -335,8 +373,8 @@ mod tests {
         let o = OutputSpecs::parse(&spec).unwrap().0;
         // json:stderr replaces stderr: one destination, the later form.
         assert_eq!(o.len(), 2);
-        assert!(o[0].json && matches!(o[0].target, Target::File { .. }));
-        assert!(o[1].json && matches!(o[1].target, Target::Stderr));
+        assert!(o[0].form == Form::Json && matches!(o[0].target, Target::File { .. }));
+        assert!(o[1].form == Form::Json && matches!(o[1].target, Target::Stderr));
         assert_eq!(o[1].priority, Priority::Info);
     }
 

@@ -145,6 +145,145 @@ fn write_all_kind(fd: c_int, mut buf: &[u8], kind: FdKind) -> io::Result<()> {
     Ok(())
 }
 
+/// An unbound, non-blocking, close-on-exec datagram socket and the address
+/// of the Unix socket at `path` it sends to (journald's, say).
+pub struct DatagramTarget {
+    fd: std::os::fd::OwnedFd,
+    addr: libc::sockaddr_un,
+    addr_len: libc::socklen_t,
+}
+
+impl std::fmt::Debug for DatagramTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DatagramTarget")
+    }
+}
+
+impl DatagramTarget {
+    pub fn new(path: &[u8]) -> io::Result<DatagramTarget> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: an all-zero sockaddr_un is valid; the path is copied in
+        // below, within sun_path and leaving its NUL.
+        let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        if path.len() >= addr.sun_path.len() {
+            return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+        }
+        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        for (dst, &b) in addr.sun_path.iter_mut().zip(path) {
+            *dst = b as libc::c_char;
+        }
+        let addr_len =
+            (std::mem::size_of::<libc::sa_family_t>() + path.len() + 1) as libc::socklen_t;
+        let flags = libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+        // SAFETY: plain socket creation; the result is checked.
+        let fd = unsafe { libc::socket(libc::AF_UNIX, flags, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(DatagramTarget {
+            // SAFETY: a descriptor we just created and own.
+            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
+            addr,
+            addr_len,
+        })
+    }
+
+    /// Sends `payload` as one datagram, never waiting and never raising
+    /// SIGPIPE. A payload too large for a datagram goes as a sealed memfd
+    /// passed with SCM_RIGHTS (journald's protocol for large entries).
+    pub fn send(&self, payload: &[u8]) -> io::Result<()> {
+        match self.send_datagram(payload, None) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EMSGSIZE | libc::ENOBUFS)) => {
+                self.send_memfd(payload)
+            }
+            result => result,
+        }
+    }
+
+    /// The memfd path on its own (public for the test that runs it against a
+    /// real journald).
+    pub fn send_memfd(&self, payload: &[u8]) -> io::Result<()> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+        // SAFETY: a NUL-terminated name; the result is checked.
+        let fd = unsafe { libc::memfd_create(c"vlog-journal".as_ptr(), flags) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a descriptor we just created and own.
+        let memfd = unsafe { OwnedFd::from_raw_fd(fd) };
+        write_all_fd(memfd.as_raw_fd(), payload)?;
+        let seals =
+            libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
+        // SAFETY: fcntl on our own descriptor.
+        if unsafe { libc::fcntl(memfd.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.send_datagram(b"", Some(memfd.as_raw_fd()))
+    }
+
+    fn send_datagram(&self, payload: &[u8], pass_fd: Option<c_int>) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let mut iov = libc::iovec {
+            iov_base: payload.as_ptr() as *mut libc::c_void,
+            iov_len: payload.len(),
+        };
+        // Room for one descriptor's control message, 8-aligned.
+        let mut control = [0u64; 4];
+        // SAFETY: an all-zero msghdr is valid; every pointer set below points
+        // at locals that outlive the sendmsg call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_name = &self.addr as *const libc::sockaddr_un as *mut libc::c_void;
+        msg.msg_namelen = self.addr_len;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        if let Some(fd) = pass_fd {
+            // SAFETY: the control buffer holds CMSG_SPACE(sizeof(int)) bytes
+            // (asserted), and CMSG_FIRSTHDR/CMSG_DATA stay inside it.
+            unsafe {
+                let space = libc::CMSG_SPACE(std::mem::size_of::<c_int>() as u32) as usize;
+                assert!(space <= std::mem::size_of_val(&control));
+                msg.msg_control = control.as_mut_ptr().cast();
+                msg.msg_controllen = space;
+                let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                (*cmsg).cmsg_level = libc::SOL_SOCKET;
+                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<c_int>() as u32) as usize;
+                libc::CMSG_DATA(cmsg).cast::<c_int>().write_unaligned(fd);
+            }
+        }
+        loop {
+            let flags = libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
+            // SAFETY: msg is fully initialised above.
+            if unsafe { libc::sendmsg(self.fd.as_raw_fd(), &msg, flags) } >= 0 {
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// The program's name, as syslog and journald want it (SYSLOG_IDENTIFIER).
+pub fn program_name() -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let from_args = std::env::args_os().next().and_then(|arg0| {
+        std::path::Path::new(&arg0)
+            .file_name()
+            .map(|n| n.as_bytes().to_vec())
+    });
+    from_args
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            std::fs::read("/proc/self/comm")
+                .ok()
+                .map(|c| c.trim_ascii_end().to_vec())
+        })
+        .unwrap_or_else(|| b"vlog".to_vec())
+}
+
 /// Whole seconds of CLOCK_MONOTONIC_COARSE: a clock for "at most once a
 /// second" that costs no system call.
 pub fn coarse_seconds() -> u64 {

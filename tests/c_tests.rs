@@ -1210,6 +1210,128 @@ print("ok")
     assert_ok("fields json check (python3)", &py);
 }
 
+/// A journald started here for the test (it runs standalone as root), and
+/// stopped when dropped.
+struct Journald(std::process::Child);
+
+impl Journald {
+    fn start() -> Option<Journald> {
+        let binary = Path::new("/lib/systemd/systemd-journald");
+        // SAFETY: geteuid has no preconditions.
+        if !binary.exists() || unsafe { libc::geteuid() } != 0 {
+            return None;
+        }
+        std::fs::create_dir_all("/run/systemd/journal").ok()?;
+        let child = Command::new(binary)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let journald = Journald(child);
+        for _ in 0..100 {
+            if std::os::unix::net::UnixDatagram::unbound()
+                .and_then(|s| s.connect("/run/systemd/journal/socket"))
+                .is_ok()
+            {
+                return Some(journald);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Journald {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Entries journalctl shows for `matches`, as JSON lines, waiting up to 5 s
+/// for `count` of them.
+fn journal_entries(matches: &[&str], count: usize) -> String {
+    let mut out = String::new();
+    for _ in 0..100 {
+        let run = Command::new("journalctl")
+            .args(["-o", "json", "--no-pager"])
+            .args(matches)
+            .output()
+            .expect("journalctl");
+        out = text(&run.stdout);
+        if out.lines().count() >= count {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    out
+}
+
+/// PRIO:journald against a real systemd-journald: every field, the priority
+/// mapping, a multi-line message, structured fields; and the memfd path for
+/// entries too large for a datagram.
+#[test]
+fn journald_output_reaches_a_real_journald() {
+    let Some(_journald) = Journald::start() else {
+        eprintln!("skipped: cannot start systemd-journald (not root, or not installed)");
+        return;
+    };
+    let exe = build("journald", Link::Static);
+    let out = run_with(&exe, &[], &[]);
+    assert_ok("journald", &out);
+    let pid = text(&out.stdout).trim().to_string();
+    let entries = journal_entries(&[&format!("_PID={pid}"), "VLOG_SOURCE=test.journald"], 4);
+    let check = r#"
+import json, sys
+objs = [json.loads(l) for l in sys.stdin.read().splitlines()]
+by_msg = {o["MESSAGE"] if isinstance(o["MESSAGE"], str) else bytes(o["MESSAGE"]).decode(): o
+          for o in objs}
+want = {"debug entry 1": "7", "info entry": "6", "two\nlines": "4",
+        "error entry with fields": "3"}
+assert sorted(by_msg) == sorted(want), sorted(by_msg)
+for msg, prio in want.items():
+    o = by_msg[msg]
+    assert o["PRIORITY"] == prio, o
+    assert o["SYSLOG_IDENTIFIER"] == "journald", o
+    assert o["CODE_FILE"].endswith("c-tests/journald.c") and o["CODE_FUNC"] == "main", o
+    assert int(o["CODE_LINE"]) > 0 and o["VLOG_SOURCE"] == "test.journald", o
+fields = by_msg["error entry with fields"]
+assert fields["VM"] == "guest1" and fields["VCPUS"] == "4", fields
+print("ok")
+"#;
+    let mut py = Command::new("python3")
+        .arg("-c")
+        .arg(check)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write;
+    py.stdin
+        .take()
+        .unwrap()
+        .write_all(entries.as_bytes())
+        .unwrap();
+    assert_ok("journald check (python3)", &py.wait_with_output().unwrap());
+
+    // The memfd path: an entry passed as a sealed memfd over SCM_RIGHTS.
+    let marker = format!("memfd entry {}", std::process::id());
+    let entry = format!(
+        "MESSAGE={marker}\nSYSLOG_IDENTIFIER=vlog-memfd-test\nBIG={}\n",
+        "x".repeat(300_000)
+    );
+    vlog::output::send_to_journald_via_memfd(entry.as_bytes()).expect("send through a memfd");
+    let found = journal_entries(
+        &[
+            "SYSLOG_IDENTIFIER=vlog-memfd-test",
+            &format!("MESSAGE={marker}"),
+        ],
+        1,
+    );
+    assert!(found.contains(&marker), "{found}");
+}
+
 /// JSON lines read back by a real JSON parser (Python's, decoding the file as
 /// strict UTF-8): every field, and messages with quotes, controls, NULs,
 /// invalid and valid multi-byte UTF-8.
