@@ -138,22 +138,28 @@ pub fn render_line(rec: &Record, out: &mut impl Sink) {
     put_decimal(rec.line as u64, 1, out);
     out.put(b" : ");
     put_escaped(rec.message, out);
-    if let Some(fields) = crate::fields::decode(rec.fields).filter(|f| !f.is_empty()) {
-        // ` [NAME=value NUMBER=42]`, values escaped as the message is.
-        let mut sep: &[u8] = b" [";
-        for field in fields.iter() {
-            out.put(sep);
-            sep = b" ";
-            out.put(field.name);
-            out.put(b"=");
-            match field.value {
-                Value::Str(s) => put_escaped(s, out),
-                Value::Int(n) => put_signed_decimal(n, out),
-            }
-        }
-        out.put(b"]");
-    }
+    put_fields_text(rec.fields, out);
     out.put(b"\n");
+}
+
+/// ` [NAME=value NUMBER=42]` for encoded `fields` (nothing for none), values
+/// escaped as a message is.
+pub fn put_fields_text(fields: &[u8], out: &mut impl Sink) {
+    let Some(fields) = crate::fields::decode(fields).filter(|f| !f.is_empty()) else {
+        return;
+    };
+    let mut sep: &[u8] = b" [";
+    for field in fields.iter() {
+        out.put(sep);
+        sep = b" ";
+        out.put(field.name);
+        out.put(b"=");
+        match field.value {
+            Value::Str(s) => put_escaped(s, out),
+            Value::Int(n) => put_signed_decimal(n, out),
+        }
+    }
+    out.put(b"]");
 }
 
 fn put_signed_decimal(n: i64, out: &mut impl Sink) {

@@ -46,3 +46,5 @@ pub mod sites;
 pub mod source;
 /// cbindgen:ignore
 pub(crate) mod sys;
+/// cbindgen:ignore
+pub mod syslog;

@@ -506,10 +506,29 @@ impl State {
                         }
                         &json_line[..]
                     }
-                    // One journald output at most: its entry is made for it.
+                    // One journald output at most: its entry is made for it;
+                    // each syslog output's message too (idents differ).
                     (Form::Journal, Target::Journald { ident, .. }) => {
                         entry.clear();
                         crate::journal::render(&shown, ident, entry);
+                        &entry[..]
+                    }
+                    (
+                        Form::Syslog,
+                        Target::Syslog {
+                            ident,
+                            hostname,
+                            socket,
+                            ..
+                        },
+                    ) => {
+                        entry.clear();
+                        let pid = sys::process_id();
+                        if matches!(socket, crate::output::SyslogSocket::Local(_)) {
+                            crate::syslog::render_local(&shown, ident, pid, entry);
+                        } else {
+                            crate::syslog::render(&shown, ident, hostname, pid, entry);
+                        }
                         &entry[..]
                     }
                     _ => {

@@ -30,6 +30,8 @@ pub enum Form {
     Text,
     Json,
     Journal,
+    /// RFC 5424.
+    Syslog,
 }
 
 #[derive(Debug)]
@@ -39,6 +41,15 @@ pub enum Target {
     Journald {
         socket: sys::DatagramTarget,
         ident: Vec<u8>,
+    },
+    /// The local syslog socket, or a collector.
+    Syslog {
+        socket: SyslogSocket,
+        ident: Vec<u8>,
+        hostname: Vec<u8>,
+        /// What the output last sent: the octet count and the message, for
+        /// TCP (one buffer, so the frame goes in one send).
+        frame: Vec<u8>,
     },
     File {
         path: PathBuf,
@@ -95,17 +106,31 @@ fn open_log_file(path: &Path) -> io::Result<(File, FdInfo)> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spec {
     pub priority: Priority,
-    /// None for stderr or journald, the absolute path of a file output.
-    pub file: Option<PathBuf>,
+    pub dest: Dest,
     pub form: Form,
+}
+
+/// Where an output goes; two outputs with one destination replace each other.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dest {
+    Stderr,
+    /// An absolute path.
+    File(PathBuf),
+    Journald,
+    Syslog {
+        transport: crate::syslog::Transport,
+        ident: String,
+    },
 }
 
 impl Spec {
     /// Outputs naming one destination replace each other: stderr (text or
-    /// JSON), journald, or one file.
-    fn same_destination(&self, other: &Spec) -> bool {
-        let journald = |s: &Spec| s.form == Form::Journal;
-        self.file == other.file && journald(self) == journald(other)
+    /// JSON), journald, one file, one syslog socket or collector.
+    pub fn same_destination(&self, other: &Spec) -> bool {
+        match (&self.dest, &other.dest) {
+            (Dest::Syslog { transport: a, .. }, Dest::Syslog { transport: b, .. }) => a == b,
+            (a, b) => a == b,
+        }
     }
 }
 
@@ -151,15 +176,47 @@ impl Output {
     }
 
     fn open(spec: Spec) -> Result<Output, ConfigError> {
-        let target = match spec.file {
-            None if spec.form == Form::Journal => Target::Journald {
-                socket: sys::DatagramTarget::new(crate::journal::SOCKET).map_err(|e| {
-                    ConfigError::new(format!("cannot make a socket for journald: {e}"))
-                })?,
+        let socket_error = |what: &str, e: io::Error| {
+            ConfigError::new(format!("cannot make a socket for {what}: {e}"))
+        };
+        let target = match spec.dest {
+            Dest::Journald => Target::Journald {
+                socket: sys::DatagramTarget::new(crate::journal::SOCKET)
+                    .map_err(|e| socket_error("journald", e))?,
                 ident: sys::program_name(),
             },
-            None => Target::Stderr,
-            Some(path) => {
+            Dest::Syslog { transport, ident } => {
+                use crate::syslog::Transport;
+                let socket = match transport {
+                    Transport::Local => SyslogSocket::Local(
+                        sys::DatagramTarget::new(crate::syslog::LOCAL_SOCKET)
+                            .map_err(|e| socket_error("syslog", e))?,
+                    ),
+                    Transport::Udp(addr) => {
+                        let addr = crate::syslog::resolve(&addr)?;
+                        let any: std::net::SocketAddr = if addr.is_ipv4() {
+                            "0.0.0.0:0".parse().unwrap()
+                        } else {
+                            "[::]:0".parse().unwrap()
+                        };
+                        let udp = std::net::UdpSocket::bind(any)
+                            .and_then(|u| u.set_nonblocking(true).map(|()| u))
+                            .map_err(|e| socket_error("syslog", e))?;
+                        SyslogSocket::Udp(udp, addr)
+                    }
+                    Transport::Tcp(addr) => {
+                        SyslogSocket::Tcp(sys::StreamTarget::new(crate::syslog::resolve(&addr)?))
+                    }
+                };
+                Target::Syslog {
+                    socket,
+                    ident: ident.into_bytes(),
+                    hostname: sys::hostname(),
+                    frame: Vec::with_capacity(crate::format::LINE_MAX),
+                }
+            }
+            Dest::Stderr => Target::Stderr,
+            Dest::File(path) => {
                 let (file, info) = open_log_file(&path).map_err(|e| {
                     ConfigError::new(format!("cannot open '{}' for output: {e}", path.display()))
                 })?;
@@ -196,6 +253,16 @@ impl Spec {
                 )))
             }
         };
+        if dest == "syslog" && fields.len() >= 3 {
+            // IDENT, or IDENT@udp://HOST:PORT (whose colons libvirt's field
+            // count does not know about).
+            let (ident, transport) = crate::syslog::parse_target(&fields[2..].join(":"), token)?;
+            return Ok(Spec {
+                priority,
+                dest: Dest::Syslog { transport, ident },
+                form: Form::Syslog,
+            });
+        }
         if fields.len() != wanted {
             return Err(ConfigError::new(format!(
                 "output '{token}' does not match the form PRIORITY:{dest}{form}"
@@ -203,24 +270,19 @@ impl Spec {
         }
         let path = |p: &str| {
             std::path::absolute(p)
-                .map(Some)
+                .map(Dest::File)
                 .map_err(|e| ConfigError::new(format!("invalid path in output '{token}': {e}")))
         };
-        let (file, form) = match (dest, fields.get(2)) {
-            ("stderr", _) => (None, Form::Text),
-            ("journald", _) => (None, Form::Journal),
+        let (dest, form) = match (dest, fields.get(2)) {
+            ("journald", _) => (Dest::Journald, Form::Journal),
             ("file", Some(p)) => (path(p)?, Form::Text),
-            ("json", Some(&"stderr")) => (None, Form::Json),
+            ("json", Some(&"stderr")) => (Dest::Stderr, Form::Json),
             ("json", Some(p)) => (path(p)?, Form::Json),
-            _ => {
-                return Err(ConfigError::new(format!(
-                "output '{token}': destination '{dest}' is not supported by this version of vlog"
-            )))
-            }
+            _ => (Dest::Stderr, Form::Text),
         };
         Ok(Spec {
             priority,
-            file,
+            dest,
             form,
         })
     }
@@ -231,7 +293,7 @@ impl Output {
     /// if anything: the start of a failure, its end, a rotation noticed.
     pub fn write_line(&mut self, line: &[u8]) -> Option<String> {
         let rotated = self.follow_rotation();
-        let result = match &self.target {
+        let result = match &mut self.target {
             Target::Stderr => match diag::stderr() {
                 Some(kind) => sys::write_no_sigpipe(2, line, kind),
                 None => Err(io::Error::other(
@@ -243,6 +305,7 @@ impl Output {
                 sys::write_no_sigpipe(file.as_raw_fd(), line, info.kind)
             }
             Target::Journald { socket, .. } => socket.send(line),
+            Target::Syslog { socket, frame, .. } => socket.send(line, frame),
         };
         let event = match (result, &mut self.failing) {
             (Ok(()), failing) => failing.take().map(|lost| {
@@ -323,7 +386,7 @@ impl Output {
 
     pub fn sync(&self) -> io::Result<()> {
         match &self.target {
-            Target::Stderr | Target::Journald { .. } => Ok(()),
+            Target::Stderr | Target::Journald { .. } | Target::Syslog { .. } => Ok(()),
             Target::File { file, .. } => file.sync_data(),
         }
     }
@@ -332,7 +395,42 @@ impl Output {
         match &self.target {
             Target::Stderr => "stderr".to_owned(),
             Target::Journald { .. } => "journald".to_owned(),
+            Target::Syslog { socket, .. } => socket.describe(),
             Target::File { path, .. } => path.display().to_string(),
+        }
+    }
+}
+
+/// How a syslog output reaches its daemon or collector.
+#[derive(Debug)]
+pub enum SyslogSocket {
+    Local(sys::DatagramTarget),
+    Udp(std::net::UdpSocket, std::net::SocketAddr),
+    Tcp(sys::StreamTarget),
+}
+
+impl SyslogSocket {
+    /// Sends one message; over TCP with its octet count in front (RFC 6587),
+    /// made in `frame` so it goes in one send.
+    fn send(&mut self, message: &[u8], frame: &mut Vec<u8>) -> io::Result<()> {
+        match self {
+            SyslogSocket::Local(socket) => socket.send(message),
+            SyslogSocket::Udp(socket, addr) => socket.send_to(message, *addr).map(|_| ()),
+            SyslogSocket::Tcp(stream) => {
+                frame.clear();
+                crate::format::put_decimal(message.len() as u64, 1, frame);
+                frame.push(b' ');
+                frame.extend_from_slice(message);
+                stream.send(frame)
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            SyslogSocket::Local(_) => "syslog (/dev/log)".to_owned(),
+            SyslogSocket::Udp(_, addr) => format!("syslog udp://{addr}"),
+            SyslogSocket::Tcp(stream) => format!("syslog {stream:?}"),
         }
     }
 }
@@ -392,7 +490,13 @@ mod tests {
             ("1:journald:x", "form"),
             ("1:file:/nonexistent-dir/x.log", "cannot open"),
             ("1:file:", "path"),
-            ("1:syslog:ident", "not supported"),
+            ("1:syslog:a:b", "PRIORITY:syslog:IDENT"),
+            ("1:syslog:d@ftp://127.0.0.1:1", "unknown transport"),
+            ("1:syslog:d@udp://no-port", "HOST:PORT"),
+            (
+                "1:syslog:d@udp://no.such.host.invalid:514",
+                "cannot resolve",
+            ),
             ("1:json", "form"),
             ("1:json:a:b", "form"),
         ];

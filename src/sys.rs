@@ -266,6 +266,138 @@ impl DatagramTarget {
     }
 }
 
+/// A TCP connection to a log collector that never makes the logging thread
+/// wait: non-blocking connect, sends that take what the socket buffer has room
+/// for, a frame cut short kept (bounded) and finished before the next, and a
+/// new connection tried at most once a second after the collector went away.
+pub struct StreamTarget {
+    addr: std::net::SocketAddr,
+    stream: Option<std::net::TcpStream>,
+    tried_at: Option<u64>,
+    /// The unsent end of a frame that was cut short.
+    pending: Vec<u8>,
+}
+
+impl std::fmt::Debug for StreamTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StreamTarget({})", self.addr)
+    }
+}
+
+/// The longest frame kept for a later send when a send was cut short.
+const PENDING_MAX: usize = 64 * 1024;
+
+impl StreamTarget {
+    pub fn new(addr: std::net::SocketAddr) -> StreamTarget {
+        let mut target = StreamTarget {
+            addr,
+            stream: None,
+            tried_at: None,
+            pending: Vec::with_capacity(PENDING_MAX),
+        };
+        target.connect();
+        target
+    }
+
+    fn connect(&mut self) {
+        use std::os::fd::FromRawFd;
+        self.tried_at = Some(coarse_seconds());
+        self.pending.clear();
+        let (family, storage, len) = socket_addr(&self.addr);
+        let flags = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        // SAFETY: plain socket creation; the result is checked.
+        let fd = unsafe { libc::socket(family, flags, 0) };
+        if fd < 0 {
+            return;
+        }
+        // SAFETY: a descriptor we just created and own.
+        let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+        // SAFETY: `storage` holds a sockaddr of `len` bytes for this family.
+        let rc = unsafe { libc::connect(fd, (&raw const storage).cast(), len) };
+        if rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EINPROGRESS) {
+            self.stream = Some(stream);
+        }
+    }
+
+    /// Sends `frame` (the octet count prefix included), whole or, when the
+    /// socket takes only part of it, with the rest kept for the next call.
+    /// An error means the frame was not sent.
+    pub fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        if self.stream.is_none() && self.tried_at != Some(coarse_seconds()) {
+            self.connect();
+        }
+        let Some(stream) = self.stream.as_mut() else {
+            return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
+        };
+        // std sends with MSG_NOSIGNAL: a collector gone is EPIPE, not SIGPIPE.
+        let result = (|| {
+            while !self.pending.is_empty() {
+                let n = stream.write(&self.pending)?;
+                self.pending.drain(..n);
+            }
+            let n = stream.write(frame)?;
+            if n < frame.len() {
+                let rest = &frame[n..];
+                if rest.len() > PENDING_MAX {
+                    // The stream cannot be kept in frame: start afresh.
+                    return Err(io::Error::from_raw_os_error(libc::EMSGSIZE));
+                }
+                self.pending.extend_from_slice(rest);
+            }
+            Ok(())
+        })();
+        match result {
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => {
+                // Gone, refused, reset: a new connection next second.
+                self.stream = None;
+                Err(e)
+            }
+            other => other,
+        }
+    }
+}
+
+/// `addr` as a sockaddr for connect(2).
+fn socket_addr(addr: &std::net::SocketAddr) -> (c_int, libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: an all-zero sockaddr_storage is valid and large enough for
+    // either family, written field by field below.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    match addr {
+        std::net::SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            let sin = unsafe { &mut *(&raw mut storage).cast::<libc::sockaddr_in>() };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr.s_addr = u32::from_ne_bytes(a.ip().octets());
+            let len = std::mem::size_of::<libc::sockaddr_in>();
+            (libc::AF_INET, storage, len as libc::socklen_t)
+        }
+        std::net::SocketAddr::V6(a) => {
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            let sin6 = unsafe { &mut *(&raw mut storage).cast::<libc::sockaddr_in6>() };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_addr.s6_addr = a.ip().octets();
+            sin6.sin6_scope_id = a.scope_id();
+            let len = std::mem::size_of::<libc::sockaddr_in6>();
+            (libc::AF_INET6, storage, len as libc::socklen_t)
+        }
+    }
+}
+
+/// The host's name, for syslog's HOSTNAME field.
+pub fn hostname() -> Vec<u8> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates
+    // within it on success.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return Vec::new();
+    }
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(0);
+    buf[..len].to_vec()
+}
+
 /// The program's name, as syslog and journald want it (SYSLOG_IDENTIFIER).
 pub fn program_name() -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;

@@ -1332,6 +1332,185 @@ print("ok")
     assert!(found.contains(&marker), "{found}");
 }
 
+/// An rsyslogd on loopback (UDP and TCP on `port`, and /dev/log when
+/// `local`), writing what it receives to `out`; stopped when dropped.
+struct Rsyslogd {
+    child: std::process::Child,
+    local: bool,
+}
+
+impl Rsyslogd {
+    fn start(dir: &Path, port: u16, local: bool) -> Option<Rsyslogd> {
+        let binary = Path::new("/usr/sbin/rsyslogd");
+        if !binary.exists() {
+            return None;
+        }
+        let conf = dir.join("rsyslog.conf");
+        let imuxsock = if local {
+            "module(load=\"imuxsock\" SysSock.Name=\"/dev/log\")"
+        } else {
+            ""
+        };
+        std::fs::write(
+            &conf,
+            format!(
+                "global(workDirectory=\"{dir}\")\n{imuxsock}\n\
+                 module(load=\"imudp\")\nmodule(load=\"imtcp\")\n\
+                 input(type=\"imudp\" address=\"127.0.0.1\" port=\"{port}\")\n\
+                 input(type=\"imtcp\" address=\"127.0.0.1\" port=\"{port}\")\n\
+                 template(name=\"t\" type=\"string\" string=\"PRI=%pri% APP=%app-name% \
+                 PROCID=%procid% SD=%structured-data% MSG=%msg%\\n\")\n\
+                 *.* action(type=\"omfile\" file=\"{dir}/out.log\" template=\"t\")\n",
+                dir = dir.display()
+            ),
+        )
+        .ok()?;
+        let child = Command::new(binary)
+            .args(["-n", "-f"])
+            .arg(&conf)
+            .arg("-i")
+            .arg(dir.join("rsyslogd.pid"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let server = Rsyslogd { child, local };
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(server);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Rsyslogd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if self.local {
+            let _ = std::fs::remove_file("/dev/log");
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Lines of `file` once it has `count` lines containing `needle` (5 s at most).
+fn wait_for_lines(file: &Path, needle: &str, count: usize) -> String {
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = std::fs::read_to_string(file).unwrap_or_default();
+        if text.matches(needle).count() >= count {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    text
+}
+
+/// PRIO:syslog to a real rsyslogd: RFC 5424 over UDP, TCP (octet counting)
+/// and /dev/log, fields as SD-PARAMs; a collector that is down costs no wait,
+/// its lines are counted and reported once, and the output reconnects when it
+/// comes up.
+#[test]
+fn syslog_output_reaches_a_real_rsyslogd() {
+    let dir = scratch_dir("rsyslog-run");
+    let port = free_port();
+    let local = !Path::new("/dev/log").exists();
+    let Some(server) = Rsyslogd::start(&dir, port, local) else {
+        eprintln!("skipped: cannot start rsyslogd (not installed?)");
+        return;
+    };
+    let exe = build("syslog", Link::Static);
+    let port_text = port.to_string();
+    let mut args = vec!["send", port_text.as_str()];
+    if local {
+        args.push("local");
+    }
+    let out = run_with(&exe, &args, &[]);
+    assert_ok("syslog send", &out);
+    let received = wait_for_lines(&dir.join("out.log"), "MSG=", if local { 9 } else { 6 });
+    for app in ["vlogudp", "vlogtcp"]
+        .iter()
+        .chain(if local { &["vloglocal"][..] } else { &[] })
+    {
+        for (pri, msg) in [
+            ("31", "debug message 1"),
+            ("28", "warning message"),
+            ("27", "error with fields"),
+        ] {
+            // /dev/log takes the traditional form (no structured data: the
+            // fields follow the message as in a text line).
+            let local = *app == "vloglocal";
+            let fields = if local && msg == "error with fields" {
+                " [VM=guest \"1\" VCPUS=4]"
+            } else {
+                ""
+            };
+            let line = received
+                .lines()
+                .find(|l| {
+                    l.contains(&format!("APP={app} ")) && l.ends_with(&format!("{msg}{fields}"))
+                })
+                .unwrap_or_else(|| panic!("{app}: no '{msg}' in:\n{received}"));
+            assert!(line.starts_with(&format!("PRI={pri} ")), "{line}");
+            if !local {
+                assert!(line.contains("SOURCE=\"test.syslog\""), "{line}");
+                assert!(line.contains("CODE_FUNC=\"main\""), "{line}");
+            }
+            if !local && msg == "error with fields" {
+                assert!(
+                    line.contains("VM=\"guest \\\"1\\\"\" VCPUS=\"4\""),
+                    "{line}"
+                );
+            }
+        }
+    }
+    drop(server);
+
+    // A collector that is down, then comes up.
+    let dir = scratch_dir("rsyslog-down");
+    let port = free_port();
+    let mut child = command(&exe)
+        .args(["down", &port.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    use std::io::{BufRead, Write};
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready, "ready\n");
+    let server = Rsyslogd::start(&dir, port, false).expect("rsyslogd");
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_ok("syslog down", &out);
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr.matches("cannot write to syslog").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches(" works again; ").count(), 1, "{stderr}");
+    let received = wait_for_lines(&dir.join("out.log"), "after the collector started", 1);
+    assert!(
+        received.contains("after the collector started"),
+        "{received}"
+    );
+    drop(server);
+}
+
 /// JSON lines read back by a real JSON parser (Python's, decoding the file as
 /// strict UTF-8): every field, and messages with quotes, controls, NULs,
 /// invalid and valid multi-byte UTF-8.

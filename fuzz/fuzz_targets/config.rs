@@ -8,7 +8,7 @@ use libfuzzer_sys::fuzz_target;
 use vlog::config::{from_env, parse_size};
 use vlog::crash::{parse_dump_signal, DumpTarget};
 use vlog::filter::{contains_match, Filters};
-use vlog::output::OutputSpecs;
+use vlog::output::{Dest, OutputSpecs};
 use vlog::priority::Priority;
 
 fuzz_target!(|data: &[u8]| {
@@ -28,14 +28,13 @@ fuzz_target!(|data: &[u8]| {
         1 => match OutputSpecs::syntax(&text) {
             Ok(specs) => {
                 for spec in &specs {
-                    assert!(spec.file.as_ref().is_none_or(|p| p.is_absolute()));
+                    if let Dest::File(path) = &spec.dest {
+                        assert!(path.is_absolute());
+                    }
                 }
                 // Later duplicates replaced earlier ones.
-                let journald = |s: &vlog::output::Spec| s.form == vlog::output::Form::Journal;
                 for (i, a) in specs.iter().enumerate() {
-                    assert!(specs[i + 1..]
-                        .iter()
-                        .all(|b| b.file != a.file || journald(b) != journald(a)));
+                    assert!(specs[i + 1..].iter().all(|b| !a.same_destination(b)));
                 }
             }
             Err(e) => assert!(!e.message.is_empty()),

@@ -1,0 +1,70 @@
+/* PRIO:syslog:IDENT[@udp|tcp://HOST:PORT]: RFC 5424 messages to a real
+ * rsyslogd the driver runs on loopback (and on /dev/log when it can).
+ *
+ *   syslog send PORT [local]   log to udp and tcp (and /dev/log)
+ *   syslog down PORT           tcp to a collector that is not there yet: no
+ *                              wait, lines counted as lost; after "go" on
+ *                              stdin (the driver has started it), the
+ *                              output reconnects and messages arrive. */
+#include "check.h"
+
+#include <time.h>
+
+VLOG_INIT("test.syslog");
+
+static long lost(void)
+{
+    vlog_stats st;
+    CHECK(vlog_get_stats(&st) == 0);
+    return (long)st.output_lines_lost;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    char outputs[600];
+
+    CHECK(argc >= 3);
+    CHECK(vlog_set_level(VLOG_PRIO_DEBUG) == 0);
+    if (strcmp(argv[1], "send") == 0) {
+        snprintf(outputs, sizeof outputs,
+                 "1:syslog:vlogudp@udp://127.0.0.1:%s 1:syslog:vlogtcp@tcp://127.0.0.1:%s%s",
+                 argv[2], argv[2], argc > 3 ? " 1:syslog:vloglocal" : "");
+        CHECK(vlog_set_outputs(outputs) == 0);
+        usleep(200000); /* the tcp connection */
+        VLOG_DEBUG("debug message %d", 1);
+        VLOG_WARN("warning message");
+        VLOG_FIELDS(VLOG_PRIO_ERROR, (VLOG_FIELD_STR("VM", "guest \"1\""), VLOG_FIELD_INT("VCPUS", 4)),
+                    "error with fields");
+        CHECK(lost() == 0);
+        return 0;
+    }
+    CHECK(strcmp(argv[1], "down") == 0);
+    snprintf(outputs, sizeof outputs, "1:syslog:vlogtcp@tcp://127.0.0.1:%s", argv[2]);
+    CHECK(vlog_set_outputs(outputs) == 0);
+    {
+        double start = now();
+        for (int i = 0; i < 1000; i++)
+            VLOG_INFO("while the collector is down %d", i);
+        CHECK(now() - start < 5.0); /* never waited for the collector */
+    }
+    CHECK(lost() == 1000);
+    puts("ready");
+    fflush(stdout);
+    {
+        char go[8];
+        CHECK(fgets(go, sizeof go, stdin) != NULL);
+    }
+    /* A new connection is tried at most once a second. */
+    for (int i = 0; i < 15; i++) {
+        VLOG_INFO("after the collector started %d", i);
+        usleep(200000);
+    }
+    return 0;
+}
