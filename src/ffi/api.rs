@@ -6,8 +6,8 @@
 
 use std::ffi::{c_char, c_int};
 
-use crate::ffi::{c_bytes, config_call, config_str, guarded, last_error_ptr};
-use crate::logger::{self, Message};
+use crate::ffi::{config_call, config_str, guarded, last_error_ptr};
+use crate::logger;
 use crate::priority::Priority;
 use crate::source::{vlog_default_source, vlog_source, UNKNOWN};
 use crate::sys::keeping_errno;
@@ -150,31 +150,19 @@ pub extern "C" fn vlog_write(
     len: usize,
     full_len: usize,
 ) -> c_int {
-    keeping_errno(|| {
-        guarded(-1, || {
-            let text: &[u8] = if msg.is_null() {
-                b"(null)"
-            } else {
-                // SAFETY: the caller passes `len` readable bytes at `msg`.
-                unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
-            };
-            let m = Message {
-                source: source_or_default(src),
-                priority: Priority::clamped(prio),
-                // SAFETY: NULL or NUL-terminated strings, per the API contract.
-                file: unsafe { c_bytes(file, b"") },
-                line: line.max(0) as u32,
-                // SAFETY: as above.
-                func: unsafe { c_bytes(func, b"?") },
-                text,
-                full_len: full_len.max(text.len()),
-                encode: None,
-                fields: None,
-            };
-            // SAFETY: the caller keeps the source alive until it unregisters it.
-            c_int::from(unsafe { logger::emit(&m) } == logger::Outcome::Recorded)
-        })
-    })
+    // The same message with no fields.
+    crate::ffi::fields::vlog_write_fields(
+        src,
+        prio,
+        file,
+        line,
+        func,
+        msg,
+        len,
+        full_len,
+        std::ptr::null(),
+        0,
+    )
 }
 
 /// Sets the default level: the lowest priority recorded for sources that no
