@@ -8,6 +8,7 @@
  *                              output reconnects and messages arrive. */
 #include "check.h"
 
+#include <sys/wait.h>
 #include <time.h>
 
 VLOG_INIT("test.syslog");
@@ -42,6 +43,23 @@ int main(int argc, char **argv)
         VLOG_WARN("warning message");
         VLOG_FIELDS(VLOG_PRIO_ERROR, (VLOG_FIELD_STR("VM", "guest \"1\""), VLOG_FIELD_INT("VCPUS", 4)),
                     "error with fields");
+        CHECK(lost() == 0);
+        /* A forked child makes its own collector connection (the parent's
+         * stream is not shared), while the parent goes on with its own. */
+        {
+            int status;
+            pid_t pid = fork();
+            CHECK(pid >= 0);
+            if (pid == 0) {
+                VLOG_WARN("from the child %d", 1);
+                usleep(200000);
+                VLOG_WARN("from the child %d", 2);
+                _exit(lost() == 0 ? 0 : 3);
+            }
+            VLOG_WARN("parent after fork");
+            CHECK(waitpid(pid, &status, 0) == pid);
+            CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        }
         CHECK(lost() == 0);
         return 0;
     }

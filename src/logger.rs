@@ -854,7 +854,14 @@ pub fn fork_child() {
     // cached thread id belongs to the parent.
     READERS.store(0, Ordering::SeqCst);
     sys::forget_ids_after_fork();
-    FORK_GUARD.with(|slot| slot.borrow_mut().take());
+    FORK_GUARD.with(|slot| {
+        // A TCP connection to a collector is the parent's: two processes
+        // writing one stream could interleave frames. The child makes its own.
+        if let Some(state) = slot.borrow_mut().as_mut() {
+            state.outputs.iter_mut().for_each(Output::after_fork);
+        }
+        slot.borrow_mut().take()
+    });
 }
 
 #[cfg(test)]

@@ -307,6 +307,18 @@ impl Output {
             Target::Journald { socket, .. } => socket.send(line),
             Target::Syslog { socket, frame, .. } => socket.send(line, frame),
         };
+        // Frames a collector connection had queued when it broke.
+        if let Target::Syslog {
+            socket: SyslogSocket::Tcp(stream),
+            ..
+        } = &mut self.target
+        {
+            let dropped = stream.take_dropped();
+            LINES_LOST.fetch_add(dropped, Ordering::Relaxed);
+            if let Some(lost) = &mut self.failing {
+                *lost += dropped;
+            }
+        }
         let event = match (result, &mut self.failing) {
             (Ok(()), failing) => failing.take().map(|lost| {
                 format!(
@@ -372,6 +384,18 @@ impl Output {
                 ))
             }
             Err(_) => None,
+        }
+    }
+
+    /// In a forked child: lets go of a collector connection it shares with
+    /// the parent (the next message opens the child's own).
+    pub fn after_fork(&mut self) {
+        if let Target::Syslog {
+            socket: SyslogSocket::Tcp(stream),
+            ..
+        } = &mut self.target
+        {
+            stream.disconnect();
         }
     }
 

@@ -268,14 +268,19 @@ impl DatagramTarget {
 
 /// A TCP connection to a log collector that never makes the logging thread
 /// wait: non-blocking connect, sends that take what the socket buffer has room
-/// for, a frame cut short kept (bounded) and finished before the next, and a
-/// new connection tried at most once a second after the collector went away.
+/// for, what it cannot take yet (a frame cut short, frames sent while
+/// connecting) queued within 64 KiB and sent first next time, and a new
+/// connection tried at most once a second after the collector went away.
 pub struct StreamTarget {
     addr: std::net::SocketAddr,
     stream: Option<std::net::TcpStream>,
     tried_at: Option<u64>,
-    /// The unsent end of a frame that was cut short.
+    /// What the socket could not take yet, and how many frames (or frame
+    /// ends) that is.
     pending: Vec<u8>,
+    queued: u64,
+    /// Queued frames lost with a broken connection, not yet counted.
+    dropped: u64,
 }
 
 impl std::fmt::Debug for StreamTarget {
@@ -284,7 +289,7 @@ impl std::fmt::Debug for StreamTarget {
     }
 }
 
-/// The longest frame kept for a later send when a send was cut short.
+/// How much a collector connection queues when the socket cannot take more.
 const PENDING_MAX: usize = 64 * 1024;
 
 impl StreamTarget {
@@ -294,6 +299,8 @@ impl StreamTarget {
             stream: None,
             tried_at: None,
             pending: Vec::with_capacity(PENDING_MAX),
+            queued: 0,
+            dropped: 0,
         };
         target.connect();
         target
@@ -302,7 +309,7 @@ impl StreamTarget {
     fn connect(&mut self) {
         use std::os::fd::FromRawFd;
         self.tried_at = Some(coarse_seconds());
-        self.pending.clear();
+        self.forget_pending();
         let (family, storage, len) = socket_addr(&self.addr);
         let flags = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
         // SAFETY: plain socket creation; the result is checked.
@@ -319,6 +326,27 @@ impl StreamTarget {
         }
     }
 
+    /// Drops the connection (closing only this process's descriptor) and
+    /// any unsent rest; the next send connects anew.
+    pub fn disconnect(&mut self) {
+        self.stream = None;
+        self.tried_at = None;
+        self.pending.clear();
+        self.queued = 0;
+    }
+
+    /// Queued frames that a broken connection took with it, since the last
+    /// call.
+    pub fn take_dropped(&mut self) -> u64 {
+        std::mem::take(&mut self.dropped)
+    }
+
+    fn forget_pending(&mut self) {
+        self.dropped += self.queued;
+        self.queued = 0;
+        self.pending.clear();
+    }
+
     /// Sends `frame` (the octet count prefix included), whole or, when the
     /// socket takes only part of it, with the rest kept for the next call.
     /// An error means the frame was not sent.
@@ -331,26 +359,55 @@ impl StreamTarget {
             return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
         };
         // std sends with MSG_NOSIGNAL: a collector gone is EPIPE, not SIGPIPE.
-        let result = (|| {
-            while !self.pending.is_empty() {
-                let n = stream.write(&self.pending)?;
-                self.pending.drain(..n);
-            }
-            let n = stream.write(frame)?;
-            if n < frame.len() {
-                let rest = &frame[n..];
-                if rest.len() > PENDING_MAX {
-                    // The stream cannot be kept in frame: start afresh.
-                    return Err(io::Error::from_raw_os_error(libc::EMSGSIZE));
+        let pending = &mut self.pending;
+        let queued = &mut self.queued;
+        let mut flushed = || -> io::Result<bool> {
+            while !pending.is_empty() {
+                match stream.write(pending) {
+                    Ok(n) => {
+                        pending.drain(..n);
+                        if pending.is_empty() {
+                            *queued = 0;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                    Err(e) => return Err(e),
                 }
-                self.pending.extend_from_slice(rest);
             }
-            Ok(())
-        })();
+            Ok(true)
+        };
+        let result = flushed().and_then(|done| {
+            let sent = if done {
+                match stream.write(frame) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+                    Err(e) => return Err(e),
+                }
+            } else {
+                0
+            };
+            // What the socket cannot take yet (still connecting, or its
+            // buffer full) waits here, within the bound, for the next send.
+            let rest = &frame[sent..];
+            if rest.is_empty() {
+                Ok(())
+            } else if pending.len() + rest.len() <= PENDING_MAX {
+                pending.extend_from_slice(rest);
+                *queued += 1;
+                Ok(())
+            } else if sent == 0 {
+                Err(io::ErrorKind::WouldBlock.into())
+            } else {
+                // Half a frame that cannot be kept: the stream is out of step.
+                Err(io::Error::from_raw_os_error(libc::EMSGSIZE))
+            }
+        });
         match result {
             Err(e) if e.kind() != io::ErrorKind::WouldBlock => {
-                // Gone, refused, reset: a new connection next second.
+                // Gone, refused, reset: a new connection next second; what
+                // was queued for this one is lost, and counted.
                 self.stream = None;
+                self.forget_pending();
                 Err(e)
             }
             other => other,

@@ -1474,6 +1474,15 @@ fn syslog_output_reaches_a_real_rsyslogd() {
             }
         }
     }
+    // After fork, parent and child each reach the collector over TCP.
+    for msg in ["parent after fork", "from the child 1", "from the child 2"] {
+        let received = wait_for_lines(&dir.join("out.log"), msg, 3);
+        let over_tcp = received
+            .lines()
+            .filter(|l| l.contains("APP=vlogtcp ") && l.ends_with(msg))
+            .count();
+        assert_eq!(over_tcp, 1, "{msg}:\n{received}");
+    }
     drop(server);
 
     // A collector that is down, then comes up.
