@@ -59,6 +59,12 @@ fn skipped_under_tool(why: &str) -> bool {
     tool != Tool::None
 }
 
+/// `skipped_under_tool` for the tests of the crash handler, whose fatal
+/// signals, alternate stacks and core files the tools handle themselves.
+fn signal_test_skipped() -> bool {
+    skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Link {
     Static,
@@ -563,8 +569,7 @@ fn assert_dump(name: &str, stderr: &str, signal: &str, records: usize) {
 
 #[test]
 fn each_fatal_signal_is_dumped_then_dies_as_without_vlog() {
-    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
-    {
+    if signal_test_skipped() {
         return;
     }
     for (mode, signal, number) in [
@@ -593,8 +598,7 @@ fn each_fatal_signal_is_dumped_then_dies_as_without_vlog() {
 
 #[test]
 fn stack_overflow_is_dumped_on_main_and_other_threads() {
-    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
-    {
+    if signal_test_skipped() {
         return;
     }
     let (status, _, stderr) = crash("overflow-main", &["overflow-main"], &[]);
@@ -618,8 +622,7 @@ fn make_fifo(name: &str) -> (PathBuf, std::ffi::CString) {
 
 #[test]
 fn crash_while_another_thread_holds_the_lock() {
-    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
-    {
+    if signal_test_skipped() {
         return;
     }
     let (fifo, _) = make_fifo("crash-locked.fifo");
@@ -636,8 +639,7 @@ fn crash_while_another_thread_holds_the_lock() {
 
 #[test]
 fn two_threads_crashing_at_once_give_one_dump() {
-    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
-    {
+    if signal_test_skipped() {
         return;
     }
     for round in 0..5 {
@@ -662,8 +664,7 @@ fn two_threads_crashing_at_once_give_one_dump() {
 
 #[test]
 fn previous_handler_is_called_with_the_original_arguments() {
-    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
-    {
+    if signal_test_skipped() {
         return;
     }
     let (status, _, stderr) = crash("chain", &["chain"], &[]);
@@ -698,8 +699,7 @@ fn dump_signal_dumps_and_the_process_goes_on() {
 
 #[test]
 fn vlog_dump_env_off_and_file() {
-    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
-    {
+    if signal_test_skipped() {
         return;
     }
     let (status, _, stderr) = crash("off", &["segv"], &[("VLOG_DUMP", "off")]);
@@ -856,8 +856,7 @@ fn ring_file_is_reused_and_a_foreign_file_never_overwritten() {
 
 #[test]
 fn vlog_dump_reads_the_ring_from_a_core_file() {
-    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
-    {
+    if signal_test_skipped() {
         return;
     }
     let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
@@ -911,8 +910,7 @@ fn the_library_does_not_contain_the_ring_magic() {
 
 #[test]
 fn alternate_stacks_are_given_but_never_replaced() {
-    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
-    {
+    if signal_test_skipped() {
         return;
     }
     check("altstack");
@@ -920,8 +918,7 @@ fn alternate_stacks_are_given_but_never_replaced() {
 
 #[test]
 fn watchdog_ends_a_dump_that_hangs() {
-    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
-    {
+    if signal_test_skipped() {
         return;
     }
     // The dump goes to a FIFO whose reader never reads: once its buffer is
@@ -958,8 +955,7 @@ fn watchdog_ends_a_dump_that_hangs() {
 
 #[test]
 fn crash_inside_vlog_with_the_lock_held_by_the_crashing_thread() {
-    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
-    {
+    if signal_test_skipped() {
         return;
     }
     let (status, _, stderr) = crash("inside", &["inside"], &[]);
@@ -1671,8 +1667,7 @@ fn vlog_dump_renders_deferred_records_like_the_program() {
 /// crash handler renders them, without allocating, to the same text.
 #[test]
 fn crash_dump_renders_deferred_records() {
-    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
-    {
+    if signal_test_skipped() {
         return;
     }
     let (status, _, stderr) = crash("deferred", &["segv"], &[("VLOG_OUTPUTS", "4:stderr")]);
@@ -1706,8 +1701,7 @@ fn dump_signal_through_the_api_and_its_refusals() {
 
 #[test]
 fn explicit_install_works_even_with_vlog_dump_off() {
-    if skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
-    {
+    if signal_test_skipped() {
         return;
     }
     let (status, _, stderr) = crash("explicit", &["explicit"], &[("VLOG_DUMP", "off")]);
