@@ -8,14 +8,19 @@
  *   VLOG_INFO(...), VLOG_WARN(...), VLOG_ERROR(...), VLOG(prio, ...)
  *
  * A disabled macro call costs one load and one compare in the caller: no
- * function call, and its arguments are not evaluated. The format string must be
- * a literal checked by the compiler: log outside text as VLOG_INFO("%s", text),
- * never VLOG_INFO(text).
+ * function call, and its arguments are not evaluated. The format string must
+ * be a literal checked by the compiler: log outside text as
+ * VLOG_INFO("%s", text), never VLOG_INFO(text).
  *
  * Configuration comes from the environment (VLOG_LEVEL, VLOG_FILTERS,
- * VLOG_OUTPUTS, VLOG_BUFFER_SIZE; see README.md) and from the vlog_set_*
- * functions below. The declarations of the library's functions are generated
- * into vlog_gen.h, which this header includes.
+ * VLOG_OUTPUTS, VLOG_BUFFER_SIZE, VLOG_BUFFER_FILE, VLOG_DUMP,
+ * VLOG_DUMP_SIGNAL; see vlog(7)) and from the vlog_set_* functions. The
+ * library's functions are declared in vlog_gen.h (generated from the Rust
+ * sources), which this header includes.
+ *
+ * This file: the version, the macros and the inline functions of the API
+ * first; then, under "Internal", the machinery they expand to, which is not
+ * API (names starting with vlog__ or VLOG__ are vlog's own).
  */
 #ifndef VLOG_H
 #define VLOG_H
@@ -23,6 +28,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,33 +36,49 @@
 #include "vlog_gen.h"
 
 #if !defined(__GNUC__) && !defined(__clang__)
-#error "vlog.h needs GCC or Clang (atomic builtins, format and destructor attributes)"
+#error "vlog.h needs GCC or Clang (atomic builtins, format and constructor attributes)"
 #endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Messages up to this many bytes are formatted on the caller's stack; longer
- * ones (up to VLOG_MESSAGE_MAX) take one heap buffer. */
-#ifndef VLOG_STACK_MESSAGE
-#define VLOG_STACK_MESSAGE 1024
-#endif
+/* ---- Version ------------------------------------------------------------ */
 
-#define VLOG__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
-#define VLOG__UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define VLOG__LEVEL(src) __atomic_load_n(&(src)->level, __ATOMIC_RELAXED)
+/* VLOG_VERSION_MAJOR, _MINOR and _PATCH (vlog_gen.h) are this header's;
+ * vlog_version() gives the library's. */
+#define VLOG__STR2(x) #x
+#define VLOG__STR(x) VLOG__STR2(x)
+#define VLOG_VERSION                                                          \
+    VLOG__STR(VLOG_VERSION_MAJOR) "." VLOG__STR(VLOG_VERSION_MINOR) "."      \
+        VLOG__STR(VLOG_VERSION_PATCH)
+
+/* ---- Sources ------------------------------------------------------------ */
+
+/* The source named "default": calls that pass a NULL source use it. The
+ * library keeps its level, so it is not const. */
+extern vlog_source vlog_default_source;
 
 /* A static initialiser for a vlog_source; `name` must be a string literal. */
 #define VLOG_SOURCE_INITIALIZER(name) { 0, "" name "", sizeof("" name "") - 1 }
 
 /*
- * Declares this file's source, used by every VLOG_* macro in the file. The
- * destructor unregisters it when the object that holds it is unloaded
- * (dlclose), so the library never touches a source that is gone.
+ * Declares this file's source, used by every VLOG_* macro in the file. A
+ * constructor checks, when the object is loaded, that the library has the
+ * layout this header compiled in (vlog_abi_check: a mismatch is reported
+ * once and the source stays off, never silent corruption); a destructor
+ * unregisters the source when the object is unloaded (dlclose), so the
+ * library never touches a source that is gone.
  */
 #define VLOG_INIT(name)                                                       \
     static vlog_source vlog__source = VLOG_SOURCE_INITIALIZER(name);          \
+    __attribute__((constructor)) static void vlog__source_init(void)          \
+    {                                                                         \
+        if (vlog_abi_check(VLOG_ABI_VERSION, sizeof(vlog_source),             \
+                           sizeof(vlog_site)) != 0)                           \
+            __atomic_store_n(&vlog__source.level, VLOG__LEVEL_OFF,            \
+                             __ATOMIC_RELAXED);                               \
+    }                                                                         \
     __attribute__((destructor)) static void vlog__source_fini(void)           \
     {                                                                         \
         vlog_source_unregister(&vlog__source);                                \
@@ -69,7 +91,122 @@ extern "C" {
  * argument. */
 #define VLOG_ENABLED(src, prio) ((prio) >= VLOG__LEVEL(src))
 
+/* ---- Logging ------------------------------------------------------------ */
+
+/* Log at one priority, from this file's source (VLOG_INIT). The arguments
+ * are evaluated only when the message is recorded. */
+#define VLOG_DEBUG(...) VLOG__LOG(VLOG_PRIO_DEBUG, __VA_ARGS__)
+#define VLOG_INFO(...) VLOG__LOG(VLOG_PRIO_INFO, __VA_ARGS__)
+#define VLOG_WARN(...) VLOG__LOG(VLOG_PRIO_WARN, __VA_ARGS__)
+#define VLOG_ERROR(...) VLOG__LOG(VLOG_PRIO_ERROR, __VA_ARGS__)
+
+/* Priority chosen at run time; values outside 1..4 are clamped. `prio` is
+ * evaluated once; the other arguments only when the message is recorded. */
+#define VLOG(prio, ...)                                                       \
+    do {                                                                      \
+        int vlog__prio = vlog__clamp(prio);                                   \
+        VLOG__LOG(vlog__prio, __VA_ARGS__);                                   \
+    } while (0)
+
+/*
+ * The function form of the macros, for wrappers that take a va_list. Checks
+ * the filters before any formatting: a message that is not recorded never
+ * reaches vsnprintf. Then formats on the stack (one heap buffer for messages
+ * longer than VLOG_STACK_MESSAGE; beyond VLOG_MESSAGE_MAX the message is cut
+ * with a " [truncated: N bytes]" marker) and hands the bytes to vlog_write().
+ * `prio` outside 1..4 is clamped. Returns 1 if recorded, 0 if filtered out,
+ * -1 on an internal error.
+ * NULL: `src` is the default source, `fmt` logs "(null format)", `file` and
+ * `func` are "" and "?"; ownership: nothing kept; errors: -1, never errno;
+ * async-signal-safe: no.
+ */
+static inline __attribute__((format(printf, 6, 0))) int
+vlogv(const vlog_source *src, int prio, const char *file, int line, const char *func,
+      const char *fmt, va_list ap);
+
+/* vlogv() with variable arguments. A macro of the same name (below) checks
+ * the filters inline before the variable arguments are set up; `src` and
+ * `prio` are evaluated once, and `(vlog)(...)` still calls the function. */
+static inline __attribute__((format(printf, 6, 7))) int
+vlog(const vlog_source *src, int prio, const char *file, int line, const char *func,
+     const char *fmt, ...);
+
+#define vlog(src, prio, ...)                                                  \
+    __extension__({                                                           \
+        const vlog_source *vlog__src = (src);                                 \
+        int vlog__pri = (prio);                                               \
+        vlog__wanted(&vlog__src, &vlog__pri)                                  \
+            ? vlog__emit(vlog__src, vlog__pri, __VA_ARGS__)                   \
+            : 0;                                                              \
+    })
+
+/* ---- Structured fields -------------------------------------------------- */
+
+/* Field initialisers, for arrays of vlog_field and for VLOG_FIELDS. */
+#define VLOG_FIELD_STR(key, value) { (key), (value), 0, 0 }
+#define VLOG_FIELD_INT(key, value) { (key), NULL, (int64_t)(value), 1 }
+
+/*
+ * A message with structured fields (libvirt's metadata), from this file's
+ * source:
+ *
+ *   VLOG_FIELDS(VLOG_PRIO_INFO,
+ *               (VLOG_FIELD_STR("VM", name), VLOG_FIELD_INT("VCPUS", n)),
+ *               "started %s", name);
+ *
+ * String and integer values under journald-style names, stored in the ring
+ * beside the text and printed by every output. The field list (in
+ * parentheses) and the arguments are evaluated only when the message is
+ * recorded.
+ */
+#define VLOG_FIELDS(prio, fields, ...)                                        \
+    do {                                                                      \
+        VLOG__FORMAT_CHECKS_ON                                                \
+        int vlog__fprio = vlog__clamp(prio);                                  \
+        int vlog__level = VLOG__LEVEL(&vlog__source);                         \
+        if (VLOG__UNLIKELY(vlog__fprio >= vlog__level) &&                     \
+            (vlog__level != 0 ||                                              \
+             vlog_source_enabled(&vlog__source, vlog__fprio))) {              \
+            const vlog_field vlog__fields[] = {VLOG__UNPAREN fields};         \
+            vlog__emit_fields(&vlog__source, vlog__fprio, __FILE__, __LINE__, \
+                              __func__, vlog__fields,                         \
+                              sizeof vlog__fields / sizeof vlog__fields[0],   \
+                              __VA_ARGS__);                                   \
+        }                                                                     \
+        VLOG__FORMAT_CHECKS_OFF                                               \
+    } while (0)
+
+/* The function form: checks the filters first, so a message that is not
+ * recorded costs nothing more; then as vlogv() with the fields.
+ * NULL: as vlogv(), and `fields` may be NULL when `nfields` is 0;
+ * ownership: nothing kept; errors: -1, never errno; async-signal-safe: no. */
+static inline __attribute__((format(printf, 8, 9))) int
+vlog_fields(const vlog_source *src, int prio, const char *file, int line, const char *func,
+            const vlog_field *fields, size_t nfields, const char *fmt, ...);
+
+/* ========================================================================
+ * Internal: the machinery behind the macros above. Not API; it may change
+ * with any release (VLOG_ABI_VERSION tells programs and libraries apart).
+ * ======================================================================== */
+
+/* Messages up to this many bytes are formatted on the caller's stack; longer
+ * ones (up to VLOG_MESSAGE_MAX) take one heap buffer. */
+#ifndef VLOG_STACK_MESSAGE
+#define VLOG_STACK_MESSAGE 1024
+#endif
+
+/* The lowest priority that any output prints; written by the library, read
+ * inline (a message below it can be recorded without being formatted). */
+extern int vlog_print_level;
+
+/* A source's level when nothing from it is recorded. */
+#define VLOG__LEVEL_OFF 5
+
+#define VLOG__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#define VLOG__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define VLOG__LEVEL(src) __atomic_load_n(&(src)->level, __ATOMIC_RELAXED)
 #define VLOG__FIRST(first, ...) first
+#define VLOG__UNPAREN(...) __VA_ARGS__
 
 /* The macros make -Wformat-security an error for their own expansion,
  * whatever the build's flags: VLOG_INFO(text), a string from outside used as
@@ -107,19 +244,6 @@ extern "C" {
         VLOG__FORMAT_CHECKS_OFF                                               \
     } while (0)
 
-#define VLOG_DEBUG(...) VLOG__LOG(VLOG_PRIO_DEBUG, __VA_ARGS__)
-#define VLOG_INFO(...) VLOG__LOG(VLOG_PRIO_INFO, __VA_ARGS__)
-#define VLOG_WARN(...) VLOG__LOG(VLOG_PRIO_WARN, __VA_ARGS__)
-#define VLOG_ERROR(...) VLOG__LOG(VLOG_PRIO_ERROR, __VA_ARGS__)
-
-/* Priority chosen at run time; values outside 1..4 are clamped. `prio` is
- * evaluated once; the other arguments only when the message is recorded. */
-#define VLOG(prio, ...)                                                       \
-    do {                                                                      \
-        int vlog__prio = vlog__clamp(prio);                                   \
-        VLOG__LOG(vlog__prio, __VA_ARGS__);                                   \
-    } while (0)
-
 static inline int vlog__clamp(int prio)
 {
     return prio < VLOG_PRIO_DEBUG ? VLOG_PRIO_DEBUG
@@ -147,13 +271,13 @@ static inline VLOG__PRINTF(9, 0) int vlog__emitfv(int checked,
 
     if (fmt == NULL)
         return vlog_write_fields(src, prio, file, line, func, "(null format)", 13, 13,
-                             fields, nfields);
+                                 fields, nfields);
     if (!checked && !vlog_format_is_safe(fmt)) {
         /* %n would write through an argument: log the format, not run it. */
         n = snprintf(stack, sizeof stack, "[format with %%n not run] %s", fmt);
         want = n < 0 ? 0 : (size_t)n < sizeof stack ? (size_t)n : sizeof stack - 1;
         return vlog_write_fields(src, prio, file, line, func, stack, want, want,
-                             fields, nfields);
+                                 fields, nfields);
     }
     va_copy(again, ap);
     n = vsnprintf(stack, sizeof stack, fmt, ap);
@@ -162,25 +286,24 @@ static inline VLOG__PRINTF(9, 0) int vlog__emitfv(int checked,
         n = snprintf(stack, sizeof stack, "[format error] %s", fmt);
         want = n < 0 ? 0 : (size_t)n < sizeof stack ? (size_t)n : sizeof stack - 1;
         return vlog_write_fields(src, prio, file, line, func, stack, want, want,
-                             fields, nfields);
+                                 fields, nfields);
     }
     if ((size_t)n < sizeof stack) {
         va_end(again);
         return vlog_write_fields(src, prio, file, line, func, stack, (size_t)n, (size_t)n,
-                             fields, nfields);
+                                 fields, nfields);
     }
     want = (size_t)n < VLOG_MESSAGE_MAX ? (size_t)n : VLOG_MESSAGE_MAX;
     heap = (char *)malloc(want + 1);
     if (heap == NULL) {
         va_end(again);
         return vlog_write_fields(src, prio, file, line, func, stack, sizeof stack - 1,
-                          (size_t)n,
-                             fields, nfields);
+                                 (size_t)n, fields, nfields);
     }
     vsnprintf(heap, want + 1, fmt, again);
     va_end(again);
     rc = vlog_write_fields(src, prio, file, line, func, heap, want, (size_t)n,
-                             fields, nfields);
+                           fields, nfields);
     free(heap);
     return rc;
 }
@@ -309,31 +432,18 @@ static inline int vlog__wanted(const vlog_source **src, int *prio)
     return *prio >= level && (level != 0 || vlog_source_enabled(*src, *prio));
 }
 
-/*
- * The function form of the macros, for wrappers that take a va_list. Checks the
- * filters before any formatting: a message that is not recorded never reaches
- * vsnprintf. Then formats on the stack (one heap buffer for messages longer
- * than VLOG_STACK_MESSAGE; beyond VLOG_MESSAGE_MAX the message is cut with a
- * " [truncated: N bytes]" marker) and hands the bytes to vlog_write().
- * NULL src means the default source; a NULL fmt logs "(null format)"; NULL
- * file or func are logged safely; `prio` outside 1..4 is clamped. Returns 1 if
- * recorded, 0 if filtered out, -1 on an internal error. Not async-signal-safe.
- */
-static inline VLOG__PRINTF(6, 0) int vlogv(const vlog_source *src, int prio,
-                                            const char *file, int line,
-                                            const char *func, const char *fmt,
-                                            va_list ap)
+/* The public inline functions declared above. */
+
+static inline int vlogv(const vlog_source *src, int prio, const char *file, int line,
+                        const char *func, const char *fmt, va_list ap)
 {
     if (!vlog__wanted(&src, &prio))
         return 0;
     return vlog__emitv(0, src, prio, file, line, func, fmt, ap);
 }
 
-/* vlogv() with variable arguments. (A macro of the same name, below, makes
- * calls check the filters before the variable arguments are set up.) */
-static inline VLOG__PRINTF(6, 7) int vlog(const vlog_source *src, int prio,
-                                           const char *file, int line,
-                                           const char *func, const char *fmt, ...)
+static inline int(vlog)(const vlog_source *src, int prio, const char *file, int line,
+                        const char *func, const char *fmt, ...)
 {
     va_list ap;
     int rc;
@@ -344,31 +454,9 @@ static inline VLOG__PRINTF(6, 7) int vlog(const vlog_source *src, int prio,
     return rc;
 }
 
-/* A call of vlog() checks the filters inline and only then calls the variadic
- * function, so a filtered-out call does not even spill its arguments for
- * va_start. `src` and `prio` are evaluated once; `(vlog)(...)` still calls the
- * function. */
-#define vlog(src, prio, ...)                                                  \
-    __extension__({                                                           \
-        const vlog_source *vlog__src = (src);                                 \
-        int vlog__pri = (prio);                                               \
-        vlog__wanted(&vlog__src, &vlog__pri)                                  \
-            ? vlog__emit(vlog__src, vlog__pri, __VA_ARGS__)                   \
-            : 0;                                                              \
-    })
-
-/*
- * A message with structured fields (libvirt's metadata): string and integer
- * values under journald-style names, stored in the ring beside the text and
- * printed by every output. Checks the filters first: a message that is not
- * recorded costs nothing more. The function form:
- */
-static inline VLOG__PRINTF(8, 9) int vlog_fields(const vlog_source *src, int prio,
-                                                  const char *file, int line,
-                                                  const char *func,
-                                                  const vlog_field *fields,
-                                                  size_t nfields,
-                                                  const char *fmt, ...)
+static inline int vlog_fields(const vlog_source *src, int prio, const char *file, int line,
+                              const char *func, const vlog_field *fields, size_t nfields,
+                              const char *fmt, ...)
 {
     va_list ap;
     int rc;
@@ -380,39 +468,6 @@ static inline VLOG__PRINTF(8, 9) int vlog_fields(const vlog_source *src, int pri
     va_end(ap);
     return rc;
 }
-
-/* Field initialisers, for arrays of vlog_field and for VLOG_FIELDS. */
-#define VLOG_FIELD_STR(key, value) { (key), (value), 0, 0 }
-#define VLOG_FIELD_INT(key, value) { (key), NULL, (int64_t)(value), 1 }
-
-#define VLOG__UNPAREN(...) __VA_ARGS__
-
-/*
- * The macro form, from this file's source:
- *
- *   VLOG_FIELDS(VLOG_PRIO_INFO,
- *               (VLOG_FIELD_STR("VM", name), VLOG_FIELD_INT("VCPUS", n)),
- *               "started %s", name);
- *
- * The field list (in parentheses) is evaluated only when the message is
- * recorded.
- */
-#define VLOG_FIELDS(prio, fields, ...)                                        \
-    do {                                                                      \
-        VLOG__FORMAT_CHECKS_ON                                                \
-        int vlog__fprio = vlog__clamp(prio);                                  \
-        int vlog__level = VLOG__LEVEL(&vlog__source);                         \
-        if (VLOG__UNLIKELY(vlog__fprio >= vlog__level) &&                     \
-            (vlog__level != 0 ||                                              \
-             vlog_source_enabled(&vlog__source, vlog__fprio))) {              \
-            const vlog_field vlog__fields[] = {VLOG__UNPAREN fields};         \
-            vlog__emit_fields(&vlog__source, vlog__fprio, __FILE__, __LINE__, \
-                              __func__, vlog__fields,                         \
-                              sizeof vlog__fields / sizeof vlog__fields[0],   \
-                              __VA_ARGS__);                                   \
-        }                                                                     \
-        VLOG__FORMAT_CHECKS_OFF                                               \
-    } while (0)
 
 #ifdef __cplusplus
 }

@@ -8,65 +8,57 @@
 #include <stdint.h>
 
 /**
- * Debug messages: the most verbose priority.
+ * The library's version: major, minor, patch (the header's
+ * `VLOG_VERSION_*`; `vlog_version()` gives the library's).
  */
-#define VLOG_PRIO_DEBUG 1
+#define VLOG_VERSION_MAJOR 0
+
+#define VLOG_VERSION_MINOR 1
+
+#define VLOG_VERSION_PATCH 0
 
 /**
- * Informational messages.
+ * The layout of the structures the macros compile into programs
+ * (`vlog_source`, `vlog_site`). A header and a library of another ABI
+ * version do not work together; `VLOG_INIT` checks it when the program (or
+ * the library holding it) is loaded.
  */
-#define VLOG_PRIO_INFO 2
+#define VLOG_ABI_VERSION 1
 
 /**
- * Warnings: the default level.
- */
-#define VLOG_PRIO_WARN 3
-
-/**
- * Errors: the least verbose priority.
- */
-#define VLOG_PRIO_ERROR 4
-
-/**
- * The longest message kept whole, in bytes. Longer messages are cut to this
- * length, ending with ` [truncated: N bytes]` where N is the full length.
- */
-#define VLOG_MESSAGE_MAX 8192
-
-/**
- * A call site not analysed yet.
+ * Internal: a call site not analysed yet.
  */
 #define VLOG_SITE_NEW 0
 
 /**
- * The call site's messages are recorded as format and arguments.
+ * Internal: the call site's messages are recorded as format and arguments.
  */
 #define VLOG_SITE_DEFERRED 1
 
 /**
- * The call site's format is one vlog does not render itself: its messages
- * are formatted at the call.
+ * Internal: the call site's format is one vlog does not render itself: its
+ * messages are formatted at the call.
  */
 #define VLOG_SITE_FORMAT 2
 
 /**
- * The call site's format has a `%n`: it is never handed to printf.
+ * Internal: the call site's format has a `%n`: it is never handed to printf.
  */
 #define VLOG_SITE_UNSAFE 3
 
 /**
- * The most arguments a deferred call site captures.
+ * Internal: the most arguments a deferred call site captures.
  */
 #define VLOG_SITE_MAX_ARGS 32
 
 /**
- * vlog_write_args could not keep the arguments (longer than a record holds):
- * the caller formats the message itself.
+ * Internal: vlog_write_args could not keep the arguments (longer than a
+ * record holds): the caller formats the message itself.
  */
 #define VLOG_FORMAT_AT_CALL -2
 
 /**
- * How an argument is fetched with va_arg: `int`.
+ * Internal: how an argument is fetched with va_arg: `int`.
  */
 #define VLOG_ARG_INT 1
 
@@ -106,28 +98,33 @@
 #define VLOG_ARG_ERRNO 8
 
 /**
- * A log source. Declare one per C file with `VLOG_INIT("name")` (or initialise
- * one with `VLOG_SOURCE_INITIALIZER("name")`); treat the fields as private.
+ * Debug messages: the most verbose priority.
  */
-typedef struct vlog_source {
-  /**
-   * The lowest priority that is recorded for this source, kept by the library;
-   * 0 until the source is registered by its first call (so that call is always
-   * made), 5 when nothing is.
-   */
-  int level;
-  /**
-   * The source name: a string that lives as long as the source.
-   */
-  const char *name;
-  /**
-   * Length of `name` in bytes (without the NUL).
-   */
-  size_t name_len;
-} vlog_source;
+#define VLOG_PRIO_DEBUG 1
 
 /**
- * Counters of the ring, filled by `vlog_get_stats`.
+ * Informational messages.
+ */
+#define VLOG_PRIO_INFO 2
+
+/**
+ * Warnings: the default level.
+ */
+#define VLOG_PRIO_WARN 3
+
+/**
+ * Errors: the least verbose priority.
+ */
+#define VLOG_PRIO_ERROR 4
+
+/**
+ * The longest message kept whole, in bytes. Longer messages are cut to this
+ * length, ending with ` [truncated: N bytes]` where N is the full length.
+ */
+#define VLOG_MESSAGE_MAX 8192
+
+/**
+ * Counters of the ring and the outputs, filled by `vlog_get_stats`.
  */
 typedef struct vlog_stats {
   /**
@@ -139,7 +136,8 @@ typedef struct vlog_stats {
    */
   uint64_t records;
   /**
-   * Records overwritten by newer ones (or left out when the ring was resized).
+   * Records overwritten by newer ones (or left out when the ring was
+   * resized).
    */
   uint64_t lost;
   /**
@@ -160,8 +158,9 @@ typedef struct vlog_stats {
 } vlog_stats;
 
 /**
- * A call site, one per VLOG_* macro use (a static the macro declares). The
- * library fills it on the site's first call; treat it as private.
+ * Internal: a call site, one per VLOG_* macro use (a static the macro
+ * declares). The library fills it on the site's first call. Its layout is
+ * part of the ABI (VLOG_ABI_VERSION).
  */
 typedef struct vlog_site {
   /**
@@ -203,7 +202,28 @@ typedef struct vlog_site {
 } vlog_site;
 
 /**
- * One captured argument: `bits` holds integers (sign- or zero-extended to 64
+ * A log source. Declare one per C file with `VLOG_INIT("name")` (or initialise
+ * one with `VLOG_SOURCE_INITIALIZER("name")`); treat the fields as private.
+ */
+typedef struct vlog_source {
+  /**
+   * The lowest priority that is recorded for this source, kept by the library;
+   * 0 until the source is registered by its first call (so that call is always
+   * made), 5 when nothing is.
+   */
+  int level;
+  /**
+   * The source name: a string that lives as long as the source.
+   */
+  const char *name;
+  /**
+   * Length of `name` in bytes (without the NUL).
+   */
+  size_t name_len;
+} vlog_source;
+
+/**
+ * Internal: one captured argument: `bits` holds integers (sign- or zero-extended to 64
  * bits), doubles (their bit pattern) and pointers; `str` holds strings.
  */
 typedef struct vlog_arg {
@@ -234,69 +254,253 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * The source named "default", used by calls that pass a NULL source.
+ * Sets the default level: the lowest priority recorded for sources that no
+ * filter matches (1-4; other values fail). Every source's cached level is
+ * updated, and the default stderr output (when no outputs were set) follows
+ * the new level. Returns 0, or -1 with `vlog_last_error()` set and nothing
+ * changed.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
  */
-extern const struct vlog_source vlog_default_source;
+int vlog_set_level(int level);
 
 /**
- * The lowest priority any output prints (5 when none prints anything). A
- * message at or above it is formatted at the call even where it could be
- * deferred, since an output needs its text at once anyway. Kept by the
- * library; read inline by the header.
+ * Replaces the filters with `filters`, in `VLOG_FILTERS` syntax (libvirt's:
+ * space-separated `[+]PRIO:MATCH`; "" removes all filters). The whole
+ * string is parsed first: on any bad token it returns -1,
+ * `vlog_last_error()` names the token, and the previous filters stay in
+ * force. Returns 0 on success.
+ * NULL: an error (-1); ownership: the string is not kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
  */
-extern const int vlog_print_level;
+int vlog_set_filters(const char *filters);
+
+/**
+ * Replaces the outputs with `outputs`, in `VLOG_OUTPUTS` syntax
+ * (`PRIO:stderr`, `PRIO:file:PATH`, `PRIO:json:PATH`, `PRIO:json:stderr`,
+ * `PRIO:journald`, `PRIO:syslog:IDENT`, `PRIO:syslog:IDENT@udp://HOST:PORT`,
+ * `PRIO:syslog:IDENT@tcp://HOST:PORT`; "" restores the default, stderr at
+ * the default level). The whole string is parsed, then every file and
+ * socket opened, before anything changes; on any bad token or output that
+ * cannot be opened it returns -1 with `vlog_last_error()` set, and the
+ * previous outputs stay in force. Returns 0 on success.
+ * NULL: an error (-1); ownership: the string is not kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_set_outputs(const char *outputs);
+
+/**
+ * Resizes the ring to `size` bytes (0 removes it; otherwise 16 KiB to
+ * 1 GiB, rounded up to a multiple of 8). The newest records that fit are
+ * carried over with their sequence numbers; the rest count as lost.
+ * Returns 0, or -1 with `vlog_last_error()` set and the old ring kept.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_set_buffer_size(size_t size);
+
+/**
+ * Reopens every file output by its path, for log rotation: call it after
+ * moving the files away (for example from a SIGHUP handler's deferred
+ * work). A file that cannot be reopened keeps its old descriptor. Returns
+ * 0, or -1 with `vlog_last_error()` naming the first failure.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_reopen(void);
+
+/**
+ * Every line is written with write(2) before the logging call returns, so
+ * nothing is buffered in vlog; this makes file outputs durable
+ * (fdatasync). Returns 0, or -1 with `vlog_last_error()` set.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_flush(void);
+
+/**
+ * The message of the calling thread's last failed vlog call ("" if none).
+ * NULL: never returns NULL; ownership: the string belongs to vlog and stays
+ * valid until the thread's next failing call (copy it to keep it); errors:
+ * none; async-signal-safe: no.
+ */
+const char *vlog_last_error(void);
+
+/**
+ * Installs the crash handler now, with the dump going where `VLOG_DUMP`
+ * says (stderr by default, and also when `VLOG_DUMP=off`: calling this is
+ * an explicit request). `vlog_init()` does this unless `VLOG_DUMP=off`. On
+ * SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS and SIGTRAP the handler
+ * writes a header line, a backtrace of the crashing thread and the ring,
+ * then calls the handler installed before it, or dies by the default action
+ * (same exit status, same core). Every thread that logs gets an alternate
+ * signal stack (unless it has one), so stack overflows are dumped too.
+ * Idempotent. Returns 0, or -1 with `vlog_last_error()` set.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_install_crash_handler(void);
+
+/**
+ * Makes signal `signum` write a dump (header and ring, no backtrace) to the
+ * dump destination without ending the process, like `VLOG_DUMP_SIGNAL`.
+ * Fatal signals and numbers outside 1..64 are refused. Returns 0, or -1
+ * with `vlog_last_error()` set.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_set_dump_signal(int signum);
+
+/**
+ * Writes the ring to `fd` as text lines, oldest first, in the output line
+ * format. Reads without taking any lock and validates every record (commit
+ * word, checksum, sequence); a damaged record is reported by a line
+ * starting `vlog:` instead of being printed, as are records overwritten
+ * while the dump ran. No allocation, no lock, only write(2). Returns the
+ * number of records written (0 without a ring), or -1 if a write failed
+ * (errno tells why).
+ * NULL: takes no pointer; ownership: `fd` stays the caller's; errors: -1
+ * and errno; async-signal-safe: yes.
+ */
+int vlog_dump(int fd);
+
+/**
+ * Fills `*stats` with the ring's and the outputs' counters. Returns 0, or
+ * -1 if `stats` is NULL. Takes the lock.
+ * NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
+ * the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_get_stats(struct vlog_stats *stats);
 
 /**
  * Reads the environment (`VLOG_LEVEL`, `VLOG_FILTERS`, `VLOG_OUTPUTS`,
- * `VLOG_BUFFER_SIZE`, `VLOG_DUMP`, `VLOG_DUMP_SIGNAL`) and sets up the ring
- * and outputs, then installs the crash handler unless `VLOG_DUMP=off` (see
- * `vlog_install_crash_handler`). Idempotent: only the first call (or the
- * first log call, which initialises lazily but installs no signal handler)
- * reads the environment. A bad variable prints one warning line on stderr naming it and
- * keeps that variable's default. In a setuid/setgid process the environment is
- * ignored. Returns 0 (-1 only on an internal error; see `vlog_last_error`).
- * Not async-signal-safe.
+ * `VLOG_BUFFER_SIZE`, `VLOG_BUFFER_FILE`, `VLOG_DUMP`, `VLOG_DUMP_SIGNAL`)
+ * and sets up the ring and outputs, then installs the crash handler unless
+ * `VLOG_DUMP=off` (see `vlog_install_crash_handler`). Idempotent: only the
+ * first call (or the first log call, which initialises lazily but installs
+ * no signal handler) reads the environment. A bad variable prints one
+ * warning line on stderr naming it and keeps that variable's default. In a
+ * setuid/setgid process the environment is ignored. Returns 0 (-1 only on
+ * an internal error; see `vlog_last_error`).
+ * NULL: takes no pointer. Not async-signal-safe.
  */
 int vlog_init(void);
 
 /**
- * Registers `src` (NULL: the default source) if it is not yet known, and returns
- * 1 if a message of priority `prio` from it is recorded, else 0. The header's
- * macros and `vlog()` call this only when the inline check cannot decide.
- * `prio` outside 1..4 is clamped. Registering initialises vlog lazily.
- * `src` must stay valid until `vlog_source_unregister(src)`. errno is left
- * as it was. Not async-signal-safe.
+ * Flushes and closes the outputs, frees the ring and forgets every source:
+ * vlog returns to its state before the first call, and a later call starts
+ * it again from the environment. Safe to call more than once.
+ * NULL: takes no pointer. Not async-signal-safe.
  */
-int vlog_source_enabled(const struct vlog_source *src, int prio);
+void vlog_shutdown(void);
 
 /**
- * 1 if `fmt` may be handed to printf, 0 if it has a `%n` conversion (which
- * would write through an argument: vlog never lets that run) or is NULL. The
- * header calls this before every vsnprintf. Async-signal-safe.
+ * The library's version as "MAJOR.MINOR.PATCH", which the header's
+ * VLOG_VERSION_* give for the header a program was built with. The string
+ * belongs to vlog and lives for ever.
+ * NULL: takes no pointer; never returns NULL. Async-signal-safe.
+ */
+const char *vlog_version(void);
+
+/**
+ * Internal, for VLOG_INIT: checks that the program calling it was built
+ * against a header with this
+ * library's ABI: `abi` is the header's VLOG_ABI_VERSION, `source_size` and
+ * `site_size` its sizeof(vlog_source) and sizeof(vlog_site). Returns 0 when
+ * they match; otherwise prints one line on stderr saying what to rebuild
+ * (once per process) and returns -1, and `VLOG_INIT` then turns the
+ * file's source off, so a
+ * mismatched program logs nothing rather than corrupting memory. `VLOG_INIT`
+ * calls this from a constructor; there is no need to call it yourself.
+ * NULL: takes no pointer. Not async-signal-safe.
+ */
+int vlog_abi_check(unsigned int abi, size_t source_size, size_t site_size);
+
+/**
+ * Internal, for the macros: analyses `fmt` for call site `site` (in `file`
+ * at `line`, function `func`) and returns the site's state:
+ * VLOG_SITE_DEFERRED when vlog can record its messages as format and
+ * arguments (see VLOG_ARG_*), VLOG_SITE_UNSAFE when it has a `%n`, else
+ * VLOG_SITE_FORMAT. A site another thread prepared first keeps what it has,
+ * and its state is returned. The site keeps `fmt`, `file`, `line` and
+ * `func`, so later calls need not pass them: `site` must stay valid while
+ * messages are logged through it, and the strings as long as the site is
+ * used (string literals). errno is left as it was. Takes the logger lock.
+ * NULL: `site` or `fmt` gives VLOG_SITE_FORMAT (the site stays
+ * unprepared), `file` and `func` are "" and "?"; ownership: the site keeps the pointers (string literals);
+ * errors: none; async-signal-safe: no.
+ */
+int vlog_site_prepare(struct vlog_site *site,
+                      const char *fmt,
+                      const char *file,
+                      int line,
+                      const char *func);
+
+/**
+ * Internal, for the macros: records a message of call site `site`
+ * (prepared, VLOG_SITE_DEFERRED; it holds the file, line and function) with
+ * its `nargs` captured arguments, if the filters select it. The text is
+ * made only when the record is read: by an output (at once), vlog_dump, the
+ * crash handler or vlog-dump. Strings are copied now. Returns 1 if
+ * recorded, 0 if filtered out, -1 on an error (a NULL or unprepared site, a
+ * wrong argument count), VLOG_FORMAT_AT_CALL if the arguments do not fit a
+ * record: then format the message and call vlog_write. errno is left as it
+ * was. Never allocates; takes one lock.
+ * NULL: `src` is the default source, `site` an error (-1), a string
+ * argument "(null)"; ownership: the arguments are copied, nothing kept;
+ * errors: -1, never errno; async-signal-safe: no.
+ */
+int vlog_write_args(const struct vlog_source *src,
+                    int prio,
+                    const struct vlog_site *site,
+                    const struct vlog_arg *args,
+                    int nargs);
+
+/**
+ * Internal, for the header: 1 if `fmt` may be handed to printf, 0 if it has
+ * a `%n` conversion (which would write through an argument: vlog never lets
+ * that run) or is NULL. The header calls this before every vsnprintf.
+ * NULL: 0; ownership: the string is not kept; errors: none;
+ * async-signal-safe: yes.
  */
 int vlog_format_is_safe(const char *fmt);
 
 /**
- * Forgets `src`, so the library no longer updates it. `VLOG_INIT` calls this
- * from a destructor, so a source in a library that is dlclose'd leaves nothing
- * behind. NULL and unknown sources are ignored. Not async-signal-safe.
+ * Forgets `src`, so the library no longer updates it. `VLOG_INIT` calls
+ * this from a destructor, so a source in a library that is dlclose'd
+ * leaves nothing behind. Unknown sources are ignored.
+ * NULL: ignored; ownership: `src` stays the caller's, and vlog no longer
+ * holds it; errors: none; async-signal-safe: no.
  */
 void vlog_source_unregister(const struct vlog_source *src);
 
 /**
+ * Internal, for the macros: registers `src` if it is not yet known, and
+ * returns 1 if a message of priority `prio` from it is recorded, else 0.
+ * The header's macros and `vlog()` call this only when the inline check
+ * cannot decide. `prio` outside 1..4 is clamped. Registering initialises
+ * vlog lazily. errno is left as it was.
+ * NULL: the default source; ownership: `src` must stay valid until
+ * `vlog_source_unregister(src)`; errors: none (0); async-signal-safe: no.
+ */
+int vlog_source_enabled(const struct vlog_source *src, int prio);
+
+/**
  * Records a finished message of `len` bytes at `msg` (it need not be
- * NUL-terminated and may contain any bytes) if the filters select it: into the
- * ring, and to every output whose priority it meets, each line with one
- * write(2). `full_len` is the length the message had before the caller cut it
- * (pass `len` when it is whole); a message cut short, or longer than
- * VLOG_MESSAGE_MAX, is stored with a ` [truncated: N bytes]` marker.
- * NULL `src` means the default source; NULL `file`, `func` or `msg` are logged
- * as empty, "?" or "(null)". `prio` outside 1..4 is clamped. Returns 1 if the
- * message was recorded, 0 if the filters dropped it (or it was logged from
- * inside vlog on the same thread, as from a signal handler, and dropped to
- * avoid a deadlock), -1 on an internal error. errno is left as it was (an
- * output's failure is reported once on vlog's diagnostics instead). Never
- * allocates once running; takes one lock. Not async-signal-safe.
+ * NUL-terminated and may contain any bytes) if the filters select it: into
+ * the ring, and to every output whose priority it meets, each line with one
+ * write(2). `full_len` is the length the message had before the caller cut
+ * it (pass `len` when it is whole); a message cut short, or longer than
+ * VLOG_MESSAGE_MAX, is stored with a ` [truncated: N bytes]` marker. `prio`
+ * outside 1..4 is clamped. Returns 1 if the message was recorded, 0 if the
+ * filters dropped it (or it was logged from inside vlog on the same thread,
+ * as from a signal handler, and dropped to avoid a deadlock), -1 on an
+ * internal error. errno is left as it was (an output's failure is reported
+ * once on vlog's diagnostics instead). Never allocates once running; takes
+ * one lock.
+ * NULL: `src` is the default source, `file` "", `func` "?", `msg`
+ * "(null)"; ownership: the bytes are copied, nothing kept; errors: -1, never
+ * errno; async-signal-safe: no.
  */
 int vlog_write(const struct vlog_source *src,
                int prio,
@@ -308,158 +512,20 @@ int vlog_write(const struct vlog_source *src,
                size_t full_len);
 
 /**
- * Sets the default level: the lowest priority recorded for sources that no
- * filter matches (1-4; other values fail). Every source's cached level is
- * updated, and the default stderr output (when no outputs were set) follows
- * the new level. Returns 0, or -1 with `vlog_last_error()` set and nothing
- * changed. Not async-signal-safe.
- */
-int vlog_set_level(int level);
-
-/**
- * Replaces the filters with `filters`, in `VLOG_FILTERS` syntax (libvirt's:
- * space-separated `[+]PRIO:MATCH`; "" removes all filters). The whole string is
- * parsed first: on any bad token it returns -1, `vlog_last_error()` names the
- * token, and the previous filters stay in force. NULL is an error. Returns 0 on
- * success. The string is not kept. Not async-signal-safe.
- */
-int vlog_set_filters(const char *filters);
-
-/**
- * Replaces the outputs with `outputs`, in `VLOG_OUTPUTS` syntax
- * (`PRIO:stderr`, `PRIO:file:PATH`; "" restores the default, stderr at the
- * default level). Files are opened (created 0600, appended to) before anything
- * changes; on any bad token or unopenable file it returns -1 with
- * `vlog_last_error()` set and the previous outputs stay in force. NULL is an
- * error. Returns 0 on success. Not async-signal-safe.
- */
-int vlog_set_outputs(const char *outputs);
-
-/**
- * Resizes the ring to `size` bytes (0 removes it; otherwise 16 KiB to 1 GiB,
- * rounded up to a multiple of 8). The newest records that fit are carried over
- * with their sequence numbers; the rest count as lost. Returns 0, or -1 with
- * `vlog_last_error()` set and the old ring kept. Not async-signal-safe.
- */
-int vlog_set_buffer_size(size_t size);
-
-/**
- * The message of the calling thread's last failed vlog call ("" if none). The
- * string belongs to vlog and stays valid until the thread's next failing call;
- * copy it to keep it. Never NULL. Not async-signal-safe.
- */
-const char *vlog_last_error(void);
-
-/**
- * Writes the ring to `fd` as text lines, oldest first, in the output line
- * format. Reads without taking any lock and validates every record (commit
- * word, checksum, sequence); a damaged record is reported by a line starting
- * `vlog:` instead of being printed, as are records overwritten while the dump
- * ran. Async-signal-safe: no allocation, no lock, only write(2). Returns the
- * number of records written (0 without a ring), or -1 if a write failed
- * (errno tells why).
- */
-int vlog_dump(int fd);
-
-/**
- * Reopens every file output by its path, for log rotation: call it after
- * moving the files away (for example from a SIGHUP handler's deferred work).
- * A file that cannot be reopened keeps its old descriptor. Returns 0, or -1
- * with `vlog_last_error()` naming the first failure. Not async-signal-safe.
- */
-int vlog_reopen(void);
-
-/**
- * Every line is written with write(2) before the logging call returns, so
- * nothing is buffered in vlog; this makes file outputs durable
- * (fdatasync). Returns 0, or -1 with `vlog_last_error()` set. Not
- * async-signal-safe.
- */
-int vlog_flush(void);
-
-/**
- * Flushes and closes the outputs, frees the ring and forgets every source:
- * vlog returns to its state before the first call, and a later call starts it
- * again from the environment. Safe to call more than once. Not
- * async-signal-safe.
- */
-void vlog_shutdown(void);
-
-/**
- * Fills `*stats` with the ring's and the outputs' counters. Returns 0, or -1 if `stats` is NULL.
- * Takes the lock; not async-signal-safe.
- */
-int vlog_get_stats(struct vlog_stats *stats);
-
-/**
- * Installs the crash handler now, with the dump going where `VLOG_DUMP` says
- * (stderr by default, and also when `VLOG_DUMP=off`: calling this is an
- * explicit request). `vlog_init()` does this unless `VLOG_DUMP=off`. On
- * SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS and SIGTRAP the handler
- * writes a header line, a backtrace of the crashing thread and the ring, then
- * calls the handler installed before it, or dies by the default action (same
- * exit status, same core). Every thread that logs gets an alternate signal
- * stack (unless it has one), so stack overflows are dumped too. Idempotent.
- * Returns 0, or -1 with `vlog_last_error()` set. Not async-signal-safe.
- */
-int vlog_install_crash_handler(void);
-
-/**
- * Makes signal `signum` write a dump (header and ring, no backtrace) to the
- * dump destination without ending the process, like `VLOG_DUMP_SIGNAL`.
- * Fatal signals and numbers outside 1..64 are refused. Returns 0, or -1 with
- * `vlog_last_error()` set. Not async-signal-safe.
- */
-int vlog_set_dump_signal(int signum);
-
-/**
- * Analyses `fmt` for call site `site` (in `file` at `line`, function `func`;
- * NULL is allowed for both) and returns the site's state:
- * VLOG_SITE_DEFERRED when vlog can record its messages as format and
- * arguments (see VLOG_ARG_*), VLOG_SITE_UNSAFE when it has a `%n`, else
- * VLOG_SITE_FORMAT. NULL `site` or `fmt` gives VLOG_SITE_FORMAT (and the
- * site stays unprepared). A site another thread prepared first keeps what
- * it has, and its state is returned. The site keeps `fmt`, `file`, `line` and
- * `func`, so later calls need not pass them: `site` must stay valid while
- * messages are logged through it, and the strings as long as the site is used
- * (string literals). errno is left as it was. Takes the logger lock; not
- * async-signal-safe.
- */
-int vlog_site_prepare(struct vlog_site *site,
-                      const char *fmt,
-                      const char *file,
-                      int line,
-                      const char *func);
-
-/**
- * Records a message of call site `site` (prepared, VLOG_SITE_DEFERRED; it
- * holds the file, line and function) with its `nargs` captured arguments, if
- * the filters select it. The text is made only when the record is read: by an
- * output (at once), vlog_dump, the crash handler or vlog-dump. Strings are
- * copied now. Returns 1 if recorded, 0 if filtered out, -1 on an error (a NULL
- * or unprepared site, a wrong argument count), VLOG_FORMAT_AT_CALL if the
- * arguments do not fit a record: then format the message and call vlog_write.
- * NULL `src` is the default source. errno is left as it was. Never
- * allocates; takes one lock. Not async-signal-safe.
- */
-int vlog_write_args(const struct vlog_source *src,
-                    int prio,
-                    const struct vlog_site *site,
-                    const struct vlog_arg *args,
-                    int nargs);
-
-/**
- * As vlog_write, with `nfields` structured fields at `fields` (NULL when
- * `nfields` is 0). The fields are looked at only if the message is recorded:
- * they are stored in the ring record beside the text, shown by vlog_dump and
- * vlog-dump, and printed by every output (text lines: ` [NAME=value ...]`;
- * JSON outputs: a "fields" object). A field whose name is not valid is kept
- * as VLOG_BAD_FIELD_NAME with the name as its value, counted in
- * vlog_stats.bad_fields and reported once on stderr; at most 32 fields and
- * 4 KiB of them are kept. Returns 1 if recorded, 0 if filtered out, -1 on a
+ * As vlog_write, with `nfields` structured fields at `fields`. The fields
+ * of a recorded message are stored in the ring record beside the text, shown by vlog_dump and vlog-dump, and
+ * printed by every output (text lines: ` [NAME=value ...]`; JSON outputs: a
+ * "fields" object). A field whose name is not valid is kept as
+ * VLOG_BAD_FIELD_NAME with the name as its value, counted in
+ * vlog_stats.bad_fields and reported once on stderr (a message the filters
+ * drop is neither stored nor counted); at most 32 fields and 4 KiB of them
+ * are kept. Returns 1 if recorded, 0 if filtered out, -1 on a
  * NULL `fields` with `nfields` > 0 (vlog_last_error says so) or an internal
  * error. errno is left as it was. Never allocates once running; takes one
- * lock. Not async-signal-safe.
+ * lock.
+ * NULL: as vlog_write, and `fields` may be NULL when `nfields` is 0, a
+ * field's NULL string is "(null)"; ownership: everything is copied, nothing
+ * kept; errors: -1, never errno; async-signal-safe: no.
  */
 int vlog_write_fields(const struct vlog_source *src,
                       int prio,

@@ -12,8 +12,9 @@
 //! ```
 //! so a ring file or a core file renders without the program that wrote it.
 
-use crate::format::Sink;
-use crate::printf::{self, Arg, Kind, Length, Parser, Piece, Unsupported};
+use crate::record::MESSAGE_MAX;
+use crate::text::printf::{self, Arg, Kind, Length, Parser, Piece, Unsupported};
+use crate::text::Sink;
 
 /// At most this many arguments are captured; a format with more is formatted
 /// at the call.
@@ -85,20 +86,14 @@ pub enum Captured<'a> {
     Pointer(u64),
 }
 
-/// The captured arguments of one call, as an iterator that can be run more
-/// than once (for the size, then for the bytes), so nothing is collected.
-pub trait CapturedArgs<'a>: ExactSizeIterator<Item = Captured<'a>> + Clone {}
-
-impl<'a, I: ExactSizeIterator<Item = Captured<'a>> + Clone> CapturedArgs<'a> for I {}
-
 /// The largest payload a deferred record holds (as much as a text message);
 /// beyond it the message is formatted at the call.
-pub const PAYLOAD_MAX: usize = crate::record::MESSAGE_MAX;
+pub const PAYLOAD_MAX: usize = MESSAGE_MAX;
 
 /// Appends the payload for `fmt` and `args` to `out` (which has room reserved,
 /// so nothing is allocated); false when it would pass PAYLOAD_MAX.
-pub fn encode<'a>(fmt: &[u8], args: impl CapturedArgs<'a>, out: &mut Vec<u8>) -> bool {
-    let Some(len) = args_len(args.clone()).and_then(|n| n.checked_add(2 + fmt.len())) else {
+pub fn encode(fmt: &[u8], args: &[Captured], out: &mut Vec<u8>) -> bool {
+    let Some(len) = args_len(args).and_then(|n| n.checked_add(2 + fmt.len())) else {
         return false;
     };
     if len > PAYLOAD_MAX {
@@ -115,29 +110,47 @@ pub fn encode<'a>(fmt: &[u8], args: impl CapturedArgs<'a>, out: &mut Vec<u8>) ->
 /// The size of the argument part of a payload (count, then each argument), or
 /// None when it would pass PAYLOAD_MAX.
 #[inline]
-pub fn args_len<'a>(args: impl CapturedArgs<'a>) -> Option<usize> {
-    let mut len = 1;
+pub fn args_len(args: &[Captured]) -> Option<usize> {
+    let mut size = ArgsLen::default();
     for arg in args {
-        len += match arg {
+        size.add(arg);
+    }
+    size.finish()
+}
+
+/// [`args_len`] added up one argument at a time, for a caller that captures
+/// the arguments in a loop of its own (the C boundary), so they are walked
+/// once to capture and measure them and once to write them.
+#[derive(Default)]
+pub struct ArgsLen(usize);
+
+impl ArgsLen {
+    #[inline(always)]
+    pub fn add(&mut self, arg: &Captured) {
+        self.0 = self.0.saturating_add(match arg {
             Captured::Str(None) => 1,
             Captured::Str(Some(s)) => 5 + s.len(),
             _ => 9,
-        };
-        if len > PAYLOAD_MAX {
-            return None;
-        }
+        });
     }
-    Some(len)
+
+    /// The size of the argument part, or None when it would pass
+    /// PAYLOAD_MAX.
+    #[inline(always)]
+    pub fn finish(self) -> Option<usize> {
+        let len = self.0.saturating_add(1);
+        (len <= PAYLOAD_MAX).then_some(len)
+    }
 }
 
 /// Writes the argument part of a payload into `out`, exactly
 /// [`args_len`] bytes.
 #[inline(always)]
-pub fn write_args<'a>(args: impl CapturedArgs<'a>, out: &mut [u8]) {
+pub fn write_args(args: &[Captured], out: &mut [u8]) {
     out[0] = args.len() as u8;
     let mut at = 1;
     for arg in args {
-        let (tag, word) = match arg {
+        let (tag, word) = match *arg {
             Captured::Signed(v) => (TAG_SIGNED, v as u64),
             Captured::Unsigned(v) => (TAG_UNSIGNED, v),
             Captured::Double(v) => (TAG_DOUBLE, v.to_bits()),
@@ -155,8 +168,9 @@ pub fn write_args<'a>(args: impl CapturedArgs<'a>, out: &mut [u8]) {
                 continue;
             }
         };
-        out[at] = tag;
-        out[at + 1..at + 9].copy_from_slice(&word.to_ne_bytes());
+        let slot: &mut [u8; 9] = (&mut out[at..at + 9]).try_into().unwrap();
+        slot[0] = tag;
+        slot[1..].copy_from_slice(&word.to_ne_bytes());
         at += 9;
     }
 }
@@ -211,7 +225,7 @@ mod tests {
 
     fn round_trip(fmt: &str, args: &[Captured]) -> String {
         let mut buf = Vec::new();
-        assert!(encode(fmt.as_bytes(), args.iter().copied(), &mut buf));
+        assert!(encode(fmt.as_bytes(), args, &mut buf));
         let mut out = Vec::new();
         render(&buf, &mut out).unwrap();
         String::from_utf8(out).unwrap()
@@ -263,7 +277,7 @@ mod tests {
     fn damaged_payloads_are_refused() {
         let mut buf = Vec::new();
         let args = [Captured::Signed(1), Captured::Str(Some(b"x"))];
-        assert!(encode(b"%d %s", args.iter().copied(), &mut buf));
+        assert!(encode(b"%d %s", &args, &mut buf));
         let n = buf.len();
         for cut in 0..n {
             assert!(
@@ -276,10 +290,6 @@ mod tests {
         assert!(render(&bad, &mut Vec::new()).is_err());
         let long = [b'x'; PAYLOAD_MAX];
         let mut out = Vec::new();
-        assert!(!encode(
-            b"%s",
-            [Captured::Str(Some(&long[..]))].into_iter(),
-            &mut out
-        ));
+        assert!(!encode(b"%s", &[Captured::Str(Some(&long[..]))], &mut out));
     }
 }

@@ -11,6 +11,10 @@
 //! tag 0: u32 length, string bytes    tag 1: i64 integer
 //! ```
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::{diag, stats};
+
 pub const NAME_MAX: usize = 64;
 /// At most this many fields are kept per message.
 pub const MAX_FIELDS: usize = 32;
@@ -31,6 +35,32 @@ pub enum Value<'a> {
 pub struct Field<'a> {
     pub name: &'a [u8],
     pub value: Value<'a>,
+}
+
+/// What a field with a bad name becomes: the message keeps a trace of it.
+pub const BAD_FIELD: &[u8] = b"VLOG_BAD_FIELD_NAME";
+
+/// A field as the caller gave it, made fit to keep: a bad name is replaced
+/// by [`BAD_FIELD`] with the name as its value, counted
+/// (`vlog_stats.bad_fields`) and reported once per process.
+pub fn checked<'a>(name: &'a [u8], value: Value<'a>) -> Field<'a> {
+    static REPORTED: AtomicBool = AtomicBool::new(false);
+    if valid_name(name) {
+        return Field { name, value };
+    }
+    stats::add(&stats::BAD_FIELDS, 1);
+    if !REPORTED.swap(true, Ordering::Relaxed) {
+        diag::warn(&format!(
+            "invalid field name '{}' (use A-Z, 0-9 and _, not first _ or digit, at most 64): \
+             kept as {}; later ones are counted in vlog_stats.bad_fields",
+            String::from_utf8_lossy(name),
+            String::from_utf8_lossy(BAD_FIELD)
+        ));
+    }
+    Field {
+        name: BAD_FIELD,
+        value: Value::Str(name),
+    }
 }
 
 /// True for a name journald would accept as it is.

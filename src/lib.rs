@@ -1,50 +1,78 @@
-//! vlog: a logging runtime for C daemons.
+//! vlog: a logging runtime for C daemons. C code includes `vlog.h`; this
+//! crate is the core behind it.
 //!
-//! C code includes `vlog.h`; this crate is the core behind it. The safe modules
-//! parse the configuration (`priority`, `filter`, `output`, `config`), keep the
-//! records (`record`, `ring`), render them (`format`) and tie it together
-//! (`source`, `logger`); `ffi` is the C boundary.
+//! The tree follows a record's life, one folder per stage, and imports only
+//! point down (a test checks it: `cargo test --test architecture`):
+//!
+//! ```text
+//! ffi/       the C boundary: every exported function, one module per C noun
+//! logger/    the global state and its lock; emit (the recorded call), apply
+//!            (configuration), levels (the sources' cached levels), fork
+//! config/    the environment and the filters, parsed
+//! crash/     the crash handler, its dump, where dumps go, alternate stacks
+//! output/    the outputs as objects: file, journald, syslog, and their spec
+//! ring/      the ring: layout, records, dictionary, writer, readers, images
+//! deferred   a format's arguments captured at the call, rendered when read
+//! text/      text without allocation: sinks, numbers, time, line, JSON, printf
+//! bottom     error, priority, record, fields, source, stats, diag, panic, sys/
+//! ```
+//!
+//! `unsafe` lives in `ffi/`, `ring/`, `crash/`, `sys/` and `source.rs` only,
+//! each block with a `// SAFETY:` comment.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+// cbindgen reads every module for exported items; only ffi/ and source.rs
+// have any, and the others are left out of its way.
+
 /// cbindgen:ignore
-pub mod config;
+mod config;
 /// cbindgen:ignore
-pub mod crash;
+mod crash;
 /// cbindgen:ignore
-pub mod deferred;
+mod deferred;
 /// cbindgen:ignore
-pub mod diag;
+mod diag;
 /// cbindgen:ignore
-pub mod dump;
-pub mod ffi;
+mod error;
+mod ffi;
 /// cbindgen:ignore
-pub mod fields;
+mod fields;
 /// cbindgen:ignore
-pub mod filter;
+mod logger;
 /// cbindgen:ignore
-pub mod format;
+mod output;
 /// cbindgen:ignore
-pub mod journal;
+mod panic;
 /// cbindgen:ignore
-pub mod logger;
+mod priority;
 /// cbindgen:ignore
-pub mod output;
+mod record;
 /// cbindgen:ignore
-pub mod printf;
+mod ring;
+mod source;
 /// cbindgen:ignore
-pub mod priority;
+mod stats;
 /// cbindgen:ignore
-pub mod reader;
+mod sys;
 /// cbindgen:ignore
-pub mod record;
-/// cbindgen:ignore
-pub mod ring;
-/// cbindgen:ignore
-pub mod sites;
-pub mod source;
-/// cbindgen:ignore
-pub(crate) mod sys;
-/// cbindgen:ignore
-pub mod syslog;
+mod text;
+
+/// Not an API: what `vlog-dump`, the fuzz targets and the tests need of the
+/// core. Nothing here is stable; C programs use `vlog.h`.
+#[doc(hidden)]
+pub mod internal {
+    pub use crate::config::filter::{contains_match, Filters};
+    pub use crate::config::{from_env, parse_size};
+    pub use crate::crash::target::{parse_dump_signal, DumpTarget};
+    pub use crate::ffi::guarded;
+    pub use crate::output::journald::send_via_memfd as send_to_journald_via_memfd;
+    pub use crate::output::spec::{parse_list as parse_outputs, Dest, Spec};
+    pub use crate::priority::Priority;
+    pub use crate::record::Record;
+    pub use crate::ring::{find_rings, read, Damage, Entry, Image, ImageError, Ring};
+    pub use crate::text::json::render_json;
+    pub use crate::text::line::render_line;
+    pub use crate::text::time::{parse_time, put_timestamp};
+}

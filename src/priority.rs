@@ -1,4 +1,5 @@
-//! Priorities: libvirt's numbering, parsed from the forms users already write.
+//! Priorities: libvirt's numbering, parsed from the forms users already
+//! write, and the one table that maps them onto syslog's severities.
 
 use std::fmt;
 
@@ -25,16 +26,22 @@ impl Priority {
     /// caller that passes a syslog-style number loses nothing: below debug counts
     /// as debug, above error as error.
     pub fn clamped(value: i32) -> Priority {
-        match value {
-            i32::MIN..=1 => Priority::Debug,
-            2 => Priority::Info,
-            3 => Priority::Warning,
-            _ => Priority::Error,
-        }
+        Priority::ALL[(value.clamp(1, 4) - 1) as usize]
     }
 
     pub fn from_number(value: u64) -> Option<Priority> {
         Priority::ALL.get(value.checked_sub(1)? as usize).copied()
+    }
+
+    /// syslog's severity number (RFC 5424), which journald's PRIORITY and
+    /// every syslog output use: debug 7, info 6, warning 4, error 3.
+    pub fn syslog_severity(self) -> u8 {
+        match self {
+            Priority::Debug => 7,
+            Priority::Info => 6,
+            Priority::Warning => 4,
+            Priority::Error => 3,
+        }
     }
 
     /// The word used in the text line (libvirt's spelling).

@@ -1,5 +1,6 @@
 //! Log sources: the per-file `vlog_source` objects that C code declares with
-//! `VLOG_INIT`, and the registry that keeps their cached levels current.
+//! `VLOG_INIT`, the promise that keeps them valid (`Live`), and the registry
+//! that keeps their cached levels current.
 //!
 //! The macros read `level` inline; the library rewrites it for every registered
 //! source whenever the configuration changes, so the disabled check stays one
@@ -71,30 +72,68 @@ impl vlog_source {
     }
 }
 
-/// A registered source. Valid from `vlog_source_register` (or the first call)
-/// until `vlog_source_unregister`, which VLOG_INIT's destructor calls when the
-/// object that holds the source is unloaded.
-pub struct SourceRef(NonNull<vlog_source>);
+/// A source the C caller vouches for: it stays valid until it is
+/// unregistered (`vlog_source_unregister`, which VLOG_INIT's destructor calls
+/// when the object that holds it is unloaded). The boundary makes one from
+/// each pointer it is given, once; the core then uses it as safe Rust, and
+/// the registry forgets it before its memory can go away.
+#[derive(Clone, Copy, Debug)]
+pub struct Live(NonNull<vlog_source>);
 
-// SAFETY: vlog_source is Sync and the registry only shares the pointer.
-unsafe impl Send for SourceRef {}
+// SAFETY: vlog_source is Sync, and a Live only shares the pointer.
+unsafe impl Send for Live {}
+// SAFETY: as above.
+unsafe impl Sync for Live {}
 
-impl SourceRef {
+impl Live {
+    /// # Safety
+    /// `source` stays valid until it is removed from the registry
+    /// (`Registry::remove` or `Registry::clear`), or for ever.
+    pub unsafe fn new(source: &vlog_source) -> Live {
+        Live(NonNull::from(source))
+    }
+
+    /// The source named "default", used by calls that pass a NULL source.
+    pub fn default_source() -> Live {
+        Live(NonNull::from(&vlog_default_source))
+    }
+
     pub fn get(&self) -> &vlog_source {
-        // SAFETY: registered sources stay valid until they are unregistered,
-        // which removes them from the registry before their memory goes away.
+        // SAFETY: valid until unregistered, per `Live::new`; the registry
+        // drops it first.
         unsafe { self.0.as_ref() }
     }
 
     pub fn is(&self, source: &vlog_source) -> bool {
         std::ptr::eq(self.0.as_ptr(), source)
     }
+
+    /// A source made for a test, which lives as long as the test process
+    /// (like a C static; kept reachable, so a leak checker does not count
+    /// it).
+    #[cfg(test)]
+    pub fn leaked(name: &'static std::ffi::CStr) -> Live {
+        static KEEP: std::sync::Mutex<Vec<&'static vlog_source>> =
+            std::sync::Mutex::new(Vec::new());
+        let source = Box::leak(Box::new(vlog_source {
+            level: AtomicI32::new(UNKNOWN),
+            name: name.as_ptr(),
+            name_len: name.to_bytes().len(),
+        }));
+        KEEP.lock().unwrap().push(source);
+        Live(NonNull::from(&*source))
+    }
+
+    /// The source's address, which names it while it is registered.
+    pub fn addr(&self) -> usize {
+        self.0.as_ptr() as usize
+    }
 }
 
 /// Every source that has logged (or registered) and not been unregistered.
 #[derive(Default)]
 pub struct Registry {
-    sources: Vec<SourceRef>,
+    sources: Vec<Live>,
 }
 
 impl Registry {
@@ -104,16 +143,14 @@ impl Registry {
         }
     }
 
-    /// Adds `source` unless it is already there; returns whether it was added.
-    ///
-    /// # Safety
-    /// `source` must stay valid until it is removed with [`Registry::remove`] or
-    /// [`Registry::clear`].
-    pub unsafe fn add(&mut self, source: &vlog_source) -> bool {
-        if self.sources.iter().any(|s| s.is(source)) {
+    /// Adds `source` unless it is already there; returns whether it was
+    /// added. A failed allocation leaves it out (it is then asked about again
+    /// on its next call).
+    pub fn add(&mut self, source: Live) -> bool {
+        if self.sources.iter().any(|s| s.is(source.get())) || self.sources.try_reserve(1).is_err() {
             return false;
         }
-        self.sources.push(SourceRef(NonNull::from(source)));
+        self.sources.push(source);
         true
     }
 
@@ -131,7 +168,7 @@ impl Registry {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &vlog_source> {
-        self.sources.iter().map(SourceRef::get)
+        self.sources.iter().map(Live::get)
     }
 }
 
@@ -153,11 +190,10 @@ mod tests {
         let b = source(c"b");
         let mut r = Registry::new();
         // SAFETY: a and b outlive the registry.
-        unsafe {
-            assert!(r.add(&a));
-            assert!(!r.add(&a));
-            assert!(r.add(&b));
-        }
+        let (la, lb) = unsafe { (Live::new(&a), Live::new(&b)) };
+        assert!(r.add(la));
+        assert!(!r.add(la));
+        assert!(r.add(lb));
         a.set_level(3);
         r.remove(&a);
         assert_eq!(a.level(), UNKNOWN);

@@ -1317,7 +1317,7 @@ print("ok")
         "MESSAGE={marker}\nSYSLOG_IDENTIFIER=vlog-memfd-test\nBIG={}\n",
         "x".repeat(300_000)
     );
-    vlog::output::send_to_journald_via_memfd(entry.as_bytes()).expect("send through a memfd");
+    vlog::internal::send_to_journald_via_memfd(entry.as_bytes()).expect("send through a memfd");
     let found = journal_entries(
         &[
             "SYSLOG_IDENTIFIER=vlog-memfd-test",

@@ -3,9 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use vlog::priority::Priority;
-use vlog::record::Record;
-use vlog::ring::Ring;
+use vlog::internal::{parse_time, Priority, Record, Ring};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vlog-dump");
@@ -31,7 +29,7 @@ fn ring_file(name: &str) -> PathBuf {
     let path = scratch(name);
     let _ = std::fs::remove_file(&path);
     let mut ring = Ring::create_file(&path, 64 * 1024, None).unwrap();
-    let base = vlog::format::parse_time("2026-11-30 00:00:00").unwrap();
+    let base = parse_time("2026-11-30 00:00:00").unwrap();
     for i in 0..100u64 {
         let msg = format!("message {i}");
         ring.append(&Record {
@@ -48,7 +46,6 @@ fn ring_file(name: &str) -> PathBuf {
             file: b"f.c",
             func: b"fn",
             message: msg.as_bytes(),
-            kind: vlog::record::Kind::Text,
             fields: b"",
         });
     }
@@ -200,7 +197,6 @@ fn follow_prints_records_as_they_arrive() {
         file: b"f",
         func: b"fn",
         message: msg.as_bytes(),
-        kind: vlog::record::Kind::Text,
         fields: b"",
     };
     ring.append(&rec("before follow"));

@@ -3,8 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use vlog::format;
-use vlog::reader::{self, find_rings, Entry, Image};
+use vlog::internal::{find_rings, read, render_json, render_line, Entry, Image};
 
 fuzz_target!(|data: &[u8]| {
     let mut starts = find_rings(data);
@@ -13,12 +12,12 @@ fuzz_target!(|data: &[u8]| {
         let Ok(image) = Image::parse(&data[at..]) else { continue };
         let mut out = Vec::new();
         let mut steps = 0usize;
-        reader::read(&image, |entry| {
+        read(&image, |entry| {
             steps += 1;
             assert!(steps <= image.stats().size as usize / 8 + 2, "the walk does not end");
             if let Entry::Record(rec) = entry {
-                format::render_line(&rec, &mut out);
-                format::render_json(&rec, None, &mut out);
+                render_line(&rec, &mut out);
+                render_json(&rec, None, &mut out);
                 out.clear();
             }
         });

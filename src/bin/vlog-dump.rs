@@ -6,11 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use vlog::filter::contains_match;
-use vlog::format;
-use vlog::priority::Priority;
-use vlog::reader::{self, find_rings, Entry, Image};
-use vlog::record::Record;
+use vlog::internal::{
+    contains_match, find_rings, parse_time, put_timestamp, read, render_json, render_line, Entry,
+    Image, ImageError, Priority, Record,
+};
 
 const USAGE: &str = "\
 usage: vlog-dump [OPTIONS] FILE...
@@ -58,7 +57,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
             "--source" => o.source = Some(value("--source")?),
             "--since" | "--until" => {
                 let v = value(&arg)?;
-                let t = format::parse_time(&v).ok_or(format!(
+                let t = parse_time(&v).ok_or(format!(
                     "invalid time '{v}': use 'YYYY-MM-DD HH:MM:SS[.fff]' (UTC) or @SECONDS"
                 ))?;
                 if arg == "--since" {
@@ -101,9 +100,9 @@ impl Options {
 
     fn print(&self, rec: &Record, out: &mut Vec<u8>) {
         if self.json {
-            format::render_json(rec, None, out);
+            render_json(rec, None, out);
         } else {
-            format::render_line(rec, out);
+            render_line(rec, out);
         }
     }
 }
@@ -122,7 +121,7 @@ struct Stats {
 fn show(image: &Image, o: &Options, after: Option<u64>, out: &mut Vec<u8>) -> Option<u64> {
     let mut stats = Stats::default();
     let mut last_seq = None;
-    reader::read(image, |entry| match entry {
+    read(image, |entry| match entry {
         Entry::Record(rec) => {
             last_seq = Some(rec.seq);
             if after.is_some_and(|a| rec.seq <= a) || !o.selects(&rec) {
@@ -170,9 +169,9 @@ fn show(image: &Image, o: &Options, after: Option<u64>, out: &mut Vec<u8>) -> Op
         );
         if let (Some(first), Some(last)) = (stats.first, stats.last) {
             out.extend_from_slice(b"first: ");
-            format::put_timestamp(first, out);
+            put_timestamp(first, out);
             out.extend_from_slice(b"\nlast: ");
-            format::put_timestamp(last, out);
+            put_timestamp(last, out);
             out.extend_from_slice(
                 format!("\nspan: {:.3} s\n", (last - first) as f64 / 1e9).as_bytes(),
             );
@@ -186,7 +185,7 @@ fn show(image: &Image, o: &Options, after: Option<u64>, out: &mut Vec<u8>) -> Op
 fn rings(bytes: &[u8]) -> Result<Vec<Image<'_>>, String> {
     match Image::parse(bytes) {
         Ok(image) => return Ok(vec![image]),
-        Err(reader::ImageError::NotARing) => {}
+        Err(ImageError::NotARing) => {}
         Err(e) => return Err(e.to_string()),
     }
     let mut found = Vec::new();

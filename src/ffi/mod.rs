@@ -1,19 +1,39 @@
-//! The C boundary. Every `extern "C"` function lives below this module; each
-//! checks its pointers and catches panics, so no panic and no NULL dereference
-//! reaches the caller.
+//! The C boundary: every exported function, one module per C noun. Each
+//! checks its pointers, turns them into references or slices once, catches
+//! every panic, and hands the core only what it has proved valid; the core
+//! below is safe Rust.
+//!
+//! | module | C names |
+//! | --- | --- |
+//! | `init` | `vlog_init`, `vlog_shutdown`, `vlog_version`, `vlog_abi_check` |
+//! | `config` | `vlog_set_level`, `vlog_set_filters`, `vlog_set_outputs`, `vlog_set_buffer_size`, `vlog_reopen`, `vlog_flush`, `vlog_last_error` |
+//! | `write` | `vlog_write`, `vlog_write_fields`, `vlog_field`, `VLOG_PRIO_*`, `VLOG_MESSAGE_MAX` |
+//! | `dump` | `vlog_dump`, `vlog_get_stats`, `vlog_stats` |
+//! | `crash` | `vlog_install_crash_handler`, `vlog_set_dump_signal` |
+//! | `source` | `vlog_source_unregister`, `vlog_source_enabled` (the macros'), `vlog_source`, `vlog_default_source` |
+//! | `site` | the macros' machinery: `vlog_site`, `vlog_arg`, `vlog_site_prepare`, `vlog_write_args`, `vlog_format_is_safe`, `VLOG_SITE_*`, `VLOG_ARG_*` |
+//!
+//! The modules are declared in that order, which is the order cbindgen
+//! writes them into `vlog_gen.h`: the API first, the machinery last.
+//!
+//! Every exported function's doc comment ends with one line in a fixed
+//! form: what it does with NULL, and whether it is async-signal-safe.
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Mutex, Once};
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
+use crate::logger;
+use crate::panic;
+use crate::source::{vlog_source, Live};
 
-pub mod api;
+pub mod config;
 pub mod crash;
-pub mod deferred;
-pub mod fields;
-pub mod fork;
+pub mod dump;
+pub mod init;
+pub mod site;
+pub mod source;
+pub mod write;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -25,22 +45,23 @@ fn set_last_error(message: &str) {
     LAST_ERROR.with(|e| *e.borrow_mut() = text);
 }
 
-/// The calling thread's last error message, valid until its next failing call.
+/// The calling thread's last error message, valid until its next failing
+/// call.
 fn last_error_ptr() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
 }
 
-/// Runs a configuration call: 0 on success; -1 with the thread's last error set
-/// when it fails or panics.
+/// Runs a configuration call: 0 on success; -1 with the thread's last error
+/// set when it fails or panics.
 fn config_call(f: impl FnOnce() -> Result<(), ConfigError>) -> c_int {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match panic::catch(f) {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => {
             set_last_error(&e.message);
             -1
         }
-        Err(_) => {
-            crate::logger::after_panic(&take_panic_message());
+        Err(message) => {
+            logger::apply::step_down(&message);
             set_last_error("internal error in vlog (a panic was caught); nothing was changed");
             -1
         }
@@ -48,49 +69,27 @@ fn config_call(f: impl FnOnce() -> Result<(), ConfigError>) -> c_int {
 }
 
 /// Runs `f`, turning a panic into `on_panic`. A panic is a bug in vlog: the
-/// logger then steps down to a safe mode (see `logger::after_panic`) and says
-/// so once. Public (hidden) for the test that proves it.
-#[doc(hidden)]
+/// logger then steps down to a safe mode (see `logger::apply::step_down`)
+/// and says so once. Public (hidden) for the test that proves it.
 pub fn guarded<R>(on_panic: R, f: impl FnOnce() -> R) -> R {
-    quiet_panics();
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match panic::catch(f) {
         Ok(r) => r,
-        Err(_) => {
-            crate::logger::after_panic(&take_panic_message());
+        Err(message) => {
+            logger::apply::step_down(&message);
             on_panic
         }
     }
 }
 
-/// `guarded` for signal handlers: the panic is swallowed and nothing else is
-/// done (stepping down takes the logger's lock, which the interrupted thread
-/// may hold).
-fn guarded_in_handler(f: impl FnOnce()) {
-    quiet_panics();
-    let _ = catch_unwind(AssertUnwindSafe(f));
-}
-
-static PANIC_MESSAGE: Mutex<String> = Mutex::new(String::new());
-
-/// Replaces the panic hook of vlog's copy of std, once: the default hook
-/// prints to fd 2 (which may not be stderr any more) on every panic; this one
-/// keeps the message for the one report `after_panic` makes.
-fn quiet_panics() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        std::panic::set_hook(Box::new(|info| {
-            if let Ok(mut message) = PANIC_MESSAGE.lock() {
-                *message = info.to_string().replace('\n', " ");
-            }
-        }))
-    });
-}
-
-fn take_panic_message() -> String {
-    PANIC_MESSAGE
-        .lock()
-        .map(|mut m| std::mem::take(&mut *m))
-        .unwrap_or_default()
+/// The source a C call names: NULL is the default source.
+fn source_arg(src: *const vlog_source) -> Live {
+    if src.is_null() {
+        return Live::default_source();
+    }
+    // SAFETY: a non-NULL source is a live vlog_source that stays valid until
+    // it is unregistered, per the API contract (declared with VLOG_INIT or
+    // VLOG_SOURCE_INITIALIZER, which unregisters it from a destructor).
+    unsafe { Live::new(&*src) }
 }
 
 /// A configuration string from C: NULL and invalid UTF-8 are errors.
@@ -119,4 +118,16 @@ unsafe fn c_bytes(s: *const c_char, fallback: &[u8]) -> &[u8] {
         // SAFETY: non-NULL and NUL-terminated per the caller.
         unsafe { CStr::from_ptr(s) }.to_bytes()
     }
+}
+
+/// The `len` bytes at `s`, or none when `s` is NULL.
+///
+/// # Safety
+/// `s` is NULL or points at `len` readable bytes that outlive the result.
+unsafe fn measured<'a>(s: *const c_char, len: usize) -> &'a [u8] {
+    if s.is_null() {
+        return b"";
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { std::slice::from_raw_parts(s.cast::<u8>(), len) }
 }

@@ -1,0 +1,167 @@
+//! Configuration: what the environment asks for (the `VLOG_*` variables),
+//! parsed by each stage's own parser, and the filters (`filter`). Nothing
+//! here opens a file or a socket: the logger applies what was parsed.
+//!
+//! Imports the parsers of the stages below it (outputs, crash dumps, ring
+//! sizes) and the bottom of the crate.
+
+pub mod filter;
+
+use crate::crash::target::{parse_dump_signal, DumpTarget};
+use crate::error::ConfigError;
+use crate::output::spec::{self, Spec};
+use crate::priority::Priority;
+use crate::ring::check_size;
+use filter::Filters;
+
+pub const DEFAULT_LEVEL: Priority = Priority::Warning;
+pub const DEFAULT_BUFFER_SIZE: usize = 64 * 1024;
+
+/// Parses `VLOG_BUFFER_SIZE`: decimal bytes with an optional K, M or G suffix
+/// (binary multiples, either case). Range checks belong to the ring.
+pub fn parse_size(s: &str) -> Result<usize, ConfigError> {
+    let bad = || {
+        ConfigError::new(format!(
+            "invalid size '{s}': use a number of bytes with an optional K, M or G suffix"
+        ))
+    };
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'k' | b'K') => (&s[..s.len() - 1], 10),
+        Some(b'm' | b'M') => (&s[..s.len() - 1], 20),
+        Some(b'g' | b'G') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let value: usize = digits.parse().map_err(|_| bad())?;
+    value
+        .checked_mul(1usize << shift)
+        .ok_or_else(|| ConfigError::new(format!("size '{s}' is too large")))
+}
+
+/// What the environment asked for. `None` means the variable is unset (or empty),
+/// so the built-in default applies.
+#[derive(Default)]
+pub struct EnvConfig {
+    pub level: Option<Priority>,
+    pub filters: Option<Filters>,
+    /// Parsed, not opened yet.
+    pub outputs: Option<Vec<Spec>>,
+    pub buffer_size: Option<usize>,
+    pub buffer_file: Option<std::path::PathBuf>,
+    pub dump: Option<DumpTarget>,
+    pub dump_signal: Option<std::ffi::c_int>,
+}
+
+/// Reads the `VLOG_*` variables. A bad value is reported through `warn` (one line
+/// naming the variable and the problem) and that variable keeps its default: a
+/// logger must never stop a daemon from starting.
+pub fn from_env(get: impl Fn(&str) -> Option<String>, mut warn: impl FnMut(&str)) -> EnvConfig {
+    let mut config = EnvConfig::default();
+    let read = |name: &str| get(name).filter(|v| !v.is_empty());
+
+    if let Some(v) = read("VLOG_LEVEL") {
+        match Priority::parse_level(&v) {
+            Some(p) => config.level = Some(p),
+            None => warn(&format!(
+                "ignoring VLOG_LEVEL: invalid level '{v}': use 1-4 or debug, info, warning, error"
+            )),
+        }
+    }
+    if let Some(v) = read("VLOG_FILTERS") {
+        match Filters::parse(&v) {
+            Ok(f) => config.filters = Some(f),
+            Err(e) => warn(&format!("ignoring VLOG_FILTERS: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_OUTPUTS") {
+        match spec::parse_list(&v) {
+            Ok(o) => config.outputs = Some(o),
+            Err(e) => warn(&format!("ignoring VLOG_OUTPUTS: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_BUFFER_SIZE") {
+        match parse_size(&v).and_then(check_size) {
+            Ok(n) => config.buffer_size = Some(n),
+            Err(e) => warn(&format!("ignoring VLOG_BUFFER_SIZE: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_BUFFER_FILE") {
+        match std::path::absolute(&v) {
+            Ok(path) => config.buffer_file = Some(path),
+            Err(e) => warn(&format!(
+                "ignoring VLOG_BUFFER_FILE: invalid path '{v}': {e}"
+            )),
+        }
+    }
+    if let Some(v) = read("VLOG_DUMP") {
+        match DumpTarget::parse(&v) {
+            Ok(t) => config.dump = Some(t),
+            Err(e) => warn(&format!("ignoring VLOG_DUMP: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_DUMP_SIGNAL") {
+        match parse_dump_signal(&v) {
+            Ok(sig) => config.dump_signal = Some(sig),
+            Err(e) => warn(&format!("ignoring VLOG_DUMP_SIGNAL: {e}")),
+        }
+    }
+    config
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("4m"), Ok(4 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        for bad in ["", "K", "1.5M", "-1", "1T", "1 K", "0x10", "1KB"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        assert!(parse_size("99999999999999999999G").is_err());
+        assert!(parse_size("17179869184G").is_err());
+    }
+
+    #[test]
+    fn env_bad_values_warn_and_keep_defaults() {
+        let vars: HashMap<&str, &str> = [
+            ("VLOG_LEVEL", "loud"),
+            ("VLOG_FILTERS", "1:qemu 9:util"),
+            ("VLOG_OUTPUTS", ""),
+            ("VLOG_BUFFER_SIZE", "12Q"),
+        ]
+        .into();
+        let mut warnings = Vec::new();
+        let c = from_env(
+            |k| vars.get(k).map(|v| v.to_string()),
+            |w| warnings.push(w.to_owned()),
+        );
+        assert!(c.level.is_none() && c.filters.is_none() && c.outputs.is_none());
+        assert!(c.buffer_size.is_none());
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(warnings[0].contains("VLOG_LEVEL") && warnings[0].contains("'loud'"));
+        assert!(warnings[1].contains("VLOG_FILTERS") && warnings[1].contains("'9'"));
+        assert!(warnings[2].contains("VLOG_BUFFER_SIZE") && warnings[2].contains("'12Q'"));
+    }
+
+    #[test]
+    fn env_good_values() {
+        let vars: HashMap<&str, &str> = [
+            ("VLOG_LEVEL", "info"),
+            ("VLOG_FILTERS", "1:qemu"),
+            ("VLOG_BUFFER_SIZE", "1M"),
+        ]
+        .into();
+        let c = from_env(|k| vars.get(k).map(|v| v.to_string()), |w| panic!("{w}"));
+        assert_eq!(c.level, Some(Priority::Info));
+        assert_eq!(c.filters.unwrap().0.len(), 1);
+        assert_eq!(c.buffer_size, Some(1 << 20));
+    }
+}

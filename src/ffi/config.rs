@@ -1,0 +1,104 @@
+//! Configuration calls: each parses its whole argument first and changes
+//! everything or nothing; a refusal is -1 with `vlog_last_error()` naming
+//! the bad token.
+
+use std::ffi::{c_char, c_int};
+
+use super::{config_call, config_str, guarded, last_error_ptr};
+use crate::error::ConfigError;
+use crate::logger;
+use crate::priority::Priority;
+
+/// Sets the default level: the lowest priority recorded for sources that no
+/// filter matches (1-4; other values fail). Every source's cached level is
+/// updated, and the default stderr output (when no outputs were set) follows
+/// the new level. Returns 0, or -1 with `vlog_last_error()` set and nothing
+/// changed.
+/// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+/// vlog_last_error(); async-signal-safe: no.
+#[no_mangle]
+pub extern "C" fn vlog_set_level(level: c_int) -> c_int {
+    config_call(|| {
+        let level = Priority::from_number(level.max(0) as u64).ok_or_else(|| {
+            ConfigError::new(format!("invalid level {level}: use 1 (debug) to 4 (error)"))
+        })?;
+        logger::with_state(|s| s.set_level(level));
+        Ok(())
+    })
+}
+
+/// Replaces the filters with `filters`, in `VLOG_FILTERS` syntax (libvirt's:
+/// space-separated `[+]PRIO:MATCH`; "" removes all filters). The whole
+/// string is parsed first: on any bad token it returns -1,
+/// `vlog_last_error()` names the token, and the previous filters stay in
+/// force. Returns 0 on success.
+/// NULL: an error (-1); ownership: the string is not kept; errors: -1 and
+/// vlog_last_error(); async-signal-safe: no.
+#[no_mangle]
+pub extern "C" fn vlog_set_filters(filters: *const c_char) -> c_int {
+    config_call(|| {
+        // SAFETY: NULL or a NUL-terminated string, per the API contract.
+        let spec = unsafe { config_str(filters, "filters") }?;
+        logger::with_state(|s| s.set_filters(spec))
+    })
+}
+
+/// Replaces the outputs with `outputs`, in `VLOG_OUTPUTS` syntax
+/// (`PRIO:stderr`, `PRIO:file:PATH`, `PRIO:json:PATH`, `PRIO:json:stderr`,
+/// `PRIO:journald`, `PRIO:syslog:IDENT`, `PRIO:syslog:IDENT@udp://HOST:PORT`,
+/// `PRIO:syslog:IDENT@tcp://HOST:PORT`; "" restores the default, stderr at
+/// the default level). The whole string is parsed, then every file and
+/// socket opened, before anything changes; on any bad token or output that
+/// cannot be opened it returns -1 with `vlog_last_error()` set, and the
+/// previous outputs stay in force. Returns 0 on success.
+/// NULL: an error (-1); ownership: the string is not kept; errors: -1 and
+/// vlog_last_error(); async-signal-safe: no.
+#[no_mangle]
+pub extern "C" fn vlog_set_outputs(outputs: *const c_char) -> c_int {
+    config_call(|| {
+        // SAFETY: NULL or a NUL-terminated string, per the API contract.
+        let spec = unsafe { config_str(outputs, "outputs") }?;
+        logger::with_state(|s| s.set_outputs(spec))
+    })
+}
+
+/// Resizes the ring to `size` bytes (0 removes it; otherwise 16 KiB to
+/// 1 GiB, rounded up to a multiple of 8). The newest records that fit are
+/// carried over with their sequence numbers; the rest count as lost.
+/// Returns 0, or -1 with `vlog_last_error()` set and the old ring kept.
+/// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+/// vlog_last_error(); async-signal-safe: no.
+#[no_mangle]
+pub extern "C" fn vlog_set_buffer_size(size: usize) -> c_int {
+    config_call(|| logger::with_state(|s| s.set_buffer_size(size)))
+}
+
+/// Reopens every file output by its path, for log rotation: call it after
+/// moving the files away (for example from a SIGHUP handler's deferred
+/// work). A file that cannot be reopened keeps its old descriptor. Returns
+/// 0, or -1 with `vlog_last_error()` naming the first failure.
+/// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+/// vlog_last_error(); async-signal-safe: no.
+#[no_mangle]
+pub extern "C" fn vlog_reopen() -> c_int {
+    config_call(|| logger::with_state(|s| s.reopen()))
+}
+
+/// Every line is written with write(2) before the logging call returns, so
+/// nothing is buffered in vlog; this makes file outputs durable
+/// (fdatasync). Returns 0, or -1 with `vlog_last_error()` set.
+/// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+/// vlog_last_error(); async-signal-safe: no.
+#[no_mangle]
+pub extern "C" fn vlog_flush() -> c_int {
+    config_call(|| logger::with_state(|s| s.flush()))
+}
+
+/// The message of the calling thread's last failed vlog call ("" if none).
+/// NULL: never returns NULL; ownership: the string belongs to vlog and stays
+/// valid until the thread's next failing call (copy it to keep it); errors:
+/// none; async-signal-safe: no.
+#[no_mangle]
+pub extern "C" fn vlog_last_error() -> *const c_char {
+    guarded(c"internal error".as_ptr(), last_error_ptr)
+}

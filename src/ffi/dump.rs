@@ -1,0 +1,73 @@
+//! Reading the ring from C: `vlog_dump` (text lines to a descriptor, without
+//! a lock) and the counters.
+
+use std::ffi::c_int;
+
+use super::{guarded, set_last_error};
+use crate::crash::dump;
+use crate::logger;
+use crate::stats;
+
+/// Counters of the ring and the outputs, filled by `vlog_get_stats`.
+#[repr(C)]
+pub struct vlog_stats {
+    /// Size of the ring's data area in bytes; 0 when there is no ring.
+    pub buffer_size: u64,
+    /// Records ever written to the ring (the next sequence number).
+    pub records: u64,
+    /// Records overwritten by newer ones (or left out when the ring was
+    /// resized).
+    pub lost: u64,
+    /// Messages dropped because they were logged while the same thread was
+    /// already inside vlog (for example from a signal handler).
+    pub dropped_nested: u64,
+    /// Lines that an output could not write (a full disk, a reader gone, a
+    /// full pipe, fd 2 closed); the messages are still in the ring.
+    pub output_lines_lost: u64,
+    /// Structured fields whose name was not valid (kept as
+    /// VLOG_BAD_FIELD_NAME).
+    pub bad_fields: u64,
+}
+
+/// Writes the ring to `fd` as text lines, oldest first, in the output line
+/// format. Reads without taking any lock and validates every record (commit
+/// word, checksum, sequence); a damaged record is reported by a line
+/// starting `vlog:` instead of being printed, as are records overwritten
+/// while the dump ran. No allocation, no lock, only write(2). Returns the
+/// number of records written (0 without a ring), or -1 if a write failed
+/// (errno tells why).
+/// NULL: takes no pointer; ownership: `fd` stays the caller's; errors: -1
+/// and errno; async-signal-safe: yes.
+#[no_mangle]
+pub extern "C" fn vlog_dump(fd: c_int) -> c_int {
+    guarded(-1, || match dump::ring_to_fd(fd) {
+        Some(count) => c_int::try_from(count).unwrap_or(c_int::MAX),
+        None => -1,
+    })
+}
+
+/// Fills `*stats` with the ring's and the outputs' counters. Returns 0, or
+/// -1 if `stats` is NULL. Takes the lock.
+/// NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
+/// the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
+#[no_mangle]
+pub extern "C" fn vlog_get_stats(stats: *mut vlog_stats) -> c_int {
+    if stats.is_null() {
+        set_last_error("stats is NULL");
+        return -1;
+    }
+    guarded(-1, || {
+        let ring = logger::with_state(|s| s.stats());
+        let out = vlog_stats {
+            buffer_size: ring.size,
+            records: ring.recorded,
+            lost: ring.lost,
+            dropped_nested: stats::get(&stats::NESTED_DROPPED),
+            output_lines_lost: stats::get(&stats::LINES_LOST),
+            bad_fields: stats::get(&stats::BAD_FIELDS),
+        };
+        // SAFETY: non-NULL, and the caller passes a writable vlog_stats.
+        unsafe { stats.write(out) };
+        0
+    })
+}

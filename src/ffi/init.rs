@@ -1,0 +1,115 @@
+//! Starting and stopping vlog, and what a program can ask of the library it
+//! was linked with: its version, and whether it has the layout of
+//! `vlog_source` and `vlog_site` that the program's header compiled in.
+
+use std::ffi::{c_char, c_int, c_uint};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::{config_call, guarded, site::vlog_site};
+use crate::logger;
+use crate::source::vlog_source;
+
+/// The library's version: major, minor, patch (the header's
+/// `VLOG_VERSION_*`; `vlog_version()` gives the library's).
+pub const VLOG_VERSION_MAJOR: c_uint = 0;
+pub const VLOG_VERSION_MINOR: c_uint = 1;
+pub const VLOG_VERSION_PATCH: c_uint = 0;
+
+/// The layout of the structures the macros compile into programs
+/// (`vlog_source`, `vlog_site`). A header and a library of another ABI
+/// version do not work together; `VLOG_INIT` checks it when the program (or
+/// the library holding it) is loaded.
+pub const VLOG_ABI_VERSION: c_uint = 1;
+
+const fn parse(s: &str) -> c_uint {
+    let b = s.as_bytes();
+    let mut n = 0;
+    let mut i = 0;
+    while i < b.len() {
+        n = n * 10 + (b[i] - b'0') as c_uint;
+        i += 1;
+    }
+    n
+}
+
+// The header's numbers are Cargo's: one version, stated once in Cargo.toml.
+const _: () = assert!(VLOG_VERSION_MAJOR == parse(env!("CARGO_PKG_VERSION_MAJOR")));
+const _: () = assert!(VLOG_VERSION_MINOR == parse(env!("CARGO_PKG_VERSION_MINOR")));
+const _: () = assert!(VLOG_VERSION_PATCH == parse(env!("CARGO_PKG_VERSION_PATCH")));
+
+/// Reads the environment (`VLOG_LEVEL`, `VLOG_FILTERS`, `VLOG_OUTPUTS`,
+/// `VLOG_BUFFER_SIZE`, `VLOG_BUFFER_FILE`, `VLOG_DUMP`, `VLOG_DUMP_SIGNAL`)
+/// and sets up the ring and outputs, then installs the crash handler unless
+/// `VLOG_DUMP=off` (see `vlog_install_crash_handler`). Idempotent: only the
+/// first call (or the first log call, which initialises lazily but installs
+/// no signal handler) reads the environment. A bad variable prints one
+/// warning line on stderr naming it and keeps that variable's default. In a
+/// setuid/setgid process the environment is ignored. Returns 0 (-1 only on
+/// an internal error; see `vlog_last_error`).
+/// NULL: takes no pointer. Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_init() -> c_int {
+    config_call(|| {
+        logger::with_state(|s| {
+            if let Err(e) = s.install_crash_handler(false) {
+                crate::diag::warn(&format!("no crash dumps: {e}"));
+            }
+        });
+        Ok(())
+    })
+}
+
+/// Flushes and closes the outputs, frees the ring and forgets every source:
+/// vlog returns to its state before the first call, and a later call starts
+/// it again from the environment. Safe to call more than once.
+/// NULL: takes no pointer. Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_shutdown() {
+    guarded((), || logger::with_state(|s| s.shutdown()))
+}
+
+/// The library's version as "MAJOR.MINOR.PATCH", which the header's
+/// VLOG_VERSION_* give for the header a program was built with. The string
+/// belongs to vlog and lives for ever.
+/// NULL: takes no pointer; never returns NULL. Async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_version() -> *const c_char {
+    const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+    VERSION.as_ptr().cast()
+}
+
+/// Internal, for VLOG_INIT: checks that the program calling it was built
+/// against a header with this
+/// library's ABI: `abi` is the header's VLOG_ABI_VERSION, `source_size` and
+/// `site_size` its sizeof(vlog_source) and sizeof(vlog_site). Returns 0 when
+/// they match; otherwise prints one line on stderr saying what to rebuild
+/// (once per process) and returns -1, and `VLOG_INIT` then turns the
+/// file's source off, so a
+/// mismatched program logs nothing rather than corrupting memory. `VLOG_INIT`
+/// calls this from a constructor; there is no need to call it yourself.
+/// NULL: takes no pointer. Not async-signal-safe.
+#[no_mangle]
+pub extern "C" fn vlog_abi_check(abi: c_uint, source_size: usize, site_size: usize) -> c_int {
+    let ours = (
+        VLOG_ABI_VERSION,
+        std::mem::size_of::<vlog_source>(),
+        std::mem::size_of::<vlog_site>(),
+    );
+    if (abi, source_size, site_size) == ours {
+        return 0;
+    }
+    static REPORTED: AtomicBool = AtomicBool::new(false);
+    if REPORTED.swap(true, Ordering::Relaxed) {
+        return -1;
+    }
+    guarded(-1, || {
+        crate::diag::warn(&format!(
+            "this program (or a library it loaded) was built with vlog.h for ABI {abi} \
+                 (vlog_source {source_size} bytes, vlog_site {site_size} bytes), but the vlog \
+                 library it runs with has ABI {} ({} and {} bytes): rebuild it against the \
+                 installed vlog.h; until then its messages are not logged",
+            ours.0, ours.1, ours.2
+        ));
+        -1
+    })
+}

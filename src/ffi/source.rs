@@ -1,0 +1,47 @@
+//! Sources from C: the one a file declares with `VLOG_INIT`, registered by
+//! its first call and unregistered when its object is unloaded.
+
+use std::ffi::c_int;
+
+use super::{guarded, source_arg};
+use crate::logger::{self, emit};
+use crate::priority::Priority;
+use crate::source::{vlog_source, UNKNOWN};
+use crate::sys::keeping_errno;
+
+/// Forgets `src`, so the library no longer updates it. `VLOG_INIT` calls
+/// this from a destructor, so a source in a library that is dlclose'd
+/// leaves nothing behind. Unknown sources are ignored.
+/// NULL: ignored; ownership: `src` stays the caller's, and vlog no longer
+/// holds it; errors: none; async-signal-safe: no.
+#[no_mangle]
+pub extern "C" fn vlog_source_unregister(src: *const vlog_source) {
+    if src.is_null() {
+        return;
+    }
+    guarded((), || {
+        let source = source_arg(src);
+        logger::with_state(|s| s.unregister(source.get()));
+    })
+}
+
+/// Internal, for the macros: registers `src` if it is not yet known, and
+/// returns 1 if a message of priority `prio` from it is recorded, else 0.
+/// The header's macros and `vlog()` call this only when the inline check
+/// cannot decide. `prio` outside 1..4 is clamped. Registering initialises
+/// vlog lazily. errno is left as it was.
+/// NULL: the default source; ownership: `src` must stay valid until
+/// `vlog_source_unregister(src)`; errors: none (0); async-signal-safe: no.
+#[no_mangle]
+pub extern "C" fn vlog_source_enabled(src: *const vlog_source, prio: c_int) -> c_int {
+    keeping_errno(|| {
+        guarded(0, || {
+            let source = source_arg(src);
+            let mut level = source.get().level();
+            if level == UNKNOWN {
+                level = emit::register(source);
+            }
+            c_int::from(Priority::clamped(prio) as c_int >= level)
+        })
+    })
+}

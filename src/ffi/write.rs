@@ -1,0 +1,175 @@
+//! Recording finished messages: `vlog_write` and `vlog_write_fields`, which
+//! the header's function forms call after formatting, and the structured
+//! field type.
+
+use std::ffi::{c_char, c_int, CStr};
+
+use super::{c_bytes, guarded, set_last_error, source_arg};
+use crate::fields::{Field, Value, MAX_FIELDS};
+use crate::logger::emit::{self, Call, Message, Outcome};
+use crate::priority::Priority;
+use crate::source::vlog_source;
+use crate::sys::keeping_errno;
+
+/// Debug messages: the most verbose priority.
+pub const VLOG_PRIO_DEBUG: c_int = 1;
+/// Informational messages.
+pub const VLOG_PRIO_INFO: c_int = 2;
+/// Warnings: the default level.
+pub const VLOG_PRIO_WARN: c_int = 3;
+/// Errors: the least verbose priority.
+pub const VLOG_PRIO_ERROR: c_int = 4;
+/// The longest message kept whole, in bytes. Longer messages are cut to this
+/// length, ending with ` [truncated: N bytes]` where N is the full length.
+pub const VLOG_MESSAGE_MAX: usize = 8192;
+const _: () = assert!(VLOG_MESSAGE_MAX == crate::record::MESSAGE_MAX);
+// The numbers C passes are the core's priorities.
+const _: () = assert!(
+    VLOG_PRIO_DEBUG == Priority::Debug as c_int
+        && VLOG_PRIO_INFO == Priority::Info as c_int
+        && VLOG_PRIO_WARN == Priority::Warning as c_int
+        && VLOG_PRIO_ERROR == Priority::Error as c_int
+);
+
+/// One structured field of a message (libvirt's metadata): a name and a
+/// string or integer value. Names are journald's: 1 to 64 uppercase letters,
+/// digits and underscores, not starting with an underscore or a digit.
+#[repr(C)]
+pub struct vlog_field {
+    pub key: *const c_char,
+    /// The value when `is_num` is 0 (NULL is logged as "(null)").
+    pub str: *const c_char,
+    /// The value when `is_num` is not 0.
+    pub num: i64,
+    pub is_num: c_int,
+}
+
+/// Records a finished message of `len` bytes at `msg` (it need not be
+/// NUL-terminated and may contain any bytes) if the filters select it: into
+/// the ring, and to every output whose priority it meets, each line with one
+/// write(2). `full_len` is the length the message had before the caller cut
+/// it (pass `len` when it is whole); a message cut short, or longer than
+/// VLOG_MESSAGE_MAX, is stored with a ` [truncated: N bytes]` marker. `prio`
+/// outside 1..4 is clamped. Returns 1 if the message was recorded, 0 if the
+/// filters dropped it (or it was logged from inside vlog on the same thread,
+/// as from a signal handler, and dropped to avoid a deadlock), -1 on an
+/// internal error. errno is left as it was (an output's failure is reported
+/// once on vlog's diagnostics instead). Never allocates once running; takes
+/// one lock.
+/// NULL: `src` is the default source, `file` "", `func` "?", `msg`
+/// "(null)"; ownership: the bytes are copied, nothing kept; errors: -1, never
+/// errno; async-signal-safe: no.
+#[no_mangle]
+pub extern "C" fn vlog_write(
+    src: *const vlog_source,
+    prio: c_int,
+    file: *const c_char,
+    line: c_int,
+    func: *const c_char,
+    msg: *const c_char,
+    len: usize,
+    full_len: usize,
+) -> c_int {
+    vlog_write_fields(
+        src,
+        prio,
+        file,
+        line,
+        func,
+        msg,
+        len,
+        full_len,
+        std::ptr::null(),
+        0,
+    )
+}
+
+/// As vlog_write, with `nfields` structured fields at `fields`. The fields
+/// of a recorded message are stored in the ring record beside the text, shown by vlog_dump and vlog-dump, and
+/// printed by every output (text lines: ` [NAME=value ...]`; JSON outputs: a
+/// "fields" object). A field whose name is not valid is kept as
+/// VLOG_BAD_FIELD_NAME with the name as its value, counted in
+/// vlog_stats.bad_fields and reported once on stderr (a message the filters
+/// drop is neither stored nor counted); at most 32 fields and 4 KiB of them
+/// are kept. Returns 1 if recorded, 0 if filtered out, -1 on a
+/// NULL `fields` with `nfields` > 0 (vlog_last_error says so) or an internal
+/// error. errno is left as it was. Never allocates once running; takes one
+/// lock.
+/// NULL: as vlog_write, and `fields` may be NULL when `nfields` is 0, a
+/// field's NULL string is "(null)"; ownership: everything is copied, nothing
+/// kept; errors: -1, never errno; async-signal-safe: no.
+#[no_mangle]
+pub extern "C" fn vlog_write_fields(
+    src: *const vlog_source,
+    prio: c_int,
+    file: *const c_char,
+    line: c_int,
+    func: *const c_char,
+    msg: *const c_char,
+    len: usize,
+    full_len: usize,
+    fields: *const vlog_field,
+    nfields: usize,
+) -> c_int {
+    if nfields > 0 && fields.is_null() {
+        set_last_error("fields is NULL but nfields is not 0");
+        return -1;
+    }
+    keeping_errno(|| {
+        guarded(-1, || {
+            let given: &[vlog_field] = if nfields == 0 {
+                &[]
+            } else {
+                // SAFETY: the caller passes `nfields` initialised fields.
+                unsafe { std::slice::from_raw_parts(fields, nfields) }
+            };
+            // Only the fields that are kept are looked at.
+            let mut list = [Field {
+                name: b"",
+                value: Value::Int(0),
+            }; MAX_FIELDS];
+            let n = given.len().min(MAX_FIELDS);
+            for (slot, f) in list.iter_mut().zip(given) {
+                *slot = field(f);
+            }
+            let text: &[u8] = if msg.is_null() {
+                b"(null)"
+            } else {
+                // SAFETY: the caller passes `len` readable bytes at `msg`.
+                unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
+            };
+            let call = Call {
+                source: source_arg(src),
+                priority: Priority::clamped(prio),
+                message: Message::Text {
+                    // SAFETY: NULL or NUL-terminated strings, per the API
+                    // contract.
+                    file: unsafe { c_bytes(file, b"") },
+                    line: line.max(0) as u32,
+                    // SAFETY: as above.
+                    func: unsafe { c_bytes(func, b"?") },
+                    text,
+                    full_len: full_len.max(text.len()),
+                    fields: &list[..n],
+                },
+            };
+            c_int::from(emit::emit(&call) == Outcome::Recorded)
+        })
+    })
+}
+
+/// A C field as slices; its name is checked by the core, when the message is
+/// recorded.
+fn field(f: &vlog_field) -> Field<'_> {
+    // SAFETY: NULL or NUL-terminated, per the contract.
+    let name = unsafe { c_bytes(f.key, b"(null)") };
+    let value = if f.is_num != 0 {
+        Value::Int(f.num)
+    } else if f.str.is_null() {
+        Value::Str(b"(null)")
+    } else {
+        // SAFETY: non-NULL and NUL-terminated, per the contract.
+        Value::Str(unsafe { CStr::from_ptr(f.str) }.to_bytes())
+    };
+    Field { name, value }
+}

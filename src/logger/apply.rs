@@ -1,0 +1,264 @@
+//! Applying configuration: the environment at the first call, then each
+//! `vlog_set_*` call, all or nothing; the ring made, resized or kept in a
+//! file; the crash handler installed; and the step down after an internal
+//! error.
+
+use std::sync::atomic::Ordering;
+
+use super::{inside, note, safe_mode, with_state, State, NORMAL, RING_ONLY, SAFE_MODE, SILENT};
+use crate::config::filter::Filters;
+use crate::config::{self, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
+use crate::crash::{self, target::DumpTarget};
+use crate::error::ConfigError;
+use crate::fields;
+use crate::output::{spec, Output, Outputs};
+use crate::priority::Priority;
+use crate::record::MESSAGE_MAX;
+use crate::ring::{self, Region, Ring};
+use crate::source::{vlog_default_source, Live, UNKNOWN};
+use crate::{diag, sys};
+
+impl State {
+    /// Reads the environment once (unless the process is setuid/setgid) and
+    /// sets up the ring and outputs. Explicit setters called later override
+    /// it.
+    pub fn ensure_init(&mut self) {
+        if self.initialized {
+            return;
+        }
+        self.initialized = true;
+        diag::adopt_stderr();
+        super::fork::register_handlers();
+        let env = if sys::secure_mode() {
+            config::EnvConfig::default()
+        } else {
+            config::from_env(
+                |name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()),
+                diag::warn,
+            )
+        };
+        self.level = env.level.unwrap_or(DEFAULT_LEVEL);
+        self.filters = env.filters.unwrap_or_default();
+        let outputs = env
+            .outputs
+            .filter(|specs| !specs.is_empty())
+            .and_then(|specs| {
+                Outputs::open(&specs)
+                    .map_err(|e| diag::warn(&format!("ignoring VLOG_OUTPUTS: {e}")))
+                    .ok()
+            });
+        match outputs {
+            Some(list) => {
+                self.outputs.set(list);
+                self.default_outputs = false;
+            }
+            None => self.use_default_outputs(),
+        }
+        if safe_mode() != NORMAL {
+            // After an internal error, a restart (vlog_shutdown) keeps them
+            // off.
+            self.outputs.clear();
+            self.default_outputs = false;
+        }
+        self.dump = env.dump.unwrap_or_default();
+        self.dump_signal = env.dump_signal;
+        let size = env.buffer_size.unwrap_or(DEFAULT_BUFFER_SIZE);
+        let result = match env.buffer_file {
+            Some(path) if size > 0 => Ring::open_file(&path, size).map(|ring| {
+                self.retired = self.ring.replace(ring);
+                self.buffer_file = Some(path);
+            }),
+            _ => self.resize(size),
+        };
+        if let Err(e) = result {
+            diag::warn(&format!("{e}; keeping the ring in memory"));
+            if let Err(e) = self.resize(size) {
+                diag::warn(&format!("running without a ring: {e}"));
+            }
+        }
+        self.fields.reserve(fields::ENCODED_MAX);
+        self.message.reserve(MESSAGE_MAX);
+        self.rendered.reserve(MESSAGE_MAX);
+        self.refresh_sources();
+    }
+
+    fn use_default_outputs(&mut self) {
+        self.outputs.set(vec![Output::stderr(self.level)]);
+        self.default_outputs = true;
+    }
+
+    /// Registers `source` if it is new and returns its level. Initialises
+    /// vlog first if nothing has yet.
+    pub fn register(&mut self, source: Live) -> i32 {
+        self.ensure_init();
+        if self.sources.add(source) {
+            let level = self.resolve(source.get().name_bytes());
+            source.get().set_level(level);
+        }
+        source.get().level()
+    }
+
+    /// Installs the crash handler as `VLOG_DUMP` and `VLOG_DUMP_SIGNAL` say;
+    /// `VLOG_DUMP=off` is obeyed unless `explicit` (an API call asked).
+    pub fn install_crash_handler(&mut self, explicit: bool) -> Result<(), ConfigError> {
+        self.ensure_init();
+        if self.dump == DumpTarget::Off && !explicit {
+            return Ok(());
+        }
+        if !self.dump_opened {
+            crash::set_dump_fd(self.dump.open()?, self.dump.open_image());
+            self.dump_opened = true;
+        }
+        crash::install()
+            .map_err(|e| ConfigError::new(format!("cannot install the crash handler: {e}")))?;
+        if let Some(sig) = self.dump_signal {
+            crash::install_dump_signal(sig)?;
+        }
+        Ok(())
+    }
+
+    pub fn set_level(&mut self, level: Priority) {
+        self.ensure_init();
+        self.level = level;
+        if self.default_outputs {
+            self.use_default_outputs();
+        }
+        self.refresh_sources();
+    }
+
+    pub fn set_filters(&mut self, spec: &str) -> Result<(), ConfigError> {
+        let filters = Filters::parse(spec)?;
+        self.ensure_init();
+        self.filters = filters;
+        self.refresh_sources();
+        Ok(())
+    }
+
+    pub fn set_outputs(&mut self, text: &str) -> Result<(), ConfigError> {
+        if safe_mode() != NORMAL {
+            return Err(ConfigError::new(
+                "outputs stay off after an internal error in vlog (see its report)".to_string(),
+            ));
+        }
+        let specs = spec::parse_list(text)?;
+        let list = Outputs::open(&specs)?;
+        self.ensure_init();
+        if list.is_empty() {
+            self.use_default_outputs();
+        } else {
+            self.outputs.set(list);
+            self.default_outputs = false;
+        }
+        self.refresh_sources();
+        Ok(())
+    }
+
+    pub fn set_buffer_size(&mut self, size: usize) -> Result<(), ConfigError> {
+        let size = ring::check_size(size)?;
+        self.ensure_init();
+        self.resize(size)?;
+        self.refresh_sources();
+        Ok(())
+    }
+
+    /// Replaces the ring by one of `size` bytes (0: none), carrying over the
+    /// newest records that fit. With a ring file, the new ring replaces the
+    /// file.
+    fn resize(&mut self, size: usize) -> Result<(), ConfigError> {
+        if self.ring.as_ref().map_or(0, |r| r.stats().size as usize) == size {
+            return Ok(());
+        }
+        let failed = |e: std::io::Error| {
+            ConfigError::new(format!("cannot make a ring of {size} bytes: {e}"))
+        };
+        let new = match (size, &self.buffer_file) {
+            (0, _) => None,
+            (_, Some(path)) => {
+                let previous = self.ring.as_ref().map(|r| (r.view(), r.stats()));
+                let previous = previous.as_ref().map(|(v, s)| (v as &dyn Region, *s));
+                Some(Ring::create_file(path, size, previous).map_err(failed)?)
+            }
+            (_, None) => {
+                let mut ring = Ring::new(size).map_err(failed)?;
+                if let Some(old) = &self.ring {
+                    ring.migrate_from(old);
+                }
+                Some(ring)
+            }
+        };
+        self.retired = std::mem::replace(&mut self.ring, new);
+        Ok(())
+    }
+
+    pub fn reopen(&mut self) -> Result<(), ConfigError> {
+        self.ensure_init();
+        // A daemon that redirected stderr on purpose says so by reopening.
+        diag::adopt_stderr();
+        let mut first_error = None;
+        for out in self.outputs.iter_mut() {
+            if let Err(e) = out.reopen() {
+                first_error.get_or_insert(ConfigError::new(format!(
+                    "cannot reopen {}: {e}",
+                    out.describe()
+                )));
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    pub fn flush(&mut self) -> Result<(), ConfigError> {
+        for out in self.outputs.iter() {
+            out.sync()
+                .map_err(|e| ConfigError::new(format!("cannot flush {}: {e}", out.describe())))?;
+        }
+        Ok(())
+    }
+
+    /// Back to the state before the first call: outputs closed, ring freed,
+    /// sources forgotten.
+    pub fn shutdown(&mut self) {
+        let _ = self.flush();
+        self.sources.clear();
+        vlog_default_source.set_level(UNKNOWN);
+        let ring = self.ring.take();
+        *self = State {
+            retired: ring,
+            ..State::new()
+        };
+    }
+
+    pub fn stats(&self) -> ring::Stats {
+        self.ring.as_ref().map(Ring::stats).unwrap_or_default()
+    }
+}
+
+/// Steps down after a panic was caught at the C boundary, and says so once
+/// per step: the first panic turns the outputs off (the ring keeps
+/// recording), a second one turns every source off. `what` is the panic's
+/// message. Never panics itself.
+pub fn step_down(what: &str) {
+    let step = SAFE_MODE
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |m| {
+            (m < SILENT).then_some(m + 1)
+        })
+        .map_or(SILENT + 1, |old| old + 1);
+    let text = match step {
+        RING_ONLY => {
+            format!("internal error ({what}); going on with the ring only: outputs are off")
+        }
+        SILENT => format!("internal error again ({what}); logging is off"),
+        _ => return,
+    };
+    let _ = crate::panic::catch(|| {
+        if inside() {
+            // The lock may be this thread's: say it without the ring.
+            return diag::warn(&text);
+        }
+        with_state(|s| {
+            s.outputs.clear();
+            s.default_outputs = false;
+            note(s.ring.as_mut(), &text);
+            s.refresh_sources();
+        })
+    });
+}

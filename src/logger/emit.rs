@@ -1,0 +1,482 @@
+//! The recorded call, top to bottom: the filter, then the ring, then the
+//! outputs. One lock acquisition (`enter`), no allocation, the arguments
+//! captured once by the boundary and copied once into the ring.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use super::{enter, note, Entered, State};
+use crate::deferred::{self, Captured};
+use crate::fields::{self, Field};
+use crate::priority::Priority;
+use crate::record::{Record, MESSAGE_MAX};
+use crate::ring::sites::Site;
+use crate::ring::Ring;
+use crate::source::{Live, OFF, UNKNOWN};
+use crate::sys;
+use crate::text::{Bounded, Sink};
+
+/// What became of a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Recorded,
+    /// Dropped by the filters (or as a nested call).
+    Dropped,
+    /// A deferred message whose arguments do not fit a record: the caller
+    /// formats it and logs the text.
+    FormatAtCall,
+}
+
+/// A deferred call site's names, line and format, as the logger asks for
+/// them: only on the site's first record in a ring and when the message is
+/// printed.
+pub trait CallSite {
+    /// The site's file, function, line and format (with an empty source
+    /// name: the logger fills it in).
+    fn describe(&self) -> Site<'_>;
+}
+
+/// What a call hands over, every pointer already made a slice.
+pub enum Message<'a> {
+    /// A finished message: its text, the length it had before the caller
+    /// cut it (at least `text.len()`), and its structured fields.
+    Text {
+        file: &'a [u8],
+        line: u32,
+        func: &'a [u8],
+        text: &'a [u8],
+        full_len: usize,
+        fields: &'a [Field<'a>],
+    },
+    /// The raw arguments of a deferred call site; its names, line and
+    /// format are the site's. `entry` is where the site remembers its
+    /// dictionary entry (the ring's id in the high 32 bits, the entry's
+    /// offset in the low ones), `entry_source` the address of the source that
+    /// entry names; both written under the lock.
+    Args {
+        site: &'a dyn CallSite,
+        entry: &'a AtomicU64,
+        entry_source: &'a AtomicUsize,
+        args: &'a [Captured<'a>],
+        /// Their size in a record (`deferred::args_len`), None when they do
+        /// not fit one.
+        args_len: Option<usize>,
+    },
+}
+
+pub struct Call<'a> {
+    pub source: Live,
+    pub priority: Priority,
+    pub message: Message<'a>,
+}
+
+/// Records a message: into the ring, and to every output whose priority it
+/// meets.
+// Inlined into its two callers at the boundary: the recorded call is then
+// one function from the C entry to the ring.
+#[inline(always)]
+pub fn emit(call: &Call) -> Outcome {
+    let Some(mut entered) = Entered::new() else {
+        return Outcome::Dropped;
+    };
+    let outcome = entered.state().record(call);
+    entered.leave();
+    outcome
+}
+
+/// Registers a source and returns its level (`OFF` when dropped as
+/// nested).
+pub fn register(source: Live) -> i32 {
+    enter(|state| state.register(source)).unwrap_or(OFF)
+}
+
+impl State {
+    #[inline(always)]
+    fn record(&mut self, call: &Call) -> Outcome {
+        // 1. The filters: the source's cached level (registering a source
+        // that is new decides it).
+        let mut level = call.source.get().level();
+        if level == UNKNOWN {
+            level = self.register(call.source);
+        }
+        if (call.priority as i32) < level {
+            return Outcome::Dropped;
+        }
+        let printed = self.outputs.prints(call.priority);
+
+        // 2. A deferred message no output prints (the flight recorder's
+        // debug messages): a record of the arguments alone, naming the
+        // site's entry in the ring's dictionary.
+        if let (Message::Args { .. }, false) = (&call.message, printed) {
+            if let Some(outcome) = self.record_site(call) {
+                return outcome;
+            }
+        }
+
+        // 3. The message as the ring keeps it: the text (cut with a marker
+        // when it is too long) and its fields, or a deferred payload.
+        let State {
+            ring,
+            outputs,
+            fields: field_buf,
+            message,
+            rendered,
+            ..
+        } = self;
+        let site;
+        let (file, line, func, body, fields, deferred) = match &call.message {
+            Message::Text {
+                file,
+                line,
+                func,
+                text,
+                full_len,
+                fields,
+            } => {
+                let body = if *full_len > text.len() || text.len() > MESSAGE_MAX {
+                    truncated(text, *full_len, message)
+                } else {
+                    text
+                };
+                let fields = encode_fields(fields, field_buf);
+                (*file, *line, *func, body, fields, false)
+            }
+            Message::Args { site: s, args, .. } => {
+                site = s.describe();
+                message.clear();
+                if !deferred::encode(site.format, args, message) {
+                    return Outcome::FormatAtCall;
+                }
+                (
+                    site.file,
+                    site.line,
+                    site.func,
+                    &message[..],
+                    &b""[..],
+                    true,
+                )
+            }
+        };
+        let rec = Record {
+            seq: 0,
+            time_ns: sys::realtime_ns(),
+            tid: sys::thread_id(),
+            line,
+            priority: call.priority,
+            source: call.source.get().name_bytes(),
+            file,
+            func,
+            message: body,
+            fields,
+        }
+        .clipped();
+
+        // 4. The ring. The outputs show the number it gave the record (0
+        // without a ring), as vlog-dump does.
+        let seq = match ring.as_mut() {
+            Some(ring) if deferred => ring.append_deferred(&rec),
+            Some(ring) => ring.append(&rec),
+            None => 0,
+        };
+        if !printed {
+            return Outcome::Recorded;
+        }
+
+        // 5. The outputs, with a deferred message rendered once for all.
+        let shown = if deferred {
+            rendered.resize(MESSAGE_MAX, 0);
+            let mut text = Bounded::new(&mut rendered[..]);
+            if deferred::render(rec.message, &mut text).is_err() {
+                return Outcome::Recorded;
+            }
+            Record {
+                seq,
+                message: text.finish(),
+                ..rec
+            }
+        } else {
+            Record { seq, ..rec }
+        };
+        outputs.print(&shown, |event| note(ring.as_mut(), event));
+        Outcome::Recorded
+    }
+
+    /// Step 2: the record of a deferred call site's arguments, or None when
+    /// there is no ring or its dictionary has no room for the site (the
+    /// message then takes the general path).
+    #[inline]
+    fn record_site(&mut self, call: &Call) -> Option<Outcome> {
+        let Message::Args {
+            site,
+            entry,
+            entry_source,
+            args,
+            args_len,
+        } = call.message
+        else {
+            return None;
+        };
+        let ring = self.ring.as_mut()?;
+        let entry = site_entry(ring, call.source, site, entry, entry_source)?;
+        let Some(args_len) = args_len else {
+            return Some(Outcome::FormatAtCall);
+        };
+        ring.append_site(
+            sys::realtime_ns(),
+            sys::thread_id(),
+            call.priority,
+            entry,
+            args,
+            args_len,
+        );
+        Some(Outcome::Recorded)
+    }
+}
+
+/// The offset of the site's dictionary entry in `ring`, adding the site on
+/// its first record there; None when the dictionary has no room for it.
+#[inline]
+fn site_entry(
+    ring: &mut Ring,
+    source: Live,
+    site: &dyn CallSite,
+    entry: &AtomicU64,
+    entry_source: &AtomicUsize,
+) -> Option<u32> {
+    let cached = entry.load(Ordering::Relaxed);
+    if (cached >> 32) as u32 == ring.id() && entry_source.load(Ordering::Relaxed) == source.addr() {
+        return Some(cached as u32);
+    }
+    add_site(ring, source, site, entry, entry_source)
+}
+
+/// A site's first record in this ring: its entry is added.
+#[cold]
+fn add_site(
+    ring: &mut Ring,
+    source: Live,
+    site: &dyn CallSite,
+    entry: &AtomicU64,
+    entry_source: &AtomicUsize,
+) -> Option<u32> {
+    let described = Site {
+        source: source.get().name_bytes(),
+        ..site.describe()
+    };
+    let offset = ring.add_site(&described)?;
+    entry.store(
+        u64::from(ring.id()) << 32 | u64::from(offset),
+        Ordering::Relaxed,
+    );
+    entry_source.store(source.addr(), Ordering::Relaxed);
+    Some(offset)
+}
+
+/// Fills `buf` with as much of `text` as fits in MESSAGE_MAX together with a
+/// marker giving the full length, and returns it. `buf` has MESSAGE_MAX
+/// bytes of capacity reserved, so this does not allocate.
+fn truncated<'b>(text: &[u8], full_len: usize, buf: &'b mut Vec<u8>) -> &'b [u8] {
+    buf.resize(MESSAGE_MAX, 0);
+    let mut message = Bounded::new(&mut buf[..]);
+    message.put(text);
+    message.claim(full_len);
+    message.finish()
+}
+
+/// The fields encoded into `buf` (bad names made fit, see
+/// `fields::checked`), or nothing for none.
+fn encode_fields<'b>(list: &[Field], buf: &'b mut Vec<u8>) -> &'b [u8] {
+    if list.is_empty() {
+        return b"";
+    }
+    buf.clear();
+    fields::encode(list.iter().map(|f| fields::checked(f.name, f.value)), buf);
+    if fields::decode(buf).is_some_and(|f| !f.is_empty()) {
+        buf
+    } else {
+        b""
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ring::{self, Entry};
+
+    fn source(name: &'static std::ffi::CStr) -> Live {
+        Live::leaked(name)
+    }
+
+    fn quiet_state() -> State {
+        let mut s = State::new();
+        s.initialized = true;
+        s.default_outputs = false;
+        s.set_buffer_size(ring::layout::MIN_SIZE).unwrap();
+        s
+    }
+
+    fn text_call<'a>(src: Live, p: Priority, text: &'a [u8], full_len: usize) -> Call<'a> {
+        Call {
+            source: src,
+            priority: p,
+            message: Message::Text {
+                file: b"f.c",
+                line: 1,
+                func: b"f",
+                text,
+                full_len,
+                fields: &[],
+            },
+        }
+    }
+
+    fn log(s: &mut State, src: Live, p: Priority, text: &str) -> bool {
+        s.record(&text_call(src, p, text.as_bytes(), text.len())) == Outcome::Recorded
+    }
+
+    fn ring_messages(s: &State) -> Vec<String> {
+        let mut v = Vec::new();
+        s.ring.as_ref().unwrap().view().read(|e| {
+            if let Entry::Record(r) = e {
+                v.push(String::from_utf8_lossy(r.message).into_owned())
+            }
+        });
+        v
+    }
+
+    #[test]
+    fn levels_follow_filters_and_default_level() {
+        let mut s = quiet_state();
+        let qemu = source(c"qemu.monitor");
+        let util = source(c"util.file");
+        assert!(!log(&mut s, qemu, Priority::Debug, "dropped"));
+        assert_eq!(qemu.get().level(), 3);
+        s.set_filters("1:qemu").unwrap();
+        assert_eq!(qemu.get().level(), 1);
+        assert!(log(&mut s, qemu, Priority::Debug, "kept"));
+        log(&mut s, util, Priority::Info, "dropped");
+        assert_eq!(util.get().level(), 3);
+        // A change of the default level alone refreshes the caches.
+        s.set_level(Priority::Info);
+        assert_eq!(util.get().level(), 2);
+        assert_eq!(qemu.get().level(), 1);
+        assert!(s.set_filters("1:qemu 9:x").is_err());
+        assert_eq!(qemu.get().level(), 1, "a rejected string changes nothing");
+        s.unregister(qemu.get());
+        assert_eq!(qemu.get().level(), UNKNOWN);
+        assert_eq!(ring_messages(&s), ["kept"]);
+    }
+
+    #[test]
+    fn without_ring_outputs_decide() {
+        let mut s = quiet_state();
+        s.set_buffer_size(0).unwrap();
+        let src = source(c"x");
+        log(&mut s, src, Priority::Error, "e");
+        assert_eq!(src.get().level(), OFF, "nothing reads it");
+        s.set_outputs("2:stderr").unwrap();
+        assert_eq!(src.get().level(), 3, "default level still filters");
+        s.set_level(Priority::Debug);
+        assert_eq!(src.get().level(), 2, "stderr prints info and up");
+    }
+
+    #[test]
+    fn truncation_marks_full_length() {
+        let mut s = quiet_state();
+        let src = source(c"t");
+        let long = "x".repeat(MESSAGE_MAX + 10);
+        log(&mut s, src, Priority::Error, &long);
+        let got = ring_messages(&s);
+        assert_eq!(got[0].len(), MESSAGE_MAX);
+        assert!(got[0].ends_with(&format!("x [truncated: {} bytes]", MESSAGE_MAX + 10)));
+        s.record(&text_call(src, Priority::Error, b"short", 100_000));
+        assert_eq!(ring_messages(&s)[1], "short [truncated: 100000 bytes]");
+    }
+
+    struct TestSite {
+        entry: AtomicU64,
+        entry_source: AtomicUsize,
+    }
+
+    impl CallSite for TestSite {
+        fn describe(&self) -> Site<'_> {
+            Site {
+                source: b"",
+                file: b"f.c",
+                func: b"f",
+                line: 1,
+                format: b"n=%d x=%.2f",
+            }
+        }
+    }
+
+    #[test]
+    fn deferred_message_is_rendered_for_outputs_and_kept_raw_otherwise() {
+        let mut s = quiet_state();
+        let path = std::env::temp_dir().join(format!("vlog-deferred-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        s.set_outputs(&format!("2:file:{}", path.display()))
+            .unwrap();
+        s.set_level(Priority::Debug);
+        let src = source(c"deferred.out");
+        let site = TestSite {
+            entry: AtomicU64::new(0),
+            entry_source: AtomicUsize::new(0),
+        };
+        let args = [Captured::Signed(42), Captured::Double(0.5)];
+        let call = |p| Call {
+            source: src,
+            priority: p,
+            message: Message::Args {
+                site: &site,
+                entry: &site.entry,
+                entry_source: &site.entry_source,
+                args: &args,
+                args_len: deferred::args_len(&args),
+            },
+        };
+        // Printed: rendered once for the file, kept as a payload in the ring.
+        assert_eq!(s.record(&call(Priority::Info)), Outcome::Recorded);
+        // Not printed: a dictionary record, the site's entry remembered.
+        assert_eq!(s.record(&call(Priority::Debug)), Outcome::Recorded);
+        assert_ne!(site.entry.load(Ordering::Relaxed), 0);
+        let file = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(file.lines().count(), 1, "{file}");
+        assert!(file.ends_with(" : n=42 x=0.50\n"), "{file}");
+        assert_eq!(ring_messages(&s), ["n=42 x=0.50", "n=42 x=0.50"]);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn resize_keeps_records() {
+        let mut s = quiet_state();
+        let src = source(c"r");
+        for i in 0..10 {
+            log(&mut s, src, Priority::Error, &format!("m{i}"));
+        }
+        s.set_buffer_size(1 << 20).unwrap();
+        assert_eq!(ring_messages(&s).len(), 10);
+        assert!(s.set_buffer_size(10).is_err());
+        assert_eq!(s.stats().size, 1 << 20);
+    }
+
+    #[test]
+    fn file_output_gets_lines_at_its_priority() {
+        let mut s = quiet_state();
+        let path = std::env::temp_dir().join(format!("vlog-logger-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        s.set_outputs(&format!("3:file:{}", path.display()))
+            .unwrap();
+        let src = source(c"file.test");
+        s.set_level(Priority::Debug);
+        log(&mut s, src, Priority::Info, "info line");
+        log(&mut s, src, Priority::Error, "error\nline");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.ends_with(": error : file.test : f:1 : error\\nline\n"),
+            "{text}"
+        );
+        assert_eq!(ring_messages(&s), ["info line", "error\nline"]);
+        std::fs::remove_file(&path).unwrap();
+    }
+}

@@ -1,0 +1,40 @@
+//! The sources' cached levels: what the filters, the default level and the
+//! outputs make of each source, written into every registered source
+//! whenever one of them changes, so the macros' inline check stays one load
+//! and one compare.
+
+use std::sync::atomic::Ordering;
+
+use super::{safe_mode, State, SILENT};
+use crate::source::{vlog_print_level, vlog_source, OFF};
+
+impl State {
+    /// The cached level for a source with this name.
+    pub(super) fn resolve(&self, name: &[u8]) -> i32 {
+        if safe_mode() == SILENT {
+            return OFF;
+        }
+        let wanted = self.filters.lookup(name).unwrap_or(self.level) as i32;
+        if self.ring.is_some() {
+            return wanted;
+        }
+        // Without a ring, a message no output prints is read by no one.
+        let printed = self.outputs.lowest().map_or(OFF, |p| p as i32);
+        wanted.max(printed)
+    }
+
+    /// Writes every registered source's level, and the lowest priority any
+    /// output prints (the header reads it to tell whether a message can be
+    /// deferred).
+    pub(super) fn refresh_sources(&self) {
+        for source in self.sources.iter() {
+            source.set_level(self.resolve(source.name_bytes()));
+        }
+        let printed = self.outputs.lowest().map_or(OFF, |p| p as i32);
+        vlog_print_level.store(printed, Ordering::Relaxed);
+    }
+
+    pub fn unregister(&mut self, source: &vlog_source) {
+        self.sources.remove(source);
+    }
+}

@@ -1,0 +1,225 @@
+//! The logger: the global state (configuration, the registry of sources, the
+//! ring, the outputs) behind one lock, and the calls that use it. The
+//! recorded call reads top to bottom in `emit`; configuration is `apply`; the
+//! sources' cached levels are `levels`; fork handling is `fork`.
+//!
+//! The lock is std's Mutex, a bare futex word on Linux. parking_lot keeps a
+//! process-wide table of parked threads whose bucket locks a fork can leave
+//! held by a thread that does not exist in the child, so a child forked
+//! while other threads log could hang on its first contended lock
+//! (parking_lot issue 515); a futex word has no such table, and the atfork
+//! handlers make it safe to fork at any moment.
+//!
+//! A thread inside the logger is marked (`enter`), so that a signal handler
+//! that interrupts it and logs is dropped and counted instead of waiting for
+//! a lock its own thread holds.
+//!
+//! The top of the core: imports every stage below it; only `ffi` imports it.
+
+pub mod apply;
+pub mod emit;
+pub mod fork;
+pub mod levels;
+
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::config::filter::Filters;
+use crate::config::DEFAULT_LEVEL;
+use crate::crash::altstack;
+use crate::crash::target::DumpTarget;
+use crate::output::Outputs;
+use crate::priority::Priority;
+use crate::record::Record;
+use crate::ring::{published, Ring};
+use crate::source::Registry;
+use crate::{diag, stats, sys};
+
+pub struct State {
+    initialized: bool,
+    level: Priority,
+    filters: Filters,
+    outputs: Outputs,
+    /// True while no output string was given: then the one output is stderr
+    /// at the default level, following later level changes.
+    default_outputs: bool,
+    ring: Option<Ring>,
+    /// A ring replaced by the last operation, freed once no reader uses it.
+    retired: Option<Ring>,
+    sources: Registry,
+    /// Preallocated buffers, so recording never allocates once running: the
+    /// encoded fields, the message as stored (cut, or a deferred payload),
+    /// and a deferred message rendered for the outputs.
+    fields: Vec<u8>,
+    message: Vec<u8>,
+    rendered: Vec<u8>,
+    /// Where crash dumps go, and the signal that asks for one (environment).
+    dump: DumpTarget,
+    dump_signal: Option<c_int>,
+    dump_opened: bool,
+    /// The file the ring lives in (`VLOG_BUFFER_FILE`), if any.
+    buffer_file: Option<PathBuf>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State::new());
+
+/// How far vlog has stepped down after internal errors (panics caught at
+/// the C boundary): NORMAL, RING_ONLY (outputs off: the code that prints may
+/// be what failed) or SILENT (every source off: nothing more is recorded).
+static SAFE_MODE: AtomicU8 = AtomicU8::new(NORMAL);
+const NORMAL: u8 = 0;
+const RING_ONLY: u8 = 1;
+const SILENT: u8 = 2;
+
+thread_local! {
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+impl State {
+    pub const fn new() -> State {
+        State {
+            initialized: false,
+            level: DEFAULT_LEVEL,
+            filters: Filters(Vec::new()),
+            outputs: Outputs::new(),
+            default_outputs: true,
+            ring: None,
+            retired: None,
+            sources: Registry::new(),
+            fields: Vec::new(),
+            message: Vec::new(),
+            rendered: Vec::new(),
+            dump: DumpTarget::Stderr,
+            dump_signal: None,
+            dump_opened: false,
+            buffer_file: None,
+        }
+    }
+}
+
+impl Default for State {
+    fn default() -> State {
+        State::new()
+    }
+}
+
+/// Takes the lock. A panic while it was held (caught at the C boundary)
+/// leaves the state usable, so poisoning is ignored.
+fn lock() -> MutexGuard<'static, State> {
+    STATE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs `f` on the global state under its lock, then publishes a ring that
+/// was created or replaced and frees a retired one once no reader holds it.
+pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    let mut state = lock();
+    let result = f(&mut state);
+    publish(&mut state);
+    result
+}
+
+/// What every holder of the lock does before letting go of it: readers find
+/// the ring as it is now, and a ring replaced is freed once no reader uses
+/// it. (A call that panics skips this; the next one does it.)
+#[inline(always)]
+fn publish(state: &mut State) {
+    published::publish(state.ring.as_ref());
+    if let Some(old) = state.retired.take() {
+        published::retire(old);
+    }
+}
+
+/// Marks the calling thread as inside the logger until dropped, even if
+/// what runs inside panics.
+struct Inside;
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        INSIDE.with(|inside| inside.set(false));
+    }
+}
+
+/// The state, locked by a thread marked inside the logger.
+pub struct Entered {
+    // Dropped in this order: the lock, then the mark.
+    guard: MutexGuard<'static, State>,
+    _inside: Inside,
+}
+
+impl Entered {
+    /// The lock, unless this thread is already inside the logger (a signal
+    /// handler that interrupted a logging call): then the lock is held by
+    /// this very thread and waiting would deadlock, so the call is dropped,
+    /// counted, and `None` returned.
+    #[inline(always)]
+    pub fn new() -> Option<Entered> {
+        if INSIDE.with(|inside| inside.replace(true)) {
+            stats::add(&stats::NESTED_DROPPED, 1);
+            return None;
+        }
+        let inside = Inside;
+        altstack::ensure();
+        Some(Entered {
+            guard: lock(),
+            _inside: inside,
+        })
+    }
+
+    pub fn state(&mut self) -> &mut State {
+        &mut self.guard
+    }
+
+    /// Publishes (see `with_state`), unlocks, and leaves.
+    #[inline(always)]
+    pub fn leave(mut self) {
+        publish(&mut self.guard);
+    }
+}
+
+/// Runs `f` under the lock unless this thread is already inside the logger
+/// (see [`Entered::new`]); `None` when the call was dropped as nested.
+pub fn enter<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
+    let mut entered = Entered::new()?;
+    let result = f(entered.state());
+    entered.leave();
+    Some(result)
+}
+
+/// True while this thread is inside the logger (so a call now would nest).
+pub fn inside() -> bool {
+    INSIDE.with(Cell::get)
+}
+
+/// Reports an event of vlog's own (an output failing, recovering, rotated;
+/// a step down): on fd 2 (when it is still stderr) and as a warning record
+/// from source `vlog` in the ring, so a dump shows it whatever became of
+/// fd 2.
+fn note(ring: Option<&mut Ring>, event: &str) {
+    diag::warn(event);
+    if let Some(ring) = ring {
+        ring.append(
+            &Record {
+                seq: 0,
+                time_ns: sys::realtime_ns(),
+                tid: sys::thread_id(),
+                line: 0,
+                priority: Priority::Warning,
+                source: b"vlog",
+                file: b"",
+                func: b"output",
+                message: event.as_bytes(),
+                fields: b"",
+            }
+            .clipped(),
+        );
+    }
+}
+
+fn safe_mode() -> u8 {
+    SAFE_MODE.load(Ordering::Relaxed)
+}

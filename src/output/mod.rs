@@ -1,0 +1,339 @@
+//! The outputs (`VLOG_OUTPUTS`): where recorded messages are printed, each
+//! an object with its own minimum priority and one call that prints a record
+//! (`Output::print`). A new kind of output is a module here, a variant of
+//! [`Target`] and its token in `spec`; nothing outside this folder changes.
+//!
+//! An output that fails (a full disk, a reader gone, a full pipe, fd 2
+//! closed) never stops logging: the line is dropped and counted, the ring and
+//! the other outputs go on, and the failure is reported once, then its end
+//! once with the number of lines lost. Writes never raise SIGPIPE and never
+//! wait for a full pipe.
+//!
+//! Imports the text stage and the bottom of the crate.
+
+pub mod file;
+pub mod journald;
+pub mod spec;
+pub mod syslog;
+
+use std::io;
+
+use crate::diag;
+use crate::error::ConfigError;
+use crate::priority::Priority;
+use crate::record::Record;
+use crate::stats;
+use crate::sys;
+use crate::text::json::{render_json, JSON_LINE_MAX};
+use crate::text::line::{render_line, LINE_MAX};
+use file::FileOutput;
+use journald::Journald;
+use spec::{Dest, Form, Spec};
+use syslog::Syslog;
+
+/// Where an output's bytes go.
+#[derive(Debug)]
+enum Target {
+    /// fd 2, while it is still the stderr vlog adopted (see `diag`).
+    Stderr,
+    File(FileOutput),
+    Journald(Journald),
+    Syslog(Syslog),
+}
+
+/// One output.
+#[derive(Debug)]
+pub struct Output {
+    pub priority: Priority,
+    /// The text line or JSON, for stderr and files.
+    form: Form,
+    target: Target,
+    /// Lines lost since the output started failing; None while it works.
+    /// The failure is reported when this becomes Some, the recovery when it
+    /// becomes None again.
+    failing: Option<u64>,
+}
+
+/// What every output that prints a record shares: the text and JSON lines,
+/// each made at most once per record, and a buffer for the forms made per
+/// output. Reserved once, so printing never allocates.
+#[derive(Debug, Default)]
+pub struct Lines {
+    text: Vec<u8>,
+    json: Vec<u8>,
+    entry: Vec<u8>,
+    text_made: bool,
+    json_made: bool,
+}
+
+impl Lines {
+    pub fn reserve(&mut self) {
+        self.text.reserve(LINE_MAX);
+        self.json.reserve(JSON_LINE_MAX);
+        self.entry.reserve(LINE_MAX);
+    }
+
+    fn line(&mut self, form: Form, rec: &Record) -> &[u8] {
+        if form == Form::Json {
+            if !self.json_made {
+                self.json.clear();
+                render_json(rec, Some(sys::process_id()), &mut self.json);
+                self.json_made = true;
+            }
+            &self.json
+        } else {
+            if !self.text_made {
+                self.text.clear();
+                render_line(rec, &mut self.text);
+                self.text_made = true;
+            }
+            &self.text
+        }
+    }
+}
+
+impl Output {
+    pub fn stderr(priority: Priority) -> Output {
+        Output::new(priority, Form::Text, Target::Stderr)
+    }
+
+    fn new(priority: Priority, form: Form, target: Target) -> Output {
+        Output {
+            priority,
+            form,
+            target,
+            failing: None,
+        }
+    }
+
+    /// Opens the output a token names: its file, its socket, its collector
+    /// connection.
+    pub fn open(spec: &Spec) -> Result<Output, ConfigError> {
+        let target = match &spec.dest {
+            Dest::Stderr => Target::Stderr,
+            Dest::File(path) => Target::File(FileOutput::open(path.clone())?),
+            Dest::Journald => Target::Journald(Journald::open()?),
+            Dest::Syslog { transport, ident } => Target::Syslog(Syslog::open(transport, ident)?),
+        };
+        Ok(Output::new(spec.priority, spec.form, target))
+    }
+
+    /// Prints `rec` (text: a deferred message is rendered before). Returns
+    /// what to report, if anything: a rotation noticed, the start of a
+    /// failure, its end.
+    pub fn print(&mut self, rec: &Record, lines: &mut Lines) -> Option<String> {
+        let form = self.form;
+        let (rotated, result) = match &mut self.target {
+            Target::Stderr => (None, write_stderr(lines.line(form, rec))),
+            Target::File(file) => {
+                let rotated = file.follow_rotation();
+                (rotated, file.write(lines.line(form, rec)))
+            }
+            Target::Journald(journald) => (None, journald.send(rec, &mut lines.entry)),
+            Target::Syslog(syslog) => {
+                let result = syslog.send(rec, &mut lines.entry);
+                // Frames a collector connection had queued when it broke.
+                let dropped = syslog.take_dropped();
+                stats::add(&stats::LINES_LOST, dropped);
+                if let Some(lost) = &mut self.failing {
+                    *lost += dropped;
+                }
+                (None, result)
+            }
+        };
+        let event = self.account(result);
+        match (rotated, event) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Counts a failed line, and says when failing starts or ends.
+    fn account(&mut self, result: io::Result<()>) -> Option<String> {
+        match (result, &mut self.failing) {
+            (Ok(()), failing) => failing.take().map(|lost| {
+                format!(
+                    "{} works again; {lost} line{} could not be written to it",
+                    self.describe(),
+                    if lost == 1 { "" } else { "s" }
+                )
+            }),
+            (Err(_), Some(lost)) => {
+                *lost += 1;
+                stats::add(&stats::LINES_LOST, 1);
+                None
+            }
+            (Err(e), failing) => {
+                *failing = Some(1);
+                stats::add(&stats::LINES_LOST, 1);
+                Some(format!(
+                    "cannot write to {}: {e}; logging goes on, and this is not \
+                     reported again until it works",
+                    self.describe()
+                ))
+            }
+        }
+    }
+
+    /// In a forked child: lets go of a collector connection it shares with
+    /// the parent (the next message opens the child's own).
+    pub fn after_fork(&mut self) {
+        if let Target::Syslog(syslog) = &mut self.target {
+            syslog.after_fork();
+        }
+    }
+
+    /// Reopens a file output by its path (after logrotate moved it). The old
+    /// file stays in use if the new one cannot be opened.
+    pub fn reopen(&mut self) -> io::Result<()> {
+        match &mut self.target {
+            Target::File(file) => file.reopen(),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn sync(&self) -> io::Result<()> {
+        match &self.target {
+            Target::File(file) => file.sync(),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match &self.target {
+            Target::Stderr => "stderr".to_owned(),
+            Target::File(file) => file.describe(),
+            Target::Journald(_) => "journald".to_owned(),
+            Target::Syslog(syslog) => syslog.describe(),
+        }
+    }
+}
+
+fn write_stderr(line: &[u8]) -> io::Result<()> {
+    match diag::stderr() {
+        Some(kind) => sys::write_no_sigpipe(2, line, kind),
+        None => Err(io::Error::other(
+            "fd 2 is closed, or is no longer the file it was when vlog started \
+             (call vlog_reopen() after redirecting it)",
+        )),
+    }
+}
+
+/// The outputs in force, in the order they print.
+#[derive(Debug, Default)]
+pub struct Outputs {
+    list: Vec<Output>,
+    lines: Lines,
+}
+
+impl Outputs {
+    pub const fn new() -> Outputs {
+        Outputs {
+            list: Vec::new(),
+            lines: Lines {
+                text: Vec::new(),
+                json: Vec::new(),
+                entry: Vec::new(),
+                text_made: false,
+                json_made: false,
+            },
+        }
+    }
+
+    /// Opens every output of a parsed list. One that cannot be opened
+    /// refuses the whole list, and what was opened for it is closed again.
+    pub fn open(specs: &[Spec]) -> Result<Vec<Output>, ConfigError> {
+        specs.iter().map(Output::open).collect()
+    }
+
+    /// Replaces the outputs in force.
+    pub fn set(&mut self, list: Vec<Output>) {
+        self.list = list;
+        self.lines.reserve();
+    }
+
+    pub fn clear(&mut self) {
+        self.list.clear();
+    }
+
+    /// The lowest priority any output prints.
+    pub fn lowest(&self) -> Option<Priority> {
+        self.list.iter().map(|o| o.priority).min()
+    }
+
+    /// Whether some output prints a message of priority `p`.
+    pub fn prints(&self, p: Priority) -> bool {
+        self.list.iter().any(|o| p >= o.priority)
+    }
+
+    /// Prints `rec` to every output whose priority it meets, each form made
+    /// once; `report` gets what is to be reported.
+    pub fn print(&mut self, rec: &Record, mut report: impl FnMut(&str)) {
+        self.lines.text_made = false;
+        self.lines.json_made = false;
+        for out in self.list.iter_mut().filter(|o| rec.priority >= o.priority) {
+            if let Some(event) = out.print(rec, &mut self.lines) {
+                report(&event);
+            }
+        }
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Output> {
+        self.list.iter_mut()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Output> {
+        self.list.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn tmp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("vlog-output-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    fn open(s: &str) -> Result<Vec<Output>, ConfigError> {
+        Outputs::open(&spec::parse_list(s)?)
+    }
+
+    #[test]
+    fn files_are_opened_private_and_in_order() {
+        let path = tmp("a.log");
+        let o = open(&format!(
+            "3:stderr  1:file:{}  debug:stderr",
+            path.display()
+        ))
+        .unwrap();
+        assert_eq!(o.len(), 2);
+        assert!(matches!(o[0].target, Target::File(_)));
+        assert!(matches!(o[1].target, Target::Stderr));
+        assert_eq!(o[1].priority, Priority::Debug);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let json = tmp("a.json");
+        let o = open(&format!("3:stderr 1:json:{} 2:json:stderr", json.display())).unwrap();
+        assert!(o[0].form == Form::Json && matches!(o[0].target, Target::File(_)));
+        assert!(o[1].form == Form::Json && matches!(o[1].target, Target::Stderr));
+    }
+
+    #[test]
+    fn what_cannot_be_opened_refuses_the_list() {
+        for (spec, want) in [
+            ("1:file:/nonexistent-dir/x.log", "cannot open"),
+            (
+                "1:syslog:d@udp://no.such.host.invalid:514",
+                "cannot resolve",
+            ),
+        ] {
+            let err = open(spec).unwrap_err();
+            assert!(err.message.contains(want), "{spec}: {}", err.message);
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The ring: a self-describing memory region of variable-length records,
+//! written under the logger's lock and read without any lock, by this process
+//! (`vlog_dump`, the crash handler) or by another from a file or a core
+//! (`vlog-dump`). It imports the text and deferred stages (readers render
+//! deferred records) and the bottom of the crate, nothing above.
+//!
+//! # Overview
+//!
+//! ```text
+//! | header (layout) | call-site dictionary (sites) | data area: records ... pad |
+//!                                                   ^head (oldest)   ^tail (end)
+//! ```
+//! Positions are logical byte offsets that only grow; `pos % data_size` is
+//! the place in the data area. `head` is the oldest record still held, `tail`
+//! the end of the newest. A record never wraps: when it does not fit before
+//! the end of the data area, a pad (`PAD_MARK`, length) fills the rest and
+//! the record starts at offset 0.
+//!
+//! Appending a record (`writer`): reserve room at the tail, moving `head`
+//! past the records about to be overwritten first (counting them lost); write
+//! the record with its commit word 0; store the commit word (derived from the
+//! sequence number) last; then move `tail`. A reader (`reader`) copies each
+//! record, then checks that `head` has not moved past it, then validates the
+//! copy (commit word tied to the sequence number, checksum, lengths,
+//! dictionary entry). So a reader never prints a record that changed under
+//! it, whatever the writer was doing, and a record a killed writer left
+//! half-written is reported, not printed.
+//!
+//! The call-site dictionary (`sites`) is append-only: an entry is written
+//! past `dict_used` and published by moving it, and never changes after.
+//!
+//! # Memory ordering, writer and reader in pairs
+//!
+//! - [W1] `tail` Release in `Ring::publish` pairs with [R1] `tail` Acquire in
+//!   `View::tail`: every record below the tail a reader loaded is written,
+//!   commit word included.
+//! - [W2] Release fence after `head` moves in `Ring::evict`, before the
+//!   evicted bytes are overwritten, pairs with [R2], the Acquire fence and
+//!   `head` load after each copy in `reader::read`: a copy that saw any byte
+//!   of a newer lap sees the head moved past it, and is discarded.
+//! - [W3] `dict_used` Release in `Ring::add_site` pairs with [R3] `dict_used`
+//!   Acquire in `View::dict`: a published entry is whole.
+//! - [W4]/[R4] (`published`): the pointer readers find the ring by, and their
+//!   count, SeqCst on both sides, so a replaced ring is freed only after its
+//!   last reader left.
+//!
+//! # Files
+//!
+//! `layout` (the header, offsets, sizes, magic), `record` (the record's
+//! binary form), `sites` (the dictionary), `lock` (a ring file's
+//! process-shared lock), `writer` (appending), `view` (a live ring, read),
+//! `reader` (the walk every reader shares), `image` (rings in bytes from
+//! files and cores), `migrate` (records carried into a new ring), `file`
+//! (ring files), `published` (the ring lock-free readers find).
+
+pub mod file;
+pub mod image;
+pub mod layout;
+pub mod lock;
+pub mod migrate;
+pub mod published;
+pub mod reader;
+pub mod record;
+pub mod sites;
+pub mod view;
+pub mod writer;
+
+pub use image::{find_rings, Image, ImageError};
+pub use layout::{check_size, Stats};
+pub use reader::{read, Entry, Region};
+pub use record::Damage;
+pub use writer::Ring;

@@ -1,0 +1,71 @@
+//! The ring that lock-free readers in this process find: `vlog_dump` and the
+//! crash handler take no lock, so they find the current ring through an
+//! atomic pointer and announce themselves in a count, and a ring that is
+//! replaced is unmapped only once no reader is inside it.
+//!
+//! [W4]/[R4]: the writer stores the new pointer, then waits for the count to
+//! fall to zero; a reader adds itself to the count, then loads the pointer.
+//! Both sides use SeqCst, so that one of them always sees the other (a
+//! reader that loaded the old pointer is counted before the writer looks at
+//! the count).
+
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use super::layout::Header;
+use super::view::View;
+use super::writer::Ring;
+
+static PUBLISHED: AtomicPtr<Header> = AtomicPtr::new(ptr::null_mut());
+static READERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Makes `ring` the one readers find (None: no ring).
+pub fn publish(ring: Option<&Ring>) {
+    let now = ring.map_or(ptr::null(), Ring::as_raw);
+    if PUBLISHED.load(Ordering::SeqCst).cast_const() != now {
+        // [W4] the pointer, then the count.
+        PUBLISHED.store(now.cast_mut(), Ordering::SeqCst);
+    }
+}
+
+/// Frees a ring that is no longer published, once no reader uses it.
+pub fn retire(old: Ring) {
+    debug_assert_ne!(PUBLISHED.load(Ordering::SeqCst).cast_const(), old.as_raw());
+    while READERS.load(Ordering::SeqCst) != 0 {
+        std::thread::yield_now();
+    }
+    drop(old);
+}
+
+/// Leaves the count when dropped, even if the reader panics.
+struct Reading;
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        READERS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Runs `f` on a view of the current ring, without the lock. No allocation,
+/// no lock: safe in a signal handler.
+pub fn read<R>(f: impl FnOnce(Option<View>) -> R) -> R {
+    // [R4] the count, then the pointer.
+    READERS.fetch_add(1, Ordering::SeqCst);
+    let _reading = Reading;
+    let header = PUBLISHED.load(Ordering::SeqCst);
+    let view = if header.is_null() {
+        None
+    } else {
+        // SAFETY: a published ring is freed only after it is unpublished and
+        // the count, which we joined before loading the pointer, drops to
+        // zero ([W4]/[R4]).
+        Some(unsafe { View::from_raw(header) })
+    };
+    f(view)
+}
+
+/// In a forked child, which has only the forking thread: no reader can be
+/// inside the ring.
+pub fn forget_readers_after_fork() {
+    READERS.store(0, Ordering::SeqCst);
+}

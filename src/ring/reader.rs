@@ -1,0 +1,191 @@
+//! Reading rings: the lock-free record walk shared by `vlog_dump`, the crash
+//! handler and `vlog-dump`, over a live ring in this process or over bytes
+//! read from a ring file, a dump or a core file.
+
+use std::sync::atomic::{fence, Ordering};
+
+use super::record::{self, Damage, Kind, Stored, RECORD_MAX};
+use super::sites::Site;
+use crate::deferred;
+use crate::record::{Record, MESSAGE_MAX};
+use crate::text::Bounded;
+
+/// Where a reader finds a ring's data area and its head and tail.
+pub trait Region {
+    fn data_size(&self) -> u64;
+    /// The oldest record's position; may grow while a live ring is read.
+    fn head(&self) -> u64;
+    fn tail(&self) -> u64;
+    /// The published part of the call-site dictionary (see `sites`).
+    fn dict(&self) -> &[u8];
+    /// Copies `dst.len()` bytes from data offset `off`; both are multiples of 8
+    /// and `off + dst.len() <= data_size()`.
+    fn copy(&self, off: usize, dst: &mut [u8]);
+}
+
+impl<R: Region + ?Sized> Region for &R {
+    fn data_size(&self) -> u64 {
+        (**self).data_size()
+    }
+
+    fn head(&self) -> u64 {
+        (**self).head()
+    }
+
+    fn tail(&self) -> u64 {
+        (**self).tail()
+    }
+
+    fn dict(&self) -> &[u8] {
+        (**self).dict()
+    }
+
+    fn copy(&self, off: usize, dst: &mut [u8]) {
+        (**self).copy(off, dst)
+    }
+}
+
+/// What a reader finds, oldest first.
+#[derive(Debug)]
+pub enum Entry<'a> {
+    Record(Record<'a>),
+    /// An intact record whose sequence number is not the one expected: the
+    /// records from `expected` to `found - 1` are missing (written by another
+    /// process sharing the ring file, say).
+    Gap {
+        expected: u64,
+        found: u64,
+    },
+    /// A record that failed validation; `seq` is what was expected there.
+    Damaged {
+        seq: u64,
+        damage: Damage,
+    },
+    /// The writer overwrote this many bytes of records while they were being
+    /// read; the reader skipped to the oldest record still held.
+    Overwritten {
+        bytes: u64,
+    },
+}
+
+/// Visits every record from oldest to newest without taking any lock and
+/// without allocating: safe to call from a signal handler. Each record is
+/// copied to the stack and validated before `visit` sees it.
+pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
+    let size = region.data_size();
+    // Head before tail: both only grow, so the pair is ordered, though the
+    // writer may have lapped the ring in between.
+    let mut pos = region.head();
+    let tail = region.tail();
+    if tail < pos {
+        visit(Entry::Damaged {
+            seq: 0,
+            damage: Damage::Malformed,
+        });
+        return;
+    }
+    if tail - pos > size {
+        let head = region.head();
+        visit(Entry::Overwritten {
+            bytes: head.saturating_sub(pos),
+        });
+        pos = head;
+        if tail < pos || tail - pos > size {
+            return;
+        }
+    }
+    let mut buf = [0u8; RECORD_MAX];
+    let mut expected: Option<u64> = None;
+    while pos < tail {
+        let off = (pos % size) as usize;
+        region.copy(off, &mut buf[..8]);
+        // What the first word says this is: a pad to the end of the data
+        // area, or a record of a plausible length, or neither.
+        let pad = record::pad_len(&buf[..8]);
+        let is_pad = pad.is_some();
+        let len = match pad {
+            Some(pad) => Some(pad).filter(|&pad| pad == size as usize - off),
+            None => record::peek_len(&buf).filter(|&n| off + n <= size as usize),
+        };
+        if let (Some(len), false) = (len, is_pad) {
+            region.copy(off, &mut buf[..len]);
+        }
+        // [R2] Acquire fence, then head: pairs with [W2] in Ring::evict. If
+        // the copy saw any bytes of a newer lap, this load sees the head
+        // that was moved past them.
+        fence(Ordering::Acquire);
+        let head = region.head();
+        if head > pos {
+            visit(Entry::Overwritten { bytes: head - pos });
+            pos = head;
+            expected = None;
+            continue;
+        }
+        let Some(len) = len else {
+            // Not overwritten, yet no trustworthy length: there is no next
+            // record to find.
+            visit(Entry::Damaged {
+                seq: expected.unwrap_or(0),
+                damage: Damage::Malformed,
+            });
+            return;
+        };
+        if is_pad {
+            pos += len as u64;
+            continue;
+        }
+        match Stored::decode(&buf[..len]) {
+            Ok(Stored { rec, kind }) => {
+                // An intact record out of sequence: say what is missing, then
+                // go on from it rather than reject everything after.
+                if let Some(want) = expected.filter(|&want| want != rec.seq) {
+                    visit(Entry::Gap {
+                        expected: want,
+                        found: rec.seq,
+                    });
+                }
+                expected = Some(rec.seq + 1);
+                // Deferred messages are made into text here, so every reader
+                // sees them exactly as printf would have written them at the call.
+                let mut text = [0u8; MESSAGE_MAX];
+                let mut message = Bounded::new(&mut text);
+                let rendered = match kind {
+                    Kind::Text => Some((rec, false)),
+                    Kind::Deferred => deferred::render(rec.message, &mut message)
+                        .ok()
+                        .map(|()| (rec, true)),
+                    Kind::Site(entry) => {
+                        Site::decode(region.dict(), entry as usize).and_then(|site| {
+                            deferred::render_args(site.format, rec.message, &mut message).ok()?;
+                            let named = Record {
+                                source: site.source,
+                                file: site.file,
+                                func: site.func,
+                                line: site.line,
+                                ..rec
+                            };
+                            Some((named, true))
+                        })
+                    }
+                };
+                match rendered {
+                    Some((rec, false)) => visit(Entry::Record(rec)),
+                    Some((rec, true)) => visit(Entry::Record(Record {
+                        message: message.finish(),
+                        ..rec
+                    })),
+                    None => visit(Entry::Damaged {
+                        seq: rec.seq,
+                        damage: Damage::Malformed,
+                    }),
+                }
+            }
+            Err(damage) => {
+                let seq = expected.unwrap_or(0);
+                expected = expected.map(|want| want + 1);
+                visit(Entry::Damaged { seq, damage });
+            }
+        }
+        pos += len as u64;
+    }
+}

@@ -1,0 +1,530 @@
+//! The binary record kept in the ring, and its validation: the one home of
+//! the record layout.
+//!
+//! ```text
+//! offset  size  field
+//!      0     4  commit    written last; odd value derived from seq, 0 while writing
+//!      4     4  len       whole record in bytes, a multiple of 8
+//!      8     8  seq       ring-wide sequence number
+//!     16     8  time      CLOCK_REALTIME, nanoseconds since the epoch
+//!     24     4  tid
+//!     28     4  line      (kind 2: the offset of the call site's dictionary entry)
+//!     32     1  priority  1..=4
+//!     33     1  kind      0 = finished text, 1 = deferred: the message is a
+//!                         format with its raw arguments (see crate::deferred),
+//!                         2 = deferred with the format, names and line in the
+//!                         call-site dictionary (see crate::sites): the message
+//!                         is the arguments alone,
+//!                         3 = text with structured fields: the message is a u32
+//!                         text length, the text, then the fields (see
+//!                         crate::fields)
+//!     34     2  source length
+//!     36     2  file length
+//!     38     2  function length
+//!     40     4  message (or deferred payload) length
+//!     44     4  checksum  over bytes 4..44 and 48..len
+//!     48        source, file, function, message, zero padding to 8
+//! ```
+//! All integers are in the writer's byte order, which the ring header records.
+
+use crate::fields;
+use crate::priority::Priority;
+use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
+
+pub const HEADER_LEN: usize = 48;
+/// The largest record: the longest names, message and fields.
+pub const RECORD_MAX: usize =
+    align8(HEADER_LEN + 3 * NAME_MAX + MESSAGE_MAX + 4 + fields::ENCODED_MAX);
+/// First word of the filler that takes the space left at the end of the data
+/// area when the next record does not fit. Even, so it never equals a commit.
+pub const PAD_MARK: u32 = 0x7061_6430;
+
+/// Byte offsets of the header fields (the table above).
+mod at {
+    pub const COMMIT: usize = 0;
+    pub const LEN: usize = 4;
+    pub const SEQ: usize = 8;
+    pub const TIME: usize = 16;
+    pub const TID: usize = 24;
+    pub const LINE: usize = 28;
+    pub const PRIORITY: usize = 32;
+    pub const KIND: usize = 33;
+    pub const NAMES: usize = 34;
+    pub const MESSAGE_LEN: usize = 40;
+    pub const CHECKSUM: usize = 44;
+}
+
+const KIND_TEXT: u8 = 0;
+const KIND_DEFERRED: u8 = 1;
+const KIND_SITE: u8 = 2;
+const KIND_FIELDS: u8 = 3;
+
+/// What a stored record's message bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Finished text (with its structured fields, if any).
+    Text,
+    /// A deferred payload: format and arguments (see `deferred`).
+    Deferred,
+    /// The arguments of the call site whose dictionary entry is at this
+    /// offset (see `ring::sites`); source, file, function and line are there
+    /// too.
+    Site(u32),
+}
+
+pub const fn align8(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+/// The commit word of the record with sequence number `seq`: odd, so it is
+/// never 0 (being written) nor the pad mark, and tied to `seq` so a stale record
+/// left from an earlier lap of the ring cannot pass for a newer one.
+pub fn commit_value(seq: u64) -> u32 {
+    ((seq as u32) << 1 | 1) ^ 0x6C6F_6700
+}
+
+/// Why a record was not accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Damage {
+    /// The commit word is missing: the writer was stopped mid-record.
+    Uncommitted,
+    /// A length or field is out of range.
+    Malformed,
+    /// The bytes changed after the record was committed (or while it was read).
+    Checksum,
+}
+
+impl Damage {
+    /// What a person reads about it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Damage::Uncommitted => "not committed",
+            Damage::Malformed => "malformed",
+            Damage::Checksum => "bad checksum",
+        }
+    }
+}
+
+/// A record as the ring stores it: its contents and what its message bytes
+/// are. For `Kind::Deferred`, `rec.message` is the payload; for
+/// `Kind::Site`, the arguments (and the names are empty).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stored<'a> {
+    pub rec: Record<'a>,
+    pub kind: Kind,
+}
+
+impl<'a> Stored<'a> {
+    pub fn text(rec: Record<'a>) -> Stored<'a> {
+        Stored {
+            rec,
+            kind: Kind::Text,
+        }
+    }
+
+    /// The encoded size of the record, padding included. The record must have
+    /// been [`clipped`](Record::clipped).
+    pub fn encoded_len(&self) -> usize {
+        let r = &self.rec;
+        align8(HEADER_LEN + r.source.len() + r.file.len() + r.func.len() + self.body_len())
+    }
+
+    /// The message part as stored: the text, or with fields, its length, the
+    /// text and the fields.
+    fn body_len(&self) -> usize {
+        if self.rec.fields.is_empty() {
+            self.rec.message.len()
+        } else {
+            4 + self.rec.message.len() + self.rec.fields.len()
+        }
+    }
+
+    /// Writes the record into `buf` (exactly `encoded_len()` bytes) with its
+    /// commit word left 0; the ring publishes it by storing [`commit_value`]
+    /// last.
+    pub fn encode(&self, buf: &mut [u8]) {
+        let len = buf.len();
+        let r = &self.rec;
+        debug_assert_eq!(len, self.encoded_len());
+        let (kind, line) = match self.kind {
+            Kind::Text if !r.fields.is_empty() => (KIND_FIELDS, r.line),
+            Kind::Text => (KIND_TEXT, r.line),
+            Kind::Deferred => (KIND_DEFERRED, r.line),
+            Kind::Site(entry) => (KIND_SITE, entry),
+        };
+        let mut head = Header {
+            len,
+            seq: r.seq,
+            time_ns: r.time_ns,
+            tid: r.tid,
+            line,
+            priority: r.priority,
+            kind,
+            names: [r.source.len(), r.file.len(), r.func.len()],
+            message_len: self.body_len(),
+        }
+        .bytes();
+        let (header, body) = buf.split_at_mut(HEADER_LEN);
+        let mut rest = &mut *body;
+        let text_len = (r.message.len() as u32).to_ne_bytes();
+        let parts: [&[u8]; 6] = if r.fields.is_empty() {
+            [r.source, r.file, r.func, r.message, b"", b""]
+        } else {
+            [r.source, r.file, r.func, &text_len, r.message, r.fields]
+        };
+        for part in parts {
+            let (dst, tail) = rest.split_at_mut(part.len());
+            dst.copy_from_slice(part);
+            rest = tail;
+        }
+        // At most 7 bytes of padding.
+        rest.fill(0);
+        let sum = checksum_parts(&head, body);
+        head[at::CHECKSUM..].copy_from_slice(&sum.to_ne_bytes());
+        header.copy_from_slice(&head);
+    }
+
+    /// Validates and reads a record from `buf`, which holds exactly the bytes
+    /// the record's `len` field claims (see [`peek_len`]).
+    pub fn decode(buf: &'a [u8]) -> Result<Stored<'a>, Damage> {
+        if buf.len() < HEADER_LEN || peek_len(buf) != Some(buf.len()) {
+            return Err(Damage::Malformed);
+        }
+        let seq = u64_at(buf, at::SEQ);
+        match u32_at(buf, at::COMMIT) {
+            0 => return Err(Damage::Uncommitted),
+            c if c != commit_value(seq) => return Err(Damage::Malformed),
+            _ => {}
+        }
+        if u32_at(buf, at::CHECKSUM) != checksum(buf) {
+            return Err(Damage::Checksum);
+        }
+        let priority = Priority::from_number(buf[at::PRIORITY] as u64).ok_or(Damage::Malformed)?;
+        let line = u32_at(buf, at::LINE);
+        let (kind, line) = match buf[at::KIND] {
+            KIND_TEXT | KIND_FIELDS => (Kind::Text, line),
+            KIND_DEFERRED => (Kind::Deferred, line),
+            KIND_SITE => (Kind::Site(line), 0),
+            _ => return Err(Damage::Malformed),
+        };
+        let lens = [
+            u16_at(buf, at::NAMES) as usize,
+            u16_at(buf, at::NAMES + 2) as usize,
+            u16_at(buf, at::NAMES + 4) as usize,
+            u32_at(buf, at::MESSAGE_LEN) as usize,
+        ];
+        let body: usize = lens.iter().sum();
+        if align8(HEADER_LEN + body) != buf.len() {
+            return Err(Damage::Malformed);
+        }
+        let mut parts = [&buf[..0]; 4];
+        let mut start = HEADER_LEN;
+        for (part, n) in parts.iter_mut().zip(lens) {
+            *part = &buf[start..start + n];
+            start += n;
+        }
+        let (message, fields) = if buf[at::KIND] == KIND_FIELDS {
+            split_fields(parts[3]).ok_or(Damage::Malformed)?
+        } else {
+            (parts[3], &parts[3][..0])
+        };
+        Ok(Stored {
+            rec: Record {
+                seq,
+                time_ns: u64_at(buf, at::TIME),
+                tid: u32_at(buf, at::TID),
+                line,
+                priority,
+                source: parts[0],
+                file: parts[1],
+                func: parts[2],
+                message,
+                fields,
+            },
+            kind,
+        })
+    }
+}
+
+/// Splits a kind-3 message part into the text and its validated fields.
+fn split_fields(body: &[u8]) -> Option<(&[u8], &[u8])> {
+    let text_len = u32::from_ne_bytes(body.get(..4)?.try_into().unwrap()) as usize;
+    let text = body.get(4..4 + text_len)?;
+    let fields = &body[4 + text_len..];
+    fields::decode(fields)?;
+    Some((text, fields))
+}
+
+/// The `len` field of a record header, if it is a plausible record length.
+pub fn peek_len(header: &[u8]) -> Option<usize> {
+    let len = u32_at(header, at::LEN) as usize;
+    ((HEADER_LEN..=RECORD_MAX).contains(&len) && len.is_multiple_of(8)).then_some(len)
+}
+
+/// The pad's length, if `word` (a record slot's first 8 bytes) is a pad.
+pub fn pad_len(word: &[u8]) -> Option<usize> {
+    (u32_at(word, 0) == PAD_MARK).then(|| u32_at(word, 4) as usize)
+}
+
+/// The 8 bytes of a pad of `len` bytes.
+pub fn pad_word(len: usize) -> [u8; 8] {
+    let mut word = [0u8; 8];
+    word[..4].copy_from_slice(&PAD_MARK.to_ne_bytes());
+    word[4..].copy_from_slice(&(len as u32).to_ne_bytes());
+    word
+}
+
+pub fn u32_at(buf: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes(buf[at..at + 4].try_into().unwrap())
+}
+
+pub fn u64_at(buf: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(buf[at..at + 8].try_into().unwrap())
+}
+
+fn u16_at(buf: &[u8], at: usize) -> u16 {
+    u16::from_ne_bytes(buf[at..at + 2].try_into().unwrap())
+}
+
+/// A word-at-a-time hash of the record, skipping the commit word and the
+/// checksum itself. It detects torn and stale bytes, not tampering, so it is
+/// chosen for speed on the recording path.
+fn checksum(buf: &[u8]) -> u32 {
+    let (head, body) = buf.split_at(HEADER_LEN);
+    checksum_parts(head.try_into().unwrap(), body)
+}
+
+fn checksum_parts(head: &[u8; HEADER_LEN], body: &[u8]) -> u32 {
+    let len = HEADER_LEN + body.len();
+    let mut sum = Mixer::new(len as u64);
+    let word = |at: usize| u64::from_ne_bytes(head[at..at + 8].try_into().unwrap());
+    // Bytes 4..44: the length word, then 36 bytes of fields (commit at 0..4 and
+    // the checksum at 44..48 are left out).
+    sum.mix(u32::from_ne_bytes(head[4..8].try_into().unwrap()) as u64);
+    for at in [8, 16, 24, 32] {
+        sum.mix(word(at));
+    }
+    sum.mix(u32::from_ne_bytes(head[40..44].try_into().unwrap()) as u64);
+    sum.words(body);
+    sum.finish()
+}
+
+/// The same hash over `bytes` (a multiple of 8 long), started from `seed`:
+/// the call-site dictionary's entries use it.
+pub fn checksum_words(seed: u64, bytes: &[u8]) -> u32 {
+    let mut sum = Mixer::new(seed);
+    sum.words(bytes);
+    sum.finish()
+}
+
+struct Mixer(u64);
+
+impl Mixer {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+    fn new(seed: u64) -> Mixer {
+        Mixer(Self::K ^ seed)
+    }
+
+    fn mix(&mut self, w: u64) {
+        self.0 = (self.0 ^ w).wrapping_mul(Self::K).rotate_left(29);
+    }
+
+    fn words(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks_exact(8) {
+            self.mix(u64::from_ne_bytes(chunk.try_into().unwrap()));
+        }
+    }
+
+    fn finish(&self) -> u32 {
+        (self.0 ^ (self.0 >> 32)) as u32
+    }
+}
+
+/// A record header's fields, for the writers.
+struct Header {
+    len: usize,
+    seq: u64,
+    time_ns: u64,
+    tid: u32,
+    line: u32,
+    priority: Priority,
+    kind: u8,
+    names: [usize; 3],
+    message_len: usize,
+}
+
+impl Header {
+    /// The header bytes, with the commit word and the checksum left 0. Built
+    /// in a local array (fixed offsets, no bounds checks) and copied once.
+    fn bytes(&self) -> [u8; HEADER_LEN] {
+        let mut head = [0u8; HEADER_LEN];
+        head[at::LEN..at::LEN + 4].copy_from_slice(&(self.len as u32).to_ne_bytes());
+        head[at::SEQ..at::SEQ + 8].copy_from_slice(&self.seq.to_ne_bytes());
+        head[at::TIME..at::TIME + 8].copy_from_slice(&self.time_ns.to_ne_bytes());
+        head[at::TID..at::TID + 4].copy_from_slice(&self.tid.to_ne_bytes());
+        head[at::LINE..at::LINE + 4].copy_from_slice(&self.line.to_ne_bytes());
+        head[at::PRIORITY] = self.priority as u8;
+        head[at::KIND] = self.kind;
+        for (i, n) in self.names.iter().enumerate() {
+            let at = at::NAMES + 2 * i;
+            head[at..at + 2].copy_from_slice(&(*n as u16).to_ne_bytes());
+        }
+        head[at::MESSAGE_LEN..at::MESSAGE_LEN + 4]
+            .copy_from_slice(&(self.message_len as u32).to_ne_bytes());
+        head
+    }
+}
+
+/// What every record says about when and where it was made.
+#[derive(Clone, Copy, Debug)]
+pub struct Stamp {
+    pub seq: u64,
+    pub time_ns: u64,
+    pub tid: u32,
+    pub priority: Priority,
+}
+
+/// Writes a kind-2 record into `buf` (exactly `align8(HEADER_LEN + args_len)`
+/// bytes, commit word left 0): the header, then what `write_args` puts in the
+/// `args_len` bytes after it. The recording path of a deferred call site, kept
+/// apart from [`Stored::encode`] so it copies each byte once.
+#[inline]
+pub fn encode_site(
+    buf: &mut [u8],
+    stamp: Stamp,
+    entry: u32,
+    args_len: usize,
+    write_args: impl FnOnce(&mut [u8]),
+) {
+    let len = buf.len();
+    debug_assert!(args_len > 0 && len == align8(HEADER_LEN + args_len));
+    let mut head = Header {
+        len,
+        seq: stamp.seq,
+        time_ns: stamp.time_ns,
+        tid: stamp.tid,
+        line: entry,
+        priority: stamp.priority,
+        kind: KIND_SITE,
+        names: [0; 3],
+        message_len: args_len,
+    }
+    .bytes();
+    let (header, body) = buf.split_at_mut(HEADER_LEN);
+    // The padding, at most 7 bytes, lies in the last word: zero that word with
+    // one store and let the arguments overwrite what they use of it.
+    let last = body.len() - 8;
+    body[last..].copy_from_slice(&[0; 8]);
+    write_args(&mut body[..args_len]);
+    let sum = checksum_parts(&head, body);
+    head[at::CHECKSUM..].copy_from_slice(&sum.to_ne_bytes());
+    header.copy_from_slice(&head);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Record<'static> {
+        Record {
+            seq: 42,
+            time_ns: 1_700_000_000_123_456_789,
+            tid: 4242,
+            line: 123,
+            priority: Priority::Info,
+            source: b"qemu.monitor",
+            file: b"monitor.c",
+            func: b"qemuMonitorSend",
+            message: b"sent 12 bytes to fd 7",
+            fields: b"",
+        }
+    }
+
+    fn encoded(r: &Record) -> Vec<u8> {
+        let stored = Stored::text(*r);
+        let mut buf = vec![0xAA; stored.encoded_len()];
+        stored.encode(&mut buf);
+        buf[0..4].copy_from_slice(&commit_value(r.seq).to_ne_bytes());
+        buf
+    }
+
+    #[test]
+    fn round_trip() {
+        let r = sample();
+        let buf = encoded(&r);
+        assert_eq!(buf.len() % 8, 0);
+        assert_eq!(Stored::decode(&buf), Ok(Stored::text(r)));
+    }
+
+    #[test]
+    fn every_single_bit_flip_is_caught() {
+        let buf = encoded(&sample());
+        for bit in 0..buf.len() * 8 {
+            let mut bad = buf.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            if let Ok(r) = Stored::decode(&bad) {
+                panic!("flip of bit {bit} accepted: {r:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn fields_round_trip_and_every_flip_is_caught() {
+        use crate::fields::{self, Field, Value};
+        let mut list = Vec::with_capacity(fields::ENCODED_MAX);
+        fields::encode(
+            [
+                Field {
+                    name: b"VM",
+                    value: Value::Str(b"guest1"),
+                },
+                Field {
+                    name: b"VCPUS",
+                    value: Value::Int(4),
+                },
+            ]
+            .into_iter(),
+            &mut list,
+        );
+        let r = Record {
+            fields: &list,
+            ..sample()
+        };
+        let buf = encoded(&r);
+        assert_eq!(Stored::decode(&buf), Ok(Stored::text(r)));
+        for bit in 0..buf.len() * 8 {
+            let mut bad = buf.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(Stored::decode(&bad).is_err(), "flip of bit {bit} accepted");
+        }
+    }
+
+    #[test]
+    fn uncommitted_and_stale() {
+        let r = sample();
+        let stored = Stored::text(r);
+        let mut buf = vec![0; stored.encoded_len()];
+        stored.encode(&mut buf);
+        assert_eq!(Stored::decode(&buf), Err(Damage::Uncommitted));
+        buf[0..4].copy_from_slice(&commit_value(41).to_ne_bytes());
+        assert_eq!(Stored::decode(&buf), Err(Damage::Malformed));
+        assert_ne!(commit_value(7) & 1, 0);
+        assert_eq!(PAD_MARK & 1, 0);
+    }
+
+    #[test]
+    fn clipping() {
+        let long = vec![b'x'; MESSAGE_MAX + 100];
+        let name = vec![b'n'; 1000];
+        let r = Record {
+            message: &long,
+            source: &name,
+            ..sample()
+        }
+        .clipped();
+        assert_eq!(r.message.len(), MESSAGE_MAX);
+        assert_eq!(r.source.len(), NAME_MAX);
+        assert!(Stored::text(r).encoded_len() <= RECORD_MAX);
+    }
+}

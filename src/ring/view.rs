@@ -1,0 +1,97 @@
+//! A read-only handle on a ring in this process's memory, for the readers
+//! that take no lock: `vlog_dump`, the crash handler, the writer's own walk
+//! when it evicts.
+
+use std::ffi::c_int;
+use std::sync::atomic::Ordering;
+
+use super::layout::{Header, Stats, HEADER_SPACE};
+use super::reader::{self, Entry, Region};
+
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    header: &'a Header,
+    data: *const u8,
+}
+
+impl<'a> View<'a> {
+    /// # Safety
+    /// `header` must point at the header of a live ring (`Ring`) that stays
+    /// mapped for `'a`.
+    pub unsafe fn from_raw(header: *const Header) -> View<'a> {
+        View {
+            // SAFETY: the caller guarantees a live, mapped header.
+            header: unsafe { &*header },
+            // SAFETY: the dictionary and then the data area follow the header
+            // inside the same mapping.
+            data: unsafe {
+                header
+                    .cast::<u8>()
+                    .add(HEADER_SPACE + (*header).dict_size as usize)
+            },
+        }
+    }
+
+    /// Writes the whole region (header and data, as a ring file holds it) to
+    /// `fd` with write(2): async-signal-safe. The bytes may change while the
+    /// kernel copies them; readers of the copy validate every record.
+    pub fn write_image(&self, fd: c_int) -> std::io::Result<()> {
+        let start = (self.header as *const Header).cast::<u8>();
+        let len = HEADER_SPACE + (self.header.dict_size + self.header.data_size) as usize;
+        crate::sys::write_all_raw(fd, start, len)
+    }
+
+    pub fn stats(&self) -> Stats {
+        let h = self.header;
+        Stats {
+            size: h.data_size,
+            recorded: h.next_seq.load(Ordering::Relaxed),
+            lost: h.lost.load(Ordering::Relaxed),
+        }
+    }
+
+    pub fn read(&self, visit: impl FnMut(Entry)) {
+        reader::read(self, visit)
+    }
+}
+
+impl Region for View<'_> {
+    fn data_size(&self) -> u64 {
+        self.header.data_size
+    }
+
+    fn head(&self) -> u64 {
+        // [R2] head Acquire: pairs with [W2], the fence after the writer
+        // moves head (ring/mod.rs).
+        self.header.head.load(Ordering::Acquire)
+    }
+
+    fn tail(&self) -> u64 {
+        // [R1] tail Acquire: pairs with [W1], tail Release in
+        // Ring::publish: the records before this tail are whole.
+        self.header.tail.load(Ordering::Acquire)
+    }
+
+    fn dict(&self) -> &[u8] {
+        let h = self.header;
+        // [R3] dict_used Acquire: pairs with [W3] in Ring::add_site.
+        let used = h.dict_used.load(Ordering::Acquire).min(h.dict_size) as usize;
+        // SAFETY: the published part of the dictionary, inside the mapping;
+        // published entries are never written again.
+        unsafe {
+            std::slice::from_raw_parts((h as *const Header).cast::<u8>().add(HEADER_SPACE), used)
+        }
+    }
+
+    fn copy(&self, off: usize, dst: &mut [u8]) {
+        assert!(off.is_multiple_of(8) && dst.len().is_multiple_of(8));
+        assert!(off + dst.len() <= self.header.data_size as usize);
+        for (i, chunk) in dst.chunks_exact_mut(8).enumerate() {
+            // SAFETY: in bounds and aligned (asserted above). Volatile because
+            // the writer may change these bytes while we copy; the copy is
+            // validated before anything in it is believed.
+            let word = unsafe { self.data.add(off + i * 8).cast::<u64>().read_volatile() };
+            chunk.copy_from_slice(&word.to_ne_bytes());
+        }
+    }
+}

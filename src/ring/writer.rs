@@ -1,0 +1,607 @@
+//! The writer: a ring this process owns, appended to under the logger's lock
+//! (`&mut self`) and, for a ring file, the file's lock too.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+use super::layout::{self, Header, Stats, HEADER_SPACE, LAYOUT_VERSION, LOCK_OFFSET};
+use super::lock::{self, SharedLock};
+use super::record::{self, align8, Kind, Stamp, Stored};
+use super::sites::Site;
+use super::view::View;
+use crate::deferred::{self, Captured};
+use crate::priority::Priority;
+use crate::record::Record;
+use crate::sys;
+
+/// A ring owned by this process: an anonymous mapping or a shared mapping
+/// of a ring file, written only through `&mut self` (the logger's lock).
+pub struct Ring {
+    base: NonNull<u8>,
+    map_len: usize,
+    data_size: usize,
+    dict_size: usize,
+    /// Unique among the rings of this process, so a call site can tell
+    /// whether its dictionary entry belongs to the current ring.
+    id: u32,
+    /// A ring file: other processes (forked children) may append to it too,
+    /// so appends take the lock at LOCK_OFFSET.
+    shared: bool,
+}
+
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+// SAFETY: the mapping is owned by the Ring and freed only by its Drop; moving
+// the owner to another thread moves nothing but the pointer.
+unsafe impl Send for Ring {}
+
+impl Ring {
+    /// Maps a new ring with a data area of `size` bytes (already checked
+    /// with [`layout::check_size`], non-zero).
+    pub fn new(size: usize) -> std::io::Result<Ring> {
+        // SAFETY: an anonymous private mapping aliases nothing.
+        let map = unsafe {
+            sys::map_rw(
+                layout::region_len(size),
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+            )
+        }?;
+        Ok(Ring::init(map, size))
+    }
+
+    /// A new ring in the shared mapping `map` of a file just sized for it,
+    /// with the file's lock made.
+    ///
+    /// # Safety
+    /// `map` is a writable mapping of `layout::region_len(size)` bytes that
+    /// nobody else uses yet, and the Ring may unmap it.
+    pub(super) unsafe fn new_shared(map: NonNull<u8>, size: usize) -> std::io::Result<Ring> {
+        let mut ring = Ring::init(map, size);
+        // SAFETY: LOCK_OFFSET lies inside the header space of the fresh
+        // mapping, 8-aligned, unused so far.
+        unsafe { lock::init(ring.lock_ptr()) }?;
+        ring.shared = true;
+        Ok(ring)
+    }
+
+    fn init(base: NonNull<u8>, size: usize) -> Ring {
+        let dict_size = layout::dict_size_for(size);
+        let header = Header {
+            magic: layout::magic(),
+            version: LAYOUT_VERSION,
+            header_space: HEADER_SPACE as u32,
+            byte_order: layout::BYTE_ORDER_MARK,
+            record_header_len: record::HEADER_LEN as u32,
+            data_size: size as u64,
+            head: AtomicU64::new(0),
+            tail: AtomicU64::new(0),
+            next_seq: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            dict_size: dict_size as u64,
+            dict_used: AtomicU64::new(0),
+        };
+        // SAFETY: the fresh mapping is page-aligned, at least HEADER_SPACE
+        // bytes long and not yet used by anyone.
+        unsafe { base.as_ptr().cast::<Header>().write(header) };
+        Ring {
+            base,
+            map_len: layout::region_len(size),
+            data_size: size,
+            dict_size,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            shared: false,
+        }
+    }
+
+    fn lock_ptr(&self) -> *mut libc::pthread_mutex_t {
+        // SAFETY: LOCK_OFFSET lies inside the header space (layout checks
+        // it), suitably aligned (the mapping is page-aligned, the offset a
+        // multiple of 8).
+        unsafe { self.base.as_ptr().add(LOCK_OFFSET).cast() }
+    }
+
+    /// Takes the ring file's lock until the guard is dropped (None for a
+    /// ring in this process's own memory, which only the logger's lock
+    /// guards).
+    #[inline]
+    fn lock_shared(&self) -> Option<SharedLock> {
+        // SAFETY: a shared ring's lock was made by new_shared (here or in
+        // the process that forked this one) and lives as long as the mapping,
+        // which outlives the guard.
+        self.shared
+            .then(|| unsafe { SharedLock::take(self.lock_ptr()) })
+    }
+
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    pub(super) fn header(&self) -> &Header {
+        // SAFETY: written in `init` and valid for the life of the mapping;
+        // its mutable fields are atomics.
+        unsafe { &*self.base.as_ptr().cast::<Header>() }
+    }
+
+    /// The address readers in this process use to find the ring (see
+    /// [`View::from_raw`]).
+    pub fn as_raw(&self) -> *const Header {
+        self.base.as_ptr().cast()
+    }
+
+    pub fn view(&self) -> View<'_> {
+        // SAFETY: the header of this live ring, mapped while `self` is
+        // borrowed.
+        unsafe { View::from_raw(self.as_raw()) }
+    }
+
+    fn data_ptr(&self) -> *mut u8 {
+        // SAFETY: the data area lies within the mapping.
+        unsafe { self.base.as_ptr().add(HEADER_SPACE + self.dict_size) }
+    }
+
+    /// The `len` bytes of the data area at `off`, for the writer.
+    fn data_mut(&mut self, off: usize, len: usize) -> &mut [u8] {
+        assert!(off + len <= self.data_size);
+        // SAFETY: in bounds (checked above) and 8-aligned. `&mut self` makes
+        // this the only writer. Lock-free readers may copy these bytes at the
+        // same time, as any process may read shared memory; they never trust
+        // what they copy (commit word, checksum and the head check in
+        // `reader::read`).
+        unsafe { std::slice::from_raw_parts_mut(self.data_ptr().add(off), len) }
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.view().stats()
+    }
+
+    /// The whole region, header and data, as bytes: what a ring file holds.
+    pub fn image_bytes(&self) -> &[u8] {
+        // SAFETY: the mapping is map_len bytes long and initialised
+        // (anonymous memory is zeroed); `&self` excludes the writer, which
+        // needs `&mut`.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.map_len) }
+    }
+
+    /// Adds a call site to the dictionary and returns its entry's offset, or
+    /// None when the dictionary is full or the site too long for it (its
+    /// records then carry everything themselves).
+    pub fn add_site(&mut self, site: &Site) -> Option<u32> {
+        let len = site.encoded_len()?;
+        let _shared = self.lock_shared();
+        let used = self.header().dict_used.load(Ordering::Relaxed) as usize;
+        if used + len > self.dict_size {
+            return None;
+        }
+        // SAFETY: the bytes from `used` on lie inside the dictionary
+        // (checked above) and no reader looks past `dict_used`; `&mut self`
+        // makes this the only writer.
+        let buf = unsafe {
+            std::slice::from_raw_parts_mut(self.base.as_ptr().add(HEADER_SPACE + used), len)
+        };
+        site.encode(buf);
+        // [W3] dict_used Release: pairs with [R3] in View::dict; the entry's
+        // bytes are written before it is published.
+        self.header()
+            .dict_used
+            .store((used + len) as u64, Ordering::Release);
+        Some(used as u32)
+    }
+
+    /// Appends a text record, overwriting the oldest ones as needed, and
+    /// returns the sequence number it was given (`rec.seq` is ignored).
+    pub fn append(&mut self, rec: &Record) -> u64 {
+        self.append_stored(&Stored::text(*rec))
+    }
+
+    /// Appends a deferred record: `rec.message` is the payload (see
+    /// `deferred::encode`).
+    pub fn append_deferred(&mut self, rec: &Record) -> u64 {
+        self.append_stored(&Stored {
+            rec: *rec,
+            kind: Kind::Deferred,
+        })
+    }
+
+    fn append_stored(&mut self, stored: &Stored) -> u64 {
+        let _shared = self.lock_shared();
+        let seq = self.header().next_seq.load(Ordering::Relaxed);
+        self.append_as(stored, seq);
+        seq
+    }
+
+    /// Appends `stored` as number `seq` (migration keeps the old numbers).
+    pub(super) fn append_as(&mut self, stored: &Stored, seq: u64) {
+        let len = stored.encoded_len();
+        let (tail, off) = self.reserve(len);
+        let mut numbered = *stored;
+        numbered.rec.seq = seq;
+        numbered.encode(self.data_mut(off, len));
+        self.publish(seq, tail, off, len);
+    }
+
+    /// Appends a kind-2 record of call site `entry` (see [`Ring::add_site`])
+    /// with its captured arguments; `args_len` is their encoded size.
+    #[inline]
+    pub fn append_site(
+        &mut self,
+        time_ns: u64,
+        tid: u32,
+        priority: Priority,
+        entry: u32,
+        args: &[Captured],
+        args_len: usize,
+    ) {
+        let _shared = self.lock_shared();
+        let seq = self.header().next_seq.load(Ordering::Relaxed);
+        let len = align8(record::HEADER_LEN + args_len);
+        let (tail, off) = self.reserve(len);
+        let buf = self.data_mut(off, len);
+        let stamp = Stamp {
+            seq,
+            time_ns,
+            tid,
+            priority,
+        };
+        record::encode_site(buf, stamp, entry, args_len, |out| {
+            deferred::write_args(args, out)
+        });
+        self.publish(seq, tail, off, len);
+    }
+
+    /// Makes room for a record of `len` bytes at the tail, padding to the end
+    /// of the data area first if it does not fit there, and returns where it
+    /// goes: its position and its offset in the data area.
+    #[inline]
+    fn reserve(&mut self, len: usize) -> (u64, usize) {
+        let size = self.data_size as u64;
+        let mut tail = self.header().tail.load(Ordering::Relaxed);
+        let mut off = (tail % size) as usize;
+        if off + len > self.data_size {
+            let pad = self.data_size - off;
+            self.make_room(tail, pad);
+            self.data_mut(off, 8)
+                .copy_from_slice(&record::pad_word(pad));
+            tail += pad as u64;
+            off = 0;
+        }
+        self.make_room(tail, len);
+        (tail, off)
+    }
+
+    /// Publishes the record written at `off` (position `tail`, `len` bytes)
+    /// as number `seq`: its commit word last, then the tail.
+    #[inline]
+    fn publish(&mut self, seq: u64, tail: u64, off: usize, len: usize) {
+        let commit = self.data_mut(off, 4).as_mut_ptr().cast::<u32>();
+        // SAFETY: `commit` points at the record's first word, 8-aligned,
+        // inside the mapping; readers load it atomically too.
+        unsafe { AtomicU32::from_ptr(commit) }.store(record::commit_value(seq), Ordering::Release);
+        let h = self.header();
+        h.next_seq.store(seq + 1, Ordering::Relaxed);
+        // [W1] tail Release: pairs with [R1] in View::tail; the record and
+        // its commit word are written before readers may go up to it.
+        h.tail.store(tail + len as u64, Ordering::Release);
+    }
+
+    /// Moves `head` past every record that overlaps `[tail, tail + len)` of
+    /// the next lap, counting them as lost, before their bytes are reused.
+    #[inline]
+    fn make_room(&mut self, tail: u64, len: usize) {
+        let size = self.data_size as u64;
+        let Some(needed) = (tail + len as u64).checked_sub(size) else {
+            return;
+        };
+        let head = self.header().head.load(Ordering::Relaxed);
+        if head < needed {
+            self.evict(tail, needed, head);
+        }
+    }
+
+    /// Moves `head` from `head` to at least `needed` (a record boundary, or
+    /// `tail`), counting the records passed as lost.
+    fn evict(&mut self, tail: u64, needed: u64, mut head: u64) {
+        use super::reader::Region;
+        let size = self.data_size as u64;
+        let mut lost = 0;
+        while head < needed && head < tail {
+            let off = (head % size) as usize;
+            let mut word = [0u8; 8];
+            self.view().copy(off, &mut word);
+            let step = match record::pad_len(&word) {
+                Some(pad) => pad as u64,
+                None => {
+                    lost += 1;
+                    record::peek_len(&word).unwrap_or(0) as u64
+                }
+            };
+            if step == 0 {
+                // Our own bytes cannot be malformed; if they are, give up on
+                // everything older rather than walk garbage.
+                head = tail;
+                break;
+            }
+            head += step;
+        }
+        let h = self.header();
+        h.head.store(head.max(needed.min(tail)), Ordering::Relaxed);
+        h.lost.fetch_add(lost, Ordering::Relaxed);
+        // [W2] Release fence: the head update is ordered before the stores
+        // that overwrite the evicted bytes; pairs with [R2], the reader's
+        // Acquire fence and head load after its copy (reader::read).
+        fence(Ordering::Release);
+    }
+
+    /// Sets the counters a migrated ring carries on with.
+    pub(super) fn carry_counters(&mut self, next_seq: u64, lost: u64) {
+        let h = self.header();
+        h.next_seq.store(next_seq, Ordering::Relaxed);
+        h.lost.fetch_add(lost, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made for this ring; the logger
+        // frees a replaced ring only once no lock-free reader uses it
+        // (ring::published).
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.map_len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deferred::Captured;
+    use crate::record::MESSAGE_MAX;
+    use crate::ring::image::Image;
+    use crate::ring::reader::{self, Entry, Region};
+    use crate::ring::sites;
+
+    fn rec(msg: &[u8]) -> Record<'_> {
+        Record {
+            seq: 0,
+            time_ns: 1,
+            tid: 7,
+            line: 9,
+            priority: Priority::Debug,
+            source: b"src",
+            file: b"f.c",
+            func: b"fn",
+            message: msg,
+            fields: b"",
+        }
+    }
+
+    fn messages(view: View) -> (Vec<(u64, String)>, usize) {
+        let mut out = Vec::new();
+        let mut damaged = 0;
+        view.read(|e| match e {
+            Entry::Record(r) => out.push((r.seq, String::from_utf8_lossy(r.message).into())),
+            _ => damaged += 1,
+        });
+        (out, damaged)
+    }
+
+    #[test]
+    fn header_is_self_describing() {
+        let ring = Ring::new(layout::MIN_SIZE).unwrap();
+        let h = ring.header();
+        assert_eq!(&h.magic, b"VLOGRING");
+        assert_eq!(h.version, 2);
+        assert_eq!(h.data_size, layout::MIN_SIZE as u64);
+        assert_eq!(h.dict_size, layout::dict_size_for(layout::MIN_SIZE) as u64);
+        assert_eq!(
+            ring.image_bytes().len(),
+            HEADER_SPACE + 16 * 1024 + layout::MIN_SIZE
+        );
+        assert_eq!(h.byte_order, 0x0102_0304);
+    }
+
+    #[test]
+    fn wraps_with_continuous_sequence_and_exact_loss() {
+        let mut ring = Ring::new(layout::MIN_SIZE).unwrap();
+        let n = 5000u64;
+        for i in 0..n {
+            // Varying lengths exercise the pad at the end of the data area.
+            let msg = format!("message {i} {}", "x".repeat((i % 97) as usize));
+            assert_eq!(ring.append(&rec(msg.as_bytes())), i);
+        }
+        let (got, damaged) = messages(ring.view());
+        assert_eq!(damaged, 0);
+        assert!(got.len() > 50 && (got.len() as u64) < n);
+        for w in got.windows(2) {
+            assert_eq!(w[1].0, w[0].0 + 1);
+        }
+        assert_eq!(got.last().unwrap().0, n - 1);
+        assert!(got
+            .last()
+            .unwrap()
+            .1
+            .starts_with(&format!("message {}", n - 1)));
+        let stats = ring.stats();
+        assert_eq!(stats.recorded, n);
+        assert_eq!(stats.lost + got.len() as u64, n);
+    }
+
+    #[test]
+    fn largest_record_fits_smallest_ring() {
+        let mut ring = Ring::new(layout::MIN_SIZE).unwrap();
+        let big = vec![b'y'; MESSAGE_MAX];
+        for _ in 0..5 {
+            ring.append(&rec(b"small"));
+            ring.append(&rec(&big));
+        }
+        let (got, damaged) = messages(ring.view());
+        assert_eq!(damaged, 0);
+        assert_eq!(got.last().unwrap().1.len(), MESSAGE_MAX);
+    }
+
+    #[test]
+    fn corrupted_record_reported_not_printed() {
+        let mut ring = Ring::new(layout::MIN_SIZE).unwrap();
+        for i in 0..3 {
+            ring.append(&rec(format!("m{i}").as_bytes()));
+        }
+        // Flip a byte in the second record's message.
+        let first = Stored::text(rec(b"m0")).encoded_len();
+        let second_msg_end = first + Stored::text(rec(b"m1")).encoded_len() - 8;
+        ring.data_mut(second_msg_end - 1, 1)[0] ^= 0x40;
+        let mut seen = Vec::new();
+        ring.view().read(|e| {
+            seen.push(match e {
+                Entry::Record(r) => format!("ok {}", r.seq),
+                Entry::Damaged { seq, damage } => format!("bad {seq} {damage:?}"),
+                Entry::Overwritten { .. } => "over".into(),
+                Entry::Gap { expected, found } => format!("gap {expected}..{found}"),
+            })
+        });
+        assert_eq!(seen, ["ok 0", "bad 1 Checksum", "ok 2"]);
+    }
+
+    #[test]
+    fn sequence_gap_is_reported_and_reading_goes_on() {
+        let mut ring = Ring::new(layout::MIN_SIZE).unwrap();
+        ring.append(&rec(b"a"));
+        // As if another writer took sequence numbers 1 and 2.
+        ring.header().next_seq.store(3, Ordering::Relaxed);
+        ring.append(&rec(b"b"));
+        ring.append(&rec(b"c"));
+        let mut seen = Vec::new();
+        ring.view().read(|e| {
+            seen.push(match e {
+                Entry::Record(r) => format!("ok {}", r.seq),
+                Entry::Gap { expected, found } => format!("gap {expected}..{found}"),
+                other => format!("{other:?}"),
+            })
+        });
+        assert_eq!(seen, ["ok 0", "gap 1..3", "ok 3", "ok 4"]);
+    }
+
+    #[test]
+    fn migration_keeps_newest_and_counts_loss() {
+        let mut old = Ring::new(64 * 1024).unwrap();
+        for i in 0..1000 {
+            old.append(&rec(format!("message number {i}").as_bytes()));
+        }
+        let mut small = Ring::new(layout::MIN_SIZE).unwrap();
+        small.migrate_from(&old);
+        let (got, damaged) = messages(small.view());
+        assert_eq!(damaged, 0);
+        assert_eq!(got.last().unwrap().0, 999);
+        let stats = small.stats();
+        assert_eq!(stats.recorded, 1000);
+        assert_eq!(stats.lost + got.len() as u64, 1000);
+        assert_eq!(small.append(&rec(b"next")), 1000);
+    }
+
+    fn site<'a>(file: &'a [u8], format: &'a [u8]) -> Site<'a> {
+        Site {
+            source: b"qemu.monitor",
+            file,
+            func: b"qemuMonitorSend",
+            line: 77,
+            format,
+        }
+    }
+
+    fn append_site_record(ring: &mut Ring, entry: u32, args: &[Captured]) {
+        let len = deferred::args_len(args).unwrap();
+        ring.append_site(5, 6, Priority::Info, entry, args, len);
+    }
+
+    #[test]
+    fn site_records_render_from_the_dictionary() {
+        let mut ring = Ring::new(layout::MIN_SIZE).unwrap();
+        let a = ring
+            .add_site(&site(b"monitor.c", b"sent %zu bytes to %s"))
+            .unwrap();
+        let b = ring.add_site(&site(b"other.c", b"plain")).unwrap();
+        assert_ne!(a, b);
+        append_site_record(
+            &mut ring,
+            a,
+            &[Captured::Unsigned(12), Captured::Str(Some(b"qemu"))],
+        );
+        append_site_record(&mut ring, b, &[]);
+        let mut got = Vec::new();
+        ring.view().read(|e| match e {
+            Entry::Record(r) => got.push(format!(
+                "{} {} {} {} {}",
+                String::from_utf8_lossy(r.source),
+                String::from_utf8_lossy(r.file),
+                String::from_utf8_lossy(r.func),
+                r.line,
+                String::from_utf8_lossy(r.message)
+            )),
+            other => panic!("{other:?}"),
+        });
+        assert_eq!(
+            got,
+            [
+                "qemu.monitor monitor.c qemuMonitorSend 77 sent 12 bytes to qemu",
+                "qemu.monitor other.c qemuMonitorSend 77 plain"
+            ]
+        );
+        // The same through a copy of the region, as vlog-dump reads it.
+        let image = Image::parse(ring.image_bytes()).unwrap();
+        let mut n = 0;
+        reader::read(&image, |e| {
+            assert!(matches!(e, Entry::Record(_)), "{e:?}");
+            n += 1;
+        });
+        assert_eq!(n, 2);
+    }
+
+    #[test]
+    fn a_record_whose_entry_is_missing_is_damaged_not_guessed() {
+        let mut ring = Ring::new(layout::MIN_SIZE).unwrap();
+        let a = ring.add_site(&site(b"monitor.c", b"n=%d")).unwrap();
+        append_site_record(&mut ring, a + 8, &[Captured::Signed(1)]);
+        append_site_record(&mut ring, a, &[Captured::Str(None)]);
+        append_site_record(&mut ring, a, &[Captured::Signed(1)]);
+        let mut kinds = Vec::new();
+        ring.view().read(|e| {
+            kinds.push(match e {
+                Entry::Record(r) => String::from_utf8_lossy(r.message).into_owned(),
+                Entry::Damaged { .. } => "damaged".into(),
+                other => panic!("{other:?}"),
+            })
+        });
+        // An entry offset that points at no entry, and arguments that do not
+        // match the format's, are both refused.
+        assert_eq!(kinds, ["damaged", "damaged", "n=1"]);
+    }
+
+    #[test]
+    fn a_full_dictionary_refuses_new_sites() {
+        let mut ring = Ring::new(layout::MIN_SIZE).unwrap();
+        let mut added = 0;
+        let file = [b'f'; 200];
+        while ring.add_site(&site(&file, b"%d")).is_some() {
+            added += 1;
+        }
+        let entry = site(&file, b"%d").encoded_len().unwrap();
+        assert_eq!(added, layout::dict_size_for(layout::MIN_SIZE) / entry);
+        let long = vec![b'x'; sites::FORMAT_MAX + 1];
+        assert_eq!(
+            Ring::new(layout::MIN_SIZE)
+                .unwrap()
+                .add_site(&site(b"f.c", &long)),
+            None
+        );
+    }
+
+    #[test]
+    fn migrating_makes_site_records_self_contained() {
+        let mut old = Ring::new(layout::MIN_SIZE).unwrap();
+        let a = old.add_site(&site(b"monitor.c", b"n=%d")).unwrap();
+        append_site_record(&mut old, a, &[Captured::Signed(7)]);
+        let mut new = Ring::new(layout::MIN_SIZE * 2).unwrap();
+        new.migrate_from(&old);
+        drop(old);
+        assert_eq!(new.view().dict().len(), 0);
+        let (got, damaged) = messages(new.view());
+        assert_eq!((got, damaged), (vec![(0, "n=7".to_string())], 0));
+    }
+}

@@ -1,0 +1,21 @@
+//! Process-wide counters that several stages add to and `vlog_get_stats`
+//! reads. Relaxed atomics: each is a count, never a signal between threads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Lines an output could not write (`vlog_stats.output_lines_lost`).
+pub static LINES_LOST: AtomicU64 = AtomicU64::new(0);
+/// Structured fields whose name was not valid (`vlog_stats.bad_fields`).
+pub static BAD_FIELDS: AtomicU64 = AtomicU64::new(0);
+/// Messages logged while the same thread was already inside vlog (from a
+/// signal handler, say), dropped instead of deadlocking
+/// (`vlog_stats.dropped_nested`).
+pub static NESTED_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+pub fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+pub fn get(counter: &AtomicU64) -> u64 {
+    counter.load(Ordering::Relaxed)
+}

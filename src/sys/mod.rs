@@ -1,0 +1,398 @@
+//! The few operating-system calls std does not offer, each in one small
+//! `unsafe` block, and the one way vlog opens a file of its own.
+//!
+//! The bottom of the crate: it imports nothing of vlog's.
+
+pub mod net;
+
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::fs::File;
+use std::io;
+use std::path::Path;
+use std::ptr::NonNull;
+
+thread_local! {
+    // 0 = not fetched yet. Reset in a forked child, whose thread has a new id.
+    static TID: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The kernel thread id of the calling thread, cached per thread: the recording
+/// path must not make a system call for it.
+pub fn thread_id() -> u32 {
+    TID.with(|t| {
+        let mut tid = t.get();
+        if tid == 0 {
+            // SAFETY: gettid has no preconditions and cannot fail.
+            tid = unsafe { libc::gettid() } as u32;
+            t.set(tid);
+        }
+        tid
+    })
+}
+
+/// Forgets the cached thread and process ids; called in the child after fork.
+pub fn forget_ids_after_fork() {
+    TID.with(|t| t.set(0));
+    PID.store(0, std::sync::atomic::Ordering::Relaxed);
+}
+
+static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// This process's id, cached (glibc makes getpid a system call).
+pub fn process_id() -> u32 {
+    use std::sync::atomic::Ordering;
+    let mut pid = PID.load(Ordering::Relaxed);
+    if pid == 0 {
+        pid = std::process::id();
+        PID.store(pid, Ordering::Relaxed);
+    }
+    pid
+}
+
+/// What kind of file a descriptor is, for how to write to it without
+/// SIGPIPE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FdKind {
+    /// A regular file, a terminal, a character device: write(2).
+    Plain,
+    /// A pipe or FIFO: write(2) with SIGPIPE blocked.
+    Pipe,
+    /// A socket: send(2) with MSG_NOSIGNAL.
+    Socket,
+}
+
+/// Identity and kind of an open descriptor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FdInfo {
+    pub dev: u64,
+    pub ino: u64,
+    pub kind: FdKind,
+    /// 0 once the file has been deleted.
+    pub nlink: u64,
+}
+
+fn info_of(st: &libc::stat) -> FdInfo {
+    let kind = match st.st_mode & libc::S_IFMT {
+        libc::S_IFIFO => FdKind::Pipe,
+        libc::S_IFSOCK => FdKind::Socket,
+        _ => FdKind::Plain,
+    };
+    FdInfo {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        kind,
+        nlink: st.st_nlink,
+    }
+}
+
+/// fstat(2) of `fd`: Err when it is not open.
+pub fn fd_info(fd: c_int) -> io::Result<FdInfo> {
+    // SAFETY: an all-zero stat is a valid out-buffer for fstat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid out-pointer; a bad fd is an error, not UB.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info_of(&st))
+}
+
+/// Writes all of `buf` to `fd` without ever raising SIGPIPE: a reader that
+/// went away is the error EPIPE, not the end of the process. A descriptor in
+/// non-blocking mode that is full gives EAGAIN (nothing waits). Async-signal-
+/// safe except for a pipe, whose signal mask it changes for the call.
+pub fn write_no_sigpipe(fd: c_int, buf: &[u8], kind: FdKind) -> io::Result<()> {
+    if kind != FdKind::Pipe {
+        return write_all_kind(fd, buf, kind);
+    }
+    // SAFETY: plain signal-set manipulation on local sets.
+    unsafe {
+        let mut pipe_only: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe_only);
+        libc::sigaddset(&mut pipe_only, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe_only, &mut old);
+        libc::sigpending(&mut pending);
+        let was_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
+        let result = write_all_kind(fd, buf, kind);
+        if matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EPIPE)) && !was_pending {
+            // Take the SIGPIPE this write raised, so unblocking does not
+            // deliver it.
+            let zero = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::sigtimedwait(&pipe_only, std::ptr::null_mut(), &zero);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        result
+    }
+}
+
+fn write_all_kind(fd: c_int, mut buf: &[u8], kind: FdKind) -> io::Result<()> {
+    if kind != FdKind::Socket {
+        return write_all_fd(fd, buf);
+    }
+    while !buf.is_empty() {
+        // SAFETY: `buf` is valid for `buf.len()` bytes.
+        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+        match n {
+            n if n > 0 => buf = &buf[n as usize..],
+            0 => return Err(io::ErrorKind::WriteZero.into()),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The program's name, as syslog and journald want it (SYSLOG_IDENTIFIER).
+pub fn program_name() -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let from_args = std::env::args_os().next().and_then(|arg0| {
+        std::path::Path::new(&arg0)
+            .file_name()
+            .map(|n| n.as_bytes().to_vec())
+    });
+    from_args
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            std::fs::read("/proc/self/comm")
+                .ok()
+                .map(|c| c.trim_ascii_end().to_vec())
+        })
+        .unwrap_or_else(|| b"vlog".to_vec())
+}
+
+/// Whole seconds of CLOCK_MONOTONIC_COARSE: a clock for "at most once a
+/// second" that costs no system call.
+pub fn coarse_seconds() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as u64
+}
+
+/// Runs `f` and puts errno back as it was: for entry points C calls where
+/// errno must survive (a signal handler, a logging call whose format has %m).
+/// Async-signal-safe.
+pub fn keeping_errno<R>(f: impl FnOnce() -> R) -> R {
+    // The slot is the thread's for its whole life: fetched once.
+    // SAFETY: __errno_location returns this thread's errno slot.
+    let slot = unsafe { libc::__errno_location() };
+    // SAFETY: a valid, aligned int of this thread.
+    let saved = unsafe { *slot };
+    let result = f();
+    // SAFETY: as above.
+    unsafe { *slot = saved };
+    result
+}
+
+/// CLOCK_REALTIME in nanoseconds since the epoch (0 before 1970). One vDSO
+/// call, no system call; async-signal-safe.
+pub fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; CLOCK_REALTIME always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    u64::try_from(ts.tv_sec).map_or(0, |s| s * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// Maps `len` bytes read-write.
+///
+/// # Safety
+/// `flags` and `fd` must describe a mapping that aliases nothing this process
+/// relies on (anonymous, or a file only vlog writes).
+pub unsafe fn map_rw(len: usize, flags: c_int, fd: c_int) -> std::io::Result<NonNull<u8>> {
+    // SAFETY: per the caller; the result is checked before use.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            fd,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(NonNull::new(ptr.cast::<u8>()).expect("mmap returned NULL"))
+}
+
+/// True in a setuid/setgid (or otherwise privilege-changing) process, where the
+/// environment belongs to a less privileged user and must not be obeyed.
+pub fn secure_mode() -> bool {
+    // SAFETY: getauxval only reads the auxiliary vector; 0 means absent.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// How [`open_private`] opens a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Private {
+    /// Created if missing and written at its end: a log or dump file.
+    /// Non-blocking for log files, so a FIFO needs a reader now and a full
+    /// one drops lines instead of blocking the daemon (regular files ignore
+    /// it).
+    Append { nonblocking: bool },
+    /// Created if missing, read and written: a ring image.
+    ReadWrite,
+    /// Created, read and written, and it must not exist yet: a new ring file.
+    CreateNew,
+}
+
+/// Opens a file that vlog writes. Every such file is opened here, so the
+/// promise holds for all of them: created 0600, close-on-exec, never through a
+/// symbolic link (O_NOFOLLOW: a link planted at the path cannot redirect a
+/// privileged daemon's writes). The errors say what a person needs to know
+/// (a link, a FIFO with no reader).
+pub fn open_private(path: &Path, how: Private) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    let mut flags = libc::O_NOFOLLOW;
+    match how {
+        Private::Append { nonblocking } => {
+            options.append(true).create(true);
+            if nonblocking {
+                flags |= libc::O_NONBLOCK;
+            }
+        }
+        Private::ReadWrite => {
+            options.read(true).write(true).create(true);
+        }
+        Private::CreateNew => {
+            options.read(true).write(true).create_new(true);
+        }
+    }
+    options
+        .mode(0o600)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::other(format!(
+                "{e} (it is a symbolic link, which vlog does not follow)"
+            )),
+            Some(libc::ENXIO) => io::Error::other(format!("{e} (a FIFO with no reader)")),
+            _ => e,
+        })
+}
+
+/// Registers fork handlers with pthread_atfork. Returns false if that fails.
+pub fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) -> bool {
+    // SAFETY: the handlers are plain functions that live as long as the
+    // program; pthread_atfork only stores them.
+    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
+}
+
+/// Writes all of `bytes` to `fd`, retrying on EINTR and short writes. Uses only
+/// write(2), so it is async-signal-safe.
+pub fn write_all_fd(fd: i32, bytes: &[u8]) -> io::Result<()> {
+    write_all_raw(fd, bytes.as_ptr(), bytes.len())
+}
+
+/// As [`write_all_fd`], for memory that another thread may be changing (the
+/// ring), which therefore is never turned into a slice.
+pub fn write_all_raw(fd: i32, mut ptr: *const u8, mut len: usize) -> io::Result<()> {
+    while len > 0 {
+        // SAFETY: `ptr..ptr+len` is readable memory (callers pass a live slice or
+        // the ring's mapping); write(2) only reads it and does not keep it.
+        let n = unsafe { libc::write(fd, ptr.cast(), len) };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        // SAFETY: write(2) wrote n <= len bytes, so this stays in bounds.
+        ptr = unsafe { ptr.add(n as usize) };
+        len -= n as usize;
+    }
+    Ok(())
+}
+
+/// glibc's own printf, as the oracle the printf renderer is tested against.
+#[cfg(test)]
+pub mod glibc {
+    use std::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void, CStr};
+
+    /// One argument with its C type.
+    pub enum CArg<'a> {
+        Int(c_int),
+        UInt(c_uint),
+        Long(c_long),
+        ULong(c_ulong),
+        Double(f64),
+        Str(Option<&'a CStr>),
+        Pointer(usize),
+    }
+
+    /// snprintf of `fmt`, which has one conversion taking `arg`, after the
+    /// `*` counts in `stars` (at most two).
+    pub fn snprintf(fmt: &CStr, stars: &[c_int], arg: CArg) -> String {
+        let mut buf = vec![0u8; 4096];
+        let (b, n, f) = (buf.as_mut_ptr().cast::<c_char>(), buf.len(), fmt.as_ptr());
+        macro_rules! call {
+            ($v:expr) => {
+                // SAFETY: the caller's format has exactly the conversions
+                // whose arguments are passed, with their C types, and the
+                // buffer holds `n` bytes.
+                unsafe {
+                    match stars {
+                        [] => libc::snprintf(b, n, f, $v),
+                        [a] => libc::snprintf(b, n, f, *a, $v),
+                        [a, c] => libc::snprintf(b, n, f, *a, *c, $v),
+                        _ => unreachable!(),
+                    }
+                }
+            };
+        }
+        let written = match arg {
+            CArg::Int(v) => call!(v),
+            CArg::UInt(v) => call!(v),
+            CArg::Long(v) => call!(v),
+            CArg::ULong(v) => call!(v),
+            CArg::Double(v) => call!(v),
+            CArg::Str(s) => call!(s.map_or(std::ptr::null(), CStr::as_ptr)),
+            CArg::Pointer(p) => call!(p as *const c_void),
+        };
+        assert!(written >= 0 && (written as usize) < buf.len(), "{fmt:?}");
+        String::from_utf8_lossy(&buf[..written as usize]).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn realtime_matches_std() {
+        let std_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        let ours = super::realtime_ns();
+        assert!(ours.abs_diff(std_ns) < 1_000_000_000, "{ours} vs {std_ns}");
+    }
+
+    #[test]
+    fn thread_ids_differ_per_thread_and_are_cached() {
+        let main = super::thread_id();
+        assert_eq!(main, super::thread_id());
+        let other = std::thread::spawn(super::thread_id).join().unwrap();
+        assert_ne!(main, other);
+        assert_ne!(other, 0);
+    }
+}

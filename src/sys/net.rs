@@ -1,0 +1,323 @@
+//! Sockets to log daemons and collectors: journald's and /dev/log's datagram
+//! sockets, and TCP connections to collectors that never make a logging
+//! thread wait.
+
+use std::ffi::c_int;
+use std::io;
+
+use super::{coarse_seconds, write_all_fd};
+
+/// An unbound, non-blocking, close-on-exec datagram socket and the address
+/// of the Unix socket at `path` it sends to (journald's, say).
+pub struct DatagramTarget {
+    fd: std::os::fd::OwnedFd,
+    addr: libc::sockaddr_un,
+    addr_len: libc::socklen_t,
+}
+
+impl std::fmt::Debug for DatagramTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DatagramTarget")
+    }
+}
+
+impl DatagramTarget {
+    pub fn new(path: &[u8]) -> io::Result<DatagramTarget> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: an all-zero sockaddr_un is valid; the path is copied in
+        // below, within sun_path and leaving its NUL.
+        let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        if path.len() >= addr.sun_path.len() {
+            return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+        }
+        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        for (dst, &b) in addr.sun_path.iter_mut().zip(path) {
+            *dst = b as libc::c_char;
+        }
+        let addr_len =
+            (std::mem::size_of::<libc::sa_family_t>() + path.len() + 1) as libc::socklen_t;
+        let flags = libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+        // SAFETY: plain socket creation; the result is checked.
+        let fd = unsafe { libc::socket(libc::AF_UNIX, flags, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(DatagramTarget {
+            // SAFETY: a descriptor we just created and own.
+            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
+            addr,
+            addr_len,
+        })
+    }
+
+    /// Sends `payload` as one datagram, never waiting and never raising
+    /// SIGPIPE. A payload too large for a datagram goes as a sealed memfd
+    /// passed with SCM_RIGHTS (journald's protocol for large entries).
+    pub fn send(&self, payload: &[u8]) -> io::Result<()> {
+        match self.send_datagram(payload, None) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EMSGSIZE | libc::ENOBUFS)) => {
+                self.send_memfd(payload)
+            }
+            result => result,
+        }
+    }
+
+    /// The memfd path on its own (public for the test that runs it against a
+    /// real journald).
+    pub fn send_memfd(&self, payload: &[u8]) -> io::Result<()> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+        // SAFETY: a NUL-terminated name; the result is checked.
+        let fd = unsafe { libc::memfd_create(c"vlog-journal".as_ptr(), flags) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a descriptor we just created and own.
+        let memfd = unsafe { OwnedFd::from_raw_fd(fd) };
+        write_all_fd(memfd.as_raw_fd(), payload)?;
+        let seals =
+            libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
+        // SAFETY: fcntl on our own descriptor.
+        if unsafe { libc::fcntl(memfd.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.send_datagram(b"", Some(memfd.as_raw_fd()))
+    }
+
+    fn send_datagram(&self, payload: &[u8], pass_fd: Option<c_int>) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let mut iov = libc::iovec {
+            iov_base: payload.as_ptr() as *mut libc::c_void,
+            iov_len: payload.len(),
+        };
+        // Room for one descriptor's control message, 8-aligned.
+        let mut control = [0u64; 4];
+        // SAFETY: an all-zero msghdr is valid; every pointer set below points
+        // at locals that outlive the sendmsg call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_name = &self.addr as *const libc::sockaddr_un as *mut libc::c_void;
+        msg.msg_namelen = self.addr_len;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        if let Some(fd) = pass_fd {
+            // SAFETY: the control buffer holds CMSG_SPACE(sizeof(int)) bytes
+            // (asserted), and CMSG_FIRSTHDR/CMSG_DATA stay inside it.
+            unsafe {
+                let space = libc::CMSG_SPACE(std::mem::size_of::<c_int>() as u32) as usize;
+                assert!(space <= std::mem::size_of_val(&control));
+                msg.msg_control = control.as_mut_ptr().cast();
+                msg.msg_controllen = space;
+                let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                (*cmsg).cmsg_level = libc::SOL_SOCKET;
+                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<c_int>() as u32) as usize;
+                libc::CMSG_DATA(cmsg).cast::<c_int>().write_unaligned(fd);
+            }
+        }
+        loop {
+            let flags = libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
+            // SAFETY: msg is fully initialised above.
+            if unsafe { libc::sendmsg(self.fd.as_raw_fd(), &msg, flags) } >= 0 {
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// A TCP connection to a log collector that never makes the logging thread
+/// wait: non-blocking connect, sends that take what the socket buffer has room
+/// for, what it cannot take yet (a frame cut short, frames sent while
+/// connecting) queued within 64 KiB and sent first next time, and a new
+/// connection tried at most once a second after the collector went away.
+pub struct StreamTarget {
+    addr: std::net::SocketAddr,
+    stream: Option<std::net::TcpStream>,
+    tried_at: Option<u64>,
+    /// What the socket could not take yet, and how many frames (or frame
+    /// ends) that is.
+    pending: Vec<u8>,
+    queued: u64,
+    /// Queued frames lost with a broken connection, not yet counted.
+    dropped: u64,
+}
+
+impl std::fmt::Debug for StreamTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StreamTarget({})", self.addr)
+    }
+}
+
+/// How much a collector connection queues when the socket cannot take more.
+const PENDING_MAX: usize = 64 * 1024;
+
+impl StreamTarget {
+    pub fn new(addr: std::net::SocketAddr) -> StreamTarget {
+        let mut target = StreamTarget {
+            addr,
+            stream: None,
+            tried_at: None,
+            pending: Vec::with_capacity(PENDING_MAX),
+            queued: 0,
+            dropped: 0,
+        };
+        target.connect();
+        target
+    }
+
+    fn connect(&mut self) {
+        use std::os::fd::FromRawFd;
+        self.tried_at = Some(coarse_seconds());
+        self.forget_pending();
+        let (family, storage, len) = socket_addr(&self.addr);
+        let flags = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        // SAFETY: plain socket creation; the result is checked.
+        let fd = unsafe { libc::socket(family, flags, 0) };
+        if fd < 0 {
+            return;
+        }
+        // SAFETY: a descriptor we just created and own.
+        let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+        // SAFETY: `storage` holds a sockaddr of `len` bytes for this family.
+        let rc = unsafe { libc::connect(fd, (&raw const storage).cast(), len) };
+        if rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EINPROGRESS) {
+            self.stream = Some(stream);
+        }
+    }
+
+    /// The collector's address.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    /// Drops the connection (closing only this process's descriptor) and
+    /// any unsent rest; the next send connects anew.
+    pub fn disconnect(&mut self) {
+        self.stream = None;
+        self.tried_at = None;
+        self.pending.clear();
+        self.queued = 0;
+    }
+
+    /// Queued frames that a broken connection took with it, since the last
+    /// call.
+    pub fn take_dropped(&mut self) -> u64 {
+        std::mem::take(&mut self.dropped)
+    }
+
+    fn forget_pending(&mut self) {
+        self.dropped += self.queued;
+        self.queued = 0;
+        self.pending.clear();
+    }
+
+    /// Sends `frame` (the octet count prefix included), whole or, when the
+    /// socket takes only part of it, with the rest kept for the next call.
+    /// An error means the frame was not sent.
+    pub fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        if self.stream.is_none() && self.tried_at != Some(coarse_seconds()) {
+            self.connect();
+        }
+        let Some(stream) = self.stream.as_mut() else {
+            return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
+        };
+        // std sends with MSG_NOSIGNAL: a collector gone is EPIPE, not SIGPIPE.
+        let pending = &mut self.pending;
+        let queued = &mut self.queued;
+        let mut flushed = || -> io::Result<bool> {
+            while !pending.is_empty() {
+                match stream.write(pending) {
+                    Ok(n) => {
+                        pending.drain(..n);
+                        if pending.is_empty() {
+                            *queued = 0;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(true)
+        };
+        let result = flushed().and_then(|done| {
+            let sent = if done {
+                match stream.write(frame) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+                    Err(e) => return Err(e),
+                }
+            } else {
+                0
+            };
+            // What the socket cannot take yet (still connecting, or its
+            // buffer full) waits here, within the bound, for the next send.
+            let rest = &frame[sent..];
+            if rest.is_empty() {
+                Ok(())
+            } else if pending.len() + rest.len() <= PENDING_MAX {
+                pending.extend_from_slice(rest);
+                *queued += 1;
+                Ok(())
+            } else if sent == 0 {
+                Err(io::ErrorKind::WouldBlock.into())
+            } else {
+                // Half a frame that cannot be kept: the stream is out of step.
+                Err(io::Error::from_raw_os_error(libc::EMSGSIZE))
+            }
+        });
+        match result {
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => {
+                // Gone, refused, reset: a new connection next second; what
+                // was queued for this one is lost, and counted.
+                self.stream = None;
+                self.forget_pending();
+                Err(e)
+            }
+            other => other,
+        }
+    }
+}
+
+/// `addr` as a sockaddr for connect(2).
+fn socket_addr(addr: &std::net::SocketAddr) -> (c_int, libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: an all-zero sockaddr_storage is valid and large enough for
+    // either family, written field by field below.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    match addr {
+        std::net::SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            let sin = unsafe { &mut *(&raw mut storage).cast::<libc::sockaddr_in>() };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr.s_addr = u32::from_ne_bytes(a.ip().octets());
+            let len = std::mem::size_of::<libc::sockaddr_in>();
+            (libc::AF_INET, storage, len as libc::socklen_t)
+        }
+        std::net::SocketAddr::V6(a) => {
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            let sin6 = unsafe { &mut *(&raw mut storage).cast::<libc::sockaddr_in6>() };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_addr.s6_addr = a.ip().octets();
+            sin6.sin6_scope_id = a.scope_id();
+            let len = std::mem::size_of::<libc::sockaddr_in6>();
+            (libc::AF_INET6, storage, len as libc::socklen_t)
+        }
+    }
+}
+
+/// The host's name, for syslog's HOSTNAME field.
+pub fn hostname() -> Vec<u8> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates
+    // within it on success.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return Vec::new();
+    }
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(0);
+    buf[..len].to_vec()
+}

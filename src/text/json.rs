@@ -1,0 +1,220 @@
+//! A record as one JSON object on one line, rendered without allocation:
+//! the JSON outputs and `vlog-dump --json` share it. Always valid UTF-8 JSON:
+//! bytes that are not UTF-8 become U+FFFD, control characters are escaped,
+//! and plain ASCII goes by eight bytes at a time.
+
+use super::num::{put_decimal, put_signed};
+use super::sink::Sink;
+use super::time::put_timestamp;
+use crate::fields::{self, Value};
+use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
+
+/// The longest line [`render_json`] can produce: a byte takes at most six
+/// (`\u00XX`), names and message included.
+pub const JSON_LINE_MAX: usize = 256 + 6 * (3 * NAME_MAX + MESSAGE_MAX + fields::ENCODED_MAX);
+
+/// Renders `rec` as one JSON object on one line. Strings are always valid
+/// UTF-8 JSON: invalid bytes become U+FFFD, control characters are escaped.
+/// `pid` is given by the JSON outputs (a record does not keep it).
+pub fn render_json(rec: &Record, pid: Option<u32>, out: &mut impl Sink) {
+    out.put(b"{\"seq\":");
+    put_decimal(rec.seq, 1, out);
+    out.put(b",\"time\":\"");
+    put_timestamp(rec.time_ns, out);
+    out.put(b"\",\"time_ns\":");
+    put_decimal(rec.time_ns, 1, out);
+    if let Some(pid) = pid {
+        out.put(b",\"pid\":");
+        put_decimal(pid as u64, 1, out);
+    }
+    out.put(b",\"tid\":");
+    put_decimal(rec.tid as u64, 1, out);
+    out.put(b",\"priority\":\"");
+    out.put(rec.priority.name().as_bytes());
+    out.put(b"\",\"source\":");
+    put_json_string(rec.source, out);
+    out.put(b",\"file\":");
+    put_json_string(rec.file, out);
+    out.put(b",\"line\":");
+    put_decimal(rec.line as u64, 1, out);
+    out.put(b",\"func\":");
+    put_json_string(rec.func, out);
+    out.put(b",\"message\":");
+    put_json_string(rec.message, out);
+    if let Some(fields) = fields::decode(rec.fields).filter(|f| !f.is_empty()) {
+        let mut sep: &[u8] = b",\"fields\":{";
+        for field in fields.iter() {
+            out.put(sep);
+            sep = b",";
+            put_json_string(field.name, out);
+            out.put(b":");
+            match field.value {
+                Value::Str(s) => put_json_string(s, out),
+                Value::Int(n) => put_signed(n, out),
+            }
+        }
+        out.put(b"}");
+    }
+    out.put(b"}\n");
+}
+
+pub fn put_json_string(bytes: &[u8], out: &mut impl Sink) {
+    out.put(b"\"");
+    for chunk in bytes.utf8_chunks() {
+        let valid = chunk.valid().as_bytes();
+        let mut start = 0;
+        let mut i = 0;
+        while i < valid.len() {
+            // Plain bytes go by eight at a time: most messages are ASCII text
+            // with nothing to escape.
+            if let Some(word) = valid.get(i..i + 8) {
+                if !needs_json_escape(u64::from_le_bytes(word.try_into().unwrap())) {
+                    i += 8;
+                    continue;
+                }
+            }
+            let b = valid[i];
+            let escape: &[u8] = match b {
+                b'"' => b"\\\"",
+                b'\\' => b"\\\\",
+                b'\n' => b"\\n",
+                b'\t' => b"\\t",
+                b'\r' => b"\\r",
+                0..=0x1f | 0x7f => b"",
+                _ => {
+                    i += 1;
+                    continue;
+                }
+            };
+            out.put(&valid[start..i]);
+            i += 1;
+            start = i;
+            if escape.is_empty() {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.put(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 15) as usize],
+                ]);
+            } else {
+                out.put(escape);
+            }
+        }
+        out.put(&valid[start..]);
+        if !chunk.invalid().is_empty() {
+            out.put("\u{FFFD}".as_bytes());
+        }
+    }
+    out.put(b"\"");
+}
+
+/// True if any of the eight bytes in `w` is a control byte, DEL, `"` or `\`
+/// (bytes from 0x80 up are UTF-8 already checked, and left alone; they make
+/// this true too, and are then looked at one by one).
+fn needs_json_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH != 0;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH != 0;
+    below_space
+        || has_zero(w ^ (ONES * b'"' as u64))
+        || has_zero(w ^ (ONES * b'\\' as u64))
+        || has_zero(w ^ (ONES * 0x7f))
+        || w & HIGH != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::priority::Priority;
+
+    fn sample() -> Record<'static> {
+        Record {
+            seq: 0,
+            // 2026-11-30 13:45:12.345 UTC
+            time_ns: 1_796_046_312_345_999_999,
+            tid: 4242,
+            line: 123,
+            priority: Priority::Debug,
+            source: b"qemu.monitor",
+            file: b"monitor.c",
+            func: b"qemuMonitorSend",
+            message: b"sent 12 bytes to fd 7",
+            fields: b"",
+        }
+    }
+
+    #[test]
+    fn json_is_valid_utf8_with_escapes() {
+        let rec = Record {
+            message: b"quote\" back\\ nl\n ctl\x01 del\x7f bad\xff\xfe \xc3\xa9",
+            ..sample()
+        };
+        let mut v = Vec::new();
+        render_json(&rec, None, &mut v);
+        let s = String::from_utf8(v).unwrap();
+        assert!(
+            s.starts_with("{\"seq\":0,\"time\":\"2026-11-30 13:45:12.345+0000\""),
+            "{s}"
+        );
+        assert!(
+            s.contains("\"priority\":\"debug\",\"source\":\"qemu.monitor\""),
+            "{s}"
+        );
+        assert!(s.ends_with(
+            "\"message\":\"quote\\\" back\\\\ nl\\n ctl\\u0001 del\\u007f bad\u{FFFD}\u{FFFD} \u{e9}\"}\n"
+        ), "{s}");
+    }
+
+    /// The word-at-a-time scan finds exactly what the byte-at-a-time rule
+    /// would: every string comes out the same as from the plain definition.
+    #[test]
+    fn json_fast_path_matches_the_plain_rule() {
+        fn plain(bytes: &[u8]) -> Vec<u8> {
+            let mut out = b"\"".to_vec();
+            for chunk in bytes.utf8_chunks() {
+                for c in chunk.valid().chars() {
+                    match c {
+                        '"' => out.extend_from_slice(b"\\\""),
+                        '\\' => out.extend_from_slice(b"\\\\"),
+                        '\n' => out.extend_from_slice(b"\\n"),
+                        '\t' => out.extend_from_slice(b"\\t"),
+                        '\r' => out.extend_from_slice(b"\\r"),
+                        c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                            out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
+                        }
+                        c => out.extend_from_slice(c.to_string().as_bytes()),
+                    }
+                }
+                if !chunk.invalid().is_empty() {
+                    out.extend_from_slice("\u{FFFD}".as_bytes());
+                }
+            }
+            out.push(b'"');
+            out
+        }
+        let mut state = 0x1234_5678_9abc_def1u64;
+        let alphabet = b"ab \"\\\n\x01\x1f\x7f\x80\xc3\xa9\xe2\x82\xac\xff~ ";
+        for len in 0..200 {
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    // Mostly plain letters, so long runs take the fast path.
+                    if state.is_multiple_of(4) {
+                        alphabet[(state >> 8) as usize % alphabet.len()]
+                    } else {
+                        b'a' + (state >> 16) as u8 % 26
+                    }
+                })
+                .collect();
+            let mut fast = Vec::new();
+            put_json_string(&bytes, &mut fast);
+            assert_eq!(fast, plain(&bytes), "{bytes:?}");
+        }
+    }
+}

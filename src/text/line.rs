@@ -1,0 +1,258 @@
+//! The text line, rendered without allocation:
+//!
+//! `2026-11-30 13:45:12.345+0000: 4242: debug : qemu.monitor : qemuMonitorSend:123 : message`
+//!
+//! libvirt's line with the source added. In names and messages, control bytes
+//! (C0, DEL, and the C1 controls U+0080-U+009F, which some terminals obey as
+//! escape sequences), bytes that are not UTF-8 and the backslash itself are
+//! escaped (`\n`, `\t`, `\r`, `\\`, `\xHH`): one message is always one line,
+//! no terminal escape sequence reaches a terminal raw, and what the line shows
+//! tells exactly which bytes were logged.
+
+use super::num::{put_decimal, put_signed};
+use super::sink::Sink;
+use super::time::put_timestamp;
+use crate::fields::{self, Value};
+use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
+
+/// The longest line [`render_line`] can produce: every escaped byte takes at most
+/// four bytes (a field's integer, eight bytes encoded, at most 20 digits).
+pub const LINE_MAX: usize = 96 + 4 * (2 * NAME_MAX + MESSAGE_MAX + fields::ENCODED_MAX);
+
+/// Renders `rec` as one text line ending in `\n`.
+pub fn render_line(rec: &Record, out: &mut impl Sink) {
+    put_timestamp(rec.time_ns, out);
+    out.put(b": ");
+    put_decimal(rec.tid as u64, 1, out);
+    out.put(b": ");
+    out.put(rec.priority.name().as_bytes());
+    out.put(b" : ");
+    put_escaped(rec.source, out);
+    out.put(b" : ");
+    put_escaped(rec.func, out);
+    out.put(b":");
+    put_decimal(rec.line as u64, 1, out);
+    out.put(b" : ");
+    put_escaped(rec.message, out);
+    put_fields_text(rec.fields, out);
+    out.put(b"\n");
+}
+
+/// ` [NAME=value NUMBER=42]` for encoded `fields` (nothing for none), values
+/// escaped as a message is.
+pub fn put_fields_text(fields: &[u8], out: &mut impl Sink) {
+    let Some(fields) = fields::decode(fields).filter(|f| !f.is_empty()) else {
+        return;
+    };
+    let mut sep: &[u8] = b" [";
+    for field in fields.iter() {
+        out.put(sep);
+        sep = b" ";
+        out.put(field.name);
+        out.put(b"=");
+        match field.value {
+            Value::Str(s) => put_escaped(s, out),
+            Value::Int(n) => put_signed(n, out),
+        }
+    }
+    out.put(b"]");
+}
+
+/// Writes `bytes` escaped as the text line escapes names and messages.
+pub fn put_escaped(bytes: &[u8], out: &mut impl Sink) {
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        // Plain printable ASCII goes by eight bytes at a time.
+        if let Some(word) = bytes.get(i..i + 8) {
+            if !needs_text_escape(u64::from_le_bytes(word.try_into().unwrap())) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = bytes[i];
+        let kept = match b {
+            b'\\' | 0x7f => 0,
+            0x20..=0x7e => 1,
+            0x80..=0xff => utf8_kept(&bytes[i..]),
+            _ => 0,
+        };
+        if kept > 0 {
+            i += kept;
+            continue;
+        }
+        out.put(&bytes[start..i]);
+        match b {
+            b'\n' => out.put(b"\\n"),
+            b'\t' => out.put(b"\\t"),
+            b'\r' => out.put(b"\\r"),
+            b'\\' => out.put(b"\\\\"),
+            _ => {
+                put_byte_escape(b, out);
+                // A C1 control is two bytes, both shown.
+                if b == 0xc2 && bytes.get(i + 1).is_some_and(|n| (0x80..0xa0).contains(n)) {
+                    i += 1;
+                    put_byte_escape(bytes[i], out);
+                }
+            }
+        }
+        i += 1;
+        start = i;
+    }
+    out.put(&bytes[start..]);
+}
+
+/// The length of the UTF-8 character at the start of `bytes` if it is kept as
+/// it is; 0 if it is escaped: a byte that does not start a valid sequence, or
+/// a C1 control (U+0080-U+009F, encoded C2 80-C2 9F; the caller escapes both
+/// bytes, seeing 0xC2).
+fn utf8_kept(bytes: &[u8]) -> usize {
+    let head = &bytes[..bytes.len().min(4)];
+    let valid = match std::str::from_utf8(head) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    match valid.chars().next() {
+        Some(c) if (c as u32) > 0x9f => c.len_utf8(),
+        _ => 0,
+    }
+}
+
+/// True if any of the eight bytes in `w` is not plain printable ASCII: a
+/// control byte, DEL, a backslash, or a byte from 0x80 up.
+fn needs_text_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH != 0;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH != 0;
+    below_space
+        || has_zero(w ^ (ONES * b'\\' as u64))
+        || has_zero(w ^ (ONES * 0x7f))
+        || w & HIGH != 0
+}
+
+fn put_byte_escape(b: u8, out: &mut impl Sink) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.put(&[b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::priority::Priority;
+
+    fn line(rec: &Record) -> String {
+        let mut v = Vec::new();
+        render_line(rec, &mut v);
+        String::from_utf8(v).unwrap()
+    }
+
+    fn sample() -> Record<'static> {
+        Record {
+            seq: 0,
+            // 2026-11-30 13:45:12.345 UTC
+            time_ns: 1_796_046_312_345_999_999,
+            tid: 4242,
+            line: 123,
+            priority: Priority::Debug,
+            source: b"qemu.monitor",
+            file: b"monitor.c",
+            func: b"qemuMonitorSend",
+            message: b"sent 12 bytes to fd 7",
+            fields: b"",
+        }
+    }
+
+    #[test]
+    fn libvirt_line() {
+        assert_eq!(
+            line(&sample()),
+            "2026-11-30 13:45:12.345+0000: 4242: debug : qemu.monitor : qemuMonitorSend:123 : sent 12 bytes to fd 7\n"
+        );
+    }
+
+    #[test]
+    fn escapes_control_bytes() {
+        let rec = Record {
+            message: b"a\nb\tc\rd\x1b[31me\x7f\x00\\ \xc2\x9b2J \xff\xc3 \xc3\xa9 \xe2\x82\xac",
+            ..sample()
+        };
+        // C0 and C1 controls, DEL, the backslash and bytes that are not UTF-8
+        // are escaped; other UTF-8 (é, €) is kept.
+        assert!(
+            line(&rec).ends_with(
+                ": a\\nb\\tc\\rd\\x1b[31me\\x7f\\x00\\\\ \\xc2\\x9b2J \\xff\\xc3 \u{e9} \u{20ac}\n"
+            ),
+            "{}",
+            line(&rec)
+        );
+    }
+
+    #[test]
+    fn worst_case_fits_line_max() {
+        let msg = vec![0u8; MESSAGE_MAX];
+        let name = vec![1u8; NAME_MAX];
+        let rec = Record {
+            message: &msg,
+            source: &name,
+            func: &name,
+            tid: u32::MAX,
+            line: u32::MAX,
+            time_ns: u64::MAX,
+            ..sample()
+        };
+        let mut v = Vec::new();
+        render_line(&rec, &mut v);
+        assert!(v.len() <= LINE_MAX, "{} > {LINE_MAX}", v.len());
+    }
+
+    /// The text escaping, word at a time, does what the rule says, on random
+    /// strings of controls, backslashes, ASCII and valid, C1 and broken UTF-8.
+    #[test]
+    fn text_escaping_matches_the_plain_rule() {
+        fn plain(bytes: &[u8]) -> Vec<u8> {
+            let mut out = Vec::new();
+            for chunk in bytes.utf8_chunks() {
+                for c in chunk.valid().chars() {
+                    match c {
+                        '\n' => out.extend_from_slice(b"\\n"),
+                        '\t' => out.extend_from_slice(b"\\t"),
+                        '\r' => out.extend_from_slice(b"\\r"),
+                        '\\' => out.extend_from_slice(b"\\\\"),
+                        c if (c as u32) < 0x20 || (0x7f..=0x9f).contains(&(c as u32)) => {
+                            let mut buf = [0; 4];
+                            for b in c.encode_utf8(&mut buf).bytes() {
+                                out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+                            }
+                        }
+                        c => out.extend_from_slice(c.to_string().as_bytes()),
+                    }
+                }
+                for b in chunk.invalid() {
+                    out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+                }
+            }
+            out
+        }
+        let alphabet =
+            b"\\\n\t\r\x01\x1b\x7f\xc2\x9b\xc2\xa0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xff\x80 ";
+        let mut state = 0x0bad_cafe_dead_beefu64;
+        for len in 0..300 {
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    if state.is_multiple_of(3) {
+                        alphabet[(state >> 8) as usize % alphabet.len()]
+                    } else {
+                        b'a' + (state >> 16) as u8 % 26
+                    }
+                })
+                .collect();
+            let mut fast = Vec::new();
+            put_escaped(&bytes, &mut fast);
+            assert_eq!(fast, plain(&bytes), "{bytes:?}");
+        }
+    }
+}

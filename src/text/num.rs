@@ -1,0 +1,77 @@
+//! Numbers as text: the one decimal writer (and its hexadecimal sibling)
+//! that every line, entry and dump uses.
+
+use super::sink::Sink;
+
+/// `n` in decimal, at the end of `buf`: the digits, for callers that need
+/// them as a slice (a journald value, an SD-PARAM).
+pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
+}
+
+/// `value` in decimal, zero-padded to at least `width` digits (at most 20).
+pub fn put_decimal(value: u64, width: usize, out: &mut impl Sink) {
+    let mut buf = [b'0'; 20];
+    let len = decimal(value, &mut buf).len().max(width.min(20));
+    out.put(&buf[20 - len..]);
+}
+
+/// A signed `value` in decimal.
+pub fn put_signed(value: i64, out: &mut impl Sink) {
+    if value < 0 {
+        out.put(b"-");
+    }
+    put_decimal(value.unsigned_abs(), 1, out);
+}
+
+/// `0x` and `value` in lower-case hexadecimal.
+pub fn put_hex(value: u64, out: &mut impl Sink) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 16];
+    let mut i = digits.len();
+    let mut v = value;
+    loop {
+        i -= 1;
+        digits[i] = HEX[(v & 15) as usize];
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    out.put(b"0x");
+    out.put(&digits[i..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex() {
+        let mut v = Vec::new();
+        put_hex(0, &mut v);
+        put_hex(0xdead_beef, &mut v);
+        put_hex(u64::MAX, &mut v);
+        assert_eq!(v, b"0x00xdeadbeef0xffffffffffffffff");
+    }
+
+    #[test]
+    fn decimal_widths() {
+        let mut v = Vec::new();
+        put_decimal(0, 1, &mut v);
+        put_decimal(7, 3, &mut v);
+        put_decimal(1234, 2, &mut v);
+        put_decimal(u64::MAX, 1, &mut v);
+        put_signed(-42, &mut v);
+        put_signed(i64::MIN, &mut v);
+        assert_eq!(v, b"0007123418446744073709551615-42-9223372036854775808");
+    }
+}

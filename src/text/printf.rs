@@ -1,0 +1,1010 @@
+//! printf, rendered in Rust: byte for byte what glibc's printf writes for the
+//! conversions C daemons use, without allocating, so that a record holding a
+//! format and raw arguments can be turned into text anywhere, the crash handler
+//! included.
+//!
+//! Supported: `d i u o x X c s p f F e E g G a A %` and `%m` (its text captured
+//! as a string argument), flags `- + space # 0`, width and precision (fixed or
+//! `*`), length modifiers `hh h l ll j z t`. Everything else (`%n`, `L`, wide
+//! characters and strings, positional arguments, the locale-dependent `'` flag,
+//! widths or precisions above [`MAX_COUNT`]) is refused as [`Unsupported`], so
+//! the caller formats such a message itself at the call.
+
+use super::sink::Sink;
+
+/// The largest width or precision rendered here; beyond it the caller formats.
+pub const MAX_COUNT: usize = 1000;
+
+/// A format vlog cannot render itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unsupported;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Length {
+    Int,
+    Char,
+    Short,
+    Long,
+    LongLong,
+    Max,
+    Size,
+    Ptrdiff,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    Fixed(usize),
+    /// Taken from the argument list (an `int`).
+    Star,
+}
+
+/// One conversion specification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spec {
+    pub minus: bool,
+    pub plus: bool,
+    pub space: bool,
+    pub alt: bool,
+    pub zero: bool,
+    pub width: Option<Count>,
+    pub precision: Option<Count>,
+    pub length: Length,
+    pub conv: u8,
+}
+
+/// The kind of argument a conversion takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A signed integer of the spec's length (also `*` counts, as `int`).
+    Signed,
+    /// An unsigned integer of the spec's length (also `%c`, as `int`).
+    Unsigned,
+    Double,
+    /// A string (or NULL), for `%s` and `%m`.
+    Str,
+    Pointer,
+}
+
+impl Spec {
+    pub fn kind(&self) -> Option<Kind> {
+        Some(match self.conv {
+            b'd' | b'i' => Kind::Signed,
+            b'u' | b'o' | b'x' | b'X' | b'c' => Kind::Unsigned,
+            b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => Kind::Double,
+            b's' | b'm' => Kind::Str,
+            b'p' => Kind::Pointer,
+            _ => return None,
+        })
+    }
+}
+
+/// A piece of a parsed format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Piece<'a> {
+    Text(&'a [u8]),
+    Conv(Spec),
+}
+
+/// Splits a format into text and conversions.
+pub struct Parser<'a> {
+    fmt: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Parser<'a> {
+    pub fn new(fmt: &'a [u8]) -> Parser<'a> {
+        Parser { fmt, pos: 0 }
+    }
+
+    fn count(&mut self) -> Result<Option<Count>, Unsupported> {
+        let f = self.fmt;
+        if f.get(self.pos) == Some(&b'*') {
+            self.pos += 1;
+            return Ok(Some(Count::Star));
+        }
+        let start = self.pos;
+        let mut n = 0usize;
+        while let Some(d) = f.get(self.pos).filter(|c| c.is_ascii_digit()) {
+            n = n * 10 + (d - b'0') as usize;
+            if n > MAX_COUNT {
+                return Err(Unsupported);
+            }
+            self.pos += 1;
+        }
+        Ok((self.pos > start).then_some(Count::Fixed(n)))
+    }
+
+    fn spec(&mut self) -> Result<Piece<'a>, Unsupported> {
+        let f = self.fmt;
+        let mut s = Spec {
+            minus: false,
+            plus: false,
+            space: false,
+            alt: false,
+            zero: false,
+            width: None,
+            precision: None,
+            length: Length::Int,
+            conv: 0,
+        };
+        loop {
+            match f.get(self.pos) {
+                Some(b'-') => s.minus = true,
+                Some(b'+') => s.plus = true,
+                Some(b' ') => s.space = true,
+                Some(b'#') => s.alt = true,
+                Some(b'0') => s.zero = true,
+                _ => break,
+            }
+            self.pos += 1;
+        }
+        s.width = self.count()?;
+        if f.get(self.pos) == Some(&b'$') {
+            return Err(Unsupported); // positional arguments
+        }
+        if f.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            s.precision = Some(self.count()?.unwrap_or(Count::Fixed(0)));
+        }
+        let next = |i: usize| f.get(i).copied();
+        s.length = match (next(self.pos), next(self.pos + 1)) {
+            (Some(b'h'), Some(b'h')) => Length::Char,
+            (Some(b'h'), _) => Length::Short,
+            (Some(b'l'), Some(b'l')) => Length::LongLong,
+            (Some(b'l'), _) => Length::Long,
+            (Some(b'j'), _) => Length::Max,
+            (Some(b'z'), _) => Length::Size,
+            (Some(b't'), _) => Length::Ptrdiff,
+            _ => Length::Int,
+        };
+        self.pos += match s.length {
+            Length::Int => 0,
+            Length::Char | Length::LongLong => 2,
+            _ => 1,
+        };
+        let conv = next(self.pos).ok_or(Unsupported)?;
+        self.pos += 1;
+        s.conv = conv;
+        let ok = match conv {
+            b'%' => return Ok(Piece::Text(b"%")),
+            b'd' | b'i' | b'u' | b'o' | b'x' | b'X' => true,
+            // Wide characters and strings, and long double, are not rendered.
+            b'c' | b's' | b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => {
+                matches!(s.length, Length::Int)
+                    || (s.length == Length::Long && !matches!(conv, b'c' | b's'))
+            }
+            b'p' | b'm' => s.length == Length::Int,
+            _ => false, // %n above all, and anything unknown
+        };
+        if ok {
+            Ok(Piece::Conv(s))
+        } else {
+            Err(Unsupported)
+        }
+    }
+}
+
+impl<'a> Iterator for Parser<'a> {
+    type Item = Result<Piece<'a>, Unsupported>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let f = self.fmt;
+        if self.pos >= f.len() {
+            return None;
+        }
+        if f[self.pos] == b'%' {
+            self.pos += 1;
+            return Some(self.spec());
+        }
+        let start = self.pos;
+        self.pos = f[start..]
+            .iter()
+            .position(|&c| c == b'%')
+            .map_or(f.len(), |i| start + i);
+        Some(Ok(Piece::Text(&f[start..self.pos])))
+    }
+}
+
+/// True if `fmt` has a `%n` conversion (with any flags, width, precision or
+/// length): a format vlog refuses to hand to printf, which would write through
+/// the argument.
+pub fn writes_back(fmt: &[u8]) -> bool {
+    let mut i = 0;
+    while i < fmt.len() {
+        if fmt[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        // Skip what may stand between '%' and the conversion character.
+        while i < fmt.len() && b"-+ #0'123456789.*$hlLqjztI".contains(&fmt[i]) {
+            i += 1;
+        }
+        match fmt.get(i) {
+            Some(b'n') => return true,
+            Some(_) => i += 1, // any other conversion, "%%" included
+            None => {}
+        }
+    }
+    false
+}
+
+/// An argument as captured at the call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arg<'a> {
+    Signed(i64),
+    Unsigned(u64),
+    Double(f64),
+    Str(Option<&'a [u8]>),
+    Pointer(usize),
+}
+
+/// Renders `fmt` with `args` into `out`. Fails, having written part of the text,
+/// on an unsupported format or arguments that do not match it; callers check
+/// formats with [`Parser`] before capturing arguments, so that cannot happen
+/// for a captured record.
+pub fn render(fmt: &[u8], args: &[Arg], out: &mut impl Sink) -> Result<(), Unsupported> {
+    let mut args = args.iter();
+    for piece in Parser::new(fmt) {
+        let spec = match piece? {
+            Piece::Text(t) => {
+                out.put(t);
+                continue;
+            }
+            Piece::Conv(spec) => spec,
+        };
+        let mut spec = spec;
+        let mut star = |c: Option<Count>| -> Result<Option<i64>, Unsupported> {
+            match c {
+                Some(Count::Star) => match args.next() {
+                    Some(Arg::Signed(v)) => Ok(Some(*v as i32 as i64)),
+                    _ => Err(Unsupported),
+                },
+                Some(Count::Fixed(n)) => Ok(Some(n as i64)),
+                None => Ok(None),
+            }
+        };
+        let width = star(spec.width)?;
+        let precision = star(spec.precision)?;
+        // A negative `*` width means `-` and its absolute value; a negative
+        // precision means none.
+        let width = match width {
+            Some(w) if w < 0 => {
+                spec.minus = true;
+                w.unsigned_abs() as usize
+            }
+            Some(w) => w as usize,
+            None => 0,
+        };
+        let precision = precision.filter(|&p| p >= 0).map(|p| p as usize);
+        if width > MAX_COUNT || precision.is_some_and(|p| p > MAX_COUNT) {
+            return Err(Unsupported);
+        }
+        let arg = args.next().ok_or(Unsupported)?;
+        let f = Field {
+            spec,
+            width,
+            precision,
+        };
+        match (spec.kind(), *arg) {
+            (Some(Kind::Signed), Arg::Signed(v)) => {
+                let v = match spec.length {
+                    Length::Int => v as i32 as i64,
+                    Length::Char => v as i8 as i64,
+                    Length::Short => v as i16 as i64,
+                    _ => v,
+                };
+                f.integer(v < 0, v.unsigned_abs(), out);
+            }
+            (Some(Kind::Unsigned), Arg::Unsigned(v)) if spec.conv == b'c' => {
+                f.text(&[v as u8], out);
+            }
+            (Some(Kind::Unsigned), Arg::Unsigned(v)) => {
+                let v = match spec.length {
+                    Length::Int => v as u32 as u64,
+                    Length::Char => v as u8 as u64,
+                    Length::Short => v as u16 as u64,
+                    _ => v,
+                };
+                f.integer(false, v, out);
+            }
+            (Some(Kind::Double), Arg::Double(v)) => f.double(v, out),
+            (Some(Kind::Str), Arg::Str(s)) => f.string(s, out),
+            (Some(Kind::Pointer), Arg::Pointer(p)) => f.pointer(p, out),
+            _ => return Err(Unsupported),
+        }
+    }
+    Ok(())
+}
+
+/// A conversion with its width and precision resolved.
+struct Field {
+    spec: Spec,
+    width: usize,
+    precision: Option<usize>,
+}
+
+fn put_repeat(byte: u8, mut n: usize, out: &mut impl Sink) {
+    let chunk = [byte; 32];
+    while n > 0 {
+        let k = n.min(chunk.len());
+        out.put(&chunk[..k]);
+        n -= k;
+    }
+}
+
+impl Field {
+    /// `prefix` (sign, 0x), `zeros` leading zeros, then `body`, padded to the
+    /// width: with spaces on the left, spaces on the right (`-`), or zeros after
+    /// the prefix (`0`, when `zero_pad` allows it).
+    fn pad(
+        &self,
+        prefix: &[u8],
+        zeros: usize,
+        body: &[&[u8]],
+        zero_pad: bool,
+        out: &mut impl Sink,
+    ) {
+        let len = prefix.len() + zeros + body.iter().map(|b| b.len()).sum::<usize>();
+        let fill = self.width.saturating_sub(len);
+        let s = &self.spec;
+        let zero_fill = s.zero && zero_pad && !s.minus;
+        if !s.minus && !zero_fill {
+            put_repeat(b' ', fill, out);
+        }
+        out.put(prefix);
+        if zero_fill {
+            put_repeat(b'0', fill, out);
+        }
+        put_repeat(b'0', zeros, out);
+        for b in body {
+            out.put(b);
+        }
+        if s.minus {
+            put_repeat(b' ', fill, out);
+        }
+    }
+
+    fn sign(&self, negative: bool) -> &'static [u8] {
+        if negative {
+            b"-"
+        } else if self.spec.plus {
+            b"+"
+        } else if self.spec.space {
+            b" "
+        } else {
+            b""
+        }
+    }
+
+    fn integer(&self, negative: bool, value: u64, out: &mut impl Sink) {
+        let s = &self.spec;
+        let (base, upper) = match s.conv {
+            b'o' => (8, false),
+            b'x' => (16, false),
+            b'X' => (16, true),
+            _ => (10, false),
+        };
+        let signed = matches!(s.conv, b'd' | b'i');
+        let mut digits = [0u8; 24];
+        let mut i = digits.len();
+        let mut v = value;
+        while v > 0 {
+            i -= 1;
+            let d = (v % base) as u8;
+            digits[i] = match d {
+                0..=9 => b'0' + d,
+                _ if upper => b'A' + d - 10,
+                _ => b'a' + d - 10,
+            };
+            v /= base;
+        }
+        let precision = self.precision.unwrap_or(1);
+        let ndigits = digits.len() - i;
+        let mut zeros = precision.saturating_sub(ndigits);
+        if s.conv == b'o' && s.alt && value != 0 && zeros == 0 {
+            zeros = 1;
+        }
+        if s.conv == b'o' && s.alt && value == 0 && ndigits + zeros == 0 {
+            zeros = 1;
+        }
+        let prefix: &[u8] = if signed {
+            self.sign(negative)
+        } else if s.alt && value != 0 && base == 16 {
+            if upper {
+                b"0X"
+            } else {
+                b"0x"
+            }
+        } else {
+            b""
+        };
+        self.pad(
+            prefix,
+            zeros,
+            &[&digits[i..]],
+            self.precision.is_none(),
+            out,
+        );
+    }
+
+    fn text(&self, bytes: &[u8], out: &mut impl Sink) {
+        self.pad(b"", 0, &[bytes], false, out);
+    }
+
+    fn string(&self, s: Option<&[u8]>, out: &mut impl Sink) {
+        let bytes: &[u8] = match s {
+            Some(s) => s,
+            // glibc writes "(null)" only where it fits the precision.
+            None if self.precision.is_none_or(|p| p >= 6) => b"(null)",
+            None => b"",
+        };
+        let n = self.precision.map_or(bytes.len(), |p| p.min(bytes.len()));
+        self.text(&bytes[..n], out);
+    }
+
+    fn pointer(&self, p: usize, out: &mut impl Sink) {
+        if p == 0 {
+            return self.text(b"(nil)", out);
+        }
+        // As glibc: %#lx, keeping the + and space flags.
+        let f = Field {
+            spec: Spec {
+                alt: true,
+                conv: b'x',
+                ..self.spec
+            },
+            width: self.width,
+            precision: self.precision,
+        };
+        let mut digits = [0u8; 16];
+        let mut i = digits.len();
+        let mut v = p as u64;
+        while v > 0 {
+            i -= 1;
+            digits[i] = b"0123456789abcdef"[(v % 16) as usize];
+            v /= 16;
+        }
+        let zeros = f.precision.unwrap_or(1).saturating_sub(digits.len() - i);
+        let sign = f.sign(false);
+        let mut prefix = [0u8; 3];
+        prefix[..sign.len()].copy_from_slice(sign);
+        prefix[sign.len()..sign.len() + 2].copy_from_slice(b"0x");
+        f.pad(
+            &prefix[..sign.len() + 2],
+            zeros,
+            &[&digits[i..]],
+            f.precision.is_none(),
+            out,
+        );
+    }
+
+    fn double(&self, v: f64, out: &mut impl Sink) {
+        let s = &self.spec;
+        let upper = s.conv.is_ascii_uppercase();
+        let sign = self.sign(v.is_sign_negative());
+        if !v.is_finite() {
+            let word: &[u8] = match (v.is_nan(), upper) {
+                (true, false) => b"nan",
+                (true, true) => b"NAN",
+                (false, false) => b"inf",
+                (false, true) => b"INF",
+            };
+            return self.pad(sign, 0, &[word], false, out);
+        }
+        let mut buf = Digits::new();
+        let body = match s.conv.to_ascii_lowercase() {
+            b'f' => buf.fixed(v.abs(), self.precision.unwrap_or(6), s.alt),
+            b'e' => buf.exponent(v.abs(), self.precision.unwrap_or(6), s.alt, upper),
+            b'g' => buf.general(v.abs(), self.precision.unwrap_or(6), s.alt, upper),
+            _ => return self.hex_double(v.abs(), sign, upper, out),
+        };
+        self.pad(sign, 0, &[body], true, out);
+    }
+
+    /// `%a`: glibc's hexadecimal form, `0x1.8p+1` for normal numbers and
+    /// `0x0.8p-1022` for subnormal ones, the fraction rounded to the precision
+    /// (ties to even) or printed without trailing zeros.
+    fn hex_double(&self, v: f64, sign: &[u8], upper: bool, out: &mut impl Sink) {
+        let bits = v.to_bits();
+        let raw_exp = ((bits >> 52) & 0x7ff) as i64;
+        let mut frac = bits & ((1 << 52) - 1);
+        let (mut lead, exp) = match (raw_exp, frac) {
+            (0, 0) => (0u64, 0i64),
+            (0, _) => (0, -1022),
+            _ => (1, raw_exp - 1023),
+        };
+        let mut nibbles = 13usize;
+        if let Some(p) = self.precision.filter(|&p| p < 13) {
+            // Round the 52-bit fraction to p hex digits, ties to even.
+            let drop = 4 * (13 - p) as u32;
+            let kept = frac >> drop;
+            let rest = frac & ((1u64 << drop) - 1);
+            let half = 1u64 << (drop - 1);
+            let mut kept = kept;
+            // With no digits kept, the leading digit is the one rounded.
+            let last = if p == 0 { lead } else { kept };
+            if rest > half || (rest == half && last & 1 == 1) {
+                kept += 1;
+            }
+            if p == 0 || kept >> (4 * p) != 0 {
+                lead += kept >> (4 * p as u32);
+                kept &= (1u64 << (4 * p as u32)).wrapping_sub(1);
+            }
+            frac = kept;
+            nibbles = p;
+        } else if self.precision.is_none() {
+            while nibbles > 0 && frac & 0xf == 0 {
+                frac >>= 4;
+                nibbles -= 1;
+            }
+        }
+        let hex: &[u8; 16] = if upper {
+            b"0123456789ABCDEF"
+        } else {
+            b"0123456789abcdef"
+        };
+        let mut digits = [0u8; 13];
+        for i in 0..nibbles.min(13) {
+            digits[nibbles.min(13) - 1 - i] = hex[((frac >> (4 * i)) & 0xf) as usize];
+        }
+        let extra = self.precision.map_or(0, |p| p.saturating_sub(13));
+        let mut prefix = [0u8; 4];
+        prefix[..sign.len()].copy_from_slice(sign);
+        prefix[sign.len()..sign.len() + 2].copy_from_slice(if upper { b"0X" } else { b"0x" });
+        let lead_digit = [hex[lead as usize & 0xf]];
+        let point: &[u8] = if nibbles + extra > 0 || self.spec.alt {
+            b"."
+        } else {
+            b""
+        };
+        let mut e = Digits::new();
+        let exp_text = e.exp_suffix(if upper { b'P' } else { b'p' }, exp, 1);
+        // A precision beyond the 13 digits a double has is made up with zeros.
+        const ZEROS: [u8; MAX_COUNT] = [b'0'; MAX_COUNT];
+        let body: [&[u8]; 5] = [
+            &lead_digit,
+            point,
+            &digits[..nibbles.min(13)],
+            &ZEROS[..extra],
+            exp_text,
+        ];
+        self.pad(&prefix[..sign.len() + 2], 0, &body, true, out);
+    }
+}
+
+/// A stack buffer for one rendered number, written through core::fmt (whose
+/// float conversion is exact and rounds ties to even, as glibc does).
+struct Digits {
+    buf: [u8; 1400],
+    len: usize,
+}
+
+impl std::fmt::Write for Digits {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(std::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+impl Digits {
+    fn new() -> Digits {
+        Digits {
+            buf: [0; 1400],
+            len: 0,
+        }
+    }
+
+    fn fixed(&mut self, v: f64, precision: usize, alt: bool) -> &[u8] {
+        use std::fmt::Write;
+        self.len = 0;
+        // Cannot fail: 309 integer digits and MAX_COUNT decimals fit.
+        let _ = write!(self, "{v:.precision$}");
+        if alt && precision == 0 {
+            let _ = self.write_str(".");
+        }
+        &self.buf[..self.len]
+    }
+
+    /// `d.ddde+XX`; returns the text.
+    fn exponent(&mut self, v: f64, precision: usize, alt: bool, upper: bool) -> &[u8] {
+        let exp = self.exponent_digits(v, precision, alt);
+        let mantissa_len = self.len;
+        let mut e = Digits::new();
+        let suffix = e.exp_suffix(if upper { b'E' } else { b'e' }, exp, 2);
+        self.buf[mantissa_len..mantissa_len + suffix.len()].copy_from_slice(suffix);
+        self.len += suffix.len();
+        &self.buf[..self.len]
+    }
+
+    /// Writes the mantissa of `v` in `%e` form (no exponent) and returns the
+    /// decimal exponent.
+    fn exponent_digits(&mut self, v: f64, precision: usize, alt: bool) -> i64 {
+        use std::fmt::Write;
+        self.len = 0;
+        let _ = write!(self, "{v:.precision$e}");
+        let at = self.buf[..self.len]
+            .iter()
+            .position(|&c| c == b'e')
+            .unwrap_or(self.len);
+        let exp: i64 = std::str::from_utf8(&self.buf[at + 1..self.len])
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0);
+        self.len = at;
+        if alt && precision == 0 {
+            let _ = self.write_str(".");
+        }
+        exp
+    }
+
+    /// `e+XX` with at least `min_digits` exponent digits.
+    fn exp_suffix(&mut self, letter: u8, exp: i64, min_digits: usize) -> &[u8] {
+        self.len = 0;
+        self.buf[0] = letter;
+        self.buf[1] = if exp < 0 { b'-' } else { b'+' };
+        self.len = 2;
+        super::num::put_decimal(exp.unsigned_abs(), min_digits, self);
+        &self.buf[..self.len]
+    }
+
+    /// `%g`: `%e` or `%f` by the exponent, trailing zeros removed unless `#`.
+    /// glibc chooses with the exponent before rounding. When rounding then
+    /// carries into one more significant digit (99.95 at three digits), it
+    /// drops a decimal (`100.`), or, with no decimal to drop, switches to the
+    /// exponent form without decimals (`%#g` of 999999.5 is `1.e+06`). From the
+    /// exponent form, a value that rounds up to 1e-4 is printed as a fraction.
+    fn general(&mut self, v: f64, precision: usize, alt: bool, upper: bool) -> &[u8] {
+        let p = precision.max(1);
+        let letter = if upper { b'E' } else { b'e' };
+        // Forty digits cannot round a double up to the next power of ten.
+        let exact_exp = if v == 0.0 {
+            0
+        } else {
+            self.exponent_digits(v, 40, false)
+        };
+        if !(-4..p as i64).contains(&exact_exp) {
+            let exp = self.exponent_digits(v, p - 1, alt);
+            if !(-4..p as i64).contains(&exp) {
+                return self.finish_exponent(exp, alt, letter);
+            }
+            return self.fraction(v, (p as i64 - 1 - exp) as usize, alt);
+        }
+        let decimals = (p as i64 - 1 - exact_exp) as usize;
+        self.fixed(v, decimals, alt);
+        let significant = self.buf[..self.len]
+            .iter()
+            .filter(|c| c.is_ascii_digit())
+            .skip_while(|&&c| c == b'0')
+            .count();
+        if v != 0.0 && significant > p {
+            if decimals == 0 {
+                let exp = self.exponent_digits(v, 0, alt);
+                return self.finish_exponent(exp, alt, letter);
+            }
+            return self.fraction(v, decimals - 1, alt);
+        }
+        if !alt {
+            self.strip_zeros();
+        }
+        &self.buf[..self.len]
+    }
+
+    /// `%f` with `decimals`, trailing zeros stripped unless `#`.
+    fn fraction(&mut self, v: f64, decimals: usize, alt: bool) -> &[u8] {
+        self.fixed(v, decimals, alt);
+        if !alt {
+            self.strip_zeros();
+        }
+        &self.buf[..self.len]
+    }
+
+    /// Strips zeros (unless `#`) from a mantissa and appends the exponent.
+    fn finish_exponent(&mut self, exp: i64, alt: bool, letter: u8) -> &[u8] {
+        if !alt {
+            self.strip_zeros();
+        }
+        let mantissa_len = self.len;
+        let mut e = Digits::new();
+        let suffix = e.exp_suffix(letter, exp, 2);
+        self.buf[mantissa_len..mantissa_len + suffix.len()].copy_from_slice(suffix);
+        self.len += suffix.len();
+        &self.buf[..self.len]
+    }
+
+    fn strip_zeros(&mut self) {
+        if !self.buf[..self.len].contains(&b'.') {
+            return;
+        }
+        while self.len > 0 && self.buf[self.len - 1] == b'0' {
+            self.len -= 1;
+        }
+        if self.len > 0 && self.buf[self.len - 1] == b'.' {
+            self.len -= 1;
+        }
+    }
+}
+
+impl Sink for Digits {
+    fn put(&mut self, bytes: &[u8]) {
+        let end = (self.len + bytes.len()).min(self.buf.len());
+        self.buf[self.len..end].copy_from_slice(&bytes[..end - self.len]);
+        self.len = end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::{c_int, c_long, c_uint, c_ulong, CString};
+
+    fn ours(fmt: &str, args: &[Arg]) -> Result<String, Unsupported> {
+        let mut out = Vec::new();
+        render(fmt.as_bytes(), args, &mut out)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// glibc's answer for a format with one conversion, its `*` counts first.
+    fn glibc(fmt: &str, stars: &[c_int], arg: &Arg, spec: &Spec) -> String {
+        use crate::sys::glibc::{snprintf, CArg};
+        let f = CString::new(fmt).unwrap();
+        let wide = !matches!(spec.length, Length::Int | Length::Char | Length::Short);
+        let string;
+        let c = match *arg {
+            Arg::Signed(v) if wide => CArg::Long(v as c_long),
+            Arg::Signed(v) => CArg::Int(v as c_int),
+            Arg::Unsigned(v) if spec.conv == b'c' => CArg::Int(v as c_int),
+            Arg::Unsigned(v) if wide => CArg::ULong(v as c_ulong),
+            Arg::Unsigned(v) => CArg::UInt(v as c_uint),
+            Arg::Double(v) => CArg::Double(v),
+            Arg::Str(s) => {
+                string = s.map(|s| CString::new(s).unwrap());
+                CArg::Str(string.as_deref())
+            }
+            Arg::Pointer(p) => CArg::Pointer(p),
+        };
+        snprintf(&f, stars, c)
+    }
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+            items[self.below(items.len() as u64) as usize]
+        }
+    }
+
+    fn random_double(r: &mut Rng) -> f64 {
+        match r.below(6) {
+            0 => r.pick(&[
+                0.0,
+                -0.0,
+                0.5,
+                1.5,
+                2.5,
+                0.125,
+                9.95,
+                1e-5,
+                123456.5,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                f64::NAN,
+                -f64::NAN,
+                f64::MAX,
+                f64::MIN_POSITIVE,
+                5e-324,
+                1e21,
+                0.1,
+                999999.5,
+                0.00001234,
+            ]),
+            1 => f64::from_bits(r.next()),
+            2 => (r.next() as i64 as f64) / (1u64 << r.below(60)) as f64,
+            3 => (r.below(2_000_000) as f64 - 1e6) / 8.0,
+            4 => r.below(1000) as f64 * 10f64.powi(r.below(40) as i32 - 20),
+            _ => f64::from_bits(r.below(1 << 52)), // subnormal
+        }
+    }
+
+    fn random_case(r: &mut Rng) -> (String, Vec<c_int>, Arg<'static>) {
+        let conv = r.pick(b"diuoxXcspfFeEgGaA");
+        let mut fmt = String::from("%");
+        for flag in ["-", "+", " ", "#", "0"] {
+            if r.below(4) == 0 {
+                fmt.push_str(flag);
+            }
+        }
+        let mut stars = Vec::new();
+        match r.below(4) {
+            0 => {}
+            1 => {
+                fmt.push('*');
+                stars.push(r.below(41) as c_int - 20);
+            }
+            _ => fmt.push_str(&r.below(30).to_string()),
+        }
+        match r.below(5) {
+            0 | 1 => {}
+            2 => fmt.push('.'),
+            3 => {
+                fmt.push('.');
+                fmt.push('*');
+                stars.push(r.below(30) as c_int - 5);
+            }
+            _ => fmt.push_str(&format!(".{}", r.below(25))),
+        }
+        let length = match conv {
+            b'd' | b'i' | b'u' | b'o' | b'x' | b'X' => {
+                r.pick(&["", "hh", "h", "l", "ll", "j", "z", "t"])
+            }
+            b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => r.pick(&["", "l"]),
+            _ => "",
+        };
+        fmt.push_str(length);
+        fmt.push(conv as char);
+        let arg = match conv {
+            b'd' | b'i' => Arg::Signed(match r.below(4) {
+                0 => r.pick(&[0, -1, 1, i64::MIN, i64::MAX, i32::MIN as i64, 255, -128]),
+                1 => r.next() as i64,
+                _ => r.below(100_000) as i64 - 50_000,
+            }),
+            b'u' | b'o' | b'x' | b'X' => Arg::Unsigned(match r.below(3) {
+                0 => r.pick(&[0, 1, u64::MAX, u32::MAX as u64, 8, 0xdead_beef]),
+                1 => r.next(),
+                _ => r.below(100_000),
+            }),
+            b'c' => Arg::Unsigned(32 + r.below(95)),
+            b's' => Arg::Str(r.pick(&[
+                None,
+                Some(&b"hello"[..]),
+                Some(b""),
+                Some(b"a longer string, with spaces"),
+                Some(b"x"),
+            ])),
+            b'p' => Arg::Pointer(r.pick(&[0, 1, 0x7fff_1234_5678, usize::MAX, 0x1000])),
+            _ => Arg::Double(random_double(r)),
+        };
+        (fmt, stars, arg)
+    }
+
+    fn differential(cases: usize, seed: u64) {
+        let mut r = Rng(seed);
+        let mut failures = Vec::new();
+        for _ in 0..cases {
+            let (fmt, stars, arg) = random_case(&mut r);
+            let spec = match Parser::new(fmt.as_bytes()).next() {
+                Some(Ok(Piece::Conv(spec))) => spec,
+                other => panic!("{fmt}: {other:?}"),
+            };
+            let mut args: Vec<Arg> = stars.iter().map(|&s| Arg::Signed(s as i64)).collect();
+            args.push(arg);
+            let want = glibc(&fmt, &stars, &arg, &spec);
+            match ours(&fmt, &args) {
+                Ok(got) if got == want => {}
+                got => failures.push(format!(
+                    "{fmt} {stars:?} {arg:?}: glibc {want:?}, vlog {got:?}"
+                )),
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {cases} differ:\n{}",
+            failures.len(),
+            failures[..failures.len().min(25)].join("\n")
+        );
+    }
+
+    /// 20,000 random conversions; set VLOG_PRINTF_CASES (and VLOG_PRINTF_SEED)
+    /// for a longer run.
+    #[test]
+    fn matches_glibc_on_random_conversions() {
+        let var = |name, default| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        differential(
+            var("VLOG_PRINTF_CASES", 20_000) as usize,
+            var("VLOG_PRINTF_SEED", 0x9E37_79B9_7F4A_7C15),
+        );
+    }
+
+    #[test]
+    fn rounding_carries_like_glibc() {
+        let mut failures = Vec::new();
+        for fmt in [
+            "%g", "%#g", "%.1g", "%#.1g", "%.3g", "%#.3g", "%e", "%.0e", "%#.0e", "%.2f", "%.0f",
+            "%a", "%.0a", "%.1a", "%#.0a",
+        ] {
+            for v in [
+                999999.5,
+                9.9999995e-5,
+                0.000099999995,
+                9.5,
+                0.95,
+                99.95,
+                9.9999999e-5,
+                1e-5,
+                0.0001,
+                999.5,
+                9999.5,
+                1.5,
+                0.5,
+                2.5,
+                1.03125,
+                1.96875,
+                f64::from_bits(0x3fff_ffff_ffff_fff8),
+                f64::from_bits(0x3ff0_0000_0000_0008),
+                9.999e-5,
+                0.00009995,
+                5e-324,
+                2.2250738585072014e-308,
+            ] {
+                let spec = match Parser::new(fmt.as_bytes()).next() {
+                    Some(Ok(Piece::Conv(spec))) => spec,
+                    _ => unreachable!(),
+                };
+                let want = glibc(fmt, &[], &Arg::Double(v), &spec);
+                let got = ours(fmt, &[Arg::Double(v)]).unwrap();
+                if got != want {
+                    failures.push(format!("{fmt} {v:e}: glibc {want:?}, vlog {got:?}"));
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn finds_percent_n_however_written() {
+        for fmt in ["%n", "a %d %n", "%5n", "%hhn", "%lln", "%1$n", "%-*.*n"] {
+            assert!(writes_back(fmt.as_bytes()), "{fmt}");
+        }
+        for fmt in ["", "%%n", "%d %s", "100%% done", "%", "n%", "%%%d"] {
+            assert!(!writes_back(fmt.as_bytes()), "{fmt}");
+        }
+    }
+
+    #[test]
+    fn whole_formats() {
+        let args = [
+            Arg::Str(Some(b"qemu")),
+            Arg::Signed(7),
+            Arg::Double(0.25),
+            Arg::Unsigned(255),
+        ];
+        assert_eq!(
+            ours("sent %s to fd %d (%.1f%%) %#x", &args).unwrap(),
+            "sent qemu to fd 7 (0.2%) 0xff"
+        );
+        assert_eq!(ours("no conversions", &[]).unwrap(), "no conversions");
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_render() {
+        for fmt in [
+            "%n", "%Lf", "%ls", "%lc", "%1$d", "%'d", "%q", "%5000d", "%.5000f", "%",
+        ] {
+            assert!(
+                Parser::new(fmt.as_bytes()).any(|p| p.is_err()),
+                "{fmt} was accepted"
+            );
+        }
+        assert_eq!(ours("%d", &[Arg::Str(None)]), Err(Unsupported));
+        assert_eq!(ours("%d %d", &[Arg::Signed(1)]), Err(Unsupported));
+    }
+}

@@ -1,0 +1,181 @@
+//! Time as text: libvirt's UTC timestamp, RFC 3339 for syslog, and the
+//! parser of the times users give vlog-dump.
+
+use super::num::put_decimal;
+use super::sink::Sink;
+
+/// `YYYY-MM-DD HH:MM:SS.mmm+0000`, always UTC (libvirt's form).
+pub fn put_timestamp(time_ns: u64, out: &mut impl Sink) {
+    let secs = time_ns / 1_000_000_000;
+    let millis = (time_ns / 1_000_000) % 1000;
+    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    put_decimal(year as u64, 4, out);
+    out.put(b"-");
+    put_decimal(month as u64, 2, out);
+    out.put(b"-");
+    put_decimal(day as u64, 2, out);
+    out.put(b" ");
+    put_clock(rem, out);
+    out.put(b".");
+    put_decimal(millis, 3, out);
+    out.put(b"+0000");
+}
+
+/// `2026-11-30T13:45:12.345678Z` (RFC 3339 with microseconds, UTC).
+pub fn put_rfc3339(time_ns: u64, out: &mut impl Sink) {
+    let secs = time_ns / 1_000_000_000;
+    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    put_decimal(year as u64, 4, out);
+    out.put(b"-");
+    put_decimal(month as u64, 2, out);
+    out.put(b"-");
+    put_decimal(day as u64, 2, out);
+    out.put(b"T");
+    put_clock(rem, out);
+    out.put(b".");
+    put_decimal((time_ns / 1000) % 1_000_000, 6, out);
+    out.put(b"Z");
+}
+
+/// `Mmm dd hh:mm:ss` (RFC 3164, as glibc's syslog() writes it: the day
+/// padded with a space).
+pub fn put_rfc3164(time_ns: u64, out: &mut impl Sink) {
+    const MONTHS: [&[u8]; 12] = [
+        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
+        b"Dec",
+    ];
+    let secs = time_ns / 1_000_000_000;
+    let (_, month, day) = civil_from_days((secs / 86_400) as i64);
+    out.put(MONTHS[month as usize - 1]);
+    out.put(if day < 10 { b"  " } else { b" " });
+    put_decimal(day as u64, 1, out);
+    out.put(b" ");
+    put_clock(secs % 86_400, out);
+}
+
+/// `hh:mm:ss` of `secs` seconds into the day.
+fn put_clock(secs: u64, out: &mut impl Sink) {
+    put_decimal(secs / 3600, 2, out);
+    out.put(b":");
+    put_decimal(secs / 60 % 60, 2, out);
+    out.put(b":");
+    put_decimal(secs % 60, 2, out);
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
+/// calendar (Howard Hinnant's algorithm), so no libc time call is needed.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// (year, month, day) to days since 1970-01-01: the inverse of
+/// `civil_from_days`.
+pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (month as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Parses `YYYY-MM-DD HH:MM:SS[.fff]` (or with `T`), UTC, or `@SECONDS`, into
+/// nanoseconds since the epoch.
+pub fn parse_time(s: &str) -> Option<u64> {
+    if let Some(secs) = s.strip_prefix('@') {
+        return secs.parse::<u64>().ok()?.checked_mul(1_000_000_000);
+    }
+    let b = s.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b' ' | b'T') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<u32>().ok();
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, min, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 60 {
+        return None;
+    }
+    let mut nanos = 0u64;
+    if let Some(frac) = s.get(19..).filter(|f| !f.is_empty()) {
+        let digits = frac.strip_prefix('.')?;
+        if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|d| d.is_ascii_digit()) {
+            return None;
+        }
+        nanos = digits.parse::<u64>().ok()? * 10u64.pow(9 - digits.len() as u32);
+    }
+    let days = days_from_civil(year as i64, month, day);
+    let secs = days * 86_400 + (hour * 3600 + min * 60 + sec) as i64;
+    u64::try_from(secs)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_parsing() {
+        assert_eq!(
+            parse_time("2026-11-30 13:45:12.345"),
+            Some(1_796_046_312_345_000_000)
+        );
+        assert_eq!(
+            parse_time("2026-11-30T13:45:12"),
+            Some(1_796_046_312_000_000_000)
+        );
+        assert_eq!(parse_time("@1796046312"), Some(1_796_046_312_000_000_000));
+        for bad in [
+            "",
+            "2026-11-30",
+            "2026-13-01 00:00:00",
+            "2026-11-30 13:45:12.",
+            "x",
+        ] {
+            assert_eq!(parse_time(bad), None, "{bad}");
+        }
+        for days in [-1000, 0, 11_016, 20_787, 100_000] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
+
+    #[test]
+    fn calendar() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_787), (2026, 11, 30));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn syslog_forms() {
+        let mut v = Vec::new();
+        // 2026-11-30 13:45:12.345678901 UTC, and 2026-12-05.
+        put_rfc3339(1_796_046_312_345_678_901, &mut v);
+        v.push(b'|');
+        put_rfc3164(1_796_046_312_345_678_901, &mut v);
+        v.push(b'|');
+        put_rfc3164(1_796_046_312_345_678_901 + 5 * 86_400_000_000_000, &mut v);
+        assert_eq!(
+            String::from_utf8(v).unwrap(),
+            "2026-11-30T13:45:12.345678Z|Nov 30 13:45:12|Dec  5 13:45:12"
+        );
+    }
+}
