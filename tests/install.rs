@@ -6,19 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+mod support;
+
+use support::{assert_ok, root, text};
 
 fn ok(what: &str, out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    assert_ok(what, &out);
+    text(&out.stdout)
 }
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {

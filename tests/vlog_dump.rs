@@ -1,25 +1,16 @@
 //! vlog-dump on ring files made here with the library, and on bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Command;
 
 use vlog::internal::{parse_time, Priority, Record, Ring};
 
+mod support;
+
+use support::{run_vlog_dump as vlog_dump, text};
+
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vlog-dump");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn vlog_dump(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vlog-dump"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    support::scratch("vlog-dump", name)
 }
 
 /// A ring file with 100 records: priorities cycling debug..error, sources

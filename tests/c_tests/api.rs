@@ -1,0 +1,253 @@
+//! The C API's promises: the macros and their inline check, formats and
+//! `%n`, deferred arguments, messages long, hostile and NULL, structured
+//! fields, errno, no allocation, the header in C and C++, sources in
+//! libraries that are unloaded.
+
+use std::process::Command;
+
+use crate::common::*;
+
+#[test]
+fn macros_check_inline_and_skip_arguments() {
+    check("macros");
+}
+
+#[test]
+fn macros_work_through_the_shared_library() {
+    let exe = build("macros", Link::Shared);
+    assert_ok("macros (shared)", &run(&exe, &[]));
+    let out = Command::new("readelf")
+        .arg("-d")
+        .arg(work().join("lib/libvlog.so.0"))
+        .output();
+    if let Ok(out) = out {
+        assert!(text(&out.stdout).contains("[libvlog.so.0]"), "soname");
+    }
+}
+
+#[test]
+fn filtered_call_never_formats() {
+    check("filtered_no_format");
+}
+
+#[test]
+fn null_arguments_are_safe() {
+    check("null_args");
+}
+
+#[test]
+fn long_messages_kept_then_truncated_with_marker() {
+    check("long_messages");
+}
+
+#[test]
+fn cached_levels_follow_configuration() {
+    check("levels");
+}
+
+#[test]
+fn dump_to_any_fd() {
+    check("dump_fd");
+}
+
+#[test]
+fn shutdown_and_restart() {
+    check("shutdown");
+}
+
+#[test]
+fn dlclosed_source_leaves_nothing_behind() {
+    let work = work();
+    let lib = work.join("lib");
+    let mut cmd = Command::new(cc());
+    cmd.args([
+        "-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-shared", "-fPIC",
+    ])
+    .arg("-I")
+    .arg(root().join("include"))
+    .arg(root().join("c-tests/dlclose_plugin.c"))
+    .arg("-o")
+    .arg(work.join("dlclose_plugin.so"))
+    .arg(format!("-L{}", lib.display()))
+    .arg("-lvlog")
+    .arg(format!("-Wl,-rpath,{}", lib.display()));
+    run_compiler(cmd);
+    let exe = build("dlclose", Link::Shared);
+    assert_ok("dlclose", &run(&exe, &[]));
+}
+
+#[test]
+fn header_is_clean_c99_c11_and_cxx() {
+    let modes: [(&str, &[&str]); 4] = [
+        ("cc", &["-std=c99"]),
+        ("cc", &["-std=c11"]),
+        ("c++", &["-std=c++11", "-x", "c++"]),
+        ("c++", &["-std=c++17", "-x", "c++"]),
+    ];
+    for (i, (compiler, flags)) in modes.iter().enumerate() {
+        let compiler = if *compiler == "cc" {
+            cc()
+        } else {
+            std::env::var("CXX").unwrap_or_else(|_| "c++".into())
+        };
+        let exe = work().join(format!("header_only_{i}"));
+        let mut cmd = Command::new(compiler);
+        cmd.args(["-Wall", "-Wextra", "-Wpedantic", "-Werror"])
+            .args(*flags)
+            .arg("-I")
+            .arg(root().join("include"))
+            .arg(root().join("c-tests/header_only.c"))
+            .args(["-x", "none"])
+            .arg(work().join("lib/libvlog.a"))
+            .args(["-lpthread", "-ldl", "-lm", "-o"])
+            .arg(&exe);
+        run_compiler(cmd);
+        assert_ok("header_only", &run(&exe, &[]));
+    }
+}
+
+#[test]
+fn recording_allocates_nothing() {
+    if skipped_under_tool("the tool replaces the allocator this test counts") {
+        return;
+    }
+    check("no_alloc");
+}
+
+#[test]
+fn deferred_records_read_back_as_printf_text() {
+    check("deferred");
+}
+
+#[test]
+fn call_sites_beyond_the_dictionary_and_across_a_new_ring_read_back() {
+    check("sites");
+}
+
+#[test]
+fn hostile_message_contents_are_escaped_the_same_in_outputs_and_ring() {
+    let exe = build("hostile", Link::Static);
+    let out = run_with(&exe, &[work().join("hostile.log").to_str().unwrap()], &[]);
+    assert_ok("hostile", &out);
+}
+
+/// A string from outside used as the format does not compile (even without
+/// -Werror); the same string logged with "%s" does. Neither does an argument of
+/// the wrong type, with -Werror.
+#[test]
+fn a_non_literal_format_without_arguments_does_not_compile() {
+    let compile = |name: &str, body: &str, flags: &[&str]| {
+        let src = work().join(format!("{name}.c"));
+        std::fs::write(
+            &src,
+            format!(
+                "#include <vlog.h>\nVLOG_INIT(\"t\");\n{body}\nint main(void) {{ return 0; }}\n"
+            ),
+        )
+        .unwrap();
+        Command::new(cc())
+            .args(["-std=c11", "-Wall", "-c", "-o", "/dev/null", "-I"])
+            .arg(root().join("include"))
+            .args(flags)
+            .arg(&src)
+            .output()
+            .unwrap()
+    };
+    let bad = compile(
+        "format_outside",
+        "void f(const char *s) { VLOG_INFO(s); }",
+        &[],
+    );
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad.stderr).contains("format not a string literal and no format arguments"),
+        "{}",
+        text(&bad.stderr)
+    );
+    let good = compile(
+        "format_literal",
+        "void f(const char *s) { VLOG_INFO(\"%s\", s); }",
+        &[],
+    );
+    assert_ok("format_literal", &good);
+    let wrong = compile(
+        "format_types",
+        "void f(void) { VLOG_INFO(\"%d\", \"text\"); }",
+        &["-Werror"],
+    );
+    assert!(!wrong.status.success(), "{}", text(&wrong.stderr));
+}
+
+/// Structured fields through the outputs, the ring, vlog_dump and vlog-dump;
+/// the JSON output and vlog-dump --json read back by Python's json module.
+#[test]
+fn structured_fields_reach_every_reader() {
+    let dir = scratch_dir("fields-run");
+    let (txt, json, ring) = (
+        dir.join("out.log"),
+        dir.join("out.json"),
+        dir.join("fields.ring"),
+    );
+    let exe = build("fields", Link::Static);
+    let out = run_with(
+        &exe,
+        &[txt.to_str().unwrap(), json.to_str().unwrap()],
+        &[("VLOG_BUFFER_FILE", ring.to_str().unwrap())],
+    );
+    assert_ok("fields", &out);
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("invalid field name").count(), 1, "{stderr}");
+    let dumped = dir.join("dump.json");
+    std::fs::write(
+        &dumped,
+        vlog_dump(&["--json", ring.to_str().unwrap()]).stdout,
+    )
+    .unwrap();
+    let check = r#"
+import json, sys
+for path, printed in ((sys.argv[1], True), (sys.argv[2], False)):
+    objs = [json.loads(l) for l in open(path, encoding="utf-8", errors="strict")]
+    by_msg = {o["message"]: o.get("fields") for o in objs}
+    assert by_msg["started guest1"] == {"VM": "guest1", "VCPUS": 4, "DELTA": -7}, by_msg
+    assert by_msg["odd values"] == {"PATH": "/tmp/a b\n\"q\"\x1b[2J\ufffd",
+                                    "NULL_VALUE": "(null)"}, by_msg
+    assert ("ring only 1" in by_msg) != printed, path
+    if not printed:
+        assert by_msg["ring only 1"] == {"N": 1}
+print("ok")
+"#;
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(check)
+        .arg(&json)
+        .arg(&dumped)
+        .output()
+        .expect("python3");
+    assert_ok("fields json check (python3)", &py);
+}
+
+/// errno survives every kind of logging call, the first (which initialises
+/// vlog) and one whose output fails included.
+#[test]
+fn logging_never_changes_errno() {
+    let ring = work().join("errno_kept.ring");
+    let _ = std::fs::remove_file(&ring);
+    let exe = build("errno_kept", Link::Static);
+    let out = run(
+        &exe,
+        &[
+            ("VLOG_LEVEL", "debug"),
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_OUTPUTS", "4:file:/dev/full"),
+        ],
+    );
+    assert_ok("errno_kept", &out);
+    // The failing output is reported once, not per message.
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("cannot write to").count(), 1, "{stderr}");
+}
+
+#[test]
+fn percent_n_is_never_executed() {
+    check("percent_n");
+}

@@ -1,0 +1,209 @@
+//! What every C test uses: the library copied once into a scratch
+//! directory, C programs built against it (static or shared, under the
+//! sanitizer or valgrind pass's tool), run with only the `VLOG_*` variables
+//! a test gives, and vlog-dump.
+
+use crate::support::run_vlog_dump;
+pub(crate) use crate::support::{assert_ok, root, text};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// A scratch directory holding the built library (`lib/`) and the test
+/// programs, set up once per run.
+pub(crate) fn work() -> &'static Path {
+    static WORK: OnceLock<PathBuf> = OnceLock::new();
+    WORK.get_or_init(|| {
+        let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c-tests");
+        let lib = work.join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        // cargo test builds the staticlib and cdylib beside this test binary.
+        let built = std::env::current_exe().unwrap();
+        let deps = built.parent().unwrap();
+        std::fs::copy(deps.join("libvlog.a"), lib.join("libvlog.a")).unwrap();
+        std::fs::copy(deps.join("libvlog.so"), lib.join("libvlog.so.0")).unwrap();
+        let link = lib.join("libvlog.so");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("libvlog.so.0", &link).unwrap();
+        work
+    })
+}
+
+/// The tool the C programs run under (`VLOG_C_TESTS_TOOL`; `.ci/run` sets
+/// it for its sanitizer and valgrind passes): none, `asan` (the programs are
+/// built with AddressSanitizer and UBSan) or `valgrind` (memcheck).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(crate) enum Tool {
+    None,
+    Asan,
+    Valgrind,
+}
+
+pub(crate) fn tool() -> Tool {
+    match std::env::var("VLOG_C_TESTS_TOOL").as_deref() {
+        Ok("asan") => Tool::Asan,
+        Ok("valgrind") => Tool::Valgrind,
+        _ => Tool::None,
+    }
+}
+
+/// True, after saying why, when a test cannot run under the current tool:
+/// the tools handle signals, stacks and allocation themselves.
+pub(crate) fn skipped_under_tool(why: &str) -> bool {
+    let tool = tool();
+    if tool != Tool::None {
+        eprintln!("skipped under {tool:?}: {why}");
+    }
+    tool != Tool::None
+}
+
+/// `skipped_under_tool` for the tests of the crash handler, whose fatal
+/// signals, alternate stacks and core files the tools handle themselves.
+pub(crate) fn signal_test_skipped() -> bool {
+    skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Link {
+    Static,
+    Shared,
+}
+
+pub(crate) fn cc() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".into())
+}
+
+pub(crate) fn run_compiler(mut cmd: Command) {
+    let out = cmd.output().expect("run the C compiler");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Compiles `c-tests/NAME.c` into a program; returns its path.
+pub(crate) fn build(name: &str, link: Link) -> PathBuf {
+    let work = work();
+    let suffix = if link == Link::Static { "" } else { "-shared" };
+    let exe = work.join(format!("{name}{suffix}"));
+    let mut cmd = Command::new(cc());
+    if tool() == Tool::Asan {
+        cmd.args([
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all",
+            "-fno-omit-frame-pointer",
+        ]);
+    }
+    cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg(root().join("c-tests").join(format!("{name}.c")))
+        .arg("-o")
+        .arg(&exe);
+    match link {
+        Link::Static => {
+            cmd.arg(work.join("lib/libvlog.a"));
+        }
+        Link::Shared => {
+            let lib = work.join("lib");
+            cmd.arg(format!("-L{}", lib.display()))
+                .arg("-lvlog")
+                .arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+    }
+    cmd.args(["-lpthread", "-ldl", "-lm"]);
+    run_compiler(cmd);
+    exe
+}
+
+/// Runs a program with only the given `VLOG_*` variables set.
+pub(crate) fn run(exe: &Path, env: &[(&str, &str)]) -> Output {
+    run_with(exe, &[], env)
+}
+
+/// `run` with arguments.
+pub(crate) fn run_with(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = command(exe);
+    cmd.args(args);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("VLOG_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.envs(env.iter().copied()).current_dir(work());
+    // A program just written can be busy for a moment: another test thread's
+    // fork may hold its descriptor until that child execs.
+    for _ in 0..50 {
+        match cmd.output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            result => return result.expect("run the test program"),
+        }
+    }
+    panic!("{}: still busy", exe.display());
+}
+
+/// A command that runs `exe` under the current tool, which reports through
+/// the exit status (97) and stderr.
+pub(crate) fn command(exe: &Path) -> Command {
+    match tool() {
+        Tool::None => Command::new(exe),
+        Tool::Asan => {
+            let mut cmd = Command::new(exe);
+            cmd.env("ASAN_OPTIONS", "exitcode=97:detect_leaks=1").env(
+                "UBSAN_OPTIONS",
+                "print_stacktrace=1:halt_on_error=1:exitcode=97",
+            );
+            cmd
+        }
+        Tool::Valgrind => {
+            let mut cmd = Command::new("valgrind");
+            cmd.args([
+                "-q",
+                "--error-exitcode=97",
+                "--leak-check=full",
+                "--errors-for-leak-kinds=definite",
+            ])
+            .arg(exe);
+            cmd
+        }
+    }
+}
+
+pub(crate) fn check(name: &str) {
+    let exe = build(name, Link::Static);
+    assert_ok(name, &run(&exe, &[]));
+}
+
+// ---- The ring file and vlog-dump ---------------------------------------
+
+pub(crate) fn vlog_dump(args: &[&str]) -> Output {
+    let out = run_vlog_dump(args);
+    assert!(
+        out.status.success(),
+        "vlog-dump {args:?}: {}",
+        text(&out.stderr)
+    );
+    out
+}
+
+pub(crate) fn json_field<'a>(line: &'a str, name: &str) -> &'a str {
+    let key = format!("\"{name}\":");
+    let rest = &line[line.find(&key).unwrap() + key.len()..];
+    let end = if let Some(stripped) = rest.strip_prefix('"') {
+        1 + stripped.find('"').unwrap() + 1
+    } else {
+        rest.find([',', '}']).unwrap()
+    };
+    rest[..end].trim_matches('"')
+}
+
+/// A fresh directory under the work directory.
+pub(crate) fn scratch_dir(name: &str) -> PathBuf {
+    let dir = work().join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -1,0 +1,376 @@
+//! The crash handler: every fatal signal dumped and then dying as without
+//! vlog, stack overflows, threads crashing at once, handlers chained, dump
+//! signals, the watchdog.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::OnceLock;
+
+use crate::common::*;
+
+pub(crate) fn crash_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| build("crash", Link::Static))
+}
+
+/// Runs the crash program with core dumps allowed, in its own directory (where
+/// any core lands and is removed), under a 30 s timeout.
+pub(crate) fn crash(
+    name: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (ExitStatus, String, String) {
+    let dir = work().join("crash-runs").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -c unlimited 2>/dev/null; exec \"$@\"")
+        .arg("sh")
+        .arg(crash_exe())
+        .args(args)
+        .current_dir(&dir);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("VLOG_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read the output while the program runs (a dump can exceed a pipe's
+    // buffer), and kill it if it hangs.
+    let pid = child.id() as libc::pid_t;
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    let out = match result.recv_timeout(std::time::Duration::from_secs(30)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("crash {name}: hung");
+        }
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    (out.status, text(&out.stdout), text(&out.stderr))
+}
+
+pub(crate) fn assert_dump(name: &str, stderr: &str, signal: &str, records: usize) {
+    let header = format!("vlog: fatal signal {signal} (");
+    assert_eq!(
+        stderr.matches("vlog: fatal signal ").count(),
+        1,
+        "{name}: {stderr}"
+    );
+    let at = stderr
+        .find(&header)
+        .unwrap_or_else(|| panic!("{name}: no dump header: {stderr}"));
+    let dump = &stderr[at..];
+    let first = dump.lines().next().unwrap();
+    for part in [
+        ", code ",
+        ", address 0x",
+        ", pid ",
+        ", tid ",
+        ", time ",
+        " records, ",
+        " lost",
+    ] {
+        assert!(
+            first.contains(part),
+            "{name}: header lacks {part:?}: {first}"
+        );
+    }
+    assert!(
+        dump.contains("\nvlog: backtrace of thread "),
+        "{name}: {dump}"
+    );
+    assert!(
+        dump.contains("\nvlog: ring, oldest first:\n"),
+        "{name}: {dump}"
+    );
+    assert!(
+        dump.contains(&format!("\nvlog: end of dump, {records} records\n")),
+        "{name}: {dump}"
+    );
+    let ring = &dump[dump.find("vlog: ring, oldest first:").unwrap()..];
+    assert!(
+        ring.contains(": warning : test.crash : main:"),
+        "{name}: {ring}"
+    );
+}
+
+/// A new FIFO in the scratch directory: its path, and the path as a C string.
+fn make_fifo(name: &str) -> (PathBuf, std::ffi::CString) {
+    let fifo = work().join(name);
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    (fifo, c)
+}
+
+#[test]
+fn each_fatal_signal_is_dumped_then_dies_as_without_vlog() {
+    if signal_test_skipped() {
+        return;
+    }
+    for (mode, signal, number) in [
+        ("segv", "SIGSEGV", libc::SIGSEGV),
+        ("bus", "SIGBUS", libc::SIGBUS),
+        ("ill", "SIGILL", libc::SIGILL),
+        ("fpe", "SIGFPE", libc::SIGFPE),
+        ("abrt", "SIGABRT", libc::SIGABRT),
+        ("sys", "SIGSYS", libc::SIGSYS),
+        ("trap", "SIGTRAP", libc::SIGTRAP),
+    ] {
+        let (with, _, stderr) = crash(mode, &[mode], &[]);
+        let (without, _, plain) = crash(&format!("{mode}-plain"), &["--no-vlog", mode], &[]);
+        assert_eq!(with.signal(), Some(number), "{mode}: {with}: {stderr}");
+        assert_eq!(with.signal(), without.signal(), "{mode}");
+        assert_eq!(
+            with.core_dumped(),
+            without.core_dumped(),
+            "{mode}: core flag differs"
+        );
+        assert_dump(mode, &stderr, signal, 3);
+        assert!(stderr.contains(&format!(" : last words 2 before {mode}\n")));
+        assert!(!plain.contains("vlog:"), "{mode}: {plain}");
+    }
+}
+
+#[test]
+fn stack_overflow_is_dumped_on_main_and_other_threads() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (status, _, stderr) = crash("overflow-main", &["overflow-main"], &[]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert_dump("overflow-main", &stderr, "SIGSEGV", 3);
+    let (status, _, stderr) = crash("overflow-thread", &["overflow-thread"], &[]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert_dump("overflow-thread", &stderr, "SIGSEGV", 4);
+    assert!(stderr.contains(" : second thread about to overflow its stack\n"));
+}
+
+#[test]
+fn crash_while_another_thread_holds_the_lock() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (fifo, _) = make_fifo("crash-locked.fifo");
+    let (status, _, stderr) = crash("locked", &["locked", fifo.to_str().unwrap()], &[]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert!(stderr.contains("vlog: fatal signal SIGSEGV ("), "{stderr}");
+    assert!(stderr.contains("\nvlog: end of dump, "), "{stderr}");
+    assert!(
+        stderr.contains(" : filling the fifo "),
+        "the ring was dumped: {stderr}"
+    );
+    let _ = std::fs::remove_file(&fifo);
+}
+
+#[test]
+fn two_threads_crashing_at_once_give_one_dump() {
+    if signal_test_skipped() {
+        return;
+    }
+    for round in 0..5 {
+        let (status, _, stderr) = crash("two", &["two"], &[]);
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGSEGV),
+            "round {round}: {stderr}"
+        );
+        assert_eq!(
+            stderr.matches("vlog: fatal signal").count(),
+            1,
+            "round {round}: {stderr}"
+        );
+        assert_eq!(
+            stderr.matches("vlog: end of dump").count(),
+            1,
+            "round {round}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn previous_handler_is_called_with_the_original_arguments() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (status, _, stderr) = crash("chain", &["chain"], &[]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    let dump = stderr.find("vlog: end of dump").expect("dumped");
+    let chained = stderr
+        .find("previous handler: signal 11, address (nil)")
+        .unwrap_or_else(|| panic!("previous handler not called with the fault address: {stderr}"));
+    assert!(dump < chained, "the dump comes first");
+}
+
+#[test]
+fn dump_signal_dumps_and_the_process_goes_on() {
+    let (status, stdout, stderr) = crash(
+        "dump-signal",
+        &["dump-signal"],
+        &[("VLOG_DUMP_SIGNAL", "USR2")],
+    );
+    assert!(status.success(), "{stderr}");
+    assert_eq!(stdout, "survived\n");
+    assert!(
+        stderr.contains("vlog: dump requested by signal, pid "),
+        "{stderr}"
+    );
+    assert!(stderr.contains(" : last words 2 before dump-signal\n"));
+    assert!(stderr.contains("\nvlog: end of dump, 3 records\n"));
+    assert!(
+        stderr.ends_with(" : still running after the dump\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn vlog_dump_env_off_and_file() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (status, _, stderr) = crash("off", &["segv"], &[("VLOG_DUMP", "off")]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV));
+    assert!(!stderr.contains("vlog: fatal"), "{stderr}");
+
+    let file = work().join("crash-dump.txt");
+    let _ = std::fs::remove_file(&file);
+    let target = format!("file:{}", file.display());
+    let (status, _, stderr) = crash("file", &["segv"], &[("VLOG_DUMP", &target)]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV));
+    assert!(!stderr.contains("vlog: fatal"), "{stderr}");
+    let dump = std::fs::read_to_string(&file).unwrap();
+    assert_dump("file", &dump, "SIGSEGV", 3);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // Beside the text, the ring itself, as a ring file vlog-dump reads.
+    let image = format!("{}.ring", file.display());
+    let out = text(&vlog_dump(&[&image]).stdout);
+    assert!(out.contains(" : last words 2 before segv\n"), "{out}");
+    let mode = std::fs::metadata(&image).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let (_, _, stderr) = crash("bad", &["segv"], &[("VLOG_DUMP", "syslog")]);
+    assert!(
+        stderr.contains("vlog: ignoring VLOG_DUMP: invalid dump destination 'syslog'"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("vlog: fatal signal SIGSEGV"),
+        "default kept: {stderr}"
+    );
+}
+
+#[test]
+fn alternate_stacks_are_given_but_never_replaced() {
+    if signal_test_skipped() {
+        return;
+    }
+    check("altstack");
+}
+
+#[test]
+fn watchdog_ends_a_dump_that_hangs() {
+    if signal_test_skipped() {
+        return;
+    }
+    // The dump goes to a FIFO whose reader never reads: once its buffer is
+    // full the handler blocks in write(2), and only the watchdog ends it.
+    let (fifo, c) = make_fifo("crash-watchdog.fifo");
+    // SAFETY: as above; the descriptor is closed below.
+    let reader = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK) };
+    assert!(reader >= 0);
+    let target = format!("file:{}", fifo.display());
+    let started = std::time::Instant::now();
+    let (status, _, stderr) = crash(
+        "watchdog",
+        &["flood"],
+        &[
+            ("VLOG_DUMP", &target),
+            ("VLOG_BUFFER_SIZE", "4M"),
+            ("VLOG_OUTPUTS", "4:stderr"),
+        ],
+    );
+    let took = started.elapsed();
+    // SAFETY: our own descriptor.
+    unsafe { libc::close(reader) };
+    let _ = std::fs::remove_file(&fifo);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert!(
+        took >= std::time::Duration::from_millis(1900),
+        "ended after {took:?}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "ended after {took:?}"
+    );
+}
+
+#[test]
+fn crash_inside_vlog_with_the_lock_held_by_the_crashing_thread() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (status, _, stderr) = crash("inside", &["inside"], &[]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert_dump("inside", &stderr, "SIGSEGV", 3);
+}
+
+/// With no output printing them, the last words are deferred records: the
+/// crash handler renders them, without allocating, to the same text.
+#[test]
+fn crash_dump_renders_deferred_records() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (status, _, stderr) = crash("deferred", &["segv"], &[("VLOG_OUTPUTS", "4:stderr")]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert_dump("deferred", &stderr, "SIGSEGV", 3);
+    for i in 0..3 {
+        let line = format!(" : last words {i} before segv\n");
+        assert!(stderr.contains(&line), "{line:?} in {stderr}");
+    }
+    assert_eq!(
+        stderr.matches(" : last words ").count(),
+        3,
+        "printed only by the dump"
+    );
+}
+
+#[test]
+fn dump_signal_through_the_api_and_its_refusals() {
+    let (status, stdout, stderr) = crash("dump-signal-api", &["dump-signal-api"], &[]);
+    assert!(status.success(), "{status}: {stderr}");
+    assert_eq!(stdout, "survived\n");
+    assert!(
+        stderr.contains("vlog: dump requested by signal, pid "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("\nvlog: end of dump, 3 records\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn explicit_install_works_even_with_vlog_dump_off() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (status, _, stderr) = crash("explicit", &["explicit"], &[("VLOG_DUMP", "off")]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    assert_dump("explicit", &stderr, "SIGSEGV", 3);
+}

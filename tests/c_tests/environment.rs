@@ -1,0 +1,142 @@
+//! The environment: libvirt's syntax, every variable, bad values warned
+//! about once, and a setuid process that ignores them.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::common::*;
+
+/// The environment program, built once: several tests run it at once.
+pub(crate) fn environment_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| build("environment", Link::Static))
+}
+
+pub(crate) fn environment(env: &[(&str, &str)]) -> (String, String) {
+    let out = run(environment_exe(), env);
+    assert_ok("environment", &out);
+    (text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn env_flight_recorder_configuration() {
+    let (dump, stderr) = environment(&[("VLOG_FILTERS", "1:qemu"), ("VLOG_OUTPUTS", "3:stderr")]);
+    // stderr prints warnings and errors only...
+    assert!(stderr.contains(" : qemu warning\n") && stderr.contains(" : qemu error\n"));
+    assert!(stderr.contains(" : util warning\n"));
+    assert!(
+        !stderr.contains("qemu debug") && !stderr.contains("qemu info"),
+        "{stderr}"
+    );
+    // ...while the ring keeps qemu's debug messages for a dump.
+    assert!(dump.contains(": debug : qemu.monitor : main:"), "{dump}");
+    assert!(dump.contains(" : qemu debug\n") && dump.contains(" : qemu info\n"));
+    assert!(!dump.contains("util debug"));
+    assert!(dump.contains("buffer_size=65536\n"));
+}
+
+#[test]
+fn env_level_sets_default_output_too() {
+    let (_, stderr) = environment(&[("VLOG_LEVEL", "info")]);
+    assert!(
+        stderr.contains(" : qemu info\n") && !stderr.contains("qemu debug"),
+        "{stderr}"
+    );
+    let (_, stderr) = environment(&[("VLOG_LEVEL", "1")]);
+    assert!(stderr.contains(" : qemu debug\n") && stderr.contains(" : util debug\n"));
+    let (_, stderr) = environment(&[]);
+    assert!(!stderr.contains("qemu info") && stderr.contains(" : qemu warning\n"));
+}
+
+#[test]
+fn env_bad_values_warn_once_and_keep_defaults() {
+    let (dump, stderr) = environment(&[
+        ("VLOG_LEVEL", "loud"),
+        ("VLOG_FILTERS", "1:qemu 9:util"),
+        ("VLOG_OUTPUTS", "1:stderr 1:nowhere"),
+        ("VLOG_BUFFER_SIZE", "12Q"),
+    ]);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("vlog: ")).collect();
+    assert_eq!(warnings.len(), 4, "{stderr}");
+    for (var, token) in [
+        ("VLOG_LEVEL", "'loud'"),
+        ("VLOG_FILTERS", "'9'"),
+        ("VLOG_OUTPUTS", "'nowhere'"),
+        ("VLOG_BUFFER_SIZE", "'12Q'"),
+    ] {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains(var) && w.contains(token)),
+            "no warning for {var} naming {token}: {stderr}"
+        );
+    }
+    // Defaults: warning level, stderr output, 64K ring.
+    assert!(stderr.contains(" : qemu warning\n") && !stderr.contains("qemu info"));
+    assert!(dump.contains("buffer_size=65536\n"));
+    assert!(!dump.contains("qemu debug"));
+}
+
+#[test]
+fn env_buffer_size_and_relative_file_output() {
+    let (dump, _) = environment(&[("VLOG_BUFFER_SIZE", "0")]);
+    assert!(
+        dump.starts_with("buffer_size=0\n") && dump.lines().count() == 1,
+        "{dump}"
+    );
+    let (dump, _) = environment(&[("VLOG_BUFFER_SIZE", "1M")]);
+    assert!(dump.contains("buffer_size=1048576\n"));
+
+    let log = work().join("env-relative.log");
+    let _ = std::fs::remove_file(&log);
+    let (_, stderr) = environment(&[("VLOG_OUTPUTS", "2:file:env-relative.log")]);
+    assert!(stderr.is_empty(), "{stderr}");
+    let file = std::fs::read_to_string(&log).unwrap();
+    assert!(file.contains(" : qemu warning\n") && !file.contains("qemu info"));
+}
+
+/// In a setuid process (AT_SECURE) the environment is ignored entirely: run a
+/// copy of the program set-user-ID to nobody, as root.
+#[test]
+fn env_ignored_when_setuid() {
+    if skipped_under_tool("a setuid program does not run under the tool") {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to make a setuid program");
+        return;
+    }
+    let dir = work().join("setuid");
+    std::fs::create_dir_all(&dir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let suid = dir.join("environment-suid");
+    std::fs::copy(environment_exe(), &suid).unwrap();
+    std::os::unix::fs::chown(&suid, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&suid, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let log = dir.join("chosen-by-user.log");
+    let _ = std::fs::remove_file(&log);
+    let outputs = format!("1:file:{}", log.display());
+    let out = run(
+        &suid,
+        &[
+            ("VLOG_LEVEL", "debug"),
+            ("VLOG_OUTPUTS", &outputs),
+            ("VLOG_BUFFER_SIZE", "1M"),
+        ],
+    );
+    assert_ok("environment (setuid)", &out);
+    let stderr = text(&out.stderr);
+    assert!(!log.exists(), "a setuid process obeyed VLOG_OUTPUTS");
+    assert!(
+        stderr.contains(" : qemu warning\n") && !stderr.contains("qemu info"),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout).contains("buffer_size=65536\n"));
+}
+
+#[test]
+fn libvirt_syntax_and_atomic_rejection() {
+    check("config_syntax");
+}

@@ -1,0 +1,33 @@
+//! The C programs in `c-tests/`, built against the library cargo just built
+//! and run. Each program checks one promise of the C API and exits 0; the
+//! tests here add what only a driver can check (environment, stderr, exit
+//! status, files left behind). Grouped by promise, one module each:
+//!
+//! | module | promise |
+//! | --- | --- |
+//! | `api` | macros, formats, deferred arguments, messages, fields, errno, allocation, the header, the ABI check |
+//! | `environment` | the `VLOG_*` variables in libvirt's syntax; setuid |
+//! | `threads` | threads at full rate, lock-free dumps, re-entrant calls |
+//! | `fork` | fork, daemon(3), processes sharing a ring file |
+//! | `crash` | the crash handler and dump signals |
+//! | `ring_file` | rings after SIGKILL, in ring files and core files |
+//! | `outputs` | files, rotation, JSON, failing outputs, kept descriptors |
+//! | `real_daemons` | journald and rsyslogd, started by the test |
+//!
+//! `VLOG_C_TESTS_TOOL=asan` or `=valgrind` runs every program under that
+//! tool (`.ci/run` does both); tests of what the tools take over themselves
+//! say so and skip.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod common;
+
+mod api;
+mod crash;
+mod environment;
+mod fork;
+mod outputs;
+mod real_daemons;
+mod ring_file;
+mod threads;

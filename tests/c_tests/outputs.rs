@@ -1,0 +1,127 @@
+//! Outputs: files and their rotation, JSON, outputs that fail, and the
+//! descriptors and files vlog keeps.
+
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::{Command, Stdio};
+
+use crate::common::*;
+
+#[test]
+fn file_outputs_format_and_reopen() {
+    check("outputs");
+}
+
+/// JSON lines read back by a real JSON parser (Python's, decoding the file as
+/// strict UTF-8): every field, and messages with quotes, controls, NULs,
+/// invalid and valid multi-byte UTF-8.
+#[test]
+fn json_output_is_valid_utf8_json_with_every_field() {
+    let path = work().join("out.json");
+    let exe = build("json_output", Link::Static);
+    let out = run_with(&exe, &[path.to_str().unwrap()], &[]);
+    assert_ok("json_output", &out);
+    let pid = text(&out.stdout).trim().to_string();
+    let check = r#"
+import json, sys
+want = [
+    "plain text",
+    "quote \" and backslash \\ and slash /",
+    "newline\ntab\tcr\rbell\x07esc\x1b[31m del\x7f",
+    "nul \x00 here",
+    "bad \ufffd\ufffd bytes",
+    "cut \ufffd",
+    "utf8 \u00e9 \u20ac \U0001f600 \u009b",
+    "x" * 2500 + "\u00e9" + "x" * 2498,
+]
+lines = open(sys.argv[1], encoding="utf-8", errors="strict").read().split("\n")
+assert lines.pop() == "", "the file ends with a newline"
+objs = [json.loads(line) for line in lines]
+got = [o["message"] for o in objs]
+bad = [(i, g[:80], w[:80]) for i, (g, w) in enumerate(zip(got, want)) if g != w]
+assert len(got) == len(want) and not bad, (len(got), bad)
+for o in objs:
+    assert sorted(o) == sorted(["seq", "time", "time_ns", "pid", "tid", "priority",
+                                "source", "file", "line", "func", "message"]), o
+    assert o["pid"] == int(sys.argv[2]) and o["tid"] == o["pid"], o
+    assert o["priority"] == "error" and o["source"] == "test.json", o
+    assert o["file"].endswith("json_output.c") and o["func"] == "main", o
+    assert isinstance(o["line"], int) and o["line"] > 0, o
+print("ok")
+"#;
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(check)
+        .arg(&path)
+        .arg(&pid)
+        .output()
+        .expect("python3");
+    assert_ok("json check (python3)", &py);
+}
+
+/// Outputs that fail (full disk, FIFO, rotation, fd 2 reused, stderr a pipe
+/// with no reader) never stop logging, never block, never raise SIGPIPE, and
+/// are reported once.
+#[test]
+fn failing_outputs_are_reported_once_and_logging_goes_on() {
+    let exe = build("output_failures", Link::Static);
+    for mode in ["fifo", "rotate", "stderr"] {
+        let dir = scratch_dir(&format!("outputs-{mode}"));
+        let out = run_with(&exe, &[mode, dir.to_str().unwrap()], &[]);
+        assert_ok(&format!("output_failures {mode}"), &out);
+    }
+    // A full file system: a 64 KiB tmpfs, mounted here (root only).
+    let dir = scratch_dir("outputs-full");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&dir)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if mounted {
+        let out = run_with(&exe, &["full", dir.to_str().unwrap()], &[]);
+        let _ = Command::new("umount").arg(&dir).status();
+        assert_ok("output_failures full", &out);
+        let stderr = text(&out.stderr);
+        assert_eq!(
+            stderr.matches("No space left on device").count(),
+            1,
+            "{stderr}"
+        );
+        assert_eq!(stderr.matches(" works again; ").count(), 1, "{stderr}");
+    } else {
+        eprintln!("skipping the full file system case: cannot mount a tmpfs (not root?)");
+    }
+    // stderr a pipe whose reader has gone: EPIPE, and the process lives on.
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills the two-element array.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just created and are owned here.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read_end);
+    let out = Command::new(&exe)
+        .arg("stderr-pipe")
+        .env_remove("VLOG_OUTPUTS")
+        .stderr(Stdio::from(write_end))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr-pipe: {:?}", out.status);
+}
+
+/// Descriptors vlog keeps are close-on-exec; files it creates are 0600.
+#[test]
+fn kept_descriptors_are_close_on_exec_and_files_private() {
+    let dir = scratch_dir("cloexec-files");
+    let d = dir.to_str().unwrap();
+    let exe = build("cloexec", Link::Static);
+    let out = run_with(
+        &exe,
+        &[d],
+        &[
+            ("VLOG_OUTPUTS", &format!("1:file:{d}/out.log")),
+            ("VLOG_DUMP", &format!("file:{d}/crash.txt")),
+            ("VLOG_BUFFER_FILE", &format!("{d}/vlog.ring")),
+        ],
+    );
+    assert_ok("cloexec", &out);
+}

@@ -1,0 +1,317 @@
+//! Outputs against the real programs on the other end, started by the
+//! test: systemd-journald and rsyslogd.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::common::*;
+
+/// A journald started here for the test (it runs standalone as root), and
+/// stopped when dropped.
+struct Journald(std::process::Child);
+
+impl Journald {
+    fn start() -> Option<Journald> {
+        let binary = Path::new("/lib/systemd/systemd-journald");
+        // SAFETY: geteuid has no preconditions.
+        if !binary.exists() || unsafe { libc::geteuid() } != 0 {
+            return None;
+        }
+        std::fs::create_dir_all("/run/systemd/journal").ok()?;
+        let child = Command::new(binary)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let journald = Journald(child);
+        for _ in 0..100 {
+            if std::os::unix::net::UnixDatagram::unbound()
+                .and_then(|s| s.connect("/run/systemd/journal/socket"))
+                .is_ok()
+            {
+                return Some(journald);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Journald {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Entries journalctl shows for `matches`, as JSON lines, waiting up to 5 s
+/// for `count` of them.
+fn journal_entries(matches: &[&str], count: usize) -> String {
+    let mut out = String::new();
+    for _ in 0..100 {
+        let run = Command::new("journalctl")
+            .args(["-o", "json", "--no-pager"])
+            .args(matches)
+            .output()
+            .expect("journalctl");
+        out = text(&run.stdout);
+        if out.lines().count() >= count {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    out
+}
+
+/// PRIO:journald against a real systemd-journald: every field, the priority
+/// mapping, a multi-line message, structured fields; and the memfd path for
+/// entries too large for a datagram.
+#[test]
+fn journald_output_reaches_a_real_journald() {
+    let Some(_journald) = Journald::start() else {
+        eprintln!("skipped: cannot start systemd-journald (not root, or not installed)");
+        return;
+    };
+    let exe = build("journald", Link::Static);
+    let out = run_with(&exe, &[], &[]);
+    assert_ok("journald", &out);
+    let pid = text(&out.stdout).trim().to_string();
+    let entries = journal_entries(&[&format!("_PID={pid}"), "VLOG_SOURCE=test.journald"], 4);
+    let check = r#"
+import json, sys
+objs = [json.loads(l) for l in sys.stdin.read().splitlines()]
+by_msg = {o["MESSAGE"] if isinstance(o["MESSAGE"], str) else bytes(o["MESSAGE"]).decode(): o
+          for o in objs}
+want = {"debug entry 1": "7", "info entry": "6", "two\nlines": "4",
+        "error entry with fields": "3"}
+assert sorted(by_msg) == sorted(want), sorted(by_msg)
+for msg, prio in want.items():
+    o = by_msg[msg]
+    assert o["PRIORITY"] == prio, o
+    assert o["SYSLOG_IDENTIFIER"] == "journald", o
+    assert o["CODE_FILE"].endswith("c-tests/journald.c") and o["CODE_FUNC"] == "main", o
+    assert int(o["CODE_LINE"]) > 0 and o["VLOG_SOURCE"] == "test.journald", o
+fields = by_msg["error entry with fields"]
+assert fields["VM"] == "guest1" and fields["VCPUS"] == "4", fields
+print("ok")
+"#;
+    let mut py = Command::new("python3")
+        .arg("-c")
+        .arg(check)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write;
+    py.stdin
+        .take()
+        .unwrap()
+        .write_all(entries.as_bytes())
+        .unwrap();
+    assert_ok("journald check (python3)", &py.wait_with_output().unwrap());
+
+    // The memfd path: an entry passed as a sealed memfd over SCM_RIGHTS.
+    let marker = format!("memfd entry {}", std::process::id());
+    let entry = format!(
+        "MESSAGE={marker}\nSYSLOG_IDENTIFIER=vlog-memfd-test\nBIG={}\n",
+        "x".repeat(300_000)
+    );
+    vlog::internal::send_to_journald_via_memfd(entry.as_bytes()).expect("send through a memfd");
+    let found = journal_entries(
+        &[
+            "SYSLOG_IDENTIFIER=vlog-memfd-test",
+            &format!("MESSAGE={marker}"),
+        ],
+        1,
+    );
+    assert!(found.contains(&marker), "{found}");
+}
+
+/// An rsyslogd on loopback (UDP and TCP on `port`, and /dev/log when
+/// `local`), writing what it receives to `out`; stopped when dropped.
+struct Rsyslogd {
+    child: std::process::Child,
+    local: bool,
+}
+
+impl Rsyslogd {
+    fn start(dir: &Path, port: u16, local: bool) -> Option<Rsyslogd> {
+        let binary = Path::new("/usr/sbin/rsyslogd");
+        if !binary.exists() {
+            return None;
+        }
+        let conf = dir.join("rsyslog.conf");
+        let imuxsock = if local {
+            "module(load=\"imuxsock\" SysSock.Name=\"/dev/log\")"
+        } else {
+            ""
+        };
+        std::fs::write(
+            &conf,
+            format!(
+                "global(workDirectory=\"{dir}\")\n{imuxsock}\n\
+                 module(load=\"imudp\")\nmodule(load=\"imtcp\")\n\
+                 input(type=\"imudp\" address=\"127.0.0.1\" port=\"{port}\")\n\
+                 input(type=\"imtcp\" address=\"127.0.0.1\" port=\"{port}\")\n\
+                 template(name=\"t\" type=\"string\" string=\"PRI=%pri% APP=%app-name% \
+                 PROCID=%procid% SD=%structured-data% MSG=%msg%\\n\")\n\
+                 *.* action(type=\"omfile\" file=\"{dir}/out.log\" template=\"t\")\n",
+                dir = dir.display()
+            ),
+        )
+        .ok()?;
+        let child = Command::new(binary)
+            .args(["-n", "-f"])
+            .arg(&conf)
+            .arg("-i")
+            .arg(dir.join("rsyslogd.pid"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let server = Rsyslogd { child, local };
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(server);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Rsyslogd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if self.local {
+            let _ = std::fs::remove_file("/dev/log");
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Lines of `file` once it has `count` lines containing `needle` (5 s at most).
+fn wait_for_lines(file: &Path, needle: &str, count: usize) -> String {
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = std::fs::read_to_string(file).unwrap_or_default();
+        if text.matches(needle).count() >= count {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    text
+}
+
+/// PRIO:syslog to a real rsyslogd: RFC 5424 over UDP, TCP (octet counting)
+/// and /dev/log, fields as SD-PARAMs; a collector that is down costs no wait,
+/// its lines are counted and reported once, and the output reconnects when it
+/// comes up.
+#[test]
+fn syslog_output_reaches_a_real_rsyslogd() {
+    let dir = scratch_dir("rsyslog-run");
+    let port = free_port();
+    let local = !Path::new("/dev/log").exists();
+    let Some(server) = Rsyslogd::start(&dir, port, local) else {
+        eprintln!("skipped: cannot start rsyslogd (not installed?)");
+        return;
+    };
+    let exe = build("syslog", Link::Static);
+    let port_text = port.to_string();
+    let mut args = vec!["send", port_text.as_str()];
+    if local {
+        args.push("local");
+    }
+    let out = run_with(&exe, &args, &[]);
+    assert_ok("syslog send", &out);
+    let received = wait_for_lines(&dir.join("out.log"), "MSG=", if local { 9 } else { 6 });
+    for app in ["vlogudp", "vlogtcp"]
+        .iter()
+        .chain(if local { &["vloglocal"][..] } else { &[] })
+    {
+        for (pri, msg) in [
+            ("31", "debug message 1"),
+            ("28", "warning message"),
+            ("27", "error with fields"),
+        ] {
+            // /dev/log takes the traditional form (no structured data: the
+            // fields follow the message as in a text line).
+            let local = *app == "vloglocal";
+            let fields = if local && msg == "error with fields" {
+                " [VM=guest \"1\" VCPUS=4]"
+            } else {
+                ""
+            };
+            let line = received
+                .lines()
+                .find(|l| {
+                    l.contains(&format!("APP={app} ")) && l.ends_with(&format!("{msg}{fields}"))
+                })
+                .unwrap_or_else(|| panic!("{app}: no '{msg}' in:\n{received}"));
+            assert!(line.starts_with(&format!("PRI={pri} ")), "{line}");
+            if !local {
+                assert!(line.contains("SOURCE=\"test.syslog\""), "{line}");
+                assert!(line.contains("CODE_FUNC=\"main\""), "{line}");
+            }
+            if !local && msg == "error with fields" {
+                assert!(
+                    line.contains("VM=\"guest \\\"1\\\"\" VCPUS=\"4\""),
+                    "{line}"
+                );
+            }
+        }
+    }
+    // After fork, parent and child each reach the collector over TCP.
+    for msg in ["parent after fork", "from the child 1", "from the child 2"] {
+        let received = wait_for_lines(&dir.join("out.log"), msg, 3);
+        let over_tcp = received
+            .lines()
+            .filter(|l| l.contains("APP=vlogtcp ") && l.ends_with(msg))
+            .count();
+        assert_eq!(over_tcp, 1, "{msg}:\n{received}");
+    }
+    drop(server);
+
+    // A collector that is down, then comes up.
+    let dir = scratch_dir("rsyslog-down");
+    let port = free_port();
+    let mut child = command(&exe)
+        .args(["down", &port.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    use std::io::{BufRead, Write};
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready, "ready\n");
+    let server = Rsyslogd::start(&dir, port, false).expect("rsyslogd");
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_ok("syslog down", &out);
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr.matches("cannot write to syslog").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches(" works again; ").count(), 1, "{stderr}");
+    let received = wait_for_lines(&dir.join("out.log"), "after the collector started", 1);
+    assert!(
+        received.contains("after the collector started"),
+        "{received}"
+    );
+    drop(server);
+}

@@ -1,0 +1,41 @@
+//! Helpers every test binary shares (each includes this module; not every
+//! binary uses every helper).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The source tree.
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A scratch path `name` in directory `dir` of cargo's temporary area.
+pub fn scratch(dir: &str, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Fails the test, with everything the program printed, unless it exited 0.
+pub fn assert_ok(name: &str, out: &Output) {
+    assert!(
+        out.status.success(),
+        "{name} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+/// Runs vlog-dump (the one cargo built for this test run).
+pub fn run_vlog_dump(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vlog-dump"))
+        .args(args)
+        .output()
+        .unwrap()
+}
