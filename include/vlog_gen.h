@@ -382,7 +382,9 @@ int vlog_get_stats(struct vlog_stats *stats);
  * warning line on stderr naming it and keeps that variable's default. In a
  * setuid/setgid process the environment is ignored. Returns 0 (-1 only on
  * an internal error; see `vlog_last_error`).
- * NULL: takes no pointer. Not async-signal-safe.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+ * vlog_last_error(), bad variables warned about on stderr;
+ * async-signal-safe: no.
  */
 int vlog_init(void);
 
@@ -390,29 +392,30 @@ int vlog_init(void);
  * Flushes and closes the outputs, frees the ring and forgets every source:
  * vlog returns to its state before the first call, and a later call starts
  * it again from the environment. Safe to call more than once.
- * NULL: takes no pointer. Not async-signal-safe.
+ * NULL: takes no pointer; ownership: sources stay their owners', and vlog
+ * holds none; errors: none; async-signal-safe: no.
  */
 void vlog_shutdown(void);
 
 /**
  * The library's version as "MAJOR.MINOR.PATCH", which the header's
- * VLOG_VERSION_* give for the header a program was built with. The string
- * belongs to vlog and lives for ever.
- * NULL: takes no pointer; never returns NULL. Async-signal-safe.
+ * VLOG_VERSION_* give for the header a program was built with.
+ * NULL: never returns NULL; ownership: the string belongs to vlog and lives
+ * for ever; errors: none; async-signal-safe: yes.
  */
 const char *vlog_version(void);
 
 /**
  * Internal, for VLOG_INIT: checks that the program calling it was built
- * against a header with this
- * library's ABI: `abi` is the header's VLOG_ABI_VERSION, `source_size` and
- * `site_size` its sizeof(vlog_source) and sizeof(vlog_site). Returns 0 when
- * they match; otherwise prints one line on stderr saying what to rebuild
- * (once per process) and returns -1, and `VLOG_INIT` then turns the
- * file's source off, so a
- * mismatched program logs nothing rather than corrupting memory. `VLOG_INIT`
- * calls this from a constructor; there is no need to call it yourself.
- * NULL: takes no pointer. Not async-signal-safe.
+ * against a header with this library's ABI: `abi` is the header's
+ * VLOG_ABI_VERSION, `source_size` and `site_size` its sizeof(vlog_source)
+ * and sizeof(vlog_site). Returns 0 when they match; otherwise prints one
+ * line on stderr saying what to rebuild (once per process) and returns -1,
+ * and `VLOG_INIT` then turns the file's source off, so a mismatched program
+ * logs nothing rather than corrupting memory. `VLOG_INIT` calls this from a
+ * constructor; there is no need to call it yourself.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and one line
+ * on stderr; async-signal-safe: no.
  */
 int vlog_abi_check(unsigned int abi, size_t source_size, size_t site_size);
 

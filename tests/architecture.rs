@@ -558,3 +558,66 @@ fn the_checker_sees_what_it_must() {
     );
     assert_eq!(resolve("ring", &p("std::ptr"), &known, true), None);
 }
+
+/// Every exported function's doc comment (which cbindgen copies into
+/// vlog_gen.h) ends in the one fixed form: what it does with NULL, who owns
+/// what, how it reports errors, and whether it is async-signal-safe.
+#[test]
+fn every_exported_function_ends_its_doc_in_the_fixed_form() {
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for (module, path) in modules() {
+        if stage(&module) != "ffi" {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let Some(rest) = line.strip_prefix("pub extern \"C\" fn ") else {
+                continue;
+            };
+            let name = rest.split('(').next().unwrap();
+            seen += 1;
+            let mut doc = Vec::new();
+            for l in lines[..i].iter().rev() {
+                match l.trim_start().strip_prefix("///") {
+                    Some(d) => doc.push(d.trim()),
+                    None if l.trim_start().starts_with("#[") => {}
+                    None => break,
+                }
+            }
+            doc.reverse();
+            let doc = doc.join(" ");
+            let Some(at) = doc.rfind("NULL: ") else {
+                bad.push(format!("{name}: no closing 'NULL: ...' line"));
+                continue;
+            };
+            let closing = &doc[at..];
+            let keys = [
+                "NULL: ",
+                "; ownership: ",
+                "; errors: ",
+                "; async-signal-safe: ",
+            ];
+            let mut from = 0;
+            for key in keys {
+                match closing[from..].find(key) {
+                    Some(k) => from += k + key.len(),
+                    None => {
+                        bad.push(format!("{name}: the closing line lacks '{key}'"));
+                        break;
+                    }
+                }
+            }
+            if !(closing.ends_with("async-signal-safe: yes.")
+                || closing.ends_with("async-signal-safe: no."))
+            {
+                bad.push(format!(
+                    "{name}: the closing line must end 'async-signal-safe: yes.' or 'no.'"
+                ));
+            }
+        }
+    }
+    assert!(seen >= 20, "found only {seen} exported functions");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

@@ -17,7 +17,11 @@
 //! writes them into `vlog_gen.h`: the API first, the machinery last.
 //!
 //! Every exported function's doc comment ends with one line in a fixed
-//! form: what it does with NULL, and whether it is async-signal-safe.
+//! form: `NULL: ...; ownership: ...; errors: ...; async-signal-safe: yes|no.`
+//! (tests/architecture.rs checks it).
+//!
+//! The top of the crate: imports the logger and anything below it; nothing
+//! imports it but the crate root's hidden re-exports.
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};

@@ -251,3 +251,38 @@ fn logging_never_changes_errno() {
 fn percent_n_is_never_executed() {
     check("percent_n");
 }
+
+#[test]
+fn a_program_built_for_another_abi_is_told_and_logs_nothing() {
+    let exe = build("abi", Link::Static);
+    let out = run(&exe, &[]);
+    assert_ok("abi", &out);
+    assert!(!text(&out.stderr).contains("ABI"), "{}", text(&out.stderr));
+    // The header of another release: another ABI number, and a vlog_site
+    // with another layout.
+    let include = work().join("abi-include");
+    std::fs::create_dir_all(&include).unwrap();
+    std::fs::copy(root().join("include/vlog.h"), include.join("vlog.h")).unwrap();
+    let generated = std::fs::read_to_string(root().join("include/vlog_gen.h")).unwrap();
+    let older = generated
+        .replace("#define VLOG_ABI_VERSION 1", "#define VLOG_ABI_VERSION 0")
+        .replace(
+            "typedef struct vlog_site {",
+            "typedef struct vlog_site {\n  int an_older_field;",
+        );
+    assert_ne!(older, generated);
+    std::fs::write(include.join("vlog_gen.h"), older).unwrap();
+    for link in [Link::Static, Link::Shared] {
+        let exe = build_as("abi", link, "-older", &include, &[]);
+        let out = run_with(&exe, &["mismatched"], &[]);
+        assert_ok("abi (older header)", &out);
+        let stderr = text(&out.stderr);
+        assert_eq!(stderr.matches("vlog: ").count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("built with vlog.h for ABI 0")
+                && stderr.contains("has ABI 1")
+                && stderr.contains("rebuild it"),
+            "{stderr}"
+        );
+    }
+}

@@ -84,10 +84,23 @@ pub(crate) fn run_compiler(mut cmd: Command) {
 
 /// Compiles `c-tests/NAME.c` into a program; returns its path.
 pub(crate) fn build(name: &str, link: Link) -> PathBuf {
+    build_as(name, link, "", &root().join("include"), &[])
+}
+
+/// `build`, as program `name` + `variant`, with the headers in `include`
+/// and more compiler arguments.
+pub(crate) fn build_as(
+    name: &str,
+    link: Link,
+    variant: &str,
+    include: &Path,
+    extra: &[&str],
+) -> PathBuf {
     let work = work();
     let suffix = if link == Link::Static { "" } else { "-shared" };
-    let exe = work.join(format!("{name}{suffix}"));
+    let exe = work.join(format!("{name}{variant}{suffix}"));
     let mut cmd = Command::new(cc());
+    cmd.args(extra);
     if tool() == Tool::Asan {
         cmd.args([
             "-fsanitize=address,undefined",
@@ -97,7 +110,7 @@ pub(crate) fn build(name: &str, link: Link) -> PathBuf {
     }
     cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
         .arg("-I")
-        .arg(root().join("include"))
+        .arg(include)
         .arg(root().join("c-tests").join(format!("{name}.c")))
         .arg("-o")
         .arg(&exe);
