@@ -94,7 +94,11 @@ pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
             return;
         }
     }
+    // Stack buffers for one record and its rendered text, filled anew for
+    // each record (clearing them per record cost more than the rest of the
+    // walk).
     let mut buf = [0u8; RECORD_MAX];
+    let mut text = [0u8; MESSAGE_MAX];
     let mut expected: Option<u64> = None;
     while pos < tail {
         let off = (pos % size) as usize;
@@ -147,7 +151,6 @@ pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
                 expected = Some(rec.seq + 1);
                 // Deferred messages are made into text here, so every reader
                 // sees them exactly as printf would have written them at the call.
-                let mut text = [0u8; MESSAGE_MAX];
                 let mut message = Bounded::new(&mut text);
                 let rendered = match kind {
                     Kind::Text => Some((rec, false)),
