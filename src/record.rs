@@ -41,6 +41,24 @@ impl<'a> Record<'a> {
     }
 }
 
+/// The record the unit tests of the renderers share: 2026-11-30
+/// 13:45:12.345 UTC, thread 4242, debug, qemu.monitor.
+#[cfg(test)]
+pub fn sample() -> Record<'static> {
+    Record {
+        seq: 0,
+        time_ns: 1_796_046_312_345_999_999,
+        tid: 4242,
+        line: 123,
+        priority: Priority::Debug,
+        source: b"qemu.monitor",
+        file: b"monitor.c",
+        func: b"qemuMonitorSend",
+        message: b"sent 12 bytes to fd 7",
+        fields: b"",
+    }
+}
+
 fn clip(s: &[u8], max: usize) -> &[u8] {
     &s[..s.len().min(max)]
 }

@@ -129,23 +129,8 @@ fn needs_json_escape(w: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::priority::Priority;
 
-    fn sample() -> Record<'static> {
-        Record {
-            seq: 0,
-            // 2026-11-30 13:45:12.345 UTC
-            time_ns: 1_796_046_312_345_999_999,
-            tid: 4242,
-            line: 123,
-            priority: Priority::Debug,
-            source: b"qemu.monitor",
-            file: b"monitor.c",
-            func: b"qemuMonitorSend",
-            message: b"sent 12 bytes to fd 7",
-            fields: b"",
-        }
-    }
+    use crate::record::sample;
 
     #[test]
     fn json_is_valid_utf8_with_escapes() {

@@ -139,7 +139,6 @@ fn put_byte_escape(b: u8, out: &mut impl Sink) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::priority::Priority;
 
     fn line(rec: &Record) -> String {
         let mut v = Vec::new();
@@ -147,21 +146,7 @@ mod tests {
         String::from_utf8(v).unwrap()
     }
 
-    fn sample() -> Record<'static> {
-        Record {
-            seq: 0,
-            // 2026-11-30 13:45:12.345 UTC
-            time_ns: 1_796_046_312_345_999_999,
-            tid: 4242,
-            line: 123,
-            priority: Priority::Debug,
-            source: b"qemu.monitor",
-            file: b"monitor.c",
-            func: b"qemuMonitorSend",
-            message: b"sent 12 bytes to fd 7",
-            fields: b"",
-        }
-    }
+    use crate::record::sample;
 
     #[test]
     fn libvirt_line() {

@@ -6,37 +6,30 @@ use super::sink::Sink;
 
 /// `YYYY-MM-DD HH:MM:SS.mmm+0000`, always UTC (libvirt's form).
 pub fn put_timestamp(time_ns: u64, out: &mut impl Sink) {
-    let secs = time_ns / 1_000_000_000;
-    let millis = (time_ns / 1_000_000) % 1000;
-    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
-    let rem = secs % 86_400;
-    put_decimal(year as u64, 4, out);
-    out.put(b"-");
-    put_decimal(month as u64, 2, out);
-    out.put(b"-");
-    put_decimal(day as u64, 2, out);
-    out.put(b" ");
-    put_clock(rem, out);
+    put_date_time(time_ns / 1_000_000_000, b" ", out);
     out.put(b".");
-    put_decimal(millis, 3, out);
+    put_decimal((time_ns / 1_000_000) % 1000, 3, out);
     out.put(b"+0000");
 }
 
 /// `2026-11-30T13:45:12.345678Z` (RFC 3339 with microseconds, UTC).
 pub fn put_rfc3339(time_ns: u64, out: &mut impl Sink) {
-    let secs = time_ns / 1_000_000_000;
+    put_date_time(time_ns / 1_000_000_000, b"T", out);
+    out.put(b".");
+    put_decimal((time_ns / 1000) % 1_000_000, 6, out);
+    out.put(b"Z");
+}
+
+/// `YYYY-MM-DD` `between` `hh:mm:ss` of `secs` seconds since the epoch, UTC.
+fn put_date_time(secs: u64, between: &[u8], out: &mut impl Sink) {
     let (year, month, day) = civil_from_days((secs / 86_400) as i64);
-    let rem = secs % 86_400;
     put_decimal(year as u64, 4, out);
     out.put(b"-");
     put_decimal(month as u64, 2, out);
     out.put(b"-");
     put_decimal(day as u64, 2, out);
-    out.put(b"T");
-    put_clock(rem, out);
-    out.put(b".");
-    put_decimal((time_ns / 1000) % 1_000_000, 6, out);
-    out.put(b"Z");
+    out.put(between);
+    put_clock(secs % 86_400, out);
 }
 
 /// `Mmm dd hh:mm:ss` (RFC 3164, as glibc's syslog() writes it: the day
