@@ -376,6 +376,7 @@ static inline VLOG__PRINTF(4, 5) int vlog__emit_site(vlog_site *site,
         for (i = 0; i < site->nargs; i++) {
             switch (site->kinds[i]) {
             case VLOG_ARG_INT:
+            case VLOG_ARG_COUNT:
                 args[i].bits = (uint64_t)(int64_t)va_arg(ap, int);
                 break;
             case VLOG_ARG_UINT:

@@ -21,9 +21,10 @@
  * The layout of the structures the macros compile into programs
  * (`vlog_source`, `vlog_site`). A header and a library of another ABI
  * version do not work together; `VLOG_INIT` checks it when the program (or
- * the library holding it) is loaded.
+ * the library holding it) is loaded. 2: `vlog_site` keeps how much of each
+ * string argument may be read.
  */
-#define VLOG_ABI_VERSION 1
+#define VLOG_ABI_VERSION 2
 
 /**
  * Internal: a call site not analysed yet.
@@ -96,6 +97,11 @@
  * `%m`: nothing is fetched; pass strerror(errno) as it was at the call.
  */
 #define VLOG_ARG_ERRNO 8
+
+/**
+ * `int`: a `*` width or precision.
+ */
+#define VLOG_ARG_COUNT 9
 
 /**
  * Debug messages: the most verbose priority.
@@ -177,6 +183,12 @@ typedef struct vlog_site {
    */
   uint8_t has_errno;
   uint8_t kinds[VLOG_SITE_MAX_ARGS];
+  /**
+   * For each string argument, how much of it may be read: its literal
+   * precision, 0xFFFE for a `*` precision (the argument before it), 0xFFFF
+   * for all of it. Used by the library only.
+   */
+  uint16_t precision[VLOG_SITE_MAX_ARGS];
   /**
    * The format the site was analysed for; a call with another format
    * pointer is formatted at the call.

@@ -31,6 +31,40 @@ pub mod kind {
     pub const POINTER: u8 = 7;
     /// `%m`: nothing is fetched; the text of errno at the call is passed.
     pub const ERRNO: u8 = 8;
+    /// An `int` that is a `*` width or precision: checked at the call, so
+    /// that what is recorded is what every reader renders.
+    pub const COUNT: u8 = 9;
+}
+
+/// How much of a string argument may be read (`vlog_site.precision`): a
+/// literal precision (`%.4s`: at most 4 bytes), [`PRECISION_STAR`] (the
+/// argument before it, a `*` precision), or [`PRECISION_NONE`] (up to its
+/// NUL). glibc reads no further than the precision, so neither may vlog.
+pub const PRECISION_NONE: u16 = u16::MAX;
+pub const PRECISION_STAR: u16 = u16::MAX - 1;
+
+/// Whether a `*` width or precision of `value` is one every reader renders
+/// itself (see `printf::MAX_COUNT`); a call with one that is not is
+/// formatted at the call instead.
+#[inline(always)]
+pub fn count_fits(value: i64) -> bool {
+    value.unsigned_abs() <= printf::MAX_COUNT as u64
+}
+
+/// How many bytes of a string argument whose site says `precision` may be
+/// read, given the argument before it (`star`, a `*` precision when there
+/// is one): None for all of it, up to its NUL.
+#[inline(always)]
+pub fn string_bound(precision: u16, star: Option<&Captured>) -> Option<usize> {
+    match precision {
+        PRECISION_NONE => None,
+        PRECISION_STAR => match star {
+            // A negative precision is no precision.
+            Some(Captured::Signed(v)) => usize::try_from(*v).ok(),
+            _ => Some(0),
+        },
+        n => Some(n as usize),
+    }
 }
 
 const TAG_SIGNED: u8 = 1;
@@ -40,12 +74,18 @@ const TAG_STR: u8 = 4;
 const TAG_STR_NULL: u8 = 5;
 const TAG_POINTER: u8 = 6;
 
-/// The argument kinds of `fmt`, in order, or Unsupported when the call must
-/// format the message itself.
-pub fn signature(fmt: &[u8], kinds: &mut [u8; MAX_ARGS]) -> Result<usize, Unsupported> {
+/// The argument kinds of `fmt`, in order, and for each string argument how
+/// much of it may be read (see [`PRECISION_NONE`]); or Unsupported when the
+/// call must format the message itself.
+pub fn signature(
+    fmt: &[u8],
+    kinds: &mut [u8; MAX_ARGS],
+    precision: &mut [u16; MAX_ARGS],
+) -> Result<usize, Unsupported> {
     let mut n = 0;
-    let mut push = |k: u8| -> Result<(), Unsupported> {
+    let mut push = |k: u8, p: u16| -> Result<(), Unsupported> {
         *kinds.get_mut(n).ok_or(Unsupported)? = k;
+        precision[n] = p;
         n += 1;
         Ok(())
     };
@@ -53,11 +93,16 @@ pub fn signature(fmt: &[u8], kinds: &mut [u8; MAX_ARGS]) -> Result<usize, Unsupp
         let Piece::Conv(spec) = piece? else { continue };
         for count in [spec.width, spec.precision] {
             if count == Some(printf::Count::Star) {
-                push(kind::INT)?;
+                push(kind::COUNT, PRECISION_NONE)?;
             }
         }
+        let bound = match spec.precision {
+            Some(printf::Count::Fixed(p)) => p as u16,
+            Some(printf::Count::Star) => PRECISION_STAR,
+            None => PRECISION_NONE,
+        };
         let wide = !matches!(spec.length, Length::Int | Length::Char | Length::Short);
-        push(match (spec.kind().ok_or(Unsupported)?, spec.conv) {
+        let k = match (spec.kind().ok_or(Unsupported)?, spec.conv) {
             (_, b'm') => kind::ERRNO,
             (Kind::Signed, _) if wide => kind::LONG,
             (Kind::Signed, _) => kind::INT,
@@ -66,7 +111,15 @@ pub fn signature(fmt: &[u8], kinds: &mut [u8; MAX_ARGS]) -> Result<usize, Unsupp
             (Kind::Double, _) => kind::DOUBLE,
             (Kind::Str, _) => kind::STRING,
             (Kind::Pointer, _) => kind::POINTER,
-        })?;
+        };
+        push(
+            k,
+            if k == kind::STRING {
+                bound
+            } else {
+                PRECISION_NONE
+            },
+        )?;
     }
     // The format is stored with a u16 length.
     if fmt.len() > u16::MAX as usize {
@@ -234,15 +287,16 @@ mod tests {
     #[test]
     fn signatures() {
         let mut k = [0u8; MAX_ARGS];
-        let n = signature(b"%d %lu %s %*.*f %p %m %% %c %hhx", &mut k).unwrap();
+        let mut p = [0u16; MAX_ARGS];
+        let n = signature(b"%d %lu %s %*.*f %p %m %% %c %hhx", &mut k, &mut p).unwrap();
         assert_eq!(
             &k[..n],
             [
                 kind::INT,
                 kind::ULONG,
                 kind::STRING,
-                kind::INT,
-                kind::INT,
+                kind::COUNT,
+                kind::COUNT,
                 kind::DOUBLE,
                 kind::POINTER,
                 kind::ERRNO,
@@ -250,9 +304,36 @@ mod tests {
                 kind::UINT
             ]
         );
-        assert!(signature(b"%Lf", &mut k).is_err());
-        assert!(signature(&b"%d".repeat(33), &mut k).is_err());
-        assert_eq!(signature(b"no arguments", &mut k), Ok(0));
+        assert!(signature(b"%Lf", &mut k, &mut p).is_err());
+        assert!(signature(&b"%d".repeat(33), &mut k, &mut p).is_err());
+        assert_eq!(signature(b"no arguments", &mut k, &mut p), Ok(0));
+        // How much of each string may be read.
+        let n = signature(b"%s %.4s %*.*s %.0s %.*m", &mut k, &mut p).unwrap();
+        assert_eq!(
+            &p[..n],
+            [
+                PRECISION_NONE,
+                4,
+                PRECISION_NONE,
+                PRECISION_NONE,
+                PRECISION_STAR,
+                0,
+                PRECISION_NONE,
+                PRECISION_NONE
+            ]
+        );
+        assert_eq!(string_bound(4, None), Some(4));
+        assert_eq!(string_bound(PRECISION_NONE, None), None);
+        assert_eq!(
+            string_bound(PRECISION_STAR, Some(&Captured::Signed(3))),
+            Some(3)
+        );
+        assert_eq!(
+            string_bound(PRECISION_STAR, Some(&Captured::Signed(-1))),
+            None
+        );
+        assert!(count_fits(1000) && count_fits(-1000) && !count_fits(1001));
+        assert!(!count_fits(i32::MIN as i64));
     }
 
     #[test]

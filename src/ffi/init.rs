@@ -18,8 +18,9 @@ pub const VLOG_VERSION_PATCH: c_uint = 0;
 /// The layout of the structures the macros compile into programs
 /// (`vlog_source`, `vlog_site`). A header and a library of another ABI
 /// version do not work together; `VLOG_INIT` checks it when the program (or
-/// the library holding it) is loaded.
-pub const VLOG_ABI_VERSION: c_uint = 1;
+/// the library holding it) is loaded. 2: `vlog_site` keeps how much of each
+/// string argument may be read.
+pub const VLOG_ABI_VERSION: c_uint = 2;
 
 const fn parse(s: &str) -> c_uint {
     let b = s.as_bytes();

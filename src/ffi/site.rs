@@ -39,6 +39,7 @@ const _: () = assert!(
         && VLOG_ARG_STRING == kind::STRING
         && VLOG_ARG_POINTER == kind::POINTER
         && VLOG_ARG_ERRNO == kind::ERRNO
+        && VLOG_ARG_COUNT == kind::COUNT
 );
 /// Internal: vlog_write_args could not keep the arguments (longer than a
 /// record holds): the caller formats the message itself.
@@ -60,6 +61,8 @@ pub const VLOG_ARG_STRING: u8 = 6;
 pub const VLOG_ARG_POINTER: u8 = 7;
 /// `%m`: nothing is fetched; pass strerror(errno) as it was at the call.
 pub const VLOG_ARG_ERRNO: u8 = 8;
+/// `int`: a `*` width or precision.
+pub const VLOG_ARG_COUNT: u8 = 9;
 
 /// Internal: a call site, one per VLOG_* macro use (a static the macro
 /// declares). The library fills it on the site's first call. Its layout is
@@ -74,6 +77,10 @@ pub struct vlog_site {
     /// 1 when the format has a %m, so the caller saves errno for it.
     pub has_errno: u8,
     pub kinds: [u8; VLOG_SITE_MAX_ARGS],
+    /// For each string argument, how much of it may be read: its literal
+    /// precision, 0xFFFE for a `*` precision (the argument before it), 0xFFFF
+    /// for all of it. Used by the library only.
+    pub precision: [u16; VLOG_SITE_MAX_ARGS],
     /// The format the site was analysed for; a call with another format
     /// pointer is formatted at the call.
     pub fmt: *const c_char,
@@ -154,12 +161,14 @@ fn prepare(
         // SAFETY: non-NULL and NUL-terminated per the contract.
         let format = unsafe { CStr::from_ptr(fmt) }.to_bytes();
         let mut kinds = [0u8; MAX_ARGS];
-        let state = match deferred::signature(format, &mut kinds) {
+        let mut precision = [deferred::PRECISION_NONE; MAX_ARGS];
+        let state = match deferred::signature(format, &mut kinds, &mut precision) {
             _ if printf::writes_back(format) => VLOG_SITE_UNSAFE,
             // 32-bit targets would need `long` and `long long` told apart.
             Ok(n) if cfg!(target_pointer_width = "64") => {
                 site.nargs = n as u8;
                 site.kinds = kinds;
+                site.precision = precision;
                 site.has_errno = kinds[..n].contains(&kind::ERRNO) as u8;
                 VLOG_SITE_DEFERRED
             }
@@ -231,18 +240,39 @@ pub extern "C" fn vlog_write_args(
             // not cleared on every call).
             let mut slots = [const { MaybeUninit::<Captured>::uninit() }; MAX_ARGS];
             let mut size = deferred::ArgsLen::default();
+            let mut previous = None;
             for (i, arg) in raw.iter().enumerate() {
-                let captured = slots[i].write(match site.kinds[i] {
+                let captured = match site.kinds[i] {
                     kind::INT | kind::LONG => Captured::Signed(arg.bits as i64),
+                    kind::COUNT => {
+                        // A width or precision no reader renders itself: the
+                        // message is formatted at the call instead.
+                        if !deferred::count_fits(arg.bits as i64) {
+                            return VLOG_FORMAT_AT_CALL;
+                        }
+                        Captured::Signed(arg.bits as i64)
+                    }
                     kind::UINT | kind::ULONG => Captured::Unsigned(arg.bits),
                     kind::DOUBLE => Captured::Double(f64::from_bits(arg.bits)),
                     kind::POINTER => Captured::Pointer(arg.bits),
                     _ if arg.str.is_null() => Captured::Str(None),
-                    // SAFETY: a non-NULL string argument is NUL-terminated,
-                    // as printf requires of %s.
-                    _ => Captured::Str(Some(unsafe { CStr::from_ptr(arg.str) }.to_bytes())),
-                });
-                size.add(captured);
+                    _ => {
+                        let bound = deferred::string_bound(site.precision[i], previous.as_ref());
+                        // SAFETY: a string argument is readable up to its NUL
+                        // or, with a precision, up to that many bytes: what
+                        // printf requires of %s. strnlen reads no further.
+                        let bytes = unsafe {
+                            let len = match bound {
+                                Some(max) => libc::strnlen(arg.str, max),
+                                None => libc::strlen(arg.str),
+                            };
+                            std::slice::from_raw_parts(arg.str.cast::<u8>(), len)
+                        };
+                        Captured::Str(Some(bytes))
+                    }
+                };
+                size.add(slots[i].write(captured));
+                previous = Some(captured);
             }
             // SAFETY: the loop wrote the first `count` slots (raw has
             // `count` arguments and kinds MAX_ARGS >= count entries).

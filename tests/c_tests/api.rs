@@ -265,7 +265,7 @@ fn a_program_built_for_another_abi_is_told_and_logs_nothing() {
     std::fs::copy(root().join("include/vlog.h"), include.join("vlog.h")).unwrap();
     let generated = std::fs::read_to_string(root().join("include/vlog_gen.h")).unwrap();
     let older = generated
-        .replace("#define VLOG_ABI_VERSION 1", "#define VLOG_ABI_VERSION 0")
+        .replace("#define VLOG_ABI_VERSION 2", "#define VLOG_ABI_VERSION 0")
         .replace(
             "typedef struct vlog_site {",
             "typedef struct vlog_site {\n  int an_older_field;",
@@ -280,9 +280,25 @@ fn a_program_built_for_another_abi_is_told_and_logs_nothing() {
         assert_eq!(stderr.matches("vlog: ").count(), 1, "{stderr}");
         assert!(
             stderr.contains("built with vlog.h for ABI 0")
-                && stderr.contains("has ABI 1")
+                && stderr.contains("has ABI 2")
                 && stderr.contains("rebuild it"),
             "{stderr}"
         );
     }
+}
+
+#[test]
+fn a_captured_string_is_read_no_further_than_its_precision() {
+    let exe = build("precision", Link::Static);
+    let ring = scratch_dir("precision.d").join("ring");
+    let _ = std::fs::remove_file(&ring);
+    let path = ring.to_str().unwrap();
+    let quick = if tool() == Tool::Valgrind { "1" } else { "" };
+    let env = [("VLOG_BUFFER_FILE", path), ("VLOG_TEST_QUICK", quick)];
+    let env = if quick.is_empty() {
+        &env[..1]
+    } else {
+        &env[..]
+    };
+    assert_ok("precision", &run_with(&exe, &[path], env));
 }
