@@ -2,16 +2,19 @@
 //! message that names what was wrong and what to write instead. Every parser
 //! and every configuration call returns it; `vlog_last_error()` shows it.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// A configuration string that was refused; `message` names the bad token.
+/// A fixed message costs no allocation (a refusal from a signal handler must
+/// not allocate).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
-    pub message: String,
+    pub message: Cow<'static, str>,
 }
 
 impl ConfigError {
-    pub fn new(message: impl Into<String>) -> ConfigError {
+    pub fn new(message: impl Into<Cow<'static, str>>) -> ConfigError {
         ConfigError {
             message: message.into(),
         }

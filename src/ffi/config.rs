@@ -22,8 +22,10 @@ pub extern "C" fn vlog_set_level(level: c_int) -> c_int {
         let level = Priority::from_number(level.max(0) as u64).ok_or_else(|| {
             ConfigError::new(format!("invalid level {level}: use 1 (debug) to 4 (error)"))
         })?;
-        logger::with_state(|s| s.set_level(level));
-        Ok(())
+        logger::configure(|s| {
+            s.set_level(level);
+            Ok(())
+        })
     })
 }
 
@@ -39,7 +41,7 @@ pub extern "C" fn vlog_set_filters(filters: *const c_char) -> c_int {
     config_call(|| {
         // SAFETY: NULL or a NUL-terminated string, per the API contract.
         let spec = unsafe { config_str(filters, "filters") }?;
-        logger::with_state(|s| s.set_filters(spec))
+        logger::configure(|s| s.set_filters(spec))
     })
 }
 
@@ -58,7 +60,7 @@ pub extern "C" fn vlog_set_outputs(outputs: *const c_char) -> c_int {
     config_call(|| {
         // SAFETY: NULL or a NUL-terminated string, per the API contract.
         let spec = unsafe { config_str(outputs, "outputs") }?;
-        logger::with_state(|s| s.set_outputs(spec))
+        logger::configure(|s| s.set_outputs(spec))
     })
 }
 
@@ -70,7 +72,7 @@ pub extern "C" fn vlog_set_outputs(outputs: *const c_char) -> c_int {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C" fn vlog_set_buffer_size(size: usize) -> c_int {
-    config_call(|| logger::with_state(|s| s.set_buffer_size(size)))
+    config_call(|| logger::configure(|s| s.set_buffer_size(size)))
 }
 
 /// Reopens every file output by its path, for log rotation: call it after
@@ -81,7 +83,7 @@ pub extern "C" fn vlog_set_buffer_size(size: usize) -> c_int {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C" fn vlog_reopen() -> c_int {
-    config_call(|| logger::with_state(|s| s.reopen()))
+    config_call(|| logger::configure(|s| s.reopen()))
 }
 
 /// Every line is written with write(2) before the logging call returns, so
@@ -91,7 +93,7 @@ pub extern "C" fn vlog_reopen() -> c_int {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C" fn vlog_flush() -> c_int {
-    config_call(|| logger::with_state(|s| s.flush()))
+    config_call(|| logger::configure(|s| s.flush()))
 }
 
 /// The message of the calling thread's last failed vlog call ("" if none).

@@ -47,7 +47,8 @@ pub extern "C" fn vlog_dump(fd: c_int) -> c_int {
 }
 
 /// Fills `*stats` with the ring's and the outputs' counters. Returns 0, or
-/// -1 if `stats` is NULL. Takes the lock.
+/// -1 if `stats` is NULL or the thread is already inside vlog (a signal
+/// handler that interrupted it). Takes the lock.
 /// NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
 /// the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
@@ -57,7 +58,12 @@ pub extern "C" fn vlog_get_stats(stats: *mut vlog_stats) -> c_int {
         return -1;
     }
     guarded(-1, || {
-        let ring = logger::with_state(|s| s.stats());
+        let Some(ring) = logger::enter(|s| s.stats()) else {
+            set_last_error(
+                "called while this thread was already inside vlog (from a signal handler?)",
+            );
+            return -1;
+        };
         let out = vlog_stats {
             buffer_size: ring.size,
             records: ring.recorded,

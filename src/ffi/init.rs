@@ -53,23 +53,27 @@ const _: () = assert!(VLOG_VERSION_PATCH == parse(env!("CARGO_PKG_VERSION_PATCH"
 #[no_mangle]
 pub extern "C" fn vlog_init() -> c_int {
     config_call(|| {
-        logger::with_state(|s| {
+        logger::configure(|s| {
             if let Err(e) = s.install_crash_handler(false) {
                 crate::diag::warn(&format!("no crash dumps: {e}"));
             }
-        });
-        Ok(())
+            Ok(())
+        })
     })
 }
 
 /// Flushes and closes the outputs, frees the ring and forgets every source:
 /// vlog returns to its state before the first call, and a later call starts
-/// it again from the environment. Safe to call more than once.
+/// it again from the environment. Safe to call more than once. Called from
+/// a signal handler that interrupted vlog on the same thread, it does
+/// nothing.
 /// NULL: takes no pointer; ownership: sources stay their owners', and vlog
 /// holds none; errors: none; async-signal-safe: no.
 #[no_mangle]
 pub extern "C" fn vlog_shutdown() {
-    guarded((), || logger::with_state(|s| s.shutdown()))
+    guarded((), || {
+        logger::enter(|s| s.shutdown());
+    })
 }
 
 /// The library's version as "MAJOR.MINOR.PATCH", which the header's

@@ -23,8 +23,8 @@
 //! The top of the crate: imports the logger and anything below it; nothing
 //! imports it but the crate root's hidden re-exports.
 
-use std::cell::RefCell;
-use std::ffi::{c_char, c_int, CStr, CString};
+use std::cell::UnsafeCell;
+use std::ffi::{c_char, c_int, CStr};
 
 use crate::error::ConfigError;
 use crate::logger;
@@ -39,20 +39,48 @@ pub mod site;
 pub mod source;
 pub mod write;
 
+/// The longest error message kept (longer ones are cut, with "...").
+const LAST_ERROR_MAX: usize = 1024;
+
 thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    // A fixed buffer with no destructor: it never allocates (a refusal from
+    // a signal handler must not), and it works during and after the
+    // thread's exit, when thread-locals with destructors are gone (a
+    // pthread_key destructor that calls vlog).
+    static LAST_ERROR: UnsafeCell<[u8; LAST_ERROR_MAX]> = const {
+        UnsafeCell::new([0; LAST_ERROR_MAX])
+    };
 }
 
 fn set_last_error(message: &str) {
-    // Interior NULs cannot come from our messages, but never fail over one.
-    let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    LAST_ERROR.with(|buf| {
+        // SAFETY: this thread's own buffer, and no reference to it is held:
+        // the pointer `last_error_ptr` hands out is C's to read until this
+        // thread's next failing call, which this is.
+        let buf = unsafe { &mut *buf.get() };
+        let bytes = message.as_bytes();
+        let room = LAST_ERROR_MAX - 1;
+        let (n, cut) = if bytes.len() > room {
+            (room - 3, true)
+        } else {
+            (bytes.len(), false)
+        };
+        buf[..n].copy_from_slice(&bytes[..n]);
+        let mut end = n;
+        if cut {
+            buf[n..n + 3].copy_from_slice(b"...");
+            end += 3;
+        }
+        buf[end] = 0;
+        // Interior NULs cannot come from our messages; if one did, C would
+        // see the message up to it.
+    })
 }
 
 /// The calling thread's last error message, valid until its next failing
 /// call.
 fn last_error_ptr() -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
+    LAST_ERROR.with(|buf| buf.get().cast::<c_char>().cast_const())
 }
 
 /// Runs a configuration call: 0 on success; -1 with the thread's last error

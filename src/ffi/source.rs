@@ -21,7 +21,10 @@ pub extern "C" fn vlog_source_unregister(src: *const vlog_source) {
     }
     guarded((), || {
         let source = source_arg(src);
-        logger::with_state(|s| s.unregister(source.get()));
+        // Nested inside vlog on this thread (unloading a library from a
+        // signal handler, which dlclose does not allow anyway), the lock is
+        // not to be had: the source stays registered.
+        logger::enter(|s| s.unregister(source.get()));
     })
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{inside, note, safe_mode, with_state, State, NORMAL, RING_ONLY, SAFE_MODE, SILENT};
+use super::{enter, note, safe_mode, State, NORMAL, RING_ONLY, SAFE_MODE, SILENT};
 use crate::config::filter::Filters;
 use crate::config::{self, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
 use crate::crash::{self, target::DumpTarget};
@@ -250,15 +250,17 @@ pub fn step_down(what: &str) {
         _ => return,
     };
     let _ = crate::panic::catch(|| {
-        if inside() {
-            // The lock may be this thread's: say it without the ring.
-            return diag::warn(&text);
-        }
-        with_state(|s| {
+        let done = enter(|s| {
             s.outputs.clear();
             s.default_outputs = false;
             note(s.ring.as_mut(), &text);
             s.refresh_sources();
-        })
+        });
+        if done.is_none() {
+            // The lock is this thread's (the panic was inside vlog): say it
+            // without the ring. The next call that takes the lock sees the
+            // step in `safe_mode`.
+            diag::warn(&text);
+        }
     });
 }

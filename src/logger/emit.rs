@@ -12,8 +12,8 @@ use crate::record::{Record, MESSAGE_MAX};
 use crate::ring::sites::Site;
 use crate::ring::Ring;
 use crate::source::{Live, OFF, UNKNOWN};
-use crate::sys;
 use crate::text::{Bounded, Sink};
+use crate::{stats, sys};
 
 /// What became of a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +76,7 @@ pub struct Call<'a> {
 #[inline(always)]
 pub fn emit(call: &Call) -> Outcome {
     let Some(mut entered) = Entered::new() else {
+        stats::add(&stats::NESTED_DROPPED, 1);
         return Outcome::Dropped;
     };
     let outcome = entered.state().record(call);
@@ -86,7 +87,11 @@ pub fn emit(call: &Call) -> Outcome {
 /// Registers a source and returns its level (`OFF` when dropped as
 /// nested).
 pub fn register(source: Live) -> i32 {
-    enter(|state| state.register(source)).unwrap_or(OFF)
+    enter(|state| state.register(source)).unwrap_or_else(|| {
+        // The message that asked is dropped.
+        stats::add(&stats::NESTED_DROPPED, 1);
+        OFF
+    })
 }
 
 impl State {

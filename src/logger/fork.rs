@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::sync::{MutexGuard, Once};
 
-use super::{lock, State};
+use super::{lock, State, INSIDE};
 use crate::ring::published;
 use crate::{diag, panic, sys};
 
@@ -17,16 +17,35 @@ thread_local! {
 
 // A panic must not unwind into libc's fork; these run in the middle of it,
 // so they only swallow one.
+//
+// While it holds the lock across fork the thread is marked inside vlog,
+// like every other holder: a signal handler that runs in between (SIGCHLD
+// from the child just made, say) and logs is dropped, not left waiting for
+// its own thread. A fork from a signal handler that interrupted vlog on
+// this thread finds the mark set and the lock already this thread's: it
+// takes nothing, and the interrupted call releases the lock on both sides.
 extern "C" fn prepare() {
     panic::swallow(|| {
+        if INSIDE.with(|inside| inside.replace(true)) {
+            return;
+        }
         let guard = lock();
         FORK_GUARD.with(|slot| *slot.borrow_mut() = Some(guard));
     });
 }
 
+/// Releases what `prepare` took, if it took anything.
+fn release() -> Option<MutexGuard<'static, State>> {
+    let guard = FORK_GUARD.with(|slot| slot.borrow_mut().take());
+    if guard.is_some() {
+        INSIDE.with(|inside| inside.set(false));
+    }
+    guard
+}
+
 extern "C" fn parent() {
     panic::swallow(|| {
-        FORK_GUARD.with(|slot| slot.borrow_mut().take());
+        drop(release());
     });
 }
 
@@ -36,15 +55,12 @@ extern "C" fn child() {
         // and the cached thread id belongs to the parent.
         published::forget_readers_after_fork();
         sys::forget_ids_after_fork();
-        FORK_GUARD.with(|slot| {
+        if let Some(mut state) = release() {
             // A TCP connection to a collector is the parent's: two processes
             // writing one stream could interleave frames. The child makes
             // its own.
-            if let Some(state) = slot.borrow_mut().as_mut() {
-                state.outputs.iter_mut().for_each(|o| o.after_fork());
-            }
-            slot.borrow_mut().take()
-        });
+            state.outputs.iter_mut().for_each(|o| o.after_fork());
+        }
     });
 }
 

@@ -31,12 +31,13 @@ use crate::config::filter::Filters;
 use crate::config::DEFAULT_LEVEL;
 use crate::crash::altstack;
 use crate::crash::target::DumpTarget;
+use crate::error::ConfigError;
 use crate::output::Outputs;
 use crate::priority::Priority;
 use crate::record::Record;
 use crate::ring::{published, Ring};
 use crate::source::Registry;
-use crate::{diag, stats, sys};
+use crate::{diag, sys};
 
 pub struct State {
     initialized: bool,
@@ -114,15 +115,6 @@ fn lock() -> MutexGuard<'static, State> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Runs `f` on the global state under its lock, then publishes a ring that
-/// was created or replaced and frees a retired one once no reader holds it.
-pub fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    let mut state = lock();
-    let result = f(&mut state);
-    publish(&mut state);
-    result
-}
-
 /// What every holder of the lock does before letting go of it: readers find
 /// the ring as it is now, and a ring replaced is freed once no reader uses
 /// it. (A call that panics skips this; the next one does it.)
@@ -154,12 +146,11 @@ pub struct Entered {
 impl Entered {
     /// The lock, unless this thread is already inside the logger (a signal
     /// handler that interrupted a logging call): then the lock is held by
-    /// this very thread and waiting would deadlock, so the call is dropped,
-    /// counted, and `None` returned.
+    /// this very thread and waiting would deadlock, so `None` is returned
+    /// (and a message is dropped and counted by its caller).
     #[inline(always)]
     pub fn new() -> Option<Entered> {
         if INSIDE.with(|inside| inside.replace(true)) {
-            stats::add(&stats::NESTED_DROPPED, 1);
             return None;
         }
         let inside = Inside;
@@ -182,12 +173,29 @@ impl Entered {
 }
 
 /// Runs `f` under the lock unless this thread is already inside the logger
-/// (see [`Entered::new`]); `None` when the call was dropped as nested.
+/// (see [`Entered::new`]); `None` when the call was dropped as nested. Every
+/// call that takes the lock goes through here (or `Entered`), so a signal
+/// handler that interrupts any of them and logs is dropped, never waits for
+/// its own thread. After `f`, readers find the ring as it is now and a ring
+/// replaced is freed once no reader uses it.
 pub fn enter<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
     let mut entered = Entered::new()?;
     let result = f(entered.state());
     entered.leave();
     Some(result)
+}
+
+/// `enter` for a configuration call: a call nested inside vlog on this
+/// thread is refused with an error saying so.
+pub fn configure<R>(
+    f: impl FnOnce(&mut State) -> Result<R, ConfigError>,
+) -> Result<R, ConfigError> {
+    enter(f).unwrap_or_else(|| {
+        Err(ConfigError::new(
+            "called while this thread was already inside vlog (from a signal handler that \
+             interrupted it?): nothing was done; call it again outside the handler",
+        ))
+    })
 }
 
 /// True while this thread is inside the logger (so a call now would nest).

@@ -98,8 +98,13 @@ impl FileOutput {
         Ok(())
     }
 
+    /// Makes the lines written durable. A file that cannot be synced (a
+    /// FIFO, a terminal, /dev/null: EINVAL) has nothing to make durable.
     pub fn sync(&self) -> io::Result<()> {
-        self.file.sync_data()
+        match self.file.sync_data() {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+            result => result,
+        }
     }
 
     pub fn describe(&self) -> String {

@@ -36,3 +36,8 @@ fn threads_at_full_rate_keep_the_ring_intact_and_counted() {
         assert_ok(&format!("soak {threads}"), &out);
     }
 }
+
+#[test]
+fn a_signal_handler_that_logs_inside_any_entry_point_never_deadlocks() {
+    check("reentrant");
+}
