@@ -378,7 +378,8 @@ int vlog_dump(int fd);
 
 /**
  * Fills `*stats` with the ring's and the outputs' counters. Returns 0, or
- * -1 if `stats` is NULL. Takes the lock.
+ * -1 if `stats` is NULL or the thread is already inside vlog (a signal
+ * handler that interrupted it). Takes the lock.
  * NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
  * the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
  */
@@ -403,7 +404,9 @@ int vlog_init(void);
 /**
  * Flushes and closes the outputs, frees the ring and forgets every source:
  * vlog returns to its state before the first call, and a later call starts
- * it again from the environment. Safe to call more than once.
+ * it again from the environment. Safe to call more than once. Called from
+ * a signal handler that interrupted vlog on the same thread, it does
+ * nothing.
  * NULL: takes no pointer; ownership: sources stay their owners', and vlog
  * holds none; errors: none; async-signal-safe: no.
  */

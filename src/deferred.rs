@@ -51,18 +51,16 @@ pub fn count_fits(value: i64) -> bool {
     value.unsigned_abs() <= printf::MAX_COUNT as u64
 }
 
-/// How many bytes of a string argument whose site says `precision` may be
-/// read, given the argument before it (`star`, a `*` precision when there
-/// is one): None for all of it, up to its NUL.
+/// How many bytes of a string argument whose site says `precision` (not
+/// [`PRECISION_NONE`]) may be read, given the argument before it (`star`,
+/// the `*` precision's value when there is one): None for all of it, up to
+/// its NUL.
 #[inline(always)]
-pub fn string_bound(precision: u16, star: Option<&Captured>) -> Option<usize> {
+pub fn string_bound(precision: u16, star: Option<i64>) -> Option<usize> {
     match precision {
         PRECISION_NONE => None,
-        PRECISION_STAR => match star {
-            // A negative precision is no precision.
-            Some(Captured::Signed(v)) => usize::try_from(*v).ok(),
-            _ => Some(0),
-        },
+        // A negative precision is no precision.
+        PRECISION_STAR => star.map_or(Some(0), |v| usize::try_from(v).ok()),
         n => Some(n as usize),
     }
 }
@@ -324,14 +322,8 @@ mod tests {
         );
         assert_eq!(string_bound(4, None), Some(4));
         assert_eq!(string_bound(PRECISION_NONE, None), None);
-        assert_eq!(
-            string_bound(PRECISION_STAR, Some(&Captured::Signed(3))),
-            Some(3)
-        );
-        assert_eq!(
-            string_bound(PRECISION_STAR, Some(&Captured::Signed(-1))),
-            None
-        );
+        assert_eq!(string_bound(PRECISION_STAR, Some(3)), Some(3));
+        assert_eq!(string_bound(PRECISION_STAR, Some(-1)), None);
         assert!(count_fits(1000) && count_fits(-1000) && !count_fits(1001));
         assert!(!count_fits(i32::MIN as i64));
     }

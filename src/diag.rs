@@ -44,7 +44,11 @@ pub fn stderr() -> Option<FdKind> {
 /// Writes one line to fd 2 if it is still the adopted file, with one write(2)
 /// and never raising SIGPIPE. False when the line was not written.
 pub fn write_stderr(line: &[u8]) -> bool {
-    stderr().is_some_and(|kind| sys::write_no_sigpipe(STDERR, line, kind).is_ok())
+    // write(2) is a cancellation point (see `sys::cancel`).
+    let cancelability = sys::cancel::off();
+    let written = stderr().is_some_and(|kind| sys::write_no_sigpipe(STDERR, line, kind).is_ok());
+    sys::cancel::restore(cancelability);
+    written
 }
 
 /// Writes "vlog: MESSAGE" to fd 2 under the rule above.

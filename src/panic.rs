@@ -25,12 +25,15 @@ fn install_hook() {
 /// Runs `f`; a panic comes back as `Err` with its message.
 pub fn catch<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     install_hook();
-    catch_unwind(AssertUnwindSafe(f)).map_err(|_| {
-        MESSAGE
-            .try_lock()
-            .map(|mut m| std::mem::take(&mut *m))
-            .unwrap_or_default()
-    })
+    catch_unwind(AssertUnwindSafe(f)).map_err(|_| take_message())
+}
+
+#[cold]
+fn take_message() -> String {
+    MESSAGE
+        .try_lock()
+        .map(|mut m| std::mem::take(&mut *m))
+        .unwrap_or_default()
 }
 
 /// Runs `f` and swallows a panic: for signal and fork handlers, which can do

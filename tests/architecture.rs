@@ -573,7 +573,10 @@ fn every_exported_function_ends_its_doc_in_the_fixed_form() {
         let text = std::fs::read_to_string(path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
-            let Some(rest) = line.strip_prefix("pub extern \"C\" fn ") else {
+            let Some(rest) = line
+                .strip_prefix("pub extern \"C\" fn ")
+                .or_else(|| line.strip_prefix("pub extern \"C-unwind\" fn "))
+            else {
                 continue;
             };
             let name = rest.split('(').next().unwrap();

@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use super::{config_call, config_str, guarded, last_error_ptr};
+use super::{config_call, config_str, guarded, last_error_ptr, no_cancel};
 use crate::error::ConfigError;
 use crate::logger;
 use crate::priority::Priority;
@@ -17,14 +17,16 @@ use crate::priority::Priority;
 /// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_set_level(level: c_int) -> c_int {
-    config_call(|| {
-        let level = Priority::from_number(level.max(0) as u64).ok_or_else(|| {
-            ConfigError::new(format!("invalid level {level}: use 1 (debug) to 4 (error)"))
-        })?;
-        logger::configure(|s| {
-            s.set_level(level);
-            Ok(())
+pub extern "C-unwind" fn vlog_set_level(level: c_int) -> c_int {
+    no_cancel(|| {
+        config_call(|| {
+            let level = Priority::from_number(level.max(0) as u64).ok_or_else(|| {
+                ConfigError::new(format!("invalid level {level}: use 1 (debug) to 4 (error)"))
+            })?;
+            logger::configure(|s| {
+                s.set_level(level);
+                Ok(())
+            })
         })
     })
 }
@@ -37,11 +39,13 @@ pub extern "C" fn vlog_set_level(level: c_int) -> c_int {
 /// NULL: an error (-1); ownership: the string is not kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_set_filters(filters: *const c_char) -> c_int {
-    config_call(|| {
-        // SAFETY: NULL or a NUL-terminated string, per the API contract.
-        let spec = unsafe { config_str(filters, "filters") }?;
-        logger::configure(|s| s.set_filters(spec))
+pub extern "C-unwind" fn vlog_set_filters(filters: *const c_char) -> c_int {
+    no_cancel(|| {
+        config_call(|| {
+            // SAFETY: NULL or a NUL-terminated string, per the API contract.
+            let spec = unsafe { config_str(filters, "filters") }?;
+            logger::configure(|s| s.set_filters(spec))
+        })
     })
 }
 
@@ -56,11 +60,13 @@ pub extern "C" fn vlog_set_filters(filters: *const c_char) -> c_int {
 /// NULL: an error (-1); ownership: the string is not kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_set_outputs(outputs: *const c_char) -> c_int {
-    config_call(|| {
-        // SAFETY: NULL or a NUL-terminated string, per the API contract.
-        let spec = unsafe { config_str(outputs, "outputs") }?;
-        logger::configure(|s| s.set_outputs(spec))
+pub extern "C-unwind" fn vlog_set_outputs(outputs: *const c_char) -> c_int {
+    no_cancel(|| {
+        config_call(|| {
+            // SAFETY: NULL or a NUL-terminated string, per the API contract.
+            let spec = unsafe { config_str(outputs, "outputs") }?;
+            logger::configure(|s| s.set_outputs(spec))
+        })
     })
 }
 
@@ -71,8 +77,8 @@ pub extern "C" fn vlog_set_outputs(outputs: *const c_char) -> c_int {
 /// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_set_buffer_size(size: usize) -> c_int {
-    config_call(|| logger::configure(|s| s.set_buffer_size(size)))
+pub extern "C-unwind" fn vlog_set_buffer_size(size: usize) -> c_int {
+    no_cancel(|| config_call(|| logger::configure(|s| s.set_buffer_size(size))))
 }
 
 /// Reopens every file output by its path, for log rotation: call it after
@@ -82,8 +88,8 @@ pub extern "C" fn vlog_set_buffer_size(size: usize) -> c_int {
 /// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_reopen() -> c_int {
-    config_call(|| logger::configure(|s| s.reopen()))
+pub extern "C-unwind" fn vlog_reopen() -> c_int {
+    no_cancel(|| config_call(|| logger::configure(|s| s.reopen())))
 }
 
 /// Every line is written with write(2) before the logging call returns, so
@@ -92,8 +98,8 @@ pub extern "C" fn vlog_reopen() -> c_int {
 /// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_flush() -> c_int {
-    config_call(|| logger::configure(|s| s.flush()))
+pub extern "C-unwind" fn vlog_flush() -> c_int {
+    no_cancel(|| config_call(|| logger::configure(|s| s.flush())))
 }
 
 /// The message of the calling thread's last failed vlog call ("" if none).

@@ -2,7 +2,7 @@
 
 use std::ffi::c_int;
 
-use super::config_call;
+use super::{config_call, no_cancel};
 use crate::crash::{self, target};
 use crate::logger;
 
@@ -18,8 +18,8 @@ use crate::logger;
 /// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_install_crash_handler() -> c_int {
-    config_call(|| logger::configure(|s| s.install_crash_handler(true)))
+pub extern "C-unwind" fn vlog_install_crash_handler() -> c_int {
+    no_cancel(|| config_call(|| logger::configure(|s| s.install_crash_handler(true))))
 }
 
 /// Makes signal `signum` write a dump (header and ring, no backtrace) to the
@@ -29,6 +29,8 @@ pub extern "C" fn vlog_install_crash_handler() -> c_int {
 /// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_set_dump_signal(signum: c_int) -> c_int {
-    config_call(|| target::check_dump_signal(signum).and_then(crash::install_dump_signal))
+pub extern "C-unwind" fn vlog_set_dump_signal(signum: c_int) -> c_int {
+    no_cancel(|| {
+        config_call(|| target::check_dump_signal(signum).and_then(crash::install_dump_signal))
+    })
 }

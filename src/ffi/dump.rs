@@ -3,7 +3,7 @@
 
 use std::ffi::c_int;
 
-use super::{guarded, set_last_error};
+use super::{guarded, no_cancel, set_last_error};
 use crate::crash::dump;
 use crate::logger;
 use crate::stats;
@@ -39,10 +39,12 @@ pub struct vlog_stats {
 /// NULL: takes no pointer; ownership: `fd` stays the caller's; errors: -1
 /// and errno; async-signal-safe: yes.
 #[no_mangle]
-pub extern "C" fn vlog_dump(fd: c_int) -> c_int {
-    guarded(-1, || match dump::ring_to_fd(fd) {
-        Some(count) => c_int::try_from(count).unwrap_or(c_int::MAX),
-        None => -1,
+pub extern "C-unwind" fn vlog_dump(fd: c_int) -> c_int {
+    no_cancel(|| {
+        guarded(-1, || match dump::ring_to_fd(fd) {
+            Some(count) => c_int::try_from(count).unwrap_or(c_int::MAX),
+            None => -1,
+        })
     })
 }
 
@@ -52,28 +54,30 @@ pub extern "C" fn vlog_dump(fd: c_int) -> c_int {
 /// NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
 /// the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_get_stats(stats: *mut vlog_stats) -> c_int {
-    if stats.is_null() {
-        set_last_error("stats is NULL");
-        return -1;
-    }
-    guarded(-1, || {
-        let Some(ring) = logger::enter(|s| s.stats()) else {
-            set_last_error(
-                "called while this thread was already inside vlog (from a signal handler?)",
-            );
+pub extern "C-unwind" fn vlog_get_stats(stats: *mut vlog_stats) -> c_int {
+    no_cancel(|| {
+        if stats.is_null() {
+            set_last_error("stats is NULL");
             return -1;
-        };
-        let out = vlog_stats {
-            buffer_size: ring.size,
-            records: ring.recorded,
-            lost: ring.lost,
-            dropped_nested: stats::get(&stats::NESTED_DROPPED),
-            output_lines_lost: stats::get(&stats::LINES_LOST),
-            bad_fields: stats::get(&stats::BAD_FIELDS),
-        };
-        // SAFETY: non-NULL, and the caller passes a writable vlog_stats.
-        unsafe { stats.write(out) };
-        0
+        }
+        guarded(-1, || {
+            let Some(ring) = logger::enter(|s| s.stats()) else {
+                set_last_error(
+                    "called while this thread was already inside vlog (from a signal handler?)",
+                );
+                return -1;
+            };
+            let out = vlog_stats {
+                buffer_size: ring.size,
+                records: ring.recorded,
+                lost: ring.lost,
+                dropped_nested: stats::get(&stats::NESTED_DROPPED),
+                output_lines_lost: stats::get(&stats::LINES_LOST),
+                bad_fields: stats::get(&stats::BAD_FIELDS),
+            };
+            // SAFETY: non-NULL, and the caller passes a writable vlog_stats.
+            unsafe { stats.write(out) };
+            0
+        })
     })
 }

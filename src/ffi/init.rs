@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_int, c_uint};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{config_call, guarded, site::vlog_site};
+use super::{config_call, guarded, no_cancel, site::vlog_site};
 use crate::logger;
 use crate::source::vlog_source;
 
@@ -51,13 +51,15 @@ const _: () = assert!(VLOG_VERSION_PATCH == parse(env!("CARGO_PKG_VERSION_PATCH"
 /// vlog_last_error(), bad variables warned about on stderr;
 /// async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_init() -> c_int {
-    config_call(|| {
-        logger::configure(|s| {
-            if let Err(e) = s.install_crash_handler(false) {
-                crate::diag::warn(&format!("no crash dumps: {e}"));
-            }
-            Ok(())
+pub extern "C-unwind" fn vlog_init() -> c_int {
+    no_cancel(|| {
+        config_call(|| {
+            logger::configure(|s| {
+                if let Err(e) = s.install_crash_handler(false) {
+                    crate::diag::warn(&format!("no crash dumps: {e}"));
+                }
+                Ok(())
+            })
         })
     })
 }
@@ -70,9 +72,11 @@ pub extern "C" fn vlog_init() -> c_int {
 /// NULL: takes no pointer; ownership: sources stay their owners', and vlog
 /// holds none; errors: none; async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_shutdown() {
-    guarded((), || {
-        logger::enter(|s| s.shutdown());
+pub extern "C-unwind" fn vlog_shutdown() {
+    no_cancel(|| {
+        guarded((), || {
+            logger::enter(|s| s.shutdown());
+        })
     })
 }
 
@@ -97,27 +101,33 @@ pub extern "C" fn vlog_version() -> *const c_char {
 /// NULL: takes no pointer; ownership: nothing kept; errors: -1 and one line
 /// on stderr; async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_abi_check(abi: c_uint, source_size: usize, site_size: usize) -> c_int {
-    let ours = (
-        VLOG_ABI_VERSION,
-        std::mem::size_of::<vlog_source>(),
-        std::mem::size_of::<vlog_site>(),
-    );
-    if (abi, source_size, site_size) == ours {
-        return 0;
-    }
-    static REPORTED: AtomicBool = AtomicBool::new(false);
-    if REPORTED.swap(true, Ordering::Relaxed) {
-        return -1;
-    }
-    guarded(-1, || {
-        crate::diag::warn(&format!(
-            "this program (or a library it loaded) was built with vlog.h for ABI {abi} \
-                 (vlog_source {source_size} bytes, vlog_site {site_size} bytes), but the vlog \
-                 library it runs with has ABI {} ({} and {} bytes): rebuild it against the \
-                 installed vlog.h; until then its messages are not logged",
-            ours.0, ours.1, ours.2
-        ));
-        -1
+pub extern "C-unwind" fn vlog_abi_check(
+    abi: c_uint,
+    source_size: usize,
+    site_size: usize,
+) -> c_int {
+    no_cancel(|| {
+        let ours = (
+            VLOG_ABI_VERSION,
+            std::mem::size_of::<vlog_source>(),
+            std::mem::size_of::<vlog_site>(),
+        );
+        if (abi, source_size, site_size) == ours {
+            return 0;
+        }
+        static REPORTED: AtomicBool = AtomicBool::new(false);
+        if REPORTED.swap(true, Ordering::Relaxed) {
+            return -1;
+        }
+        guarded(-1, || {
+            crate::diag::warn(&format!(
+                "this program (or a library it loaded) was built with vlog.h for ABI {abi} \
+                     (vlog_source {source_size} bytes, vlog_site {site_size} bytes), but the vlog \
+                     library it runs with has ABI {} ({} and {} bytes): rebuild it against the \
+                     installed vlog.h; until then its messages are not logged",
+                ours.0, ours.1, ours.2
+            ));
+            -1
+        })
     })
 }

@@ -30,6 +30,7 @@ use crate::error::ConfigError;
 use crate::logger;
 use crate::panic;
 use crate::source::{vlog_source, Live};
+use crate::sys::cancel;
 
 pub mod config;
 pub mod crash;
@@ -111,6 +112,33 @@ pub fn guarded<R>(on_panic: R, f: impl FnOnce() -> R) -> R {
             on_panic
         }
     }
+}
+
+/// Runs the body of an entry point with cancellation off (see
+/// `sys::cancel_off`): no vlog call is a cancellation point, and none is
+/// cancelled halfway. Every entry point that can reach a cancellation point
+/// (a write, an open, a close, fdatasync) or takes the lock runs its body
+/// here, as the whole of an `extern "C-unwind"` function, so a cancel that
+/// acts when cancelability comes back unwinds straight into the C caller:
+/// `f` has returned and dropped everything it held by then, and `R` is a
+/// plain C value.
+#[inline(always)]
+fn no_cancel<R: Copy>(f: impl FnOnce() -> R) -> R {
+    let old = cancel::off();
+    let result = f();
+    cancel::restore(old);
+    result
+}
+
+/// Whether a recording call must run under `no_cancel`: only for a thread
+/// whose cancellation could act at any instruction (see `sys::cancel`). A
+/// recording call reaches a cancellation point only to print, and the
+/// outputs turn cancellation off around their writes themselves; so the
+/// common thread pays a load and a test, and the recording body stays one
+/// function from the C entry to the ring.
+#[inline(always)]
+fn may_act_anywhere() -> bool {
+    cancel::may_act_anywhere()
 }
 
 /// The source a C call names: NULL is the default source.

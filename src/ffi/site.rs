@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, CStr};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
-use super::{c_bytes, guarded, measured, source_arg};
+use super::{c_bytes, guarded, may_act_anywhere, measured, no_cancel, source_arg};
 use crate::deferred::{self, kind, Captured, MAX_ARGS};
 use crate::logger;
 use crate::logger::emit::{self, Call, CallSite, Message, Outcome};
@@ -120,18 +120,20 @@ pub struct vlog_arg {
 /// unprepared), `file` and `func` are "" and "?"; ownership: the site keeps the pointers (string literals);
 /// errors: none; async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_site_prepare(
+pub extern "C-unwind" fn vlog_site_prepare(
     site: *mut vlog_site,
     fmt: *const c_char,
     file: *const c_char,
     line: c_int,
     func: *const c_char,
 ) -> c_int {
-    if site.is_null() || fmt.is_null() {
-        return VLOG_SITE_FORMAT;
-    }
-    // The call's own %m needs errno as the caller left it.
-    keeping_errno(|| guarded(VLOG_SITE_FORMAT, || prepare(site, fmt, file, line, func)))
+    no_cancel(|| {
+        if site.is_null() || fmt.is_null() {
+            return VLOG_SITE_FORMAT;
+        }
+        // The call's own %m needs errno as the caller left it.
+        keeping_errno(|| guarded(VLOG_SITE_FORMAT, || prepare(site, fmt, file, line, func)))
+    })
 }
 
 fn prepare(
@@ -205,7 +207,39 @@ fn prepare(
 /// argument "(null)"; ownership: the arguments are copied, nothing kept;
 /// errors: -1, never errno; async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_write_args(
+pub extern "C-unwind" fn vlog_write_args(
+    src: *const vlog_source,
+    prio: c_int,
+    site: *const vlog_site,
+    args: *const vlog_arg,
+    nargs: c_int,
+) -> c_int {
+    if may_act_anywhere() {
+        return write_args_uncancelled(src, prio, site, args, nargs);
+    }
+    write_args(src, prio, site, args, nargs)
+}
+
+/// `write_args` for a thread whose cancellation could act anywhere: with
+/// cancellation off, and put back in this frame, which holds nothing to
+/// drop by then.
+#[cold]
+#[inline(never)]
+fn write_args_uncancelled(
+    src: *const vlog_source,
+    prio: c_int,
+    site: *const vlog_site,
+    args: *const vlog_arg,
+    nargs: c_int,
+) -> c_int {
+    no_cancel(|| write_args(src, prio, site, args, nargs))
+}
+
+/// The body of [`vlog_write_args`]: the recording call, one function from the C
+/// entry to the ring, that the entry brackets for cancellation.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn write_args(
     src: *const vlog_source,
     prio: c_int,
     site: *const vlog_site,
@@ -240,7 +274,6 @@ pub extern "C" fn vlog_write_args(
             // not cleared on every call).
             let mut slots = [const { MaybeUninit::<Captured>::uninit() }; MAX_ARGS];
             let mut size = deferred::ArgsLen::default();
-            let mut previous = None;
             for (i, arg) in raw.iter().enumerate() {
                 let captured = match site.kinds[i] {
                     kind::INT | kind::LONG => Captured::Signed(arg.bits as i64),
@@ -257,14 +290,20 @@ pub extern "C" fn vlog_write_args(
                     kind::POINTER => Captured::Pointer(arg.bits),
                     _ if arg.str.is_null() => Captured::Str(None),
                     _ => {
-                        let bound = deferred::string_bound(site.precision[i], previous.as_ref());
+                        let precision = site.precision[i];
                         // SAFETY: a string argument is readable up to its NUL
                         // or, with a precision, up to that many bytes: what
                         // printf requires of %s. strnlen reads no further.
                         let bytes = unsafe {
-                            let len = match bound {
-                                Some(max) => libc::strnlen(arg.str, max),
-                                None => libc::strlen(arg.str),
+                            let len = if precision == deferred::PRECISION_NONE {
+                                libc::strlen(arg.str)
+                            } else {
+                                // The `*` precision is the argument before.
+                                let star = i.checked_sub(1).map(|j| raw[j].bits as i64);
+                                match deferred::string_bound(precision, star) {
+                                    Some(max) => libc::strnlen(arg.str, max),
+                                    None => libc::strlen(arg.str),
+                                }
                             };
                             std::slice::from_raw_parts(arg.str.cast::<u8>(), len)
                         };
@@ -272,7 +311,6 @@ pub extern "C" fn vlog_write_args(
                     }
                 };
                 size.add(slots[i].write(captured));
-                previous = Some(captured);
             }
             // SAFETY: the loop wrote the first `count` slots (raw has
             // `count` arguments and kinds MAX_ARGS >= count entries).

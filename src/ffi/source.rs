@@ -3,7 +3,7 @@
 
 use std::ffi::c_int;
 
-use super::{guarded, source_arg};
+use super::{guarded, no_cancel, source_arg};
 use crate::logger::{self, emit};
 use crate::priority::Priority;
 use crate::source::{vlog_source, UNKNOWN};
@@ -15,16 +15,18 @@ use crate::sys::keeping_errno;
 /// NULL: ignored; ownership: `src` stays the caller's, and vlog no longer
 /// holds it; errors: none; async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_source_unregister(src: *const vlog_source) {
-    if src.is_null() {
-        return;
-    }
-    guarded((), || {
-        let source = source_arg(src);
-        // Nested inside vlog on this thread (unloading a library from a
-        // signal handler, which dlclose does not allow anyway), the lock is
-        // not to be had: the source stays registered.
-        logger::enter(|s| s.unregister(source.get()));
+pub extern "C-unwind" fn vlog_source_unregister(src: *const vlog_source) {
+    no_cancel(|| {
+        if src.is_null() {
+            return;
+        }
+        guarded((), || {
+            let source = source_arg(src);
+            // Nested inside vlog on this thread (unloading a library from a
+            // signal handler, which dlclose does not allow anyway), the lock is
+            // not to be had: the source stays registered.
+            logger::enter(|s| s.unregister(source.get()));
+        })
     })
 }
 
@@ -36,15 +38,17 @@ pub extern "C" fn vlog_source_unregister(src: *const vlog_source) {
 /// NULL: the default source; ownership: `src` must stay valid until
 /// `vlog_source_unregister(src)`; errors: none (0); async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_source_enabled(src: *const vlog_source, prio: c_int) -> c_int {
-    keeping_errno(|| {
-        guarded(0, || {
-            let source = source_arg(src);
-            let mut level = source.get().level();
-            if level == UNKNOWN {
-                level = emit::register(source);
-            }
-            c_int::from(Priority::clamped(prio) as c_int >= level)
+pub extern "C-unwind" fn vlog_source_enabled(src: *const vlog_source, prio: c_int) -> c_int {
+    no_cancel(|| {
+        keeping_errno(|| {
+            guarded(0, || {
+                let source = source_arg(src);
+                let mut level = source.get().level();
+                if level == UNKNOWN {
+                    level = emit::register(source);
+                }
+                c_int::from(Priority::clamped(prio) as c_int >= level)
+            })
         })
     })
 }

@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_int, CStr};
 
-use super::{c_bytes, guarded, set_last_error, source_arg};
+use super::{c_bytes, guarded, may_act_anywhere, no_cancel, set_last_error, source_arg};
 use crate::fields::{Field, Value, MAX_FIELDS};
 use crate::logger::emit::{self, Call, Message, Outcome};
 use crate::priority::Priority;
@@ -60,7 +60,7 @@ pub struct vlog_field {
 /// "(null)"; ownership: the bytes are copied, nothing kept; errors: -1, never
 /// errno; async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_write(
+pub extern "C-unwind" fn vlog_write(
     src: *const vlog_source,
     prio: c_int,
     file: *const c_char,
@@ -70,18 +70,20 @@ pub extern "C" fn vlog_write(
     len: usize,
     full_len: usize,
 ) -> c_int {
-    vlog_write_fields(
-        src,
-        prio,
-        file,
-        line,
-        func,
-        msg,
-        len,
-        full_len,
-        std::ptr::null(),
-        0,
-    )
+    no_cancel(|| {
+        vlog_write_fields(
+            src,
+            prio,
+            file,
+            line,
+            func,
+            msg,
+            len,
+            full_len,
+            std::ptr::null(),
+            0,
+        )
+    })
 }
 
 /// As vlog_write, with `nfields` structured fields at `fields`. The fields
@@ -99,7 +101,35 @@ pub extern "C" fn vlog_write(
 /// field's NULL string is "(null)"; ownership: everything is copied, nothing
 /// kept; errors: -1, never errno; async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_write_fields(
+pub extern "C-unwind" fn vlog_write_fields(
+    src: *const vlog_source,
+    prio: c_int,
+    file: *const c_char,
+    line: c_int,
+    func: *const c_char,
+    msg: *const c_char,
+    len: usize,
+    full_len: usize,
+    fields: *const vlog_field,
+    nfields: usize,
+) -> c_int {
+    if may_act_anywhere() {
+        return no_cancel(|| {
+            write_fields(
+                src, prio, file, line, func, msg, len, full_len, fields, nfields,
+            )
+        });
+    }
+    write_fields(
+        src, prio, file, line, func, msg, len, full_len, fields, nfields,
+    )
+}
+
+/// The body of [`vlog_write_fields`]: the recording call, one function from the C
+/// entry to the ring, that the entry brackets for cancellation.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn write_fields(
     src: *const vlog_source,
     prio: c_int,
     file: *const c_char,

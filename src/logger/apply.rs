@@ -16,6 +16,7 @@ use crate::priority::Priority;
 use crate::record::MESSAGE_MAX;
 use crate::ring::{self, Region, Ring};
 use crate::source::{vlog_default_source, Live, UNKNOWN};
+use crate::sys::cancel;
 use crate::{diag, sys};
 
 impl State {
@@ -26,6 +27,15 @@ impl State {
         if self.initialized {
             return;
         }
+        // Files are opened here, on a logging thread's first call too:
+        // cancellation points, which a recording call reaches nowhere else.
+        let cancelability = cancel::off();
+        self.initialize();
+        cancel::restore(cancelability);
+    }
+
+    fn initialize(&mut self) {
+        cancel::learn();
         self.initialized = true;
         diag::adopt_stderr();
         super::fork::register_handlers();

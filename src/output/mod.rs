@@ -24,6 +24,7 @@ use crate::priority::Priority;
 use crate::record::Record;
 use crate::stats;
 use crate::sys;
+use crate::sys::cancel;
 use crate::text::json::{render_json, JSON_LINE_MAX};
 use crate::text::line::{render_line, LINE_MAX};
 use file::FileOutput;
@@ -271,11 +272,16 @@ impl Outputs {
     pub fn print(&mut self, rec: &Record, mut report: impl FnMut(&str)) {
         self.lines.text_made = false;
         self.lines.json_made = false;
+        // Writes and sends are cancellation points: no cancel acts inside
+        // them (see `sys::cancel`; this thread's is not asynchronous, or it
+        // is off already).
+        let cancelability = cancel::off();
         for out in self.list.iter_mut().filter(|o| rec.priority >= o.priority) {
             if let Some(event) = out.print(rec, &mut self.lines) {
                 report(&event);
             }
         }
+        cancel::restore(cancelability);
     }
 
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Output> {

@@ -3,6 +3,7 @@
 //!
 //! The bottom of the crate: it imports nothing of vlog's.
 
+pub mod cancel;
 pub mod net;
 
 use std::cell::Cell;

@@ -41,3 +41,8 @@ fn threads_at_full_rate_keep_the_ring_intact_and_counted() {
 fn a_signal_handler_that_logs_inside_any_entry_point_never_deadlocks() {
     check("reentrant");
 }
+
+#[test]
+fn a_thread_cancelled_while_it_logs_leaves_vlog_whole() {
+    check("cancel");
+}
