@@ -74,7 +74,10 @@ fn give_thread_alt_stack() {
         return; // someone else's stack: never replace it
     }
     if let Some(stack) = new_alt_stack() {
-        ALT_STACK.with(|slot| slot.set(Some(stack)));
+        // A thread that first logs while it exits (from a pthread_key
+        // destructor) may find the slot gone: the stack then goes too,
+        // disabled and unmapped by its Drop.
+        let _ = ALT_STACK.try_with(|slot| slot.set(Some(stack)));
     }
 }
 

@@ -29,6 +29,13 @@ extern "C" fn prepare() {
         if INSIDE.with(|inside| inside.replace(true)) {
             return;
         }
+        // FORK_GUARD has a destructor: a fork from a thread that is
+        // exiting (a pthread_key destructor) finds it gone, and forks
+        // without holding the lock, as before vlog took it.
+        if FORK_GUARD.try_with(|_| ()).is_err() {
+            INSIDE.with(|inside| inside.set(false));
+            return;
+        }
         let guard = lock();
         FORK_GUARD.with(|slot| *slot.borrow_mut() = Some(guard));
     });
@@ -36,7 +43,10 @@ extern "C" fn prepare() {
 
 /// Releases what `prepare` took, if it took anything.
 fn release() -> Option<MutexGuard<'static, State>> {
-    let guard = FORK_GUARD.with(|slot| slot.borrow_mut().take());
+    let guard = FORK_GUARD
+        .try_with(|slot| slot.borrow_mut().take())
+        .ok()
+        .flatten();
     if guard.is_some() {
         INSIDE.with(|inside| inside.set(false));
     }
