@@ -4,11 +4,8 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::sys;
-
-static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// An alternate signal stack with a guard page below it, owned by one thread
 /// and released when the thread exits.
@@ -48,17 +45,13 @@ fn page_size() -> usize {
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
 
-/// From now on, every thread that logs gets an alternate stack (the crash
-/// handler is installed).
-pub fn enable() {
-    ENABLED.store(true, Ordering::Relaxed);
-}
-
-/// Gives the calling thread an alternate signal stack, once, when the crash
-/// handler is installed and the thread has none of its own.
+/// Gives the calling thread an alternate signal stack, once (the crash
+/// handler is installed: see `crash::on_entry`), unless it has one of its
+/// own.
 #[inline]
 pub fn ensure() {
-    if ENABLED.load(Ordering::Relaxed) && !ALT_STACK_CHECKED.with(|c| c.replace(true)) {
+    if !ALT_STACK_CHECKED.with(Cell::get) {
+        ALT_STACK_CHECKED.with(|c| c.set(true));
         give_thread_alt_stack();
     }
 }

@@ -49,10 +49,15 @@ pub type FdSink<'a> = ChunkSink<&'a mut dyn FnMut(&[u8])>;
 /// failed (errno is left as write(2) set it). A pipe or socket whose reader
 /// is gone fails with EPIPE; it never raises SIGPIPE.
 pub fn with_fd_sink(fd: i32, f: impl FnOnce(&mut FdSink)) -> bool {
+    with_fd_sink_unless(fd, || false, f)
+}
+
+/// `with_fd_sink` that stops writing once `stop` says so.
+pub fn with_fd_sink_unless(fd: i32, stop: impl Fn() -> bool, f: impl FnOnce(&mut FdSink)) -> bool {
     let kind = sys::fd_info(fd).map_or(FdKind::Plain, |info| info.kind);
     let mut failed = false;
     let mut write = |bytes: &[u8]| {
-        if !failed && sys::write_no_sigpipe(fd, bytes, kind).is_err() {
+        if !failed && (stop() || sys::write_no_sigpipe(fd, bytes, kind).is_err()) {
             failed = true;
         }
     };

@@ -15,13 +15,12 @@
 
 pub mod altstack;
 pub mod dump;
+pub mod handback;
 pub mod signals;
 pub mod target;
 
-use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
-use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 
 use crate::error::ConfigError;
 use crate::panic;
@@ -29,25 +28,35 @@ use crate::ring::published;
 use crate::sys;
 use crate::text::num::{put_decimal, put_hex, put_signed};
 use crate::text::Sink;
+use handback::Saved;
 use signals::FATAL_SIGNALS;
 
-/// The handlers that were installed before ours, by index in FATAL_SIGNALS.
-struct Previous(UnsafeCell<MaybeUninit<[libc::sigaction; 7]>>);
-
-// SAFETY: written only by `install`, once, for each signal before that
-// signal's handler can run (sigaction saves the old action in the same call);
-// read afterwards only by the handlers.
-unsafe impl Sync for Previous {}
-
-static PREVIOUS: Previous = Previous(UnsafeCell::new(MaybeUninit::zeroed()));
+/// The dispositions the program had before vlog took a signal, by signal
+/// number: the fatal signals and the dump signals.
+static PREVIOUS: [Saved; 65] = [const { Saved::new() }; 65];
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// What a vlog call does on entry: nothing (NONE: no crash handler), give
+/// its thread an alternate stack (ARMED), or first put the handler back for
+/// the signals it handed to a handler of the program's (REARM).
+static HANDLER: AtomicU8 = AtomicU8::new(NONE);
+const NONE: u8 = 0;
+const ARMED: u8 = 1;
+const REARM: u8 = 2;
+/// The fatal signals whose handler is to be put back.
+static HANDED_BACK: [AtomicBool; 65] = [const { AtomicBool::new(false) }; 65];
+/// The dump signals vlog handles, by number.
+static DUMP_SIGNALS: [AtomicBool; 65] = [const { AtomicBool::new(false) }; 65];
 static DUMP_FD: AtomicI32 = AtomicI32::new(2);
 /// Where the raw ring image goes on a crash (`VLOG_DUMP=file:PATH` makes it
 /// `PATH.ring`), or -1.
 static IMAGE_FD: AtomicI32 = AtomicI32::new(-1);
-/// 0: nobody is dumping; a thread id: that thread is; DONE: the dump is over.
+/// The crash dump's claim. 0: nobody is dumping; a thread id: that thread
+/// is; DONE: the dump is over.
 static DUMPER: AtomicI32 = AtomicI32::new(0);
 const DONE: i32 = -1;
+/// A requested dump's claim, apart from the crash's: a crash while a
+/// requested dump runs is dumped at once (the requested one stops writing).
+static REQUESTED: AtomicI32 = AtomicI32::new(0);
 /// The fatal signal being handled, for the watchdog.
 static CRASH_SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// How long the whole handler may take before the watchdog ends it.
@@ -66,26 +75,62 @@ pub fn install() -> std::io::Result<()> {
         return Ok(());
     }
     warm_up_backtrace();
-    altstack::enable();
     altstack::ensure();
-    let previous = PREVIOUS.0.get().cast::<libc::sigaction>();
-    for (i, &sig) in FATAL_SIGNALS.iter().enumerate() {
-        let action = fatal_action(on_fatal_signal);
-        // SAFETY: `action` is initialised; `previous.add(i)` is inside the
-        // static array and no handler reads slot i before this call returns.
-        if unsafe { libc::sigaction(sig, &action, previous.add(i)) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+    for &sig in &FATAL_SIGNALS {
+        take(sig)?;
+    }
+    HANDLER.store(ARMED, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Makes vlog's handler `sig`'s, keeping the program's disposition.
+fn take(sig: c_int) -> std::io::Result<()> {
+    let action = fatal_action(on_fatal_signal);
+    let saved = PREVIOUS[sig as usize].as_mut_ptr();
+    // SAFETY: `action` is initialised; the slot is this signal's, and no
+    // handler of vlog's reads it before this call returns.
+    if unsafe { libc::sigaction(sig, &action, saved) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }
 
-/// A sigaction running `handler` with SA_SIGINFO on the alternate stack, with
-/// every fatal signal blocked while it runs: a fault inside the handler then
-/// takes the default action at once instead of recursing.
+/// What every vlog call that takes the lock does first (see `HANDLER`):
+/// one load when no crash handler is installed.
+#[inline(always)]
+pub fn on_entry() {
+    match HANDLER.load(Ordering::Relaxed) {
+        NONE => {}
+        ARMED => altstack::ensure(),
+        _ => rearm(),
+    }
+}
+
+/// The program handled a crash signal itself and went on (it recovered from
+/// a fault, say): vlog's handler is put back for it, so the next crash is
+/// dumped too. Until then a fault that repeats reaches the program's handler
+/// directly, as without vlog.
+#[cold]
+fn rearm() {
+    if HANDLER
+        .compare_exchange(REARM, ARMED, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+    {
+        for &sig in &FATAL_SIGNALS {
+            if HANDED_BACK[sig as usize].swap(false, Ordering::SeqCst) {
+                let _ = take(sig);
+            }
+        }
+    }
+    altstack::ensure();
+}
+
 /// A signal handler as the kernel calls it.
 type Handler = extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void);
 
+/// A sigaction running `handler` with SA_SIGINFO on the alternate stack, with
+/// every fatal signal blocked while it runs: a fault inside the handler then
+/// takes the default action at once instead of recursing.
 fn fatal_action(handler: Handler) -> libc::sigaction {
     // SAFETY: sigaction is plain data; all-zero is a valid starting point.
     let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -97,9 +142,11 @@ fn fatal_action(handler: Handler) -> libc::sigaction {
         for &sig in &FATAL_SIGNALS {
             libc::sigaddset(&mut action.sa_mask, sig);
         }
-        // A dump to a pipe whose reader is gone must not end the process by
-        // SIGPIPE instead of the crash signal.
+        // A dump to a pipe whose reader is gone, or past the file size
+        // limit, must not end the process by SIGPIPE or SIGXFSZ instead of
+        // the crash signal.
         libc::sigaddset(&mut action.sa_mask, libc::SIGPIPE);
+        libc::sigaddset(&mut action.sa_mask, libc::SIGXFSZ);
     }
     action
 }
@@ -147,10 +194,19 @@ extern "C" fn on_watchdog(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c
     panic::swallow(|| die_by_default(CRASH_SIGNAL.load(Ordering::SeqCst)))
 }
 
-/// The `VLOG_DUMP_SIGNAL` handler: dump and carry on, leaving errno as it
-/// was.
-extern "C" fn on_dump_signal(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
-    sys::keeping_errno(|| panic::swallow(write_requested_dump))
+/// The `VLOG_DUMP_SIGNAL` handler: dump, hand the signal to the program's
+/// own handler if it had one, and carry on, leaving errno as it was.
+extern "C" fn on_dump_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+    sys::keeping_errno(|| {
+        panic::swallow(write_requested_dump);
+        if (1..=64).contains(&sig) {
+            // SAFETY: the slot was filled when vlog took `sig`; this is
+            // `sig`'s handler, with the kernel's arguments.
+            panic::swallow(|| unsafe {
+                handback::call(&PREVIOUS[sig as usize].get(), sig, info, ctx);
+            });
+        }
+    })
 }
 
 /// The fatal-signal handler's body.
@@ -162,33 +218,34 @@ unsafe fn on_fatal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
     match DUMPER.compare_exchange(0, tid, Ordering::SeqCst, Ordering::SeqCst) {
         Ok(_) => {
             CRASH_SIGNAL.store(sig, Ordering::SeqCst);
-            arm_watchdog();
+            handback::arm_watchdog(&fatal_action(on_watchdog), WATCHDOG_SECONDS);
             // SAFETY: `info` is the kernel's, forwarded from the caller.
             unsafe { write_crash_dump(sig, info, tid) };
             write_ring_image();
-            // SAFETY: alarm is async-signal-safe.
-            unsafe { libc::alarm(0) };
+            handback::disarm_watchdog();
             DUMPER.store(DONE, Ordering::SeqCst);
         }
         // This thread crashed again while dumping (abort() inside the dump,
         // say): no second attempt.
         Err(owner) if owner == tid => return die_by_default(sig),
+        // The dump is over (another crash before this one).
+        Err(DONE) => {}
         // Another thread is dumping: give it time to finish, then go on.
-        Err(_) => wait_for_dump(),
+        Err(owner) => wait_for_dump(owner),
     }
     // SAFETY: forwarded from the caller.
     unsafe { chain(sig, info, ctx) };
 }
 
-/// Sleeps until the dumping thread is done, at most a little longer than the
+/// Sleeps until `owner` is done dumping, at most a little longer than the
 /// watchdog allows it.
-fn wait_for_dump() {
+fn wait_for_dump(owner: i32) {
     let pause = libc::timespec {
         tv_sec: 0,
         tv_nsec: 10_000_000,
     };
     for _ in 0..(WATCHDOG_SECONDS * 100 + 50) {
-        if DUMPER.load(Ordering::SeqCst) == DONE {
+        if DUMPER.load(Ordering::SeqCst) != owner {
             return;
         }
         // SAFETY: nanosleep is async-signal-safe; `pause` is valid.
@@ -202,43 +259,28 @@ fn wait_for_dump() {
 /// # Safety
 /// As for [`on_fatal`].
 unsafe fn chain(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
-    let Some(index) = FATAL_SIGNALS.iter().position(|&s| s == sig) else {
+    if !FATAL_SIGNALS.contains(&sig) {
         return die_by_default(sig);
-    };
-    // SAFETY: slot `index` was written by install() before this handler could
+    }
+    // SAFETY: the slot was written by install() before this handler could
     // run for `sig`.
-    let previous = unsafe { *PREVIOUS.0.get().cast::<libc::sigaction>().add(index) };
+    let previous = unsafe { PREVIOUS[sig as usize].get() };
+    if previous.sa_sigaction != libc::SIG_DFL && previous.sa_sigaction != libc::SIG_IGN {
+        // The program handles the signal itself, and may go on (a fault it
+        // recovers from): a later crash is dumped too, once a vlog call has
+        // put the handler back (`rearm`). Its handler gets the signal with
+        // the mask it asked for (handback::call).
+        DUMPER.store(0, Ordering::SeqCst);
+        HANDED_BACK[sig as usize].store(true, Ordering::SeqCst);
+        HANDLER.store(REARM, Ordering::SeqCst);
+    }
     // Put the previous action back, so that a fault that repeats when the
     // previous handler returns reaches it directly, as without vlog.
     // SAFETY: `previous` is a sigaction the kernel gave us.
     unsafe { libc::sigaction(sig, &previous, std::ptr::null_mut()) };
-    match previous.sa_sigaction {
-        libc::SIG_DFL => die_by_default(sig),
-        libc::SIG_IGN => {}
-        handler if previous.sa_flags & libc::SA_SIGINFO != 0 => {
-            // SAFETY: the previous owner installed this address as a
-            // SA_SIGINFO handler.
-            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
-                unsafe { std::mem::transmute(handler) };
-            f(sig, info, ctx);
-        }
-        handler => {
-            // SAFETY: the previous owner installed this address as a plain
-            // handler.
-            let f: extern "C" fn(c_int) = unsafe { std::mem::transmute(handler) };
-            f(sig);
-        }
-    }
-}
-
-/// Makes SIGALRM end the process by the crash signal's default action if the
-/// dump takes longer than WATCHDOG_SECONDS.
-fn arm_watchdog() {
-    let action = fatal_action(on_watchdog);
-    // SAFETY: valid action; alarm is async-signal-safe.
-    unsafe {
-        libc::sigaction(libc::SIGALRM, &action, std::ptr::null_mut());
-        libc::alarm(WATCHDOG_SECONDS);
+    // SAFETY: forwarded from the caller.
+    if unsafe { handback::call(&previous, sig, info, ctx) } == handback::Handed::Default {
+        die_by_default(sig);
     }
 }
 
@@ -256,6 +298,11 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
     };
     let stats = dump::ring_stats();
     dump::with_fd_sink(fd, |sink| {
+        if REQUESTED.load(Ordering::SeqCst) != 0 {
+            // A requested dump was cut short, perhaps in the middle of a
+            // line: this one starts on a line of its own.
+            sink.put(b"\n");
+        }
         sink.put(b"vlog: fatal signal ");
         sink.put(signals::name(sig));
         sink.put(b" (");
@@ -298,7 +345,7 @@ fn write_ring_image() {
 /// The dump that `VLOG_DUMP_SIGNAL` asks for: header, ring, no backtrace, and
 /// the process goes on.
 fn write_requested_dump() {
-    if DUMPER
+    if REQUESTED
         .compare_exchange(0, thread_id(), Ordering::SeqCst, Ordering::SeqCst)
         .is_err()
     {
@@ -306,13 +353,25 @@ fn write_requested_dump() {
     }
     let stats = dump::ring_stats();
     if let Some(fd) = dump_fd() {
-        dump::with_fd_sink(fd, |sink| {
+        // A crash dump that starts meanwhile has the descriptor to itself.
+        let crashing = || DUMPER.load(Ordering::SeqCst) > 0;
+        dump::with_fd_sink_unless(fd, crashing, |sink| {
             sink.put(b"vlog: dump requested by signal");
             dump::process_line(thread_id(), stats, sink);
             dump::records(sink);
         });
     }
-    DUMPER.store(0, Ordering::SeqCst);
+    REQUESTED.store(0, Ordering::SeqCst);
+}
+
+/// In a forked child, which has only the forking thread: no other thread of
+/// it is dumping, whatever the parent's were doing.
+pub fn after_fork() {
+    REQUESTED.store(0, Ordering::SeqCst);
+    let me = thread_id();
+    let _ = DUMPER.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |d| {
+        (d > 0 && d != me).then_some(0)
+    });
 }
 
 /// Where the dump goes: the dump file, or fd 2 while it is still the stderr
@@ -323,12 +382,22 @@ fn dump_fd() -> Option<c_int> {
     (fd != 2 || crate::diag::stderr().is_some()).then_some(fd)
 }
 
-/// Installs a handler that writes a dump on `sig` and lets the process go on.
+/// Installs a handler that writes a dump on `sig` and lets the process go
+/// on; a handler the program had for `sig` is called after the dump.
 pub fn install_dump_signal(sig: c_int) -> Result<(), ConfigError> {
+    let slot = usize::try_from(sig)
+        .ok()
+        .filter(|s| (1..=64).contains(s))
+        .ok_or_else(|| ConfigError::new(format!("signal {sig} does not exist")))?;
+    if DUMP_SIGNALS[slot].swap(true, Ordering::SeqCst) {
+        return Ok(());
+    }
     let mut action = fatal_action(on_dump_signal);
     action.sa_flags |= libc::SA_RESTART;
-    // SAFETY: valid action.
-    if unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) } != 0 {
+    // SAFETY: valid action; the slot is this signal's and no handler of
+    // vlog's for it runs before this call returns.
+    if unsafe { libc::sigaction(sig, &action, PREVIOUS[slot].as_mut_ptr()) } != 0 {
+        DUMP_SIGNALS[slot].store(false, Ordering::SeqCst);
         let e = std::io::Error::last_os_error();
         return Err(ConfigError::new(format!("cannot handle signal {sig}: {e}")));
     }

@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::sync::{MutexGuard, Once};
 
 use super::{lock, State, INSIDE};
+use crate::crash;
 use crate::ring::published;
 use crate::{diag, panic, sys};
 
@@ -65,6 +66,7 @@ extern "C" fn child() {
         // and the cached thread id belongs to the parent.
         published::forget_readers_after_fork();
         sys::forget_ids_after_fork();
+        crash::after_fork();
         if let Some(mut state) = release() {
             // A TCP connection to a collector is the parent's: two processes
             // writing one stream could interleave frames. The child makes

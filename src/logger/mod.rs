@@ -29,7 +29,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::config::filter::Filters;
 use crate::config::DEFAULT_LEVEL;
-use crate::crash::altstack;
+use crate::crash;
 use crate::crash::target::DumpTarget;
 use crate::error::ConfigError;
 use crate::output::Outputs;
@@ -154,7 +154,7 @@ impl Entered {
             return None;
         }
         let inside = Inside;
-        altstack::ensure();
+        crash::on_entry();
         Some(Entered {
             guard: lock(),
             _inside: inside,

@@ -374,3 +374,78 @@ fn explicit_install_works_even_with_vlog_dump_off() {
     assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
     assert_dump("explicit", &stderr, "SIGSEGV", 3);
 }
+
+/// Runs `crash_handback MODE` with its dump going to a file; returns the
+/// exit status, stdout and the dump file's text.
+fn handback(mode: &str, env: &[(&str, &str)]) -> (ExitStatus, String, String) {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    let exe = EXE.get_or_init(|| build("crash_handback", Link::Static));
+    let dir = scratch_dir(&format!("handback-{mode}.d"));
+    let dump = dir.join("dump");
+    let spec = format!("file:{}", dump.display());
+    let mut all = vec![("VLOG_DUMP", spec.as_str())];
+    all.extend_from_slice(env);
+    let path = dump.to_str().unwrap().to_owned();
+    all.push(("DUMP_PATH", &path));
+    let out = run_with(exe, &[mode], &all);
+    let dumped = std::fs::read_to_string(&dump).unwrap_or_default();
+    (out.status, text(&out.stdout), dumped)
+}
+
+#[test]
+fn a_fault_the_program_recovers_from_hands_back_alarm_handler_and_mask() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (status, stdout, dump) = handback("recover", &[]);
+    assert!(status.success(), "{status}: {stdout}");
+    assert_eq!(stdout, "recovered twice\n");
+    // Each fault was dumped, the second as well as the first.
+    assert_eq!(
+        dump.matches("vlog: fatal signal SIGSEGV").count(),
+        2,
+        "{dump}"
+    );
+    assert!(dump.contains(": recovered 0"), "{dump}");
+}
+
+#[test]
+fn the_dump_signal_chains_the_programs_own_handler() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (status, stdout, dump) = handback("signal-chain", &[("VLOG_DUMP_SIGNAL", "USR2")]);
+    assert!(status.success(), "{status}: {stdout}");
+    assert_eq!(stdout, "chained\n");
+    assert!(dump.contains("vlog: dump requested by signal"), "{dump}");
+}
+
+#[test]
+fn a_crash_during_a_requested_dump_is_dumped_at_once() {
+    if signal_test_skipped() {
+        return;
+    }
+    let start = std::time::Instant::now();
+    let (status, _, dump) = handback("during-dump", &[("VLOG_DUMP_SIGNAL", "USR2")]);
+    let took = start.elapsed();
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{status}");
+    assert!(dump.contains("vlog: dump requested by signal"));
+    assert!(dump.contains("vlog: fatal signal SIGSEGV"), "no crash dump");
+    assert!(dump.contains("vlog: end of dump"));
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+}
+
+#[test]
+fn a_child_forked_during_a_requested_dump_dumps_its_own_crash() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (status, stdout, dump) = handback("fork-in-dump", &[("VLOG_DUMP_SIGNAL", "USR2")]);
+    assert!(status.success(), "{status}: {stdout}");
+    assert_eq!(stdout, "the child died by its signal\n");
+    assert!(
+        dump.contains("vlog: fatal signal SIGSEGV"),
+        "no crash dump from the child"
+    );
+    assert!(dump.contains(": the child crashes"));
+}

@@ -51,5 +51,8 @@ fn a_thread_cancelled_while_it_logs_leaves_vlog_whole() {
 fn every_entry_point_works_while_its_thread_exits() {
     let exe = build("thread_exit", Link::Static);
     let log = scratch_dir("thread_exit.d").join("log");
-    assert_ok("thread_exit", &run_with(&exe, &[log.to_str().unwrap()], &[]));
+    assert_ok(
+        "thread_exit",
+        &run_with(&exe, &[log.to_str().unwrap()], &[]),
+    );
 }
