@@ -163,10 +163,13 @@ static void stderr_reused(const char *dir)
     CHECK(in_ring("cannot write to stderr: fd 2 is closed, or is no longer") == 1);
     CHECK(in_ring("cannot write to /dev/full") == 1);
     CHECK(in_ring(", padded") == 6);
-    /* Reopening adopts fd 2 as it is now. */
+    /* Log rotation does not adopt it; only the explicit call does. */
     CHECK(vlog_reopen() == 0);
     log_lines(6, 7);
-    CHECK(in_file(path, "line 6, padded") == 1);
+    CHECK(stat(path, &st) == 0 && st.st_size == 0);
+    CHECK(vlog_adopt_stderr() == 0);
+    log_lines(7, 8);
+    CHECK(in_file(path, "line 7, padded") == 1);
 }
 
 static void stderr_pipe(void)

@@ -314,12 +314,26 @@ int vlog_set_buffer_size(size_t size);
 /**
  * Reopens every file output by its path, for log rotation: call it after
  * moving the files away (for example from a SIGHUP handler's deferred
- * work). A file that cannot be reopened keeps its old descriptor. Returns
- * 0, or -1 with `vlog_last_error()` naming the first failure.
+ * work). A file that cannot be reopened keeps its old descriptor. Never
+ * touches fd 2: whatever the program put there since (a client's socket
+ * after it closed stdio) is not taken for stderr; see
+ * `vlog_adopt_stderr`. Returns 0, or -1 with `vlog_last_error()` naming
+ * the first failure.
  * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
  * vlog_last_error(); async-signal-safe: no.
  */
 int vlog_reopen(void);
+
+/**
+ * Takes fd 2 as it is now for the stderr vlog writes to (the stderr
+ * output, its own warnings, crash dumps to stderr). vlog writes to fd 2
+ * only while it is the file it was when vlog started; a program that
+ * redirects stderr on purpose (dup2 of a log file onto fd 2) calls this
+ * afterwards. Fd 2 closed means nothing is written there. Returns 0.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 only on an
+ * internal error; async-signal-safe: no.
+ */
+int vlog_adopt_stderr(void);
 
 /**
  * Every line is written with write(2) before the logging call returns, so

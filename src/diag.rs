@@ -3,8 +3,8 @@
 //! Daemons close their standard descriptors, and the next open(2) or socket(2)
 //! gets fd 2. Writing there then puts log text into someone else's file or
 //! connection. So vlog remembers which file fd 2 was when it started (or when
-//! `vlog_reopen` was last called, for a daemon that redirects stderr on
-//! purpose) and writes to fd 2, diagnostics and the stderr output alike, only
+//! `vlog_adopt_stderr` was last called, by a daemon that redirects stderr on
+//! purpose; log rotation, `vlog_reopen`, never adopts it) and writes to fd 2, diagnostics and the stderr output alike, only
 //! while fd 2 is still that file. The check is one fstat(2) before each write.
 //! Diagnostics about outputs are also recorded in the ring (see the logger), so
 //! a dump shows them whatever fd 2 is.

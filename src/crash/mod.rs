@@ -46,10 +46,6 @@ const REARM: u8 = 2;
 static HANDED_BACK: [AtomicBool; 65] = [const { AtomicBool::new(false) }; 65];
 /// The dump signals vlog handles, by number.
 static DUMP_SIGNALS: [AtomicBool; 65] = [const { AtomicBool::new(false) }; 65];
-static DUMP_FD: AtomicI32 = AtomicI32::new(2);
-/// Where the raw ring image goes on a crash (`VLOG_DUMP=file:PATH` makes it
-/// `PATH.ring`), or -1.
-static IMAGE_FD: AtomicI32 = AtomicI32::new(-1);
 /// The crash dump's claim. 0: nobody is dumping; a thread id: that thread
 /// is; DONE: the dump is over.
 static DUMPER: AtomicI32 = AtomicI32::new(0);
@@ -61,12 +57,6 @@ static REQUESTED: AtomicI32 = AtomicI32::new(0);
 static CRASH_SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// How long the whole handler may take before the watchdog ends it.
 const WATCHDOG_SECONDS: u32 = 2;
-
-/// Where dumps go: stderr unless `VLOG_DUMP=file:PATH` named a file.
-pub fn set_dump_fd(fd: c_int, image_fd: Option<c_int>) {
-    DUMP_FD.store(fd, Ordering::SeqCst);
-    IMAGE_FD.store(image_fd.unwrap_or(-1), Ordering::SeqCst);
-}
 
 /// Installs the handler for every fatal signal (once per process) and an
 /// alternate stack for the calling thread.
@@ -289,7 +279,10 @@ unsafe fn chain(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
 /// # Safety
 /// `info` is the siginfo the kernel passed to the handler (or NULL).
 unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
-    let Some(fd) = dump_fd() else { return };
+    let Some(handle) = target::dump_handle() else {
+        return;
+    };
+    let fd = handle.raw();
     let (code, addr) = if info.is_null() {
         (0, 0)
     } else {
@@ -312,6 +305,9 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
         sink.put(b", address ");
         put_hex(addr, sink);
         dump::process_line(tid, stats, sink);
+        if handle.reopened() {
+            sink.put(b"vlog: the program had closed the dump file's descriptor; opened it again\n");
+        }
         sink.put(b"vlog: backtrace of thread ");
         put_decimal(tid as u64, 1, sink);
         sink.put(b":\n");
@@ -330,11 +326,12 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
 /// Replaces the image file's contents with the ring as it is now: a ring file
 /// that vlog-dump reads.
 fn write_ring_image() {
-    let fd = IMAGE_FD.load(Ordering::SeqCst);
-    if fd < 0 {
+    let Some(handle) = target::image_handle() else {
         return;
-    }
-    // SAFETY: ftruncate and lseek on our own descriptor; async-signal-safe.
+    };
+    let fd = handle.raw();
+    // SAFETY: ftruncate and lseek on a descriptor just proved to be the
+    // image file (see `target`); async-signal-safe.
     unsafe {
         libc::ftruncate(fd, 0);
         libc::lseek(fd, 0, libc::SEEK_SET);
@@ -352,7 +349,8 @@ fn write_requested_dump() {
         return;
     }
     let stats = dump::ring_stats();
-    if let Some(fd) = dump_fd() {
+    if let Some(handle) = target::dump_handle() {
+        let fd = handle.raw();
         // A crash dump that starts meanwhile has the descriptor to itself.
         let crashing = || DUMPER.load(Ordering::SeqCst) > 0;
         dump::with_fd_sink_unless(fd, crashing, |sink| {
@@ -372,14 +370,6 @@ pub fn after_fork() {
     let _ = DUMPER.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |d| {
         (d > 0 && d != me).then_some(0)
     });
-}
-
-/// Where the dump goes: the dump file, or fd 2 while it is still the stderr
-/// vlog adopted (a daemon that closed it may have reused fd 2 for a socket
-/// or a file that must not receive the ring).
-fn dump_fd() -> Option<c_int> {
-    let fd = DUMP_FD.load(Ordering::SeqCst);
-    (fd != 2 || crate::diag::stderr().is_some()).then_some(fd)
 }
 
 /// Installs a handler that writes a dump on `sig` and lets the process go

@@ -1,15 +1,19 @@
 //! Where crash dumps go (`VLOG_DUMP`) and which signal asks for one
 //! (`VLOG_DUMP_SIGNAL`): parsed here, and the dump files opened here, at
-//! configuration, because the handler cannot open files.
+//! configuration, and published to the handler. The handler writes to a
+//! published descriptor only while it is still the file opened (device and
+//! inode); one the program closed is opened again by its path.
 
-use std::ffi::c_int;
-use std::os::unix::io::IntoRawFd;
-use std::path::Path;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use super::signals::FATAL_SIGNALS;
 use crate::error::ConfigError;
 use crate::ring::layout::starts_with_magic;
-use crate::sys::{self, Private};
+use crate::sys::{self, Fd, Private};
 
 /// Refuses signals that cannot serve as a dump request.
 pub fn check_dump_signal(sig: c_int) -> Result<c_int, ConfigError> {
@@ -68,34 +72,229 @@ impl DumpTarget {
         }
     }
 
-    /// For `file:PATH`, `PATH.ring`: where the crash handler also writes the
-    /// ring as a ring file. Opened now (0600, close-on-exec, no symbolic link);
-    /// an existing file that is not a vlog ring is left alone (None).
-    pub fn open_image(&self) -> Option<c_int> {
+    /// Opens where dumps go, now, because the handler cannot look for
+    /// files (0600, close-on-exec, no symbolic link; see `sys::fd`): for
+    /// `file:PATH` the dump file, appended to, and `PATH.ring`, where the
+    /// handler writes the ring as a ring file (an existing file there that
+    /// is not a vlog ring is left alone). Stderr and `off` open nothing.
+    pub fn open(&self) -> Result<DumpFiles, ConfigError> {
         let DumpTarget::File(path) = self else {
-            return None;
+            return Ok(DumpFiles::default());
         };
-        let mut image = path.as_os_str().to_owned();
-        image.push(".ring");
-        let file = sys::open_private(Path::new(&image), Private::ReadWrite).ok()?;
-        let mut head = [0u8; 8];
-        let n = std::io::Read::read(&mut &file, &mut head).ok()?;
-        (n == 0 || starts_with_magic(&head)).then(|| file.into_raw_fd())
+        let dump =
+            sys::open_private(path, Private::Append { nonblocking: false }).map_err(|e| {
+                ConfigError::new(format!("cannot open dump file '{}': {e}", path.display()))
+            })?;
+        let mut image_path = path.as_os_str().to_owned();
+        image_path.push(".ring");
+        let image_path = PathBuf::from(image_path);
+        let image = sys::open_private(&image_path, Private::ReadWrite)
+            .ok()
+            .filter(is_ring_or_empty);
+        Ok(DumpFiles {
+            dump: Some((dump, intern(path))),
+            image: image.map(|fd| (fd, intern(&image_path))),
+            token: 0,
+        })
     }
+}
 
-    /// The descriptor dumps are written to: the file is opened now (appended
-    /// to, 0600, close-on-exec, never through a symbolic link), because the
-    /// handler cannot open files.
-    pub fn open(&self) -> Result<c_int, ConfigError> {
-        match self {
-            DumpTarget::Stderr | DumpTarget::Off => Ok(2),
-            DumpTarget::File(path) => {
-                sys::open_private(path, Private::Append { nonblocking: false })
-                    .map(IntoRawFd::into_raw_fd)
-                    .map_err(|e| {
-                        ConfigError::new(format!("cannot open dump file '{}': {e}", path.display()))
-                    })
-            }
+/// Whether `fd`'s file is empty or a vlog ring: the only files the handler
+/// replaces with a ring image. Async-signal-safe.
+fn is_ring_or_empty(fd: &Fd) -> bool {
+    let mut head = [0u8; 8];
+    // SAFETY: `head` is valid for 8 bytes; pread does not move the offset.
+    let n = unsafe { libc::pread(fd.raw(), head.as_mut_ptr().cast(), head.len(), 0) };
+    n == 0 || (n == 8 && starts_with_magic(&head))
+}
+
+/// Paths the handler may open again, kept for the life of the process
+/// (one allocation per distinct path: the handler may be reading one while
+/// the configuration changes).
+fn intern(path: &Path) -> Option<&'static CStr> {
+    static PATHS: Mutex<Vec<&'static CStr>> = Mutex::new(Vec::new());
+    let c = CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut paths = PATHS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&known) = paths.iter().find(|p| ***p == *c) {
+        return Some(known);
+    }
+    let leaked: &'static CStr = Box::leak(c.into_boxed_c_str());
+    paths.push(leaked);
+    Some(leaked)
+}
+
+/// The dump files a configuration opened, owned by the logger and
+/// published to the handler while they are in force. Dropping them takes
+/// them from the handler first (back to stderr), then closes them.
+#[derive(Debug, Default)]
+pub struct DumpFiles {
+    dump: Option<(Fd, Option<&'static CStr>)>,
+    image: Option<(Fd, Option<&'static CStr>)>,
+    /// Which publication is this one's (0: never published).
+    token: u64,
+}
+
+/// What the handler reads: one descriptor, the file it names, and the path
+/// to open again if it is not that file any more. Written under a sequence
+/// count (odd while it changes), which the handler checks around its reads.
+struct Slot {
+    seq: AtomicU32,
+    fd: AtomicI32,
+    dev: AtomicU64,
+    ino: AtomicU64,
+    path: AtomicPtr<c_char>,
+}
+
+impl Slot {
+    const fn new() -> Slot {
+        Slot {
+            seq: AtomicU32::new(0),
+            fd: AtomicI32::new(-1),
+            dev: AtomicU64::new(0),
+            ino: AtomicU64::new(0),
+            path: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
+
+    fn set(&self, file: Option<&(Fd, Option<&'static CStr>)>) {
+        self.seq.fetch_add(1, Ordering::SeqCst);
+        let (fd, info, path) = match file {
+            Some((fd, path)) => (
+                fd.raw(),
+                fd.info(),
+                path.map_or(std::ptr::null(), |p| p.as_ptr()),
+            ),
+            None => (-1, sys::FdInfo::default(), std::ptr::null()),
+        };
+        self.fd.store(fd, Ordering::SeqCst);
+        self.dev.store(info.dev, Ordering::SeqCst);
+        self.ino.store(info.ino, Ordering::SeqCst);
+        self.path.store(path.cast_mut(), Ordering::SeqCst);
+        self.seq.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A consistent reading: (fd, dev, ino, path). Async-signal-safe.
+    fn get(&self) -> Option<(c_int, u64, u64, *const c_char)> {
+        // Bounded: a configuration change interrupted by this very handler
+        // never finishes, and then there is nothing consistent to read.
+        for _ in 0..1000 {
+            let before = self.seq.load(Ordering::SeqCst);
+            if before % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let read = (
+                self.fd.load(Ordering::SeqCst),
+                self.dev.load(Ordering::SeqCst),
+                self.ino.load(Ordering::SeqCst),
+                self.path.load(Ordering::SeqCst).cast_const(),
+            );
+            if self.seq.load(Ordering::SeqCst) == before {
+                return Some(read);
+            }
+        }
+        None
+    }
+
+    /// In the handler: a descriptor for this slot's file. The published one
+    /// while it is still that file; otherwise (the program closed it) the
+    /// path opened again, closed when the handle is dropped. Async-signal-
+    /// safe.
+    fn open(&self, how: Private, usable: fn(&Fd) -> bool) -> Option<Handle> {
+        let (fd, dev, ino, path) = self.get()?;
+        if fd < 0 {
+            return None;
+        }
+        if sys::fd_info(fd).is_ok_and(|i| (i.dev, i.ino) == (dev, ino)) {
+            return Some(Handle {
+                raw: fd,
+                reopened: None,
+            });
+        }
+        if path.is_null() {
+            return None;
+        }
+        // SAFETY: published paths are interned for the life of the process.
+        let path = unsafe { CStr::from_ptr(path) };
+        let reopened = sys::fd::open_private_c(path, how).ok().filter(usable)?;
+        Some(Handle {
+            raw: reopened.raw(),
+            reopened: Some(reopened),
+        })
+    }
+}
+
+static DUMP: Slot = Slot::new();
+static IMAGE: Slot = Slot::new();
+/// Which `DumpFiles` is published (its token), and the last token given.
+static PUBLISHED: AtomicU64 = AtomicU64::new(0);
+static TOKENS: AtomicU64 = AtomicU64::new(0);
+
+impl DumpFiles {
+    /// Makes these the files the handler writes to (none: stderr).
+    pub fn publish(&mut self) {
+        self.token = TOKENS.fetch_add(1, Ordering::SeqCst) + 1;
+        DUMP.set(self.dump.as_ref());
+        IMAGE.set(self.image.as_ref());
+        PUBLISHED.store(self.token, Ordering::SeqCst);
+    }
+}
+
+impl Drop for DumpFiles {
+    fn drop(&mut self) {
+        if self.token != 0 && PUBLISHED.load(Ordering::SeqCst) == self.token {
+            PUBLISHED.store(0, Ordering::SeqCst);
+            DUMP.set(None);
+            IMAGE.set(None);
+        }
+        // The descriptors close now, each only if it is still vlog's.
+    }
+}
+
+/// A descriptor the handler writes a dump to.
+pub struct Handle {
+    raw: c_int,
+    /// The path opened again by the handler, closed with the handle.
+    reopened: Option<Fd>,
+}
+
+impl Handle {
+    pub fn raw(&self) -> c_int {
+        self.raw
+    }
+
+    /// Whether the published descriptor had been lost and the path was
+    /// opened again.
+    pub fn reopened(&self) -> bool {
+        self.reopened.is_some()
+    }
+}
+
+/// In the handler: where the dump text goes. The dump file (or the path
+/// opened again, if the program closed it), or else fd 2 while it is still
+/// the stderr vlog adopted (a daemon that closed it may have reused fd 2 for
+/// a socket or a file that must not receive the ring). Async-signal-safe.
+pub fn dump_handle() -> Option<Handle> {
+    if PUBLISHED.load(Ordering::SeqCst) != 0 {
+        if let Some(h) = DUMP.open(Private::Append { nonblocking: false }, |_| true) {
+            return Some(h);
+        }
+        if DUMP.get().is_some_and(|(fd, ..)| fd >= 0) {
+            // A dump file that cannot be written: not stderr instead.
+            return None;
+        }
+    }
+    crate::diag::stderr().map(|_| Handle {
+        raw: 2,
+        reopened: None,
+    })
+}
+
+/// In the handler: where the ring image goes (`PATH.ring`), if anywhere.
+/// Async-signal-safe.
+pub fn image_handle() -> Option<Handle> {
+    if PUBLISHED.load(Ordering::SeqCst) == 0 {
+        return None;
+    }
+    IMAGE.open(Private::ReadWrite, is_ring_or_empty)
 }

@@ -83,13 +83,35 @@ pub extern "C-unwind" fn vlog_set_buffer_size(size: usize) -> c_int {
 
 /// Reopens every file output by its path, for log rotation: call it after
 /// moving the files away (for example from a SIGHUP handler's deferred
-/// work). A file that cannot be reopened keeps its old descriptor. Returns
-/// 0, or -1 with `vlog_last_error()` naming the first failure.
+/// work). A file that cannot be reopened keeps its old descriptor. Never
+/// touches fd 2: whatever the program put there since (a client's socket
+/// after it closed stdio) is not taken for stderr; see
+/// `vlog_adopt_stderr`. Returns 0, or -1 with `vlog_last_error()` naming
+/// the first failure.
 /// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_reopen() -> c_int {
     no_cancel(|| config_call(|| logger::configure(|s| s.reopen())))
+}
+
+/// Takes fd 2 as it is now for the stderr vlog writes to (the stderr
+/// output, its own warnings, crash dumps to stderr). vlog writes to fd 2
+/// only while it is the file it was when vlog started; a program that
+/// redirects stderr on purpose (dup2 of a log file onto fd 2) calls this
+/// afterwards. Fd 2 closed means nothing is written there. Returns 0.
+/// NULL: takes no pointer; ownership: nothing kept; errors: -1 only on an
+/// internal error; async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog_adopt_stderr() -> c_int {
+    no_cancel(|| {
+        config_call(|| {
+            logger::configure(|s| {
+                s.adopt_stderr();
+                Ok(())
+            })
+        })
+    })
 }
 
 /// Every line is written with write(2) before the logging call returns, so

@@ -115,9 +115,10 @@ impl State {
         if self.dump == DumpTarget::Off && !explicit {
             return Ok(());
         }
-        if !self.dump_opened {
-            crash::set_dump_fd(self.dump.open()?, self.dump.open_image());
-            self.dump_opened = true;
+        if self.dump_files.is_none() {
+            let mut files = self.dump.open()?;
+            files.publish();
+            self.dump_files = Some(files);
         }
         crash::install()
             .map_err(|e| ConfigError::new(format!("cannot install the crash handler: {e}")))?;
@@ -200,10 +201,14 @@ impl State {
         Ok(())
     }
 
+    /// Takes fd 2 as it is now for stderr (see `diag`).
+    pub fn adopt_stderr(&mut self) {
+        self.ensure_init();
+        diag::adopt_stderr();
+    }
+
     pub fn reopen(&mut self) -> Result<(), ConfigError> {
         self.ensure_init();
-        // A daemon that redirected stderr on purpose says so by reopening.
-        diag::adopt_stderr();
         let mut first_error = None;
         for out in self.outputs.iter_mut() {
             if let Err(e) = out.reopen() {

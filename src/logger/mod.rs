@@ -30,7 +30,7 @@ use std::sync::{Mutex, MutexGuard};
 use crate::config::filter::Filters;
 use crate::config::DEFAULT_LEVEL;
 use crate::crash;
-use crate::crash::target::DumpTarget;
+use crate::crash::target::{DumpFiles, DumpTarget};
 use crate::error::ConfigError;
 use crate::output::Outputs;
 use crate::priority::Priority;
@@ -60,7 +60,9 @@ pub struct State {
     /// Where crash dumps go, and the signal that asks for one (environment).
     dump: DumpTarget,
     dump_signal: Option<c_int>,
-    dump_opened: bool,
+    /// The dump files opened for `dump`, published to the crash handler;
+    /// None until the handler is installed.
+    dump_files: Option<DumpFiles>,
     /// The file the ring lives in (`VLOG_BUFFER_FILE`), if any.
     buffer_file: Option<PathBuf>,
 }
@@ -95,7 +97,7 @@ impl State {
             rendered: Vec::new(),
             dump: DumpTarget::Stderr,
             dump_signal: None,
-            dump_opened: false,
+            dump_files: None,
             buffer_file: None,
         }
     }

@@ -1,81 +1,105 @@
 //! `PRIO:file:PATH` and `PRIO:json:PATH`: a log file, appended to with one
 //! write(2) per line. A file that is deleted or replaced (log rotation) is
 //! noticed within a second and opened again by its path; `vlog_reopen()`
-//! does it at once.
+//! does it at once. A descriptor the program closed (or closed and reused:
+//! `close_range` after vlog started) is noticed before the next line and
+//! the file opened again by its path (see `sys::fd`).
 
-use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::io::AsRawFd;
 use std::path::PathBuf;
 
 use crate::error::ConfigError;
-use crate::sys::{self, FdInfo, Private};
+use crate::sys::{self, Fd, Private};
 
 #[derive(Debug)]
 pub struct FileOutput {
     path: PathBuf,
-    file: File,
-    /// The open file's identity and kind, to notice rotation and to write
-    /// to a FIFO without SIGPIPE.
-    info: FdInfo,
+    /// None after the descriptor was lost and the file could not be opened
+    /// again.
+    fd: Option<Fd>,
     /// The coarse second of the last rotation check, and whether reopening
     /// failed then (reported once).
     checked_at: u64,
     reopen_failed: bool,
+    /// Whether opening the output created the file: a configuration that is
+    /// refused removes it again.
+    created: bool,
 }
 
 /// Opens a log file for appending (see `sys::open_private`): O_APPEND, so
 /// each line's write(2) is atomic with respect to other writers, and
 /// O_NONBLOCK, so a FIFO needs a reader now and a full one drops lines
 /// instead of blocking the daemon.
-fn open_log(path: &std::path::Path) -> io::Result<(File, FdInfo)> {
-    let file = sys::open_private(path, Private::Append { nonblocking: true })?;
-    let info = sys::fd_info(file.as_raw_fd())?;
-    Ok((file, info))
+fn open_log(path: &std::path::Path) -> io::Result<Fd> {
+    sys::open_private(path, Private::Append { nonblocking: true })
 }
 
 impl FileOutput {
     pub fn open(path: PathBuf) -> Result<FileOutput, ConfigError> {
-        let (file, info) = open_log(&path).map_err(|e| {
+        let fd = open_log(&path).map_err(|e| {
             ConfigError::new(format!("cannot open '{}' for output: {e}", path.display()))
         })?;
         Ok(FileOutput {
             path,
-            file,
-            info,
+            created: fd.created(),
+            fd: Some(fd),
             checked_at: sys::coarse_seconds(),
             reopen_failed: false,
         })
     }
 
-    /// Writes one line with one write(2), never raising SIGPIPE.
-    pub fn write(&mut self, line: &[u8]) -> io::Result<()> {
-        sys::write_no_sigpipe(self.file.as_raw_fd(), line, self.info.kind)
+    /// Writes one line with one write(2), never raising SIGPIPE, after
+    /// checking that the descriptor is still this output's and that the
+    /// path still names its file (log rotation, once a second). Returns what
+    /// to report, if anything, and the write's result.
+    pub fn write(&mut self, line: &[u8]) -> (Option<String>, io::Result<()>) {
+        let event = self.follow();
+        let result = match &self.fd {
+            Some(fd) => sys::write_no_sigpipe(fd.raw(), line, fd.info().kind),
+            None => Err(sys::fd::not_ours()),
+        };
+        (event, result)
     }
 
-    /// At most once a second, checks that the path still names the file
-    /// this output writes to; if the file was deleted or the path now names
-    /// another file (log rotation), opens the path again. Returns what to
-    /// report.
-    pub fn follow_rotation(&mut self) -> Option<String> {
-        let now = sys::coarse_seconds();
-        if now == self.checked_at {
+    /// Keeps the output on its file: a descriptor that is no longer the file
+    /// opened is let go of (never closed) and the path opened again; once a
+    /// second, a path that names another file now, or a file deleted, is
+    /// opened again too.
+    fn follow(&mut self) -> Option<String> {
+        let now = self.fd.as_ref().and_then(Fd::check);
+        let lost = now.is_none();
+        let second = sys::coarse_seconds();
+        if !lost && second == self.checked_at {
             return None;
         }
-        self.checked_at = now;
-        let here = std::fs::symlink_metadata(&self.path)
-            .ok()
-            .map(|m| (m.dev(), m.ino()));
-        let deleted = sys::fd_info(self.file.as_raw_fd()).is_ok_and(|i| i.nlink == 0);
-        if here == Some((self.info.dev, self.info.ino)) && !deleted {
-            return None;
-        }
-        let what = format!(
-            "{} was {} (log rotation?)",
-            self.path.display(),
-            if deleted { "deleted" } else { "replaced" }
-        );
+        let what = if lost {
+            if let Some(fd) = self.fd.take() {
+                fd.abandon();
+            } else if second == self.checked_at {
+                return None;
+            }
+            format!(
+                "the descriptor of {} is no longer that file (the program closed it)",
+                self.path.display()
+            )
+        } else {
+            let info = now.expect("checked above");
+            let here = std::fs::symlink_metadata(&self.path)
+                .ok()
+                .map(|m| (m.dev(), m.ino()));
+            let deleted = info.nlink == 0;
+            if here == Some((info.dev, info.ino)) && !deleted {
+                self.checked_at = second;
+                return None;
+            }
+            format!(
+                "{} was {} (log rotation?)",
+                self.path.display(),
+                if deleted { "deleted" } else { "replaced" }
+            )
+        };
+        self.checked_at = second;
         match self.reopen() {
             Ok(()) => {
                 self.reopen_failed = false;
@@ -83,9 +107,12 @@ impl FileOutput {
             }
             Err(e) if !self.reopen_failed => {
                 self.reopen_failed = true;
-                Some(format!(
-                    "{what}; cannot open it again ({e}): still writing to the old file"
-                ))
+                let still = if self.fd.is_some() {
+                    "still writing to the old file"
+                } else {
+                    "lines for it are lost until it can be"
+                };
+                Some(format!("{what}; cannot open it again ({e}): {still}"))
             }
             Err(_) => None,
         }
@@ -94,16 +121,34 @@ impl FileOutput {
     /// Opens the file again by its path (after logrotate moved it). The old
     /// file stays in use if the new one cannot be opened.
     pub fn reopen(&mut self) -> io::Result<()> {
-        (self.file, self.info) = open_log(&self.path)?;
+        self.fd = Some(open_log(&self.path)?);
         Ok(())
     }
 
     /// Makes the lines written durable. A file that cannot be synced (a
     /// FIFO, a terminal, /dev/null: EINVAL) has nothing to make durable.
     pub fn sync(&self) -> io::Result<()> {
-        match self.file.sync_data() {
+        let Some(fd) = &self.fd else {
+            return Err(sys::fd::not_ours());
+        };
+        match fd.sync_data() {
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
             result => result,
+        }
+    }
+
+    /// For a configuration that was refused after this output was opened:
+    /// removes the file if opening it made it and it is still the empty file
+    /// at the path.
+    pub fn undo(self) {
+        let Some(fd) = self.fd.as_ref().filter(|_| self.created) else {
+            return;
+        };
+        let here = std::fs::symlink_metadata(&self.path).ok();
+        let same = here
+            .is_some_and(|m| (m.dev(), m.ino()) == (fd.info().dev, fd.info().ino) && m.len() == 0);
+        if same {
+            let _ = std::fs::remove_file(&self.path);
         }
     }
 

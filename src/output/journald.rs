@@ -28,7 +28,7 @@ pub struct Journald {
 
 impl Journald {
     pub fn open() -> Result<Journald, ConfigError> {
-        let socket = DatagramTarget::new(SOCKET)
+        let socket = DatagramTarget::unix(SOCKET)
             .map_err(|e| ConfigError::new(format!("cannot make a socket for journald: {e}")))?;
         Ok(Journald {
             socket,
@@ -42,13 +42,19 @@ impl Journald {
         render(rec, &self.ident, entry);
         self.socket.send(entry)
     }
+
+    /// Whether the program closed this output's socket since the last call
+    /// (a new one was made).
+    pub fn take_replaced(&mut self) -> bool {
+        self.socket.take_replaced()
+    }
 }
 
 /// Sends a raw journald entry through the memfd path, which vlog takes for
 /// entries too large for a datagram; for the test that proves it against a
 /// real journald.
 pub fn send_via_memfd(entry: &[u8]) -> io::Result<()> {
-    DatagramTarget::new(SOCKET)?.send_memfd(entry)
+    DatagramTarget::unix(SOCKET)?.send_memfd(entry)
 }
 
 /// Writes the entry for `rec` from program `ident`.

@@ -126,20 +126,21 @@ impl Output {
         let form = self.form;
         let (rotated, result) = match &mut self.target {
             Target::Stderr => (None, write_stderr(lines.line(form, rec))),
-            Target::File(file) => {
-                let rotated = file.follow_rotation();
-                (rotated, file.write(lines.line(form, rec)))
+            Target::File(file) => file.write(lines.line(form, rec)),
+            Target::Journald(journald) => {
+                let result = journald.send(rec, &mut lines.entry);
+                (replaced(journald.take_replaced(), "journald"), result)
             }
-            Target::Journald(journald) => (None, journald.send(rec, &mut lines.entry)),
             Target::Syslog(syslog) => {
                 let result = syslog.send(rec, &mut lines.entry);
+                let replaced = replaced(syslog.take_replaced(), &syslog.describe());
                 // Frames a collector connection had queued when it broke.
                 let dropped = syslog.take_dropped();
                 stats::add(&stats::LINES_LOST, dropped);
                 if let Some(lost) = &mut self.failing {
                     *lost += dropped;
                 }
-                (None, result)
+                (replaced, result)
             }
         };
         let event = self.account(result);
@@ -184,6 +185,22 @@ impl Output {
         }
     }
 
+    /// For a configuration refused after this output was opened: a file
+    /// that opening it created is removed again.
+    fn undo(self) {
+        if let Target::File(file) = self.target {
+            file.undo();
+        }
+    }
+
+    /// Starts an output the configuration accepted: a collector connection
+    /// is made now, not before the whole configuration is known to be good.
+    fn start(&mut self) {
+        if let Target::Syslog(syslog) = &mut self.target {
+            syslog.start();
+        }
+    }
+
     /// Reopens a file output by its path (after logrotate moved it). The old
     /// file stays in use if the new one cannot be opened.
     pub fn reopen(&mut self) -> io::Result<()> {
@@ -210,12 +227,20 @@ impl Output {
     }
 }
 
+/// What to report when an output's socket was closed by the program and
+/// vlog made a new one.
+fn replaced(replaced: bool, what: &str) -> Option<String> {
+    replaced.then(|| {
+        format!("the socket of {what} was closed by the program (close_range?): made a new one")
+    })
+}
+
 fn write_stderr(line: &[u8]) -> io::Result<()> {
     match diag::stderr() {
         Some(kind) => sys::write_no_sigpipe(2, line, kind),
         None => Err(io::Error::other(
             "fd 2 is closed, or is no longer the file it was when vlog started \
-             (call vlog_reopen() after redirecting it)",
+             (call vlog_adopt_stderr() after redirecting it)",
         )),
     }
 }
@@ -242,13 +267,26 @@ impl Outputs {
     }
 
     /// Opens every output of a parsed list. One that cannot be opened
-    /// refuses the whole list, and what was opened for it is closed again.
+    /// refuses the whole list, and nothing is left of it: what was opened is
+    /// closed, files it created are removed, and no collector was connected
+    /// to (that waits for [`Outputs::set`]).
     pub fn open(specs: &[Spec]) -> Result<Vec<Output>, ConfigError> {
-        specs.iter().map(Output::open).collect()
+        let mut list = Vec::with_capacity(specs.len());
+        for spec in specs {
+            match Output::open(spec) {
+                Ok(out) => list.push(out),
+                Err(e) => {
+                    list.into_iter().for_each(Output::undo);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(list)
     }
 
-    /// Replaces the outputs in force.
-    pub fn set(&mut self, list: Vec<Output>) {
+    /// Replaces the outputs in force, and starts the new ones.
+    pub fn set(&mut self, mut list: Vec<Output>) {
+        list.iter_mut().for_each(Output::start);
         self.list = list;
         self.lines.reserve();
     }

@@ -34,7 +34,7 @@ const SD_ID: &[u8] = b"vlog@32473";
 #[derive(Debug)]
 enum Socket {
     Local(DatagramTarget),
-    Udp(std::net::UdpSocket, SocketAddr),
+    Udp(DatagramTarget, SocketAddr),
     Tcp(StreamTarget),
 }
 
@@ -63,19 +63,11 @@ impl Syslog {
             |e: io::Error| ConfigError::new(format!("cannot make a socket for syslog: {e}"));
         let socket = match transport {
             Transport::Local => {
-                Socket::Local(DatagramTarget::new(LOCAL_SOCKET).map_err(socket_error)?)
+                Socket::Local(DatagramTarget::unix(LOCAL_SOCKET).map_err(socket_error)?)
             }
             Transport::Udp(addr) => {
                 let addr = resolve(addr)?;
-                let any: SocketAddr = if addr.is_ipv4() {
-                    "0.0.0.0:0".parse().unwrap()
-                } else {
-                    "[::]:0".parse().unwrap()
-                };
-                let udp = std::net::UdpSocket::bind(any)
-                    .and_then(|u| u.set_nonblocking(true).map(|()| u))
-                    .map_err(socket_error)?;
-                Socket::Udp(udp, addr)
+                Socket::Udp(DatagramTarget::udp(&addr).map_err(socket_error)?, addr)
             }
             Transport::Tcp(addr) => Socket::Tcp(StreamTarget::new(resolve(addr)?)),
         };
@@ -97,9 +89,9 @@ impl Syslog {
                 render_local(rec, &self.ident, pid, entry);
                 socket.send(entry)
             }
-            Socket::Udp(socket, addr) => {
+            Socket::Udp(socket, _) => {
                 render(rec, &self.ident, &self.hostname, pid, entry);
-                socket.send_to(entry, *addr).map(|_| ())
+                socket.send(entry)
             }
             Socket::Tcp(stream) => {
                 render(rec, &self.ident, &self.hostname, pid, entry);
@@ -118,6 +110,23 @@ impl Syslog {
         match &mut self.socket {
             Socket::Tcp(stream) => stream.take_dropped(),
             _ => 0,
+        }
+    }
+
+    /// Connects to a TCP collector, once the configuration naming it was
+    /// accepted.
+    pub fn start(&mut self) {
+        if let Socket::Tcp(stream) = &mut self.socket {
+            stream.start();
+        }
+    }
+
+    /// Whether the program closed this output's socket since the last call
+    /// (a new one was made).
+    pub fn take_replaced(&mut self) -> bool {
+        match &mut self.socket {
+            Socket::Local(socket) | Socket::Udp(socket, _) => socket.take_replaced(),
+            Socket::Tcp(stream) => stream.take_replaced(),
         }
     }
 

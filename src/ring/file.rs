@@ -4,7 +4,6 @@
 //! of the ring it replaces or of the ring an earlier run left there; a file
 //! that is not a vlog ring is never overwritten.
 
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 use super::image::Image;
@@ -30,10 +29,13 @@ impl Ring {
         let _ = std::fs::remove_file(&tmp);
         let file = sys::open_private(Path::new(&tmp), Private::CreateNew)?;
         let len = layout::region_len(size);
-        file.set_len(len as u64)?;
+        // SAFETY: ftruncate of the file just created.
+        if unsafe { libc::ftruncate(file.raw(), len as libc::off_t) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
         // SAFETY: a shared mapping of a file we just created and sized;
         // other processes reading it never trust its contents.
-        let map = unsafe { sys::map_rw(len, libc::MAP_SHARED, file.as_raw_fd()) }?;
+        let map = unsafe { sys::map_rw(len, libc::MAP_SHARED, file.raw()) }?;
         // SAFETY: the mapping is ours alone so far and of the right length.
         let mut ring = unsafe { Ring::new_shared(map, size) }?;
         if let Some((region, stats)) = previous {

@@ -4,13 +4,14 @@
 //! The bottom of the crate: it imports nothing of vlog's.
 
 pub mod cancel;
+pub mod fd;
 pub mod net;
+
+pub use fd::{fd_info, open_private, write_all_fd, write_all_raw, write_no_sigpipe};
+pub use fd::{Fd, FdInfo, FdKind, Private};
 
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::fs::File;
-use std::io;
-use std::path::Path;
 use std::ptr::NonNull;
 
 thread_local! {
@@ -49,107 +50,6 @@ pub fn process_id() -> u32 {
         PID.store(pid, Ordering::Relaxed);
     }
     pid
-}
-
-/// What kind of file a descriptor is, for how to write to it without
-/// SIGPIPE.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FdKind {
-    /// A regular file, a terminal, a character device: write(2).
-    Plain,
-    /// A pipe or FIFO: write(2) with SIGPIPE blocked.
-    Pipe,
-    /// A socket: send(2) with MSG_NOSIGNAL.
-    Socket,
-}
-
-/// Identity and kind of an open descriptor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FdInfo {
-    pub dev: u64,
-    pub ino: u64,
-    pub kind: FdKind,
-    /// 0 once the file has been deleted.
-    pub nlink: u64,
-}
-
-fn info_of(st: &libc::stat) -> FdInfo {
-    let kind = match st.st_mode & libc::S_IFMT {
-        libc::S_IFIFO => FdKind::Pipe,
-        libc::S_IFSOCK => FdKind::Socket,
-        _ => FdKind::Plain,
-    };
-    FdInfo {
-        dev: st.st_dev,
-        ino: st.st_ino,
-        kind,
-        nlink: st.st_nlink,
-    }
-}
-
-/// fstat(2) of `fd`: Err when it is not open.
-pub fn fd_info(fd: c_int) -> io::Result<FdInfo> {
-    // SAFETY: an all-zero stat is a valid out-buffer for fstat to fill.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid out-pointer; a bad fd is an error, not UB.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(info_of(&st))
-}
-
-/// Writes all of `buf` to `fd` without ever raising SIGPIPE: a reader that
-/// went away is the error EPIPE, not the end of the process. A descriptor in
-/// non-blocking mode that is full gives EAGAIN (nothing waits). Async-signal-
-/// safe except for a pipe, whose signal mask it changes for the call.
-pub fn write_no_sigpipe(fd: c_int, buf: &[u8], kind: FdKind) -> io::Result<()> {
-    if kind != FdKind::Pipe {
-        return write_all_kind(fd, buf, kind);
-    }
-    // SAFETY: plain signal-set manipulation on local sets.
-    unsafe {
-        let mut pipe_only: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        let mut pending: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut pipe_only);
-        libc::sigaddset(&mut pipe_only, libc::SIGPIPE);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe_only, &mut old);
-        libc::sigpending(&mut pending);
-        let was_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
-        let result = write_all_kind(fd, buf, kind);
-        if matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EPIPE)) && !was_pending {
-            // Take the SIGPIPE this write raised, so unblocking does not
-            // deliver it.
-            let zero = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            libc::sigtimedwait(&pipe_only, std::ptr::null_mut(), &zero);
-        }
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        result
-    }
-}
-
-fn write_all_kind(fd: c_int, mut buf: &[u8], kind: FdKind) -> io::Result<()> {
-    if kind != FdKind::Socket {
-        return write_all_fd(fd, buf);
-    }
-    while !buf.is_empty() {
-        // SAFETY: `buf` is valid for `buf.len()` bytes.
-        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
-        match n {
-            n if n > 0 => buf = &buf[n as usize..],
-            0 => return Err(io::ErrorKind::WriteZero.into()),
-            _ => {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The program's name, as syslog and journald want it (SYSLOG_IDENTIFIER).
@@ -250,91 +150,11 @@ pub fn secure_mode() -> bool {
     unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
 }
 
-/// How [`open_private`] opens a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Private {
-    /// Created if missing and written at its end: a log or dump file.
-    /// Non-blocking for log files, so a FIFO needs a reader now and a full
-    /// one drops lines instead of blocking the daemon (regular files ignore
-    /// it).
-    Append { nonblocking: bool },
-    /// Created if missing, read and written: a ring image.
-    ReadWrite,
-    /// Created, read and written, and it must not exist yet: a new ring file.
-    CreateNew,
-}
-
-/// Opens a file that vlog writes. Every such file is opened here, so the
-/// promise holds for all of them: created 0600, close-on-exec, never through a
-/// symbolic link (O_NOFOLLOW: a link planted at the path cannot redirect a
-/// privileged daemon's writes). The errors say what a person needs to know
-/// (a link, a FIFO with no reader).
-pub fn open_private(path: &Path, how: Private) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut options = std::fs::OpenOptions::new();
-    let mut flags = libc::O_NOFOLLOW;
-    match how {
-        Private::Append { nonblocking } => {
-            options.append(true).create(true);
-            if nonblocking {
-                flags |= libc::O_NONBLOCK;
-            }
-        }
-        Private::ReadWrite => {
-            options.read(true).write(true).create(true);
-        }
-        Private::CreateNew => {
-            options.read(true).write(true).create_new(true);
-        }
-    }
-    options
-        .mode(0o600)
-        .custom_flags(flags)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => io::Error::other(format!(
-                "{e} (it is a symbolic link, which vlog does not follow)"
-            )),
-            Some(libc::ENXIO) => io::Error::other(format!("{e} (a FIFO with no reader)")),
-            _ => e,
-        })
-}
-
 /// Registers fork handlers with pthread_atfork. Returns false if that fails.
 pub fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) -> bool {
     // SAFETY: the handlers are plain functions that live as long as the
     // program; pthread_atfork only stores them.
     unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
-}
-
-/// Writes all of `bytes` to `fd`, retrying on EINTR and short writes. Uses only
-/// write(2), so it is async-signal-safe.
-pub fn write_all_fd(fd: i32, bytes: &[u8]) -> io::Result<()> {
-    write_all_raw(fd, bytes.as_ptr(), bytes.len())
-}
-
-/// As [`write_all_fd`], for memory that another thread may be changing (the
-/// ring), which therefore is never turned into a slice.
-pub fn write_all_raw(fd: i32, mut ptr: *const u8, mut len: usize) -> io::Result<()> {
-    while len > 0 {
-        // SAFETY: `ptr..ptr+len` is readable memory (callers pass a live slice or
-        // the ring's mapping); write(2) only reads it and does not keep it.
-        let n = unsafe { libc::write(fd, ptr.cast(), len) };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err);
-        }
-        if n == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        // SAFETY: write(2) wrote n <= len bytes, so this stays in bounds.
-        ptr = unsafe { ptr.add(n as usize) };
-        len -= n as usize;
-    }
-    Ok(())
 }
 
 /// glibc's own printf, as the oracle the printf renderer is tested against.

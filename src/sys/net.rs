@@ -5,14 +5,20 @@
 use std::ffi::c_int;
 use std::io;
 
+use super::fd::{send_some, Fd};
 use super::{coarse_seconds, write_all_fd};
 
 /// An unbound, non-blocking, close-on-exec datagram socket and the address
-/// of the Unix socket at `path` it sends to (journald's, say).
+/// it sends to: a Unix socket (journald's, /dev/log) or a UDP collector. A
+/// socket the program closed (see `super::fd`) is replaced before the next
+/// send.
 pub struct DatagramTarget {
-    fd: std::os::fd::OwnedFd,
-    addr: libc::sockaddr_un,
+    fd: Fd,
+    family: c_int,
+    addr: libc::sockaddr_storage,
     addr_len: libc::socklen_t,
+    /// The socket was replaced since the last `take_replaced`.
+    replaced: bool,
 }
 
 impl std::fmt::Debug for DatagramTarget {
@@ -21,12 +27,26 @@ impl std::fmt::Debug for DatagramTarget {
     }
 }
 
+/// A non-blocking, close-on-exec socket of vlog's (see [`Fd::own`]).
+fn new_socket(family: c_int, kind: c_int) -> io::Result<Fd> {
+    let flags = kind | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+    // SAFETY: plain socket creation; the result is checked.
+    let raw = unsafe { libc::socket(family, flags, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Fd::own(raw)
+}
+
 impl DatagramTarget {
-    pub fn new(path: &[u8]) -> io::Result<DatagramTarget> {
-        use std::os::fd::FromRawFd;
-        // SAFETY: an all-zero sockaddr_un is valid; the path is copied in
-        // below, within sun_path and leaving its NUL.
-        let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    /// To the Unix datagram socket at `path`.
+    pub fn unix(path: &[u8]) -> io::Result<DatagramTarget> {
+        // SAFETY: an all-zero sockaddr_storage is valid; it is larger than
+        // and aligned for sockaddr_un, filled below within sun_path and
+        // leaving its NUL.
+        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let addr = unsafe { &mut *(&raw mut storage).cast::<libc::sockaddr_un>() };
         if path.len() >= addr.sun_path.len() {
             return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
         }
@@ -34,28 +54,50 @@ impl DatagramTarget {
         for (dst, &b) in addr.sun_path.iter_mut().zip(path) {
             *dst = b as libc::c_char;
         }
-        let addr_len =
-            (std::mem::size_of::<libc::sa_family_t>() + path.len() + 1) as libc::socklen_t;
-        let flags = libc::SOCK_DGRAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
-        // SAFETY: plain socket creation; the result is checked.
-        let fd = unsafe { libc::socket(libc::AF_UNIX, flags, 0) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let len = std::mem::size_of::<libc::sa_family_t>() + path.len() + 1;
+        DatagramTarget::to(libc::AF_UNIX, storage, len as libc::socklen_t)
+    }
+
+    /// To a UDP collector.
+    pub fn udp(addr: &std::net::SocketAddr) -> io::Result<DatagramTarget> {
+        let (family, storage, len) = socket_addr(addr);
+        DatagramTarget::to(family, storage, len)
+    }
+
+    fn to(
+        family: c_int,
+        addr: libc::sockaddr_storage,
+        addr_len: libc::socklen_t,
+    ) -> io::Result<DatagramTarget> {
         Ok(DatagramTarget {
-            // SAFETY: a descriptor we just created and own.
-            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
+            fd: new_socket(family, libc::SOCK_DGRAM)?,
+            family,
             addr,
             addr_len,
+            replaced: false,
         })
     }
 
+    /// Whether the socket had to be replaced since the last call (the
+    /// program closed it): to be reported.
+    pub fn take_replaced(&mut self) -> bool {
+        std::mem::take(&mut self.replaced)
+    }
+
     /// Sends `payload` as one datagram, never waiting and never raising
-    /// SIGPIPE. A payload too large for a datagram goes as a sealed memfd
-    /// passed with SCM_RIGHTS (journald's protocol for large entries).
-    pub fn send(&self, payload: &[u8]) -> io::Result<()> {
+    /// SIGPIPE. A payload too large for a Unix datagram goes as a sealed
+    /// memfd passed with SCM_RIGHTS (journald's protocol for large entries).
+    pub fn send(&mut self, payload: &[u8]) -> io::Result<()> {
+        if !self.fd.is_ours() {
+            let new = new_socket(self.family, libc::SOCK_DGRAM)?;
+            std::mem::replace(&mut self.fd, new).abandon();
+            self.replaced = true;
+        }
         match self.send_datagram(payload, None) {
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EMSGSIZE | libc::ENOBUFS)) => {
+            Err(e)
+                if self.family == libc::AF_UNIX
+                    && matches!(e.raw_os_error(), Some(libc::EMSGSIZE | libc::ENOBUFS)) =>
+            {
                 self.send_memfd(payload)
             }
             result => result,
@@ -65,27 +107,24 @@ impl DatagramTarget {
     /// The memfd path on its own (public for the test that runs it against a
     /// real journald).
     pub fn send_memfd(&self, payload: &[u8]) -> io::Result<()> {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
         // SAFETY: a NUL-terminated name; the result is checked.
-        let fd = unsafe { libc::memfd_create(c"vlog-journal".as_ptr(), flags) };
-        if fd < 0 {
+        let raw = unsafe { libc::memfd_create(c"vlog-journal".as_ptr(), flags) };
+        if raw < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: a descriptor we just created and own.
-        let memfd = unsafe { OwnedFd::from_raw_fd(fd) };
-        write_all_fd(memfd.as_raw_fd(), payload)?;
+        let memfd = Fd::own(raw)?;
+        write_all_fd(memfd.raw(), payload)?;
         let seals =
             libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
         // SAFETY: fcntl on our own descriptor.
-        if unsafe { libc::fcntl(memfd.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+        if unsafe { libc::fcntl(memfd.raw(), libc::F_ADD_SEALS, seals) } < 0 {
             return Err(io::Error::last_os_error());
         }
-        self.send_datagram(b"", Some(memfd.as_raw_fd()))
+        self.send_datagram(b"", Some(memfd.raw()))
     }
 
     fn send_datagram(&self, payload: &[u8], pass_fd: Option<c_int>) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
         let mut iov = libc::iovec {
             iov_base: payload.as_ptr() as *mut libc::c_void,
             iov_len: payload.len(),
@@ -95,7 +134,7 @@ impl DatagramTarget {
         // SAFETY: an all-zero msghdr is valid; every pointer set below points
         // at locals that outlive the sendmsg call.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_name = &self.addr as *const libc::sockaddr_un as *mut libc::c_void;
+        msg.msg_name = &self.addr as *const libc::sockaddr_storage as *mut libc::c_void;
         msg.msg_namelen = self.addr_len;
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
@@ -117,7 +156,7 @@ impl DatagramTarget {
         loop {
             let flags = libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
             // SAFETY: msg is fully initialised above.
-            if unsafe { libc::sendmsg(self.fd.as_raw_fd(), &msg, flags) } >= 0 {
+            if unsafe { libc::sendmsg(self.fd.raw(), &msg, flags) } >= 0 {
                 return Ok(());
             }
             let e = io::Error::last_os_error();
@@ -132,10 +171,11 @@ impl DatagramTarget {
 /// wait: non-blocking connect, sends that take what the socket buffer has room
 /// for, what it cannot take yet (a frame cut short, frames sent while
 /// connecting) queued within 64 KiB and sent first next time, and a new
-/// connection tried at most once a second after the collector went away.
+/// connection tried at most once a second after the collector went away. A
+/// connection the program closed (see `super::fd`) is made anew.
 pub struct StreamTarget {
     addr: std::net::SocketAddr,
-    stream: Option<std::net::TcpStream>,
+    stream: Option<Fd>,
     tried_at: Option<u64>,
     /// What the socket could not take yet, and how many frames (or frame
     /// ends) that is.
@@ -143,6 +183,8 @@ pub struct StreamTarget {
     queued: u64,
     /// Queued frames lost with a broken connection, not yet counted.
     dropped: u64,
+    /// The program closed the connection since the last `take_replaced`.
+    replaced: bool,
 }
 
 impl std::fmt::Debug for StreamTarget {
@@ -155,36 +197,38 @@ impl std::fmt::Debug for StreamTarget {
 const PENDING_MAX: usize = 64 * 1024;
 
 impl StreamTarget {
+    /// A connection to `addr`, not made yet: [`StreamTarget::start`] or the
+    /// first send makes it.
     pub fn new(addr: std::net::SocketAddr) -> StreamTarget {
-        let mut target = StreamTarget {
+        StreamTarget {
             addr,
             stream: None,
             tried_at: None,
             pending: Vec::with_capacity(PENDING_MAX),
             queued: 0,
             dropped: 0,
-        };
-        target.connect();
-        target
+            replaced: false,
+        }
+    }
+
+    /// Connects now (without waiting for the connection to be made).
+    pub fn start(&mut self) {
+        if self.stream.is_none() {
+            self.connect();
+        }
     }
 
     fn connect(&mut self) {
-        use std::os::fd::FromRawFd;
         self.tried_at = Some(coarse_seconds());
         self.forget_pending();
         let (family, storage, len) = socket_addr(&self.addr);
-        let flags = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
-        // SAFETY: plain socket creation; the result is checked.
-        let fd = unsafe { libc::socket(family, flags, 0) };
-        if fd < 0 {
+        let Ok(fd) = new_socket(family, libc::SOCK_STREAM) else {
             return;
-        }
-        // SAFETY: a descriptor we just created and own.
-        let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+        };
         // SAFETY: `storage` holds a sockaddr of `len` bytes for this family.
-        let rc = unsafe { libc::connect(fd, (&raw const storage).cast(), len) };
+        let rc = unsafe { libc::connect(fd.raw(), (&raw const storage).cast(), len) };
         if rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EINPROGRESS) {
-            self.stream = Some(stream);
+            self.stream = Some(fd);
         }
     }
 
@@ -208,6 +252,12 @@ impl StreamTarget {
         std::mem::take(&mut self.dropped)
     }
 
+    /// Whether the program closed the connection since the last call: to
+    /// be reported.
+    pub fn take_replaced(&mut self) -> bool {
+        std::mem::take(&mut self.replaced)
+    }
+
     fn forget_pending(&mut self) {
         self.dropped += self.queued;
         self.queued = 0;
@@ -218,41 +268,44 @@ impl StreamTarget {
     /// socket takes only part of it, with the rest kept for the next call.
     /// An error means the frame was not sent.
     pub fn send(&mut self, frame: &[u8]) -> io::Result<()> {
-        use std::io::Write;
+        if self.stream.as_ref().is_some_and(|fd| !fd.is_ours()) {
+            // Not ours to close: someone else's now.
+            if let Some(fd) = self.stream.take() {
+                fd.abandon();
+            }
+            self.replaced = true;
+            self.tried_at = None;
+        }
         if self.stream.is_none() && self.tried_at != Some(coarse_seconds()) {
             self.connect();
         }
-        let Some(stream) = self.stream.as_mut() else {
+        let Some(fd) = self.stream.as_ref().map(Fd::raw) else {
             return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
         };
-        // std sends with MSG_NOSIGNAL: a collector gone is EPIPE, not SIGPIPE.
+        let send = |buf: &[u8]| match send_some(fd, buf, libc::MSG_DONTWAIT) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            // A signal before anything was sent: the same as a full socket.
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+            other => other,
+        };
         let pending = &mut self.pending;
         let queued = &mut self.queued;
         let mut flushed = || -> io::Result<bool> {
             while !pending.is_empty() {
-                match stream.write(pending) {
-                    Ok(n) => {
+                match send(pending)? {
+                    0 => return Ok(false),
+                    n => {
                         pending.drain(..n);
                         if pending.is_empty() {
                             *queued = 0;
                         }
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                    Err(e) => return Err(e),
                 }
             }
             Ok(true)
         };
         let result = flushed().and_then(|done| {
-            let sent = if done {
-                match stream.write(frame) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
-                    Err(e) => return Err(e),
-                }
-            } else {
-                0
-            };
+            let sent = if done { send(frame)? } else { 0 };
             // What the socket cannot take yet (still connecting, or its
             // buffer full) waits here, within the bound, for the next send.
             let rest = &frame[sent..];

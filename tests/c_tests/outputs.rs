@@ -125,3 +125,33 @@ fn kept_descriptors_are_close_on_exec_and_files_private() {
     );
     assert_ok("cloexec", &out);
 }
+
+/// The descriptor rules: vlog writes, truncates or closes only a descriptor
+/// that is still the file it opened (device and inode), and otherwise opens
+/// its file again by its path; log rotation never adopts fd 2; its own
+/// descriptors are never 0, 1 or 2; shutting down closes what it opened; a
+/// refused configuration creates no file and opens no connection.
+#[test]
+fn vlog_touches_only_descriptors_that_are_still_its_own() {
+    let exe = build("descriptors", Link::Static);
+    let quick = if tool() == Tool::None { "" } else { "1" };
+    for mode in ["closed", "reopen", "stdio", "cycles", "rejected"] {
+        let dir = scratch_dir(&format!("descriptors-{mode}"));
+        let d = dir.to_str().unwrap();
+        let dump = format!("file:{d}/dump");
+        let outputs = format!("3:file:{d}/env-new 3:file:{d}/missing/y");
+        if matches!(mode, "closed" | "stdio") && signal_test_skipped() {
+            continue;
+        }
+        let mut env = match mode {
+            "rejected" => vec![("VLOG_OUTPUTS", outputs.as_str())],
+            "reopen" => vec![],
+            _ => vec![("VLOG_DUMP", dump.as_str())],
+        };
+        if !quick.is_empty() {
+            env.push(("VLOG_TEST_QUICK", quick));
+        }
+        let out = run_with(&exe, &[mode, d], &env);
+        assert_ok(&format!("descriptors {mode}"), &out);
+    }
+}

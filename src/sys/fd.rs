@@ -1,0 +1,402 @@
+//! Descriptors: the one way vlog opens a file of its own, the rule that
+//! keeps a descriptor vlog's, and writes that never raise SIGPIPE.
+//!
+//! A daemon may close every descriptor above 2 (`close_range`, `closefrom`)
+//! and open its own files, which then get the numbers vlog had. Writing,
+//! truncating or closing by number would then hit the daemon's data. So an
+//! [`Fd`] remembers the device and inode of the file it opened, and every
+//! write, truncation and close is preceded by one fstat(2) that proves the
+//! number still names that file; a descriptor that is not is let go of
+//! without closing it. (A file the program opens between that fstat and the
+//! write, from another thread, is the window no check can close.)
+//!
+//! vlog's descriptors are never 0, 1 or 2: in a program started with those
+//! closed, a file of vlog's there would receive the program's own output, and
+//! fd 2 would be refused by the rule for stderr (see `diag`).
+
+use std::ffi::{c_int, CStr, CString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// What kind of file a descriptor is, for how to write to it without
+/// SIGPIPE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FdKind {
+    /// A regular file, a terminal, a character device: write(2).
+    #[default]
+    Plain,
+    /// A pipe or FIFO: write(2) with SIGPIPE blocked.
+    Pipe,
+    /// A socket: send(2) with MSG_NOSIGNAL.
+    Socket,
+}
+
+/// Identity and kind of an open descriptor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FdInfo {
+    pub dev: u64,
+    pub ino: u64,
+    pub kind: FdKind,
+    /// 0 once the file has been deleted.
+    pub nlink: u64,
+    /// The file's size in bytes.
+    pub size: u64,
+}
+
+impl FdInfo {
+    /// Whether `other` is the same file.
+    pub fn same_file(&self, other: &FdInfo) -> bool {
+        self.dev == other.dev && self.ino == other.ino
+    }
+}
+
+fn info_of(st: &libc::stat) -> FdInfo {
+    let kind = match st.st_mode & libc::S_IFMT {
+        libc::S_IFIFO => FdKind::Pipe,
+        libc::S_IFSOCK => FdKind::Socket,
+        _ => FdKind::Plain,
+    };
+    FdInfo {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        kind,
+        nlink: st.st_nlink,
+        size: st.st_size as u64,
+    }
+}
+
+/// fstat(2) of `fd`: Err when it is not open. Async-signal-safe.
+pub fn fd_info(fd: c_int) -> io::Result<FdInfo> {
+    // SAFETY: an all-zero stat is a valid out-buffer for fstat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid out-pointer; a bad fd is an error, not UB.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(info_of(&st))
+}
+
+/// A descriptor vlog opened, and the file it opened.
+#[derive(Debug)]
+pub struct Fd {
+    raw: c_int,
+    info: FdInfo,
+    /// Whether opening it created the file.
+    created: bool,
+}
+
+impl Fd {
+    /// Takes `raw`, which vlog just made, moving it to 3 or above (with
+    /// close-on-exec) when it is 0, 1 or 2. Async-signal-safe.
+    pub fn own(raw: c_int) -> io::Result<Fd> {
+        let raw = above_stdio(raw)?;
+        match fd_info(raw) {
+            Ok(info) => Ok(Fd {
+                raw,
+                info,
+                created: false,
+            }),
+            Err(e) => {
+                close_raw(raw);
+                Err(e)
+            }
+        }
+    }
+
+    /// The descriptor's number, for a call made right after [`Fd::check`]
+    /// or [`Fd::is_ours`] said yes.
+    pub fn raw(&self) -> c_int {
+        self.raw
+    }
+
+    /// The file as it was opened.
+    pub fn info(&self) -> FdInfo {
+        self.info
+    }
+
+    /// Whether opening the file created it.
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
+    /// The file as it is now, if the descriptor still names the file vlog
+    /// opened: one fstat(2). Async-signal-safe.
+    pub fn check(&self) -> Option<FdInfo> {
+        fd_info(self.raw)
+            .ok()
+            .filter(|now| now.same_file(&self.info))
+    }
+
+    /// Whether the descriptor still names the file vlog opened.
+    /// Async-signal-safe.
+    pub fn is_ours(&self) -> bool {
+        self.check().is_some()
+    }
+
+    /// fdatasync(2), if the descriptor is still ours; [`not_ours`]
+    /// otherwise.
+    pub fn sync_data(&self) -> io::Result<()> {
+        if !self.is_ours() {
+            return Err(not_ours());
+        }
+        // SAFETY: fdatasync on a descriptor just proved ours.
+        if unsafe { libc::fdatasync(self.raw) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Lets go of a descriptor that is no longer vlog's without closing it:
+    /// the number belongs to someone else now.
+    pub fn abandon(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Fd {
+    /// Closes the descriptor if it is still vlog's; one that is not is
+    /// someone else's now and is left open.
+    fn drop(&mut self) {
+        if self.is_ours() {
+            close_raw(self.raw);
+        }
+    }
+}
+
+/// The error of a write refused because the descriptor is no longer the
+/// file vlog opened.
+pub fn not_ours() -> io::Error {
+    io::Error::other(
+        "the descriptor is no longer the file vlog opened (the program closed it, \
+         and the number may name a file of its own now)",
+    )
+}
+
+fn close_raw(raw: c_int) {
+    // SAFETY: closing a descriptor vlog made and no longer uses.
+    unsafe { libc::close(raw) };
+}
+
+/// `raw` if it is 3 or above; otherwise a close-on-exec duplicate at 3 or
+/// above, and `raw` closed. Async-signal-safe.
+fn above_stdio(raw: c_int) -> io::Result<c_int> {
+    if raw > 2 {
+        return Ok(raw);
+    }
+    // SAFETY: fcntl on a descriptor vlog just made.
+    let moved = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 3) };
+    let result = if moved < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(moved)
+    };
+    close_raw(raw);
+    result
+}
+
+/// How [`open_private`] opens a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Private {
+    /// Created if missing and written at its end: a log or dump file.
+    /// Non-blocking for log files, so a FIFO needs a reader now and a full
+    /// one drops lines instead of blocking the daemon (regular files ignore
+    /// it).
+    Append { nonblocking: bool },
+    /// Created if missing, read and written: a ring image.
+    ReadWrite,
+    /// Created, read and written, and it must not exist yet: a new ring file.
+    CreateNew,
+}
+
+/// Opens a file that vlog writes. Every such file is opened here, so the
+/// promise holds for all of them: created 0600, close-on-exec, never through a
+/// symbolic link (O_NOFOLLOW: a link planted at the path cannot redirect a
+/// privileged daemon's writes), at descriptor 3 or above, its identity kept
+/// (see [`Fd`]). The errors say what a person needs to know (a link, a FIFO
+/// with no reader).
+pub fn open_private(path: &Path, how: Private) -> io::Result<Fd> {
+    let path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("the path contains a NUL byte"))?;
+    open_private_c(&path, how).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => io::Error::other(format!(
+            "{e} (it is a symbolic link, which vlog does not follow)"
+        )),
+        Some(libc::ENXIO) => io::Error::other(format!("{e} (a FIFO with no reader)")),
+        _ => e,
+    })
+}
+
+/// [`open_private`] for the crash handler: async-signal-safe, errors as
+/// bare errno values.
+pub fn open_private_c(path: &CStr, how: Private) -> io::Result<Fd> {
+    let base = libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let flags = match how {
+        Private::Append { nonblocking: true } => {
+            base | libc::O_WRONLY | libc::O_APPEND | libc::O_NONBLOCK
+        }
+        Private::Append { nonblocking: false } => base | libc::O_WRONLY | libc::O_APPEND,
+        Private::ReadWrite | Private::CreateNew => base | libc::O_RDWR,
+    };
+    let open = |flags: c_int| {
+        // SAFETY: a NUL-terminated path; the result is checked.
+        let raw = unsafe { libc::open(path.as_ptr(), flags, 0o600 as libc::c_uint) };
+        if raw < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Fd::own(raw)
+        }
+    };
+    // The file is opened as it is, or else made (O_EXCL), so that vlog
+    // knows which files it created: a configuration refused removes them.
+    let create = |flags: c_int| open(flags | libc::O_CREAT | libc::O_EXCL);
+    let mut fd = if how == Private::CreateNew {
+        create(flags).map(|fd| (fd, true))
+    } else {
+        match open(flags) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => match create(flags) {
+                // Made by someone else meanwhile.
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => open(flags).map(|f| (f, false)),
+                other => other.map(|f| (f, true)),
+            },
+            other => other.map(|f| (f, false)),
+        }
+    }?;
+    fd.0.created = fd.1;
+    Ok(fd.0)
+}
+
+/// Writes all of `buf` to `fd` without ever raising SIGPIPE: a reader that
+/// went away is the error EPIPE, not the end of the process. A descriptor in
+/// non-blocking mode that is full gives EAGAIN (nothing waits). Async-signal-
+/// safe except for a pipe, whose signal mask it changes for the call.
+pub fn write_no_sigpipe(fd: c_int, buf: &[u8], kind: FdKind) -> io::Result<()> {
+    if kind != FdKind::Pipe {
+        return write_all_kind(fd, buf, kind);
+    }
+    // SAFETY: plain signal-set manipulation on local sets.
+    unsafe {
+        let mut pipe_only: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe_only);
+        libc::sigaddset(&mut pipe_only, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe_only, &mut old);
+        libc::sigpending(&mut pending);
+        let was_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
+        let result = write_all_kind(fd, buf, kind);
+        if matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EPIPE)) && !was_pending {
+            // Take the SIGPIPE this write raised, so unblocking does not
+            // deliver it.
+            let zero = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::sigtimedwait(&pipe_only, std::ptr::null_mut(), &zero);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        result
+    }
+}
+
+fn write_all_kind(fd: c_int, mut buf: &[u8], kind: FdKind) -> io::Result<()> {
+    if kind != FdKind::Socket {
+        return write_all_fd(fd, buf);
+    }
+    while !buf.is_empty() {
+        match send_some(fd, buf, 0) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// One send(2) of as much of `buf` as the socket takes, with MSG_NOSIGNAL
+/// and `flags`. Async-signal-safe.
+pub fn send_some(fd: c_int, buf: &[u8], flags: c_int) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for `buf.len()` bytes.
+    let n = unsafe {
+        libc::send(
+            fd,
+            buf.as_ptr().cast(),
+            buf.len(),
+            flags | libc::MSG_NOSIGNAL,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Writes all of `bytes` to `fd`, retrying on EINTR and short writes. Uses only
+/// write(2), so it is async-signal-safe.
+pub fn write_all_fd(fd: c_int, bytes: &[u8]) -> io::Result<()> {
+    write_all_raw(fd, bytes.as_ptr(), bytes.len())
+}
+
+/// As [`write_all_fd`], for memory that another thread may be changing (the
+/// ring), which therefore is never turned into a slice.
+pub fn write_all_raw(fd: c_int, mut ptr: *const u8, mut len: usize) -> io::Result<()> {
+    while len > 0 {
+        // SAFETY: `ptr..ptr+len` is readable memory (callers pass a live slice or
+        // the ring's mapping); write(2) only reads it and does not keep it.
+        let n = unsafe { libc::write(fd, ptr.cast(), len) };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        // SAFETY: write(2) wrote n <= len bytes, so this stays in bounds.
+        ptr = unsafe { ptr.add(n as usize) };
+        len -= n as usize;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("vlog-fd-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_descriptor_reused_by_the_program_is_neither_written_nor_closed() {
+        let dir = scratch("reused");
+        let fd = open_private(&dir.join("ours"), Private::ReadWrite).unwrap();
+        assert!(fd.created() && fd.is_ours());
+        let raw = fd.raw();
+        // The program closes it and opens a file of its own at that number.
+        // SAFETY: the test's own descriptors.
+        unsafe { libc::close(raw) };
+        let theirs = std::fs::File::create(dir.join("theirs")).unwrap();
+        assert_eq!(std::os::fd::AsRawFd::as_raw_fd(&theirs), raw);
+        assert!(!fd.is_ours());
+        drop(fd);
+        assert!(fd_info(raw).is_ok(), "the program's file stays open");
+        assert_eq!(std::fs::read(dir.join("theirs")).unwrap(), b"");
+    }
+
+    #[test]
+    fn an_existing_file_is_not_counted_as_created() {
+        let dir = scratch("existing");
+        std::fs::write(dir.join("f"), b"kept").unwrap();
+        let fd = open_private(&dir.join("f"), Private::Append { nonblocking: true }).unwrap();
+        assert!(!fd.created());
+        assert!(open_private(&dir.join("f"), Private::CreateNew).is_err());
+    }
+}
