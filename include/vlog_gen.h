@@ -405,7 +405,8 @@ int vlog_get_stats(struct vlog_stats *stats);
  * and sets up the ring and outputs, then installs the crash handler unless
  * `VLOG_DUMP=off` (see `vlog_install_crash_handler`). Idempotent: only the
  * first call (or the first log call, which initialises lazily but installs
- * no signal handler) reads the environment. A bad variable prints one
+ * no signal handler but, with a ring file, the SIGBUS guard against its
+ * truncation) reads the environment. A bad variable prints one
  * warning line on stderr naming it and keeps that variable's default. In a
  * setuid/setgid process the environment is ignored. Returns 0 (-1 only on
  * an internal error; see `vlog_last_error`).

@@ -46,7 +46,7 @@ pub fn stderr() -> Option<FdKind> {
 pub fn write_stderr(line: &[u8]) -> bool {
     // write(2) is a cancellation point (see `sys::cancel`).
     let cancelability = sys::cancel::off();
-    let written = stderr().is_some_and(|kind| sys::write_no_sigpipe(STDERR, line, kind).is_ok());
+    let written = stderr().is_some_and(|kind| sys::write_no_signal(STDERR, line, kind).is_ok());
     sys::cancel::restore(cancelability);
     written
 }

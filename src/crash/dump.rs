@@ -57,7 +57,7 @@ pub fn with_fd_sink_unless(fd: i32, stop: impl Fn() -> bool, f: impl FnOnce(&mut
     let kind = sys::fd_info(fd).map_or(FdKind::Plain, |info| info.kind);
     let mut failed = false;
     let mut write = |bytes: &[u8]| {
-        if !failed && (stop() || sys::write_no_sigpipe(fd, bytes, kind).is_err()) {
+        if !failed && (stop() || sys::write_no_signal(fd, bytes, kind).is_err()) {
             failed = true;
         }
     };

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 
 use crate::error::ConfigError;
 use crate::panic;
-use crate::ring::published;
+use crate::ring::{self, published};
 use crate::sys;
 use crate::text::num::{put_decimal, put_hex, put_signed};
 use crate::text::Sink;
@@ -35,13 +35,17 @@ use signals::FATAL_SIGNALS;
 /// number: the fatal signals and the dump signals.
 static PREVIOUS: [Saved; 65] = [const { Saved::new() }; 65];
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// The signals whose handler is vlog's, by number.
+static TAKEN: [AtomicBool; 65] = [const { AtomicBool::new(false) }; 65];
 /// What a vlog call does on entry: nothing (NONE: no crash handler), give
-/// its thread an alternate stack (ARMED), or first put the handler back for
-/// the signals it handed to a handler of the program's (REARM).
+/// its thread an alternate stack (ARMED), or first attend to what a handler
+/// left for it (ATTEND): put vlog's handler back for the signals it handed
+/// to a handler of the program's, and tell the logger a ring file was
+/// repaired (see `ring::guard`).
 static HANDLER: AtomicU8 = AtomicU8::new(NONE);
 const NONE: u8 = 0;
 const ARMED: u8 = 1;
-const REARM: u8 = 2;
+const ATTEND: u8 = 2;
 /// The fatal signals whose handler is to be put back.
 static HANDED_BACK: [AtomicBool; 65] = [const { AtomicBool::new(false) }; 65];
 /// The dump signals vlog handles, by number.
@@ -67,60 +71,90 @@ pub fn install() -> std::io::Result<()> {
     warm_up_backtrace();
     altstack::ensure();
     for &sig in &FATAL_SIGNALS {
-        take(sig)?;
+        if !TAKEN[sig as usize].load(Ordering::SeqCst) {
+            take(sig)?;
+        }
     }
-    HANDLER.store(ARMED, Ordering::SeqCst);
+    let _ = HANDLER.compare_exchange(NONE, ARMED, Ordering::SeqCst, Ordering::SeqCst);
     Ok(())
+}
+
+/// Takes SIGBUS, without dumping, for a process with a ring file and no
+/// crash handler (`VLOG_DUMP=off`, or no `vlog_init`): a ring file another
+/// process truncates is repaired (see `ring::guard`); any other SIGBUS goes
+/// to the program's disposition, as without vlog.
+pub fn guard_ring_files() -> std::io::Result<()> {
+    if TAKEN[libc::SIGBUS as usize].load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    take(libc::SIGBUS)
 }
 
 /// Makes vlog's handler `sig`'s, keeping the program's disposition.
 fn take(sig: c_int) -> std::io::Result<()> {
-    let action = fatal_action(on_fatal_signal);
+    let mut action = fatal_action(on_fatal_signal);
+    if sig == libc::SIGBUS {
+        // A ring file truncated under the dump of a SIGBUS is repaired too;
+        // a real fault in the handler ends it (on_fatal's second entry).
+        action.sa_flags |= libc::SA_NODEFER;
+    }
     let saved = PREVIOUS[sig as usize].as_mut_ptr();
     // SAFETY: `action` is initialised; the slot is this signal's, and no
     // handler of vlog's reads it before this call returns.
     if unsafe { libc::sigaction(sig, &action, saved) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    TAKEN[sig as usize].store(true, Ordering::SeqCst);
     Ok(())
 }
 
 /// What every vlog call that takes the lock does first (see `HANDLER`):
-/// one load when no crash handler is installed.
+/// one load when no crash handler is installed. True when a handler left
+/// something for the logger to look at (a ring file repaired).
 #[inline(always)]
-pub fn on_entry() {
+pub fn on_entry() -> bool {
     match HANDLER.load(Ordering::Relaxed) {
-        NONE => {}
-        ARMED => altstack::ensure(),
-        _ => rearm(),
+        NONE => false,
+        ARMED => {
+            altstack::ensure();
+            false
+        }
+        _ => attend(),
     }
 }
 
-/// The program handled a crash signal itself and went on (it recovered from
-/// a fault, say): vlog's handler is put back for it, so the next crash is
-/// dumped too. Until then a fault that repeats reaches the program's handler
-/// directly, as without vlog.
+/// Settles what a handler left (see `HANDLER`). The program handled a
+/// crash signal itself and went on (it recovered from a fault, say): vlog's
+/// handler is put back for it, so the next crash is dumped too. Until then a
+/// fault that repeats reaches the program's handler directly, as without
+/// vlog.
 #[cold]
-fn rearm() {
-    if HANDLER
-        .compare_exchange(REARM, ARMED, Ordering::SeqCst, Ordering::SeqCst)
-        .is_ok()
-    {
-        for &sig in &FATAL_SIGNALS {
-            if HANDED_BACK[sig as usize].swap(false, Ordering::SeqCst) {
-                let _ = take(sig);
-            }
+fn attend() -> bool {
+    let settled = if INSTALLED.load(Ordering::SeqCst) {
+        ARMED
+    } else {
+        NONE
+    };
+    // Settled first: what a handler leaves from now on sets ATTEND again.
+    HANDLER.store(settled, Ordering::SeqCst);
+    for &sig in &FATAL_SIGNALS {
+        if HANDED_BACK[sig as usize].swap(false, Ordering::SeqCst) {
+            let _ = take(sig);
         }
     }
-    altstack::ensure();
+    if settled == ARMED {
+        altstack::ensure();
+    }
+    true
 }
 
 /// A signal handler as the kernel calls it.
 type Handler = extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void);
 
 /// A sigaction running `handler` with SA_SIGINFO on the alternate stack, with
-/// every fatal signal blocked while it runs: a fault inside the handler then
-/// takes the default action at once instead of recursing.
+/// every fatal signal but SIGBUS blocked while it runs: a fault inside the
+/// handler then takes the default action at once instead of recursing (a
+/// SIGBUS in it, unless a ring file's, ends it in `on_fatal`).
 fn fatal_action(handler: Handler) -> libc::sigaction {
     // SAFETY: sigaction is plain data; all-zero is a valid starting point.
     let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -132,6 +166,9 @@ fn fatal_action(handler: Handler) -> libc::sigaction {
         for &sig in &FATAL_SIGNALS {
             libc::sigaddset(&mut action.sa_mask, sig);
         }
+        // Except SIGBUS: a ring file truncated by another process faults
+        // inside the dump, and is repaired (see `ring::guard`).
+        libc::sigdelset(&mut action.sa_mask, libc::SIGBUS);
         // A dump to a pipe whose reader is gone, or past the file size
         // limit, must not end the process by SIGPIPE or SIGXFSZ instead of
         // the crash signal.
@@ -173,9 +210,22 @@ fn die_by_default(sig: c_int) {
 /// The handler for fatal signals. A panic must not unwind into the
 /// interrupted code, so it is swallowed (see `panic::swallow`).
 extern "C" fn on_fatal_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
-    // SAFETY: installed by `install` as a SA_SIGINFO handler, so these are
-    // the kernel's arguments.
-    panic::swallow(|| unsafe { on_fatal(sig, info, ctx) })
+    // SAFETY: installed by `take` as a SA_SIGINFO handler, so these are the
+    // kernel's arguments.
+    panic::swallow(|| unsafe {
+        if sig == libc::SIGBUS && !info.is_null() && ring::guard::repair((*info).si_addr() as usize)
+        {
+            // The faulting access is retried on private memory; the
+            // logger's next call moves the ring to memory and says so.
+            HANDLER.store(ATTEND, Ordering::SeqCst);
+            return;
+        }
+        if !INSTALLED.load(Ordering::SeqCst) {
+            // Only the ring file guard: the signal is the program's.
+            return chain(sig, info, ctx);
+        }
+        on_fatal(sig, info, ctx)
+    })
 }
 
 /// SIGALRM during a crash dump: the dump took too long, so die as the crash
@@ -258,11 +308,11 @@ unsafe fn chain(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
     if previous.sa_sigaction != libc::SIG_DFL && previous.sa_sigaction != libc::SIG_IGN {
         // The program handles the signal itself, and may go on (a fault it
         // recovers from): a later crash is dumped too, once a vlog call has
-        // put the handler back (`rearm`). Its handler gets the signal with
+        // put the handler back (`attend`). Its handler gets the signal with
         // the mask it asked for (handback::call).
         DUMPER.store(0, Ordering::SeqCst);
         HANDED_BACK[sig as usize].store(true, Ordering::SeqCst);
-        HANDLER.store(REARM, Ordering::SeqCst);
+        HANDLER.store(ATTEND, Ordering::SeqCst);
     }
     // Put the previous action back, so that a fault that repeats when the
     // previous handler returns reaches it directly, as without vlog.

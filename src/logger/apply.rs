@@ -75,6 +75,7 @@ impl State {
         let size = env.buffer_size.unwrap_or(DEFAULT_BUFFER_SIZE);
         let result = match env.buffer_file {
             Some(path) if size > 0 => Ring::open_file(&path, size).map(|ring| {
+                self.guard_ring_file();
                 self.retired = self.ring.replace(ring);
                 self.buffer_file = Some(path);
             }),
@@ -90,6 +91,44 @@ impl State {
         self.message.reserve(MESSAGE_MAX);
         self.rendered.reserve(MESSAGE_MAX);
         self.refresh_sources();
+    }
+
+    /// What a signal handler left for the logger (see `crash::on_entry`):
+    /// a ring file another process truncated under the mapping, which the
+    /// SIGBUS handler moved to private memory (`ring::guard`). The ring
+    /// goes on in memory, with the records that could be read, and this is
+    /// said once.
+    #[cold]
+    pub fn after_signal(&mut self) {
+        if !self.ring.as_ref().is_some_and(Ring::was_repaired) {
+            return;
+        }
+        let path = self.buffer_file.take();
+        let size = self.ring.as_ref().map_or(0, |r| r.stats().size as usize);
+        if let Ok(mut ring) = Ring::new(size) {
+            if let Some(old) = &self.ring {
+                ring.migrate_from(old);
+            }
+            self.retired = self.ring.replace(ring);
+        }
+        let path = path.map_or_else(String::new, |p| format!(" '{}'", p.display()));
+        note(
+            self.ring.as_mut(),
+            &format!(
+                "the ring file{path} was truncated by another process while in use; \
+                 the ring goes on in memory (records in the part cut off are lost)"
+            ),
+        );
+    }
+
+    /// A ring file is in use: SIGBUS from its mapping is repaired even
+    /// without a crash handler (see `ring::guard`).
+    fn guard_ring_file(&self) {
+        if let Err(e) = crash::guard_ring_files() {
+            diag::warn(&format!(
+                "cannot guard the ring file against truncation: {e}"
+            ));
+        }
     }
 
     fn use_default_outputs(&mut self) {

@@ -123,8 +123,8 @@ fn lock() -> MutexGuard<'static, State> {
 #[inline(always)]
 fn publish(state: &mut State) {
     published::publish(state.ring.as_ref());
-    if let Some(old) = state.retired.take() {
-        published::retire(old);
+    if state.retired.is_some() {
+        published::retire(state.retired.take().expect("checked"));
     }
 }
 
@@ -156,11 +156,14 @@ impl Entered {
             return None;
         }
         let inside = Inside;
-        crash::on_entry();
-        Some(Entered {
+        let mut entered = Entered {
             guard: lock(),
             _inside: inside,
-        })
+        };
+        if crash::on_entry() {
+            entered.guard.after_signal();
+        }
+        Some(entered)
     }
 
     pub fn state(&mut self) -> &mut State {

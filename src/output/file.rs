@@ -56,7 +56,7 @@ impl FileOutput {
     pub fn write(&mut self, line: &[u8]) -> (Option<String>, io::Result<()>) {
         let event = self.follow();
         let result = match &self.fd {
-            Some(fd) => sys::write_no_sigpipe(fd.raw(), line, fd.info().kind),
+            Some(fd) => sys::write_no_signal(fd.raw(), line, fd.info().kind),
             None => Err(sys::fd::not_ours()),
         };
         (event, result)

@@ -237,7 +237,7 @@ fn replaced(replaced: bool, what: &str) -> Option<String> {
 
 fn write_stderr(line: &[u8]) -> io::Result<()> {
     match diag::stderr() {
-        Some(kind) => sys::write_no_sigpipe(2, line, kind),
+        Some(kind) => sys::write_no_signal(2, line, kind),
         None => Err(io::Error::other(
             "fd 2 is closed, or is no longer the file it was when vlog started \
              (call vlog_adopt_stderr() after redirecting it)",

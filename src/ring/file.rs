@@ -27,21 +27,34 @@ impl Ring {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(format!(".{}.new", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
-        let file = sys::open_private(Path::new(&tmp), Private::CreateNew)?;
-        let len = layout::region_len(size);
-        // SAFETY: ftruncate of the file just created.
-        if unsafe { libc::ftruncate(file.raw(), len as libc::off_t) } != 0 {
-            return Err(std::io::Error::last_os_error());
+        let made = Ring::build_file(Path::new(&tmp), size, previous)
+            .and_then(|ring| std::fs::rename(&tmp, path).map(|()| ring));
+        if made.is_err() {
+            let _ = std::fs::remove_file(&tmp);
         }
+        made
+    }
+
+    /// The new ring file at `tmp`: its blocks allocated (a file system
+    /// without room for it refuses it now, instead of SIGBUS later), mapped,
+    /// and the records of `previous` carried in.
+    fn build_file(
+        tmp: &Path,
+        size: usize,
+        previous: Option<(&dyn Region, Stats)>,
+    ) -> std::io::Result<Ring> {
+        let file = sys::open_private(tmp, Private::CreateNew)?;
+        let len = layout::region_len(size);
+        file.allocate(len as u64)?;
         // SAFETY: a shared mapping of a file we just created and sized;
         // other processes reading it never trust its contents.
         let map = unsafe { sys::map_rw(len, libc::MAP_SHARED, file.raw()) }?;
         // SAFETY: the mapping is ours alone so far and of the right length.
         let mut ring = unsafe { Ring::new_shared(map, size) }?;
+        ring.keep_file(file);
         if let Some((region, stats)) = previous {
             ring.migrate(region, stats);
         }
-        std::fs::rename(&tmp, path)?;
         Ok(ring)
     }
 

@@ -61,6 +61,26 @@ pub struct Header {
     pub dict_used: AtomicU64,
 }
 
+impl Header {
+    /// The header of an empty ring with a data area of `data_size` bytes.
+    pub fn fresh(data_size: usize) -> Header {
+        Header {
+            magic: magic(),
+            version: LAYOUT_VERSION,
+            header_space: HEADER_SPACE as u32,
+            byte_order: BYTE_ORDER_MARK,
+            record_header_len: super::record::HEADER_LEN as u32,
+            data_size: data_size as u64,
+            head: AtomicU64::new(0),
+            tail: AtomicU64::new(0),
+            next_seq: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            dict_size: dict_size_for(data_size) as u64,
+            dict_used: AtomicU64::new(0),
+        }
+    }
+}
+
 /// Byte offsets of the header fields, for readers of ring images.
 pub mod offset {
     use super::*;

@@ -51,9 +51,11 @@
 //! process-shared lock), `writer` (appending), `view` (a live ring, read),
 //! `reader` (the walk every reader shares), `image` (rings in bytes from
 //! files and cores), `migrate` (records carried into a new ring), `file`
-//! (ring files), `published` (the ring lock-free readers find).
+//! (ring files), `guard` (a ring file truncated under its mapping),
+//! `published` (the ring lock-free readers find).
 
 pub mod file;
+pub mod guard;
 pub mod image;
 pub mod layout;
 pub mod lock;

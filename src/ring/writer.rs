@@ -2,9 +2,9 @@
 //! (`&mut self`) and, for a ring file, the file's lock too.
 
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
 
-use super::layout::{self, Header, Stats, HEADER_SPACE, LAYOUT_VERSION, LOCK_OFFSET};
+use super::layout::{self, Header, Stats, HEADER_SPACE, LOCK_OFFSET};
 use super::lock::{self, SharedLock};
 use super::record::{self, align8, Kind, Stamp, Stored};
 use super::sites::Site;
@@ -27,6 +27,8 @@ pub struct Ring {
     /// A ring file: other processes (forked children) may append to it too,
     /// so appends take the lock at LOCK_OFFSET.
     shared: bool,
+    /// A ring file's descriptor, kept for the guard (see `guard`).
+    file: Option<sys::Fd>,
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
@@ -67,20 +69,7 @@ impl Ring {
 
     fn init(base: NonNull<u8>, size: usize) -> Ring {
         let dict_size = layout::dict_size_for(size);
-        let header = Header {
-            magic: layout::magic(),
-            version: LAYOUT_VERSION,
-            header_space: HEADER_SPACE as u32,
-            byte_order: layout::BYTE_ORDER_MARK,
-            record_header_len: record::HEADER_LEN as u32,
-            data_size: size as u64,
-            head: AtomicU64::new(0),
-            tail: AtomicU64::new(0),
-            next_seq: AtomicU64::new(0),
-            lost: AtomicU64::new(0),
-            dict_size: dict_size as u64,
-            dict_used: AtomicU64::new(0),
-        };
+        let header = Header::fresh(size);
         // SAFETY: the fresh mapping is page-aligned, at least HEADER_SPACE
         // bytes long and not yet used by anyone.
         unsafe { base.as_ptr().cast::<Header>().write(header) };
@@ -91,7 +80,22 @@ impl Ring {
             dict_size,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             shared: false,
+            file: None,
         }
+    }
+
+    /// Keeps the ring file's descriptor, and registers the mapping with the
+    /// guard that repairs it if another process truncates the file.
+    pub(super) fn keep_file(&mut self, file: sys::Fd) {
+        super::guard::guard(self.base.as_ptr(), self.map_len, self.data_size, file.raw());
+        self.file = Some(file);
+    }
+
+    /// Whether this is a ring file whose mapping had to be repaired: another
+    /// process truncated the file, and the ring is in private memory now
+    /// (see `guard`).
+    pub fn was_repaired(&self) -> bool {
+        self.file.is_some() && super::guard::is_repaired(self.base.as_ptr())
     }
 
     fn lock_ptr(&self) -> *mut libc::pthread_mutex_t {
@@ -342,6 +346,7 @@ impl Ring {
 
 impl Drop for Ring {
     fn drop(&mut self) {
+        super::guard::unguard(self.base.as_ptr());
         // SAFETY: unmaps exactly the mapping made for this ring; the logger
         // frees a replaced ring only once no lock-free reader uses it
         // (ring::published).

@@ -11,7 +11,7 @@
 //! where the outputs bracket their writes themselves.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 // The libc crate does not bind these on Linux; glibc's values.
 const PTHREAD_CANCEL_ENABLE: c_int = 0;
@@ -50,10 +50,12 @@ pub fn restore(old: c_int) {
 }
 
 /// Where glibc keeps the calling thread's cancellation state and type in its
-/// thread descriptor (found by [`learn`]; 0 while unknown, `usize::MAX` when
-/// it could not be found).
+/// thread descriptor, plus one (found by [`learn`]; 0 while unknown, or when
+/// it could not be found: one test on the recording path).
 static CANCEL_WORD: AtomicUsize = AtomicUsize::new(0);
-const NOT_FOUND: usize = usize::MAX;
+const NOT_FOUND: usize = 0;
+/// Whether [`learn`] looked already.
+static LEARNED: AtomicBool = AtomicBool::new(false);
 /// glibc's bits in that word: cancellation disabled, type asynchronous.
 const STATE_DISABLED: u32 = 1;
 const TYPE_ASYNC: u32 = 2;
@@ -67,7 +69,7 @@ const SEARCHED: usize = 1024;
 #[inline(always)]
 pub fn may_act_anywhere() -> bool {
     let at = CANCEL_WORD.load(Ordering::Relaxed);
-    if at == 0 || at == NOT_FOUND {
+    if at == NOT_FOUND {
         return true;
     }
     // SAFETY: `learn` found this word inside every thread's descriptor
@@ -110,7 +112,7 @@ fn descriptor() -> *mut u8 {
 /// state bit went with it. Anything unexpected (another C library, another
 /// layout) leaves [`may_act_anywhere`] always true.
 pub fn learn() {
-    if CANCEL_WORD.load(Ordering::Relaxed) != 0 {
+    if LEARNED.swap(true, Ordering::Relaxed) {
         return;
     }
     // SAFETY: pthread_self has no preconditions.
@@ -179,7 +181,11 @@ mod tests {
     #[test]
     fn the_cancellation_word_is_found_and_read() {
         learn();
-        assert_ne!(CANCEL_WORD.load(Ordering::Relaxed), NOT_FOUND);
+        assert_ne!(
+            CANCEL_WORD.load(Ordering::Relaxed),
+            NOT_FOUND,
+            "glibc's layout"
+        );
         assert!(!may_act_anywhere());
         let state = off();
         assert!(!may_act_anywhere());

@@ -147,6 +147,25 @@ impl Fd {
         Ok(())
     }
 
+    /// Makes the file `len` bytes long with every block allocated now
+    /// (posix_fallocate), so that a mapping of it never meets a full disk
+    /// (which would be SIGBUS); without raising SIGXFSZ past the size limit.
+    pub fn allocate(&self, len: u64) -> io::Result<()> {
+        let len =
+            libc::off_t::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+        without_signal(libc::SIGXFSZ, || {
+            // SAFETY: ftruncate and posix_fallocate of our own descriptor.
+            if unsafe { libc::ftruncate(self.raw, len) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: as above.
+            match unsafe { libc::posix_fallocate(self.raw, 0, len) } {
+                0 => Ok(()),
+                e => Err(io::Error::from_raw_os_error(e)),
+            }
+        })
+    }
+
     /// Lets go of a descriptor that is no longer vlog's without closing it:
     /// the number belongs to someone else now.
     pub fn abandon(self) {
@@ -266,33 +285,57 @@ pub fn open_private_c(path: &CStr, how: Private) -> io::Result<Fd> {
     Ok(fd.0)
 }
 
-/// Writes all of `buf` to `fd` without ever raising SIGPIPE: a reader that
-/// went away is the error EPIPE, not the end of the process. A descriptor in
-/// non-blocking mode that is full gives EAGAIN (nothing waits). Async-signal-
-/// safe except for a pipe, whose signal mask it changes for the call.
-pub fn write_no_sigpipe(fd: c_int, buf: &[u8], kind: FdKind) -> io::Result<()> {
-    if kind != FdKind::Pipe {
-        return write_all_kind(fd, buf, kind);
+/// Writes all of `buf` to `fd` without ever raising SIGPIPE or SIGXFSZ: a
+/// reader that went away is the error EPIPE, a file at the size limit
+/// (RLIMIT_FSIZE) the error EFBIG, never the end of the process. A
+/// descriptor in non-blocking mode that is full gives EAGAIN (nothing
+/// waits). Async-signal-safe.
+pub fn write_no_signal(fd: c_int, buf: &[u8], kind: FdKind) -> io::Result<()> {
+    match kind {
+        FdKind::Pipe => without_signal(libc::SIGPIPE, || write_all_kind(fd, buf, kind)),
+        FdKind::Plain if file_size_limited() => {
+            without_signal(libc::SIGXFSZ, || write_all_kind(fd, buf, kind))
+        }
+        _ => write_all_kind(fd, buf, kind),
     }
+}
+
+/// Whether the process has a file size limit, past which a write raises
+/// SIGXFSZ. Read at every write (one getrlimit): the program may set it at
+/// any time. Async-signal-safe.
+fn file_size_limited() -> bool {
+    let mut limit = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: `limit` is a valid out-pointer.
+    unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) };
+    limit.rlim_cur != libc::RLIM_INFINITY
+}
+
+/// Runs `f` with `sig` blocked in this thread, and takes the `sig` that `f`
+/// raised (SIGPIPE of a write to a pipe with no reader, SIGXFSZ of one past
+/// the size limit), so that it is never delivered; one already pending
+/// stays pending. Async-signal-safe.
+pub fn without_signal<R>(sig: c_int, f: impl FnOnce() -> R) -> R {
     // SAFETY: plain signal-set manipulation on local sets.
     unsafe {
-        let mut pipe_only: libc::sigset_t = std::mem::zeroed();
+        let mut only: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         let mut pending: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut pipe_only);
-        libc::sigaddset(&mut pipe_only, libc::SIGPIPE);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe_only, &mut old);
+        libc::sigemptyset(&mut only);
+        libc::sigaddset(&mut only, sig);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &only, &mut old);
         libc::sigpending(&mut pending);
-        let was_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
-        let result = write_all_kind(fd, buf, kind);
-        if matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EPIPE)) && !was_pending {
-            // Take the SIGPIPE this write raised, so unblocking does not
-            // deliver it.
+        let was_pending = libc::sigismember(&pending, sig) == 1;
+        let result = f();
+        libc::sigpending(&mut pending);
+        if !was_pending && libc::sigismember(&pending, sig) == 1 {
             let zero = libc::timespec {
                 tv_sec: 0,
                 tv_nsec: 0,
             };
-            libc::sigtimedwait(&pipe_only, std::ptr::null_mut(), &zero);
+            libc::sigtimedwait(&only, std::ptr::null_mut(), &zero);
         }
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         result

@@ -174,3 +174,72 @@ fn vlog_dump_renders_deferred_records_like_the_program() {
     assert!(read.lines().count() > 20, "{read}");
     assert_eq!(read, own);
 }
+
+/// A ring file truncated while mapped (copytruncate, `: > ring`), a ring
+/// file on a file system without room for it, and RLIMIT_FSIZE: no SIGBUS,
+/// no SIGXFSZ; the ring goes on in memory with one warning, and logging,
+/// vlog_dump and crash dumps go on.
+#[test]
+fn the_disk_and_other_processes_never_raise_a_signal_in_vlog() {
+    if signal_test_skipped() {
+        return;
+    }
+    let exe = build("disk", Link::Static);
+    for mode in ["truncated", "truncated-lazy", "fsize"] {
+        let dir = scratch_dir(&format!("disk-{mode}"));
+        let d = dir.to_str().unwrap();
+        let ring = format!("{d}/ring");
+        let dump = format!("file:{d}/dump");
+        let mut env = vec![
+            ("VLOG_BUFFER_FILE", ring.as_str()),
+            ("VLOG_BUFFER_SIZE", "64K"),
+            ("VLOG_DUMP", dump.as_str()),
+            ("VLOG_OUTPUTS", "4:file:/dev/null"),
+            ("VLOG_LEVEL", "debug"),
+        ];
+        let args = match mode {
+            "truncated-lazy" => {
+                env[2].1 = "off";
+                vec!["truncated", d, "lazy"]
+            }
+            "fsize" => {
+                env[1].1 = "1M";
+                vec!["fsize", d]
+            }
+            _ => vec![mode, d],
+        };
+        let out = run_with(&exe, &args, &env);
+        assert_ok(&format!("disk {mode}"), &out);
+    }
+    // A ring file on a 256 KiB tmpfs, mounted here (root only).
+    let dir = scratch_dir("disk-full");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&dir)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("SKIPPED: a ring file on a full tmpfs needs root to mount one");
+        return;
+    }
+    let d = dir.to_str().unwrap().to_owned();
+    let ring = format!("{d}/ring");
+    let out = run_with(
+        &exe,
+        &["full", &d],
+        &[
+            ("VLOG_BUFFER_FILE", &ring),
+            ("VLOG_BUFFER_SIZE", "4M"),
+            ("VLOG_OUTPUTS", "4:file:/dev/null"),
+        ],
+    );
+    let _ = Command::new("umount").arg(&dir).status();
+    assert_ok("disk full", &out);
+    let err = text(&out.stderr);
+    assert_eq!(
+        err.matches("keeping the ring in memory").count(),
+        1,
+        "{err}"
+    );
+}
