@@ -59,6 +59,12 @@ mod sys;
 /// cbindgen:ignore
 mod text;
 
+/// Every Rust allocation in a program that links vlog: malloc, and an
+/// emergency reserve when malloc fails, so that running out of memory
+/// degrades vlog instead of aborting its daemon (see `sys::alloc`).
+#[global_allocator]
+static ALLOCATOR: sys::alloc::Allocator = sys::alloc::Allocator;
+
 /// Not an API: what `vlog-dump`, the fuzz targets and the tests need of the
 /// core. Nothing here is stable; C programs use `vlog.h`.
 #[doc(hidden)]

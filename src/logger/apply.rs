@@ -57,12 +57,15 @@ impl State {
                     .map_err(|e| diag::warn(&format!("ignoring VLOG_OUTPUTS: {e}")))
                     .ok()
             });
-        match outputs {
-            Some(list) => {
-                self.outputs.set(list);
-                self.default_outputs = false;
-            }
+        let set = match outputs {
+            Some(list) => self
+                .outputs
+                .set(list)
+                .map(|()| self.default_outputs = false),
             None => self.use_default_outputs(),
+        };
+        if let Err(e) = set {
+            diag::warn(&format!("{e}; recording in the ring only"));
         }
         if safe_mode() != NORMAL {
             // After an internal error, a restart (vlog_shutdown) keeps them
@@ -73,23 +76,36 @@ impl State {
         self.dump = env.dump.unwrap_or_default();
         self.dump_signal = env.dump_signal;
         let size = env.buffer_size.unwrap_or(DEFAULT_BUFFER_SIZE);
-        let result = match env.buffer_file {
-            Some(path) if size > 0 => Ring::open_file(&path, size).map(|ring| {
-                self.guard_ring_file();
-                self.retired = self.ring.replace(ring);
-                self.buffer_file = Some(path);
-            }),
-            _ => self.resize(size),
+        let in_file = match env.buffer_file {
+            Some(path) if size > 0 => match Ring::open_file(&path, size) {
+                Ok(ring) => {
+                    self.guard_ring_file();
+                    self.retired = self.ring.replace(ring);
+                    self.buffer_file = Some(path);
+                    true
+                }
+                Err(e) => {
+                    diag::warn(&format!("{e}; keeping the ring in memory"));
+                    false
+                }
+            },
+            _ => false,
         };
-        if let Err(e) = result {
-            diag::warn(&format!("{e}; keeping the ring in memory"));
+        if !in_file {
             if let Err(e) = self.resize(size) {
                 diag::warn(&format!("running without a ring: {e}"));
             }
         }
-        self.fields.reserve(fields::ENCODED_MAX);
-        self.message.reserve(MESSAGE_MAX);
-        self.rendered.reserve(MESSAGE_MAX);
+        let reserved = self
+            .fields
+            .try_reserve(fields::ENCODED_MAX)
+            .and_then(|()| self.message.try_reserve(MESSAGE_MAX))
+            .and_then(|()| self.rendered.try_reserve(MESSAGE_MAX));
+        if let Err(e) = reserved {
+            diag::warn(&format!(
+                "cannot reserve vlog's message buffers ({e}); they are made when first needed"
+            ));
+        }
         self.refresh_sources();
     }
 
@@ -121,6 +137,18 @@ impl State {
         );
     }
 
+    /// What every configuration call does last: says once that malloc
+    /// failed and vlog's emergency reserve served (see `sys::alloc`).
+    pub fn after_configuration(&mut self) {
+        if sys::alloc::take_reserve_used() {
+            note(
+                self.ring.as_mut(),
+                "memory ran out (malloc failed): vlog went on with its emergency reserve, \
+                 and what it could not reserve is off (see the warnings before)",
+            );
+        }
+    }
+
     /// A ring file is in use: SIGBUS from its mapping is repaired even
     /// without a crash handler (see `ring::guard`).
     fn guard_ring_file(&self) {
@@ -131,9 +159,10 @@ impl State {
         }
     }
 
-    fn use_default_outputs(&mut self) {
-        self.outputs.set(vec![Output::stderr(self.level)]);
+    fn use_default_outputs(&mut self) -> Result<(), ConfigError> {
+        self.outputs.set(vec![Output::stderr(self.level)])?;
         self.default_outputs = true;
+        Ok(())
     }
 
     /// Registers `source` if it is new and returns its level. Initialises
@@ -171,7 +200,9 @@ impl State {
         self.ensure_init();
         self.level = level;
         if self.default_outputs {
-            self.use_default_outputs();
+            if let Err(e) = self.use_default_outputs() {
+                diag::warn(&format!("{e}; the outputs in force stay"));
+            }
         }
         self.refresh_sources();
     }
@@ -194,9 +225,9 @@ impl State {
         let list = Outputs::open(&specs)?;
         self.ensure_init();
         if list.is_empty() {
-            self.use_default_outputs();
+            self.use_default_outputs()?;
         } else {
-            self.outputs.set(list);
+            self.outputs.set(list)?;
             self.default_outputs = false;
         }
         self.refresh_sources();

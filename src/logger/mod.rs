@@ -195,7 +195,12 @@ pub fn enter<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
 pub fn configure<R>(
     f: impl FnOnce(&mut State) -> Result<R, ConfigError>,
 ) -> Result<R, ConfigError> {
-    enter(f).unwrap_or_else(|| {
+    enter(|s| {
+        let result = f(s);
+        s.after_configuration();
+        result
+    })
+    .unwrap_or_else(|| {
         Err(ConfigError::new(
             "called while this thread was already inside vlog (from a signal handler that \
              interrupted it?): nothing was done; call it again outside the handler",

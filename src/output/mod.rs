@@ -68,10 +68,11 @@ pub struct Lines {
 }
 
 impl Lines {
-    pub fn reserve(&mut self) {
-        self.text.reserve(LINE_MAX);
-        self.json.reserve(JSON_LINE_MAX);
-        self.entry.reserve(LINE_MAX);
+    /// Reserves the buffers once, so that printing never allocates.
+    fn reserve(&mut self) -> Result<(), std::collections::TryReserveError> {
+        self.text.try_reserve(LINE_MAX)?;
+        self.json.try_reserve(JSON_LINE_MAX)?;
+        self.entry.try_reserve(LINE_MAX)
     }
 
     fn line(&mut self, form: Form, rec: &Record) -> &[u8] {
@@ -284,11 +285,19 @@ impl Outputs {
         Ok(list)
     }
 
-    /// Replaces the outputs in force, and starts the new ones.
-    pub fn set(&mut self, mut list: Vec<Output>) {
+    /// Replaces the outputs in force, and starts the new ones. Without the
+    /// memory for the lines they print, the list is refused as a whole (and
+    /// nothing is left of it) and the outputs in force stay.
+    pub fn set(&mut self, mut list: Vec<Output>) -> Result<(), ConfigError> {
+        if let Err(e) = self.lines.reserve() {
+            list.into_iter().for_each(Output::undo);
+            return Err(ConfigError::new(format!(
+                "not enough memory for the outputs' lines: {e}"
+            )));
+        }
         list.iter_mut().for_each(Output::start);
         self.list = list;
-        self.lines.reserve();
+        Ok(())
     }
 
     pub fn clear(&mut self) {

@@ -69,13 +69,21 @@ impl Syslog {
                 let addr = resolve(addr)?;
                 Socket::Udp(DatagramTarget::udp(&addr).map_err(socket_error)?, addr)
             }
-            Transport::Tcp(addr) => Socket::Tcp(StreamTarget::new(resolve(addr)?)),
+            Transport::Tcp(addr) => {
+                Socket::Tcp(StreamTarget::new(resolve(addr)?).map_err(socket_error)?)
+            }
         };
+        let mut frame = Vec::new();
+        if let Socket::Tcp(_) = socket {
+            frame
+                .try_reserve_exact(crate::text::line::LINE_MAX + 24)
+                .map_err(|e| ConfigError::new(format!("cannot make a syslog output: {e}")))?;
+        }
         Ok(Syslog {
             socket,
             ident: ident.as_bytes().to_vec(),
             hostname: sys::net::hostname(),
-            frame: Vec::with_capacity(crate::text::line::LINE_MAX),
+            frame,
         })
     }
 

@@ -3,6 +3,7 @@
 //!
 //! The bottom of the crate: it imports nothing of vlog's.
 
+pub mod alloc;
 pub mod cancel;
 pub mod fd;
 pub mod net;

@@ -198,17 +198,21 @@ const PENDING_MAX: usize = 64 * 1024;
 
 impl StreamTarget {
     /// A connection to `addr`, not made yet: [`StreamTarget::start`] or the
-    /// first send makes it.
-    pub fn new(addr: std::net::SocketAddr) -> StreamTarget {
-        StreamTarget {
+    /// first send makes it. Fails only without the memory for its queue.
+    pub fn new(addr: std::net::SocketAddr) -> io::Result<StreamTarget> {
+        let mut pending = Vec::new();
+        pending
+            .try_reserve_exact(PENDING_MAX)
+            .map_err(|_| io::Error::from_raw_os_error(libc::ENOMEM))?;
+        Ok(StreamTarget {
             addr,
             stream: None,
             tried_at: None,
-            pending: Vec::with_capacity(PENDING_MAX),
+            pending,
             queued: 0,
             dropped: 0,
             replaced: false,
-        }
+        })
     }
 
     /// Connects now (without waiting for the connection to be made).

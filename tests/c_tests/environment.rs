@@ -140,3 +140,29 @@ fn env_ignored_when_setuid() {
 fn libvirt_syntax_and_atomic_rejection() {
     check("config_syntax");
 }
+
+/// Out of memory at setup (RLIMIT_AS just above what the process uses,
+/// over a range of margins): vlog degrades with a warning (no ring, fewer
+/// outputs) and never aborts the process.
+#[test]
+fn running_out_of_memory_degrades_vlog_and_never_aborts() {
+    if skipped_under_tool("the tool's own memory does not fit an address-space limit") {
+        return;
+    }
+    let dir = scratch_dir("enomem-files");
+    let d = dir.to_str().unwrap();
+    let exe = build("enomem", Link::Static);
+    let out = run_with(
+        &exe,
+        &[d],
+        &[
+            ("VLOG_BUFFER_SIZE", "4M"),
+            ("VLOG_OUTPUTS", &format!("3:file:{d}/env.log")),
+            ("VLOG_LEVEL", "debug"),
+            ("VLOG_DUMP", &format!("file:{d}/dump")),
+        ],
+    );
+    assert_ok("enomem", &out);
+    let err = text(&out.stderr);
+    assert!(err.contains("vlog: memory ran out"), "{err}");
+}
