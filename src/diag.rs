@@ -12,6 +12,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::sys::{self, FdInfo, FdKind};
+use crate::text::line::put_escaped;
 
 const STDERR: i32 = 2;
 
@@ -51,11 +52,14 @@ pub fn write_stderr(line: &[u8]) -> bool {
     written
 }
 
-/// Writes "vlog: MESSAGE" to fd 2 under the rule above.
+/// Writes "vlog: MESSAGE" to fd 2 under the rule above, as one line:
+/// whatever the message holds from outside (a path, a field name) is
+/// escaped as the text line escapes messages, so no newline, carriage
+/// return or terminal escape reaches the terminal raw.
 pub fn warn(message: &str) {
     let mut line = Vec::with_capacity(message.len() + 7);
     line.extend_from_slice(b"vlog: ");
-    line.extend_from_slice(message.as_bytes());
+    put_escaped(message.as_bytes(), &mut line);
     line.push(b'\n');
     write_stderr(&line);
 }

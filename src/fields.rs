@@ -13,7 +13,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::{diag, stats};
+use crate::stats;
 
 pub const NAME_MAX: usize = 64;
 /// At most this many fields are kept per message.
@@ -41,21 +41,17 @@ pub struct Field<'a> {
 pub const BAD_FIELD: &[u8] = b"VLOG_BAD_FIELD_NAME";
 
 /// A field as the caller gave it, made fit to keep: a bad name is replaced
-/// by [`BAD_FIELD`] with the name as its value, counted
-/// (`vlog_stats.bad_fields`) and reported once per process.
-pub fn checked<'a>(name: &'a [u8], value: Value<'a>) -> Field<'a> {
+/// by [`BAD_FIELD`] with the name as its value, and counted
+/// (`vlog_stats.bad_fields`). `report` is called with the first bad name
+/// of the process, to say so once.
+pub fn checked<'a>(name: &'a [u8], value: Value<'a>, report: impl FnOnce(&[u8])) -> Field<'a> {
     static REPORTED: AtomicBool = AtomicBool::new(false);
     if valid_name(name) {
         return Field { name, value };
     }
     stats::add(&stats::BAD_FIELDS, 1);
     if !REPORTED.swap(true, Ordering::Relaxed) {
-        diag::warn(&format!(
-            "invalid field name '{}' (use A-Z, 0-9 and _, not first _ or digit, at most 64): \
-             kept as {}; later ones are counted in vlog_stats.bad_fields",
-            String::from_utf8_lossy(name),
-            String::from_utf8_lossy(BAD_FIELD)
-        ));
+        report(name);
     }
     Field {
         name: BAD_FIELD,

@@ -77,6 +77,8 @@ pub mod internal {
     pub use crate::output::spec::{parse_list as parse_outputs, Dest, Spec};
     pub use crate::priority::Priority;
     pub use crate::record::Record;
+    pub use crate::ring::image::{read_ring, read_rings_in_file};
+    pub use crate::ring::layout::starts_with_magic;
     pub use crate::ring::{find_rings, read, Damage, Entry, Image, ImageError, Ring};
     pub use crate::text::json::render_json;
     pub use crate::text::line::render_line;

@@ -160,7 +160,7 @@ fn bad_input_is_a_clear_error_never_a_panic() {
     }
     let out = vlog_dump(&["/nonexistent/ring"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("/nonexistent/ring: cannot read"));
+    assert!(text(&out.stderr).contains("/nonexistent/ring: cannot open"));
     for args in [
         &["--bogus", "x"][..],
         &["--priority", "7", "x"],

@@ -1,14 +1,16 @@
 //! vlog-dump: prints the records of vlog rings found in ring files
 //! (`VLOG_BUFFER_FILE`) and core files.
 
+use std::fs::File;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use vlog::internal::{
-    contains_match, find_rings, parse_time, put_timestamp, read, render_json, render_line, Entry,
-    Image, ImageError, Priority, Record,
+    contains_match, parse_time, put_timestamp, read, read_ring, read_rings_in_file, render_json,
+    render_line, starts_with_magic, Entry, Image, Priority, Record,
 };
 
 const USAGE: &str = "\
@@ -180,36 +182,28 @@ fn show(image: &Image, o: &Options, after: Option<u64>, out: &mut Vec<u8>) -> Op
     last_seq
 }
 
-/// The rings in `bytes`: the file itself if it is one, else every ring found by
-/// its magic. Errors say why nothing was found.
-fn rings(bytes: &[u8]) -> Result<Vec<Image<'_>>, String> {
-    match Image::parse(bytes) {
-        Ok(image) => return Ok(vec![image]),
-        Err(ImageError::NotARing) => {}
-        Err(e) => return Err(e.to_string()),
+/// The rings in the file at `path`: the file itself if it starts with one
+/// (only the region its header describes is read), else every ring found
+/// by its magic (a core file, read in windows). A file of any size is safe
+/// to give.
+fn load(path: &Path) -> Result<Vec<Vec<u8>>, String> {
+    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("cannot read: {e}"))?;
+    let read_at = |buf: &mut [u8], at: u64| file.read_exact_at(buf, at);
+    let mut head = [0u8; 8];
+    if meta.len() >= 8 && file.read_exact_at(&mut head, 0).is_ok() && starts_with_magic(&head) {
+        read_ring(meta.len(), read_at).map(|ring| vec![ring])
+    } else {
+        read_rings_in_file(meta.len(), read_at)
     }
-    let mut found = Vec::new();
-    let mut first_error = None;
-    for at in find_rings(bytes) {
-        match Image::parse(&bytes[at..]) {
-            Ok(image) => found.push(image),
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    if found.is_empty() {
-        return Err(match first_error {
-            Some(e) => format!("a ring was found but cannot be read: {e}"),
-            None => "no vlog ring in this file".into(),
-        });
-    }
-    Ok(found)
 }
 
-fn dump_file(path: &PathBuf, o: &Options, stdout: &mut impl Write) -> Result<(), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-    let found = rings(&bytes)?;
+fn dump_file(path: &Path, o: &Options, stdout: &mut impl Write) -> Result<(), String> {
+    let loaded = load(path)?;
+    let found = loaded
+        .iter()
+        .map(|bytes| Image::parse(bytes).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut out = Vec::new();
     for (i, image) in found.iter().enumerate() {
         if found.len() > 1 && !o.json {
@@ -230,12 +224,32 @@ fn dump_file(path: &PathBuf, o: &Options, stdout: &mut impl Write) -> Result<(),
         .map_err(|e| format!("cannot write: {e}"))
 }
 
-fn follow(path: &PathBuf, o: &Options, stdout: &mut impl Write) -> Result<(), String> {
+/// Prints the records of a live ring file as they come. A ring replaced by
+/// a new one (another file at the path, or a sequence that starts again)
+/// is said so and followed from its start.
+fn follow(path: &Path, o: &Options, stdout: &mut impl Write) -> Result<(), String> {
     let mut after: Option<u64> = None;
+    let mut seen: Option<(u64, u64, u64)> = None;
     loop {
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+        let identity = std::fs::metadata(path)
+            .map(|m| (m.dev(), m.ino()))
+            .map_err(|e| format!("cannot read: {e}"))?;
+        let bytes = load(path)?.swap_remove(0);
         let image = Image::parse(&bytes).map_err(|e| e.to_string())?;
         let mut out = Vec::new();
+        if let Some((dev, ino, recorded)) = seen {
+            // A ring that replaced the file carries the records of the one
+            // before (the sequence goes on) unless it is a new one.
+            let restarted = image.next_seq < recorded
+                || ((dev, ino) != identity && after.is_some_and(|a| !holds(&image, a)));
+            if restarted {
+                out.extend_from_slice(
+                    b"vlog-dump: the ring was replaced by a new one; following it from its start\n",
+                );
+                after = None;
+            }
+        }
+        seen = Some((identity.0, identity.1, image.next_seq));
         if let Some(seq) = show(&image, o, after, &mut out) {
             after = Some(after.map_or(seq, |a| a.max(seq)));
         }
@@ -245,6 +259,15 @@ fn follow(path: &PathBuf, o: &Options, stdout: &mut impl Write) -> Result<(), St
         stdout.flush().map_err(|e| format!("cannot write: {e}"))?;
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Whether `image` holds the record numbered `seq`.
+fn holds(image: &Image, seq: u64) -> bool {
+    let mut found = false;
+    read(image, |e| {
+        found |= matches!(e, Entry::Record(r) if r.seq == seq)
+    });
+    found
 }
 
 fn main() -> ExitCode {

@@ -80,7 +80,16 @@ impl State {
             Some(path) if size > 0 => match Ring::open_file(&path, size) {
                 Ok(ring) => {
                     self.guard_ring_file();
-                    self.retired = self.ring.replace(ring);
+                    let joined = ring.stats().size as usize;
+                    if joined != size {
+                        diag::warn(&format!(
+                            "ring file '{}' is in use by another process with a ring of \
+                             {joined} bytes: joined it as it is (VLOG_BUFFER_SIZE asked for {size})",
+                            path.display()
+                        ));
+                    }
+                    let old = self.ring.replace(ring);
+                    self.retire(old);
                     self.buffer_file = Some(path);
                     true
                 }
@@ -125,7 +134,8 @@ impl State {
             if let Some(old) = &self.ring {
                 ring.migrate_from(old);
             }
-            self.retired = self.ring.replace(ring);
+            let old = self.ring.replace(ring);
+            self.retire(old);
         }
         let path = path.map_or_else(String::new, |p| format!(" '{}'", p.display()));
         note(
@@ -157,6 +167,12 @@ impl State {
                 "cannot guard the ring file against truncation: {e}"
             ));
         }
+    }
+
+    /// Keeps a ring that was replaced until no reader is inside it (see
+    /// `publish`).
+    fn retire(&mut self, old: Option<Ring>) {
+        self.retired.extend(old);
     }
 
     fn use_default_outputs(&mut self) -> Result<(), ConfigError> {
@@ -252,6 +268,15 @@ impl State {
         let failed = |e: std::io::Error| {
             ConfigError::new(format!("cannot make a ring of {size} bytes: {e}"))
         };
+        let shared =
+            self.buffer_file.is_some() && self.ring.as_ref().is_some_and(Ring::shared_with_others);
+        if size > 0 && shared {
+            return Err(ConfigError::new(
+                "the ring file is in use by another process as well: its size cannot change \
+                 while they share it"
+                    .to_string(),
+            ));
+        }
         let new = match (size, &self.buffer_file) {
             (0, _) => None,
             (_, Some(path)) => {
@@ -267,7 +292,8 @@ impl State {
                 Some(ring)
             }
         };
-        self.retired = std::mem::replace(&mut self.ring, new);
+        let old = std::mem::replace(&mut self.ring, new);
+        self.retire(old);
         Ok(())
     }
 
@@ -305,9 +331,10 @@ impl State {
         let _ = self.flush();
         self.sources.clear();
         vlog_default_source.set_level(UNKNOWN);
-        let ring = self.ring.take();
+        let old = self.ring.take();
+        self.retire(old);
         *self = State {
-            retired: ring,
+            retired: std::mem::take(&mut self.retired),
             ..State::new()
         };
     }

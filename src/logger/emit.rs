@@ -13,7 +13,7 @@ use crate::ring::sites::Site;
 use crate::ring::Ring;
 use crate::source::{Live, OFF, UNKNOWN};
 use crate::text::{Bounded, Sink};
-use crate::{stats, sys};
+use crate::{diag, stats, sys};
 
 /// What became of a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -294,7 +294,19 @@ fn encode_fields<'b>(list: &[Field], buf: &'b mut Vec<u8>) -> &'b [u8] {
         return b"";
     }
     buf.clear();
-    fields::encode(list.iter().map(|f| fields::checked(f.name, f.value)), buf);
+    let report = |name: &[u8]| {
+        diag::warn(&format!(
+            "invalid field name '{}' (use A-Z, 0-9 and _, not first _ or digit, at most 64): \
+             kept as {}; later ones are counted in vlog_stats.bad_fields",
+            String::from_utf8_lossy(name),
+            String::from_utf8_lossy(fields::BAD_FIELD)
+        ))
+    };
+    fields::encode(
+        list.iter()
+            .map(|f| fields::checked(f.name, f.value, report)),
+        buf,
+    );
     if fields::decode(buf).is_some_and(|f| !f.is_empty()) {
         buf
     } else {

@@ -48,8 +48,9 @@ pub struct State {
     /// at the default level, following later level changes.
     default_outputs: bool,
     ring: Option<Ring>,
-    /// A ring replaced by the last operation, freed once no reader uses it.
-    retired: Option<Ring>,
+    /// Rings replaced, freed once no lock-free reader is inside any ring
+    /// (a `vlog_dump` blocked on a full pipe must not make the logger wait).
+    retired: Vec<Ring>,
     sources: Registry,
     /// Preallocated buffers, so recording never allocates once running: the
     /// encoded fields, the message as stored (cut, or a deferred payload),
@@ -90,7 +91,7 @@ impl State {
             outputs: Outputs::new(),
             default_outputs: true,
             ring: None,
-            retired: None,
+            retired: Vec::new(),
             sources: Registry::new(),
             fields: Vec::new(),
             message: Vec::new(),
@@ -118,13 +119,14 @@ fn lock() -> MutexGuard<'static, State> {
 }
 
 /// What every holder of the lock does before letting go of it: readers find
-/// the ring as it is now, and a ring replaced is freed once no reader uses
-/// it. (A call that panics skips this; the next one does it.)
+/// the ring as it is now, and rings replaced are freed once no reader uses
+/// them, never waited for. (A call that panics skips this; the next one
+/// does it.)
 #[inline(always)]
 fn publish(state: &mut State) {
     published::publish(state.ring.as_ref());
-    if state.retired.is_some() {
-        published::retire(state.retired.take().expect("checked"));
+    if !state.retired.is_empty() {
+        published::free_unread(&mut state.retired);
     }
 }
 

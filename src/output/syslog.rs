@@ -19,7 +19,7 @@ use crate::fields::{self, Value};
 use crate::record::Record;
 use crate::sys;
 use crate::sys::net::{DatagramTarget, StreamTarget};
-use crate::text::line::put_fields_text;
+use crate::text::line::{put_escaped, put_fields_text};
 use crate::text::num::{decimal, put_decimal, put_signed};
 use crate::text::time::{put_rfc3164, put_rfc3339};
 use crate::text::Sink;
@@ -198,7 +198,7 @@ pub fn render(rec: &Record, ident: &[u8], hostname: &[u8], pid: u32, out: &mut i
         }
     }
     out.put(b"] ");
-    out.put(rec.message);
+    put_escaped(rec.message, out);
 }
 
 /// Writes the message for the local syslog socket in the traditional form
@@ -213,31 +213,25 @@ pub fn render_local(rec: &Record, ident: &[u8], pid: u32, out: &mut impl Sink) {
     out.put(b"[");
     put_decimal(pid as u64, 1, out);
     out.put(b"]: ");
-    out.put(rec.message);
+    put_escaped(rec.message, out);
     put_fields_text(rec.fields, out);
 }
 
-/// ` NAME="value"`, the value UTF-8 with `"`, `\` and `]` escaped by a
-/// backslash (RFC 5424 6.3.3); bytes that are not UTF-8 become U+FFFD.
+/// ` NAME="value"`, the value with `"`, `\` and `]` escaped by a backslash
+/// (RFC 5424 6.3.3) and control bytes and bytes that are not UTF-8 as the
+/// text line escapes them (`\n`, `\x1b`).
 fn put_param(name: &[u8], value: &[u8], out: &mut impl Sink) {
     out.put(b" ");
     out.put(name);
     out.put(b"=\"");
-    for chunk in value.utf8_chunks() {
-        let valid = chunk.valid().as_bytes();
-        let mut start = 0;
-        for (i, &b) in valid.iter().enumerate() {
-            if matches!(b, b'"' | b'\\' | b']') {
-                out.put(&valid[start..i]);
-                out.put(b"\\");
-                start = i;
-            }
-        }
-        out.put(&valid[start..]);
-        if !chunk.invalid().is_empty() {
-            out.put("\u{FFFD}".as_bytes());
-        }
+    let mut rest = value;
+    while let Some(at) = rest.iter().position(|&b| matches!(b, b'"' | b']')) {
+        put_escaped(&rest[..at], out);
+        out.put(b"\\");
+        out.put(&rest[at..=at]);
+        rest = &rest[at + 1..];
     }
+    put_escaped(rest, out);
     out.put(b"\"");
 }
 

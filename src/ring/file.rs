@@ -6,12 +6,14 @@
 
 use std::path::Path;
 
-use super::image::Image;
-use super::layout::{self, Stats};
+use super::image::{read_ring, Image, REGION_MAX};
+use super::layout::{self, offset, Stats, HEADER_SPACE, LAYOUT_VERSION};
 use super::reader::Region;
+use super::record::{u32_at, u64_at};
 use super::writer::Ring;
+use crate::diag;
 use crate::error::ConfigError;
-use crate::sys::{self, Private};
+use crate::sys::{self, Fd, FdInfo, Private};
 
 impl Ring {
     /// A ring kept in the file at `path`, built in `PATH.<pid>.new` and
@@ -46,6 +48,9 @@ impl Ring {
         let file = sys::open_private(tmp, Private::CreateNew)?;
         let len = layout::region_len(size);
         file.allocate(len as u64)?;
+        // Held while the file is in use, so that another process given the
+        // same path joins it instead of replacing it.
+        file.try_lock(false)?;
         // SAFETY: a shared mapping of a file we just created and sized;
         // other processes reading it never trust its contents.
         let map = unsafe { sys::map_rw(len, libc::MAP_SHARED, file.raw()) }?;
@@ -58,30 +63,144 @@ impl Ring {
         Ok(ring)
     }
 
-    /// The first ring of a process whose ring lives in `path`: records an
-    /// earlier run left there are carried over (the sequence goes on), and
-    /// a file that is not a vlog ring is never overwritten.
+    /// The first ring of a process whose ring lives in `path`. A ring file
+    /// another running process uses (a second instance, a worker it
+    /// fork+exec'd) is joined in place: both append under its lock, and
+    /// nothing either writes is lost. Otherwise records an earlier run left
+    /// there are carried over (the sequence goes on). Refused, before a byte
+    /// of it is read: a file that is not a regular file, not this process's
+    /// user's, writable by its group or others (a forged ring carried into a
+    /// daemon's), or larger than any ring; a file that is not a vlog ring is
+    /// never overwritten.
     pub fn open_file(path: &Path, size: usize) -> Result<Ring, ConfigError> {
         let refuse =
             |why: String| ConfigError::new(format!("ring file '{}' {why}", path.display()));
-        let old = match std::fs::symlink_metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        let create = |previous: Option<(&dyn Region, Stats)>| {
+            Ring::create_file(path, size, previous)
+                .map_err(|e| refuse(format!("cannot be created: {e}")))
+        };
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return create(None),
             Err(e) => return Err(refuse(format!("cannot be read: {e}"))),
             Ok(m) if !m.file_type().is_file() => {
                 return Err(refuse("is not a regular file; not using it".into()))
             }
-            Ok(_) => std::fs::read(path).map_err(|e| refuse(format!("cannot be read: {e}")))?,
-        };
-        if !old.is_empty() && !layout::starts_with_magic(&old) {
-            return Err(refuse(
-                "exists and is not a vlog ring; not overwriting it".into(),
+            Ok(_) => {}
+        }
+        let file = sys::open_private(path, Private::Existing)
+            .map_err(|e| refuse(format!("cannot be opened: {e}")))?;
+        let info = file.info();
+        trusted(&info).map_err(refuse)?;
+        if info.size > REGION_MAX {
+            return Err(refuse(format!(
+                "is {} bytes, larger than any vlog ring; not using it",
+                info.size
+            )));
+        }
+        let mut magic = [0u8; 8];
+        if info.size > 0 {
+            let is_ring = info.size >= 8
+                && file.read_exact_at(&mut magic, 0).is_ok()
+                && layout::starts_with_magic(&magic);
+            if !is_ring {
+                return Err(refuse(
+                    "exists and is not a vlog ring; not overwriting it".into(),
+                ));
+            }
+        }
+        if !file
+            .try_lock(true)
+            .map_err(|e| refuse(format!("cannot be locked: {e}")))?
+        {
+            return Ring::join_file(file).map_err(refuse);
+        }
+        // An earlier run's ring, read only as far as its header says. A
+        // damaged or truncated one is replaced; what parses is kept.
+        let old = read_ring(info.size, |buf, at| file.read_exact_at(buf, at));
+        drop(file);
+        let old = old.and_then(|bytes| match Image::parse(&bytes) {
+            Ok(_) => Ok(bytes),
+            Err(e) => Err(e.to_string()),
+        });
+        if let Err(e) = &old {
+            diag::warn(&format!(
+                "ring file '{}' holds a ring that cannot be read ({e}): replacing it",
+                path.display()
             ));
         }
-        // A damaged or truncated earlier ring is replaced; what parses is
-        // kept.
+        let old = old.unwrap_or_default();
         let image = Image::parse(&old).ok();
-        let previous = image.as_ref().map(|i| (i as &dyn Region, i.stats()));
-        Ring::create_file(path, size, previous)
-            .map_err(|e| refuse(format!("cannot be created: {e}")))
+        create(image.as_ref().map(|i| (i as &dyn Region, i.stats())))
     }
+
+    /// Joins the ring another running process keeps in `file` (it holds the
+    /// file's shared lock): the same layout is required, the size is the
+    /// file's.
+    fn join_file(file: Fd) -> Result<Ring, String> {
+        let mut head = [0u8; offset::END];
+        file.read_exact_at(&mut head, 0)
+            .map_err(|e| format!("is in use by another process and cannot be read: {e}"))?;
+        let len = Image::region_len(&head).map_err(|e| {
+            format!("is in use by another process, and is not a ring this process can join: {e}")
+        })?;
+        let data_size = u64_at(&head, offset::DATA_SIZE) as usize;
+        let ours = u32_at(&head, offset::VERSION) == LAYOUT_VERSION
+            && u32_at(&head, offset::HEADER_SPACE) as usize == HEADER_SPACE
+            && u64_at(&head, offset::DICT_SIZE) as usize == layout::dict_size_for(data_size)
+            && layout::region_len(data_size) as u64 == len
+            && file.info().size == len;
+        if !ours {
+            return Err(
+                "is in use by another process with another ring layout (another vlog \
+                 version?); not joining it"
+                    .into(),
+            );
+        }
+        // The shared lock every process using the file holds; an exclusive
+        // one is only ever held for a moment (see `shared_with_others`).
+        let mut locked = false;
+        for _ in 0..1000 {
+            locked = file
+                .try_lock(false)
+                .map_err(|e| format!("cannot be locked: {e}"))?;
+            if locked {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        if !locked {
+            return Err("is being replaced by another process; not joining it".into());
+        }
+        // SAFETY: a shared mapping of a ring file of exactly this length;
+        // its contents are read by the writer only where the header's
+        // checked sizes say, and by readers never trusted.
+        let map = unsafe { sys::map_rw(len as usize, libc::MAP_SHARED, file.raw()) }
+            .map_err(|e| format!("cannot be mapped: {e}"))?;
+        // SAFETY: the header was checked above to describe this layout and
+        // size; the process that made the file made its lock.
+        let mut ring = unsafe { Ring::join_shared(map, data_size) };
+        ring.keep_file(file);
+        Ok(ring)
+    }
+}
+
+/// A ring file this process may trust: its own user's, and writable by
+/// nobody else (as OpenSSH refuses such files). Another user's file in a
+/// directory others can write to would carry forged records into the
+/// ring, and be replaced.
+fn trusted(info: &FdInfo) -> Result<(), String> {
+    let euid = sys::effective_uid();
+    if info.uid != euid {
+        return Err(format!(
+            "is owned by uid {}, not by this process's user (uid {euid}); not using it",
+            info.uid
+        ));
+    }
+    if info.mode & 0o022 != 0 {
+        return Err(format!(
+            "is writable by its group or others (mode {:04o}); not using it",
+            info.mode
+        ));
+    }
+    Ok(())
 }

@@ -4,6 +4,7 @@
 
 use super::layout::{
     self, offset, Stats, BYTE_ORDER_MARK, FOREIGN_BYTE_ORDER, LAYOUT_VERSION, MAX_SIZE, MIN_SIZE,
+    POSITION_MAX,
 };
 use super::reader::Region;
 use super::record;
@@ -54,9 +55,133 @@ pub struct Image<'a> {
     pub lost: u64,
 }
 
+/// The most header space a reader accepts (vlog writes HEADER_SPACE).
+const HEADER_SPACE_MAX: u64 = 64 * 1024;
+
+/// The largest region a ring header may describe: the most a reader of a
+/// file ever reads for one ring.
+pub const REGION_MAX: u64 = HEADER_SPACE_MAX + 2 * MAX_SIZE as u64;
+
+/// Reads the ring at the start of a file of `file_len` bytes with `read_at`
+/// (pread): the header first, then only the region it describes (at most
+/// [`REGION_MAX`]), never the rest of a larger file.
+pub fn read_ring(
+    file_len: u64,
+    read_at: impl Fn(&mut [u8], u64) -> std::io::Result<()>,
+) -> Result<Vec<u8>, String> {
+    let mut head = [0u8; offset::END];
+    let head = &mut head[..(offset::END as u64).min(file_len) as usize];
+    read_at(head, 0).map_err(|e| format!("cannot read: {e}"))?;
+    let len = Image::region_len(head).map_err(|e| e.to_string())?;
+    if len > file_len {
+        return Err(ImageError::Truncated {
+            have: file_len as usize,
+            need: len,
+        }
+        .to_string());
+    }
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(len as usize)
+        .map_err(|e| format!("cannot read a ring of {len} bytes: {e}"))?;
+    bytes.resize(len as usize, 0);
+    read_at(&mut bytes, 0).map_err(|e| format!("cannot read: {e}"))?;
+    Ok(bytes)
+}
+
+/// The rings in a file of `file_len` bytes of any size (a core file), found
+/// by their magic in windows of the file and each read alone: what is held
+/// at once is one window and the rings found, not the file.
+pub fn read_rings_in_file(
+    file_len: u64,
+    read_at: impl Fn(&mut [u8], u64) -> std::io::Result<()>,
+) -> Result<Vec<Vec<u8>>, String> {
+    const WINDOW: u64 = 1 << 20;
+    let mut window = vec![0u8; WINDOW as usize];
+    let mut rings = Vec::new();
+    let mut first_error = None;
+    let mut at = 0;
+    while at + 8 <= file_len {
+        let n = WINDOW.min(file_len - at) as usize;
+        read_at(&mut window[..n], at).map_err(|e| format!("cannot read: {e}"))?;
+        for found in find_rings(&window[..n]) {
+            let start = at + found as u64;
+            let rest = file_len - start;
+            match read_ring(rest, |buf, off| read_at(buf, start + off)) {
+                Ok(ring) => rings.push(ring),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        // Windows overlap by nothing: a magic is 8 bytes at an 8-aligned
+        // offset, and windows are 8-aligned.
+        at += WINDOW;
+    }
+    if rings.is_empty() {
+        return Err(match first_error {
+            Some(e) => format!("a ring was found but cannot be read: {e}"),
+            None => "no vlog ring in this file".into(),
+        });
+    }
+    Ok(rings)
+}
+
+/// What a checked header says of its region.
+struct Shape {
+    header_space: u64,
+    dict_size: u64,
+    dict_used: u64,
+    /// The whole region: header space, dictionary, data area.
+    len: u64,
+}
+
 impl<'a> Image<'a> {
+    /// How many bytes the ring whose header starts at `bytes[0]` takes,
+    /// from its header alone (`bytes` may hold just the header space):
+    /// what a reader of a file reads, and no more.
+    pub fn region_len(bytes: &[u8]) -> Result<u64, ImageError> {
+        Image::shape(bytes).map(|shape| shape.len)
+    }
+
     /// Parses the ring whose header starts at `bytes[0]`.
     pub fn parse(bytes: &'a [u8]) -> Result<Image<'a>, ImageError> {
+        let Shape {
+            header_space,
+            dict_size,
+            dict_used,
+            len: need,
+        } = Image::shape(bytes)?;
+        if (bytes.len() as u64) < need {
+            return Err(ImageError::Truncated {
+                have: bytes.len(),
+                need,
+            });
+        }
+        let u64_at = |at| record::u64_at(bytes, at);
+        let size = need - header_space - dict_size;
+        let (head, tail) = (u64_at(offset::HEAD), u64_at(offset::TAIL));
+        if tail < head
+            || tail - head > size
+            || tail > POSITION_MAX
+            || !head.is_multiple_of(8)
+            || !tail.is_multiple_of(8)
+        {
+            return Err(ImageError::Malformed("head and tail"));
+        }
+        let dict_start = header_space as usize;
+        Ok(Image {
+            dict: &bytes[dict_start..dict_start + dict_used as usize],
+            data: &bytes[dict_start + dict_size as usize..need as usize],
+            head,
+            tail,
+            next_seq: u64_at(offset::NEXT_SEQ),
+            lost: u64_at(offset::LOST),
+        })
+    }
+
+    /// Checks the header at `bytes[0]` and says what region it describes.
+    fn shape(bytes: &[u8]) -> Result<Shape, ImageError> {
         if bytes.len() < offset::DICT_SIZE || !layout::starts_with_magic(bytes) {
             return Err(ImageError::NotARing);
         }
@@ -88,7 +213,10 @@ impl<'a> Image<'a> {
             });
         }
         let header_space = u32_at(offset::HEADER_SPACE) as u64;
-        if header_space < header_end as u64 || !header_space.is_multiple_of(8) {
+        if header_space < header_end as u64
+            || header_space > HEADER_SPACE_MAX
+            || !header_space.is_multiple_of(8)
+        {
             return Err(ImageError::Malformed("header size"));
         }
         let (dict_size, dict_used) = if version == 1 {
@@ -106,25 +234,11 @@ impl<'a> Image<'a> {
         if size < MIN_SIZE as u64 || size > MAX_SIZE as u64 || !size.is_multiple_of(8) {
             return Err(ImageError::Malformed("data size"));
         }
-        let need = header_space + dict_size + size;
-        if (bytes.len() as u64) < need {
-            return Err(ImageError::Truncated {
-                have: bytes.len(),
-                need,
-            });
-        }
-        let (head, tail) = (u64_at(offset::HEAD), u64_at(offset::TAIL));
-        if tail < head || tail - head > size {
-            return Err(ImageError::Malformed("head and tail"));
-        }
-        let dict_start = header_space as usize;
-        Ok(Image {
-            dict: &bytes[dict_start..dict_start + dict_used as usize],
-            data: &bytes[dict_start + dict_size as usize..need as usize],
-            head,
-            tail,
-            next_seq: u64_at(offset::NEXT_SEQ),
-            lost: u64_at(offset::LOST),
+        Ok(Shape {
+            header_space,
+            dict_size,
+            dict_used,
+            len: header_space + dict_size + size,
         })
     }
 }

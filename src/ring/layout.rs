@@ -30,6 +30,10 @@ use crate::error::ConfigError;
 
 pub const MIN_SIZE: usize = 16 * 1024;
 pub const MAX_SIZE: usize = 1 << 30;
+/// No ring's positions reach this: 2^62 bytes, a century and a half of
+/// writing at a gigabyte a second. A header that says otherwise is forged,
+/// and refused before a reader adds lengths to its positions.
+pub const POSITION_MAX: u64 = 1 << 62;
 /// Version 2 added the call-site dictionary (a version 1 header reads as one
 /// with an empty dictionary).
 pub const LAYOUT_VERSION: u32 = 2;

@@ -3,8 +3,9 @@
 //! atomic pointer and announce themselves in a count, and a ring that is
 //! replaced is unmapped only once no reader is inside it.
 //!
-//! [W4]/[R4]: the writer stores the new pointer, then waits for the count to
-//! fall to zero; a reader adds itself to the count, then loads the pointer.
+//! [W4]/[R4]: the writer stores the new pointer, then frees the old ring
+//! only once it sees the count at zero (at that call or a later one; it
+//! never waits); a reader adds itself to the count, then loads the pointer.
 //! Both sides use SeqCst, so that one of them always sees the other (a
 //! reader that loaded the old pointer is counted before the writer looks at
 //! the count).
@@ -28,13 +29,17 @@ pub fn publish(ring: Option<&Ring>) {
     }
 }
 
-/// Frees a ring that is no longer published, once no reader uses it.
-pub fn retire(old: Ring) {
-    debug_assert_ne!(PUBLISHED.load(Ordering::SeqCst).cast_const(), old.as_raw());
-    while READERS.load(Ordering::SeqCst) != 0 {
-        std::thread::yield_now();
+/// Frees the rings in `retired` (none of them published) if no reader is
+/// inside any ring now; otherwise keeps them for a later call. Never waits:
+/// a reader may be blocked for long (`vlog_dump` to a full pipe).
+pub fn free_unread(retired: &mut Vec<Ring>) {
+    debug_assert!(retired
+        .iter()
+        .all(|r| PUBLISHED.load(Ordering::SeqCst).cast_const() != r.as_raw()));
+    // [W4] the pointer was stored (publish) before the count is read here.
+    if READERS.load(Ordering::SeqCst) == 0 {
+        retired.clear();
     }
-    drop(old);
 }
 
 /// Leaves the count when dropped, even if the reader panics.

@@ -70,9 +70,15 @@ pub enum Entry<'a> {
 
 /// Visits every record from oldest to newest without taking any lock and
 /// without allocating: safe to call from a signal handler. Each record is
-/// copied to the stack and validated before `visit` sees it.
+/// copied to the stack and validated before `visit` sees it. The walk is
+/// bounded by the data size, whatever the region says: each step moves at
+/// least 8 bytes forward, positions never overflow, and a walk that took
+/// more steps than the data area has words ends, reported as damage.
 pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
     let size = region.data_size();
+    if size < 8 {
+        return;
+    }
     // Head before tail: both only grow, so the pair is ordered, though the
     // writer may have lapped the ring in between.
     let mut pos = region.head();
@@ -100,7 +106,19 @@ pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
     let mut buf = [0u8; RECORD_MAX];
     let mut text = [0u8; MESSAGE_MAX];
     let mut expected: Option<u64> = None;
+    // Every step but a jump to a moved head goes 8 bytes forward or more
+    // within at most `size` bytes; a live ring's writer may lap the reader a
+    // few times. More than this is not a ring's walk.
+    let mut steps_left = 4 * (size / 8) + 64;
     while pos < tail {
+        if steps_left == 0 {
+            visit(Entry::Damaged {
+                seq: expected.unwrap_or(0),
+                damage: Damage::Malformed,
+            });
+            return;
+        }
+        steps_left -= 1;
         let off = (pos % size) as usize;
         region.copy(off, &mut buf[..8]);
         // What the first word says this is: a pad to the end of the data
@@ -134,8 +152,11 @@ pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
             });
             return;
         };
+        let Some(next) = pos.checked_add(len as u64) else {
+            return;
+        };
         if is_pad {
-            pos += len as u64;
+            pos = next;
             continue;
         }
         match Stored::decode(&buf[..len]) {
@@ -148,7 +169,7 @@ pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
                         found: rec.seq,
                     });
                 }
-                expected = Some(rec.seq + 1);
+                expected = Some(rec.seq.wrapping_add(1));
                 // Deferred messages are made into text here, so every reader
                 // sees them exactly as printf would have written them at the call.
                 let mut message = Bounded::new(&mut text);
@@ -185,10 +206,55 @@ pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
             }
             Err(damage) => {
                 let seq = expected.unwrap_or(0);
-                expected = expected.map(|want| want + 1);
+                expected = expected.map(|want| want.wrapping_add(1));
                 visit(Entry::Damaged { seq, damage });
             }
         }
-        pos += len as u64;
+        pos = next;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A region whose head and tail a forger chose, over data of repeated
+    /// plausible record headers (a length of 4096 everywhere).
+    struct Forged {
+        head: u64,
+        tail: u64,
+    }
+
+    impl Region for Forged {
+        fn data_size(&self) -> u64 {
+            64 * 1024
+        }
+        fn head(&self) -> u64 {
+            self.head
+        }
+        fn tail(&self) -> u64 {
+            self.tail
+        }
+        fn dict(&self) -> &[u8] {
+            b""
+        }
+        fn copy(&self, _off: usize, dst: &mut [u8]) {
+            dst.fill(0);
+            // A record header's `len` field (at 4): 4096, plausible everywhere.
+            dst[4..8].copy_from_slice(&4096u32.to_ne_bytes());
+        }
+    }
+
+    #[test]
+    fn a_walk_ends_whatever_the_positions_say() {
+        for (head, tail) in [
+            (u64::MAX - 4096, u64::MAX - 8),
+            (u64::MAX - 65536, u64::MAX),
+            (0, 64 * 1024),
+        ] {
+            let mut steps = 0u64;
+            read(&Forged { head, tail }, |_| steps += 1);
+            assert!(steps <= 4 * 8192 + 64, "{head} {tail}: {steps}");
+        }
     }
 }

@@ -67,17 +67,35 @@ impl Ring {
         Ok(ring)
     }
 
+    /// The ring another process keeps in the file mapped shared at `map`,
+    /// joined as it is: its header, lock and records are that process's,
+    /// and both append under the file's lock.
+    ///
+    /// # Safety
+    /// `map` is a shared mapping of `layout::region_len(size)` bytes of a
+    /// ring file whose header says this layout and `size` (checked by the
+    /// caller on the file), with its lock made by the process that made it;
+    /// the Ring may unmap it.
+    pub(super) unsafe fn join_shared(map: NonNull<u8>, size: usize) -> Ring {
+        let mut ring = Ring::over(map, size);
+        ring.shared = true;
+        ring
+    }
+
     fn init(base: NonNull<u8>, size: usize) -> Ring {
-        let dict_size = layout::dict_size_for(size);
-        let header = Header::fresh(size);
         // SAFETY: the fresh mapping is page-aligned, at least HEADER_SPACE
         // bytes long and not yet used by anyone.
-        unsafe { base.as_ptr().cast::<Header>().write(header) };
+        unsafe { base.as_ptr().cast::<Header>().write(Header::fresh(size)) };
+        Ring::over(base, size)
+    }
+
+    /// The owner of the mapping at `base`, a ring of `size` bytes.
+    fn over(base: NonNull<u8>, size: usize) -> Ring {
         Ring {
             base,
             map_len: layout::region_len(size),
             data_size: size,
-            dict_size,
+            dict_size: layout::dict_size_for(size),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             shared: false,
             file: None,
@@ -89,6 +107,26 @@ impl Ring {
     pub(super) fn keep_file(&mut self, file: sys::Fd) {
         super::guard::guard(self.base.as_ptr(), self.map_len, self.data_size, file.raw());
         self.file = Some(file);
+    }
+
+    /// Whether another running process has this ring file mapped too (one
+    /// that joined it, or the one this process joined; forked children
+    /// share this process's lock and do not count): then the file must stay
+    /// as it is.
+    pub fn shared_with_others(&self) -> bool {
+        let Some(file) = &self.file else {
+            return false;
+        };
+        let alone = file.try_lock(true).unwrap_or(false);
+        // Back to the shared lock every user of the file holds (a failed
+        // conversion may have dropped it).
+        for _ in 0..100 {
+            if file.try_lock(false).unwrap_or(true) {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        !alone
     }
 
     /// Whether this is a ring file whose mapping had to be repaired: another

@@ -42,6 +42,11 @@ pub struct FdInfo {
     pub nlink: u64,
     /// The file's size in bytes.
     pub size: u64,
+    /// Its owner and permission bits (`st_mode & 0o7777`).
+    pub uid: u32,
+    pub mode: u32,
+    /// Whether it is a regular file.
+    pub regular: bool,
 }
 
 impl FdInfo {
@@ -63,6 +68,9 @@ fn info_of(st: &libc::stat) -> FdInfo {
         kind,
         nlink: st.st_nlink,
         size: st.st_size as u64,
+        uid: st.st_uid,
+        mode: st.st_mode & 0o7777,
+        regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
     }
 }
 
@@ -166,6 +174,57 @@ impl Fd {
         })
     }
 
+    /// Reads exactly `buf.len()` bytes at `offset` (pread), if the
+    /// descriptor is still ours.
+    pub fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+        if !self.is_ours() {
+            return Err(not_ours());
+        }
+        while !buf.is_empty() {
+            let at = libc::off_t::try_from(offset)
+                .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+            // SAFETY: `buf` is valid for writes of its length.
+            let n = unsafe { libc::pread(self.raw, buf.as_mut_ptr().cast(), buf.len(), at) };
+            match n {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n if n > 0 => {
+                    buf = &mut buf[n as usize..];
+                    offset += n as u64;
+                }
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// flock(2) without waiting: a shared lock (`exclusive` false) or an
+    /// exclusive one. Ok(false) when another holds a lock that conflicts.
+    /// Converting a lock this descriptor holds may drop it first (flock's
+    /// rule); the caller takes it again.
+    pub fn try_lock(&self, exclusive: bool) -> io::Result<bool> {
+        let how = if exclusive {
+            libc::LOCK_EX
+        } else {
+            libc::LOCK_SH
+        } | libc::LOCK_NB;
+        loop {
+            // SAFETY: flock of our own descriptor.
+            if unsafe { libc::flock(self.raw, how) } == 0 {
+                return Ok(true);
+            }
+            match io::Error::last_os_error() {
+                e if e.raw_os_error() == Some(libc::EWOULDBLOCK) => return Ok(false),
+                e if e.kind() == io::ErrorKind::Interrupted => {}
+                e => return Err(e),
+            }
+        }
+    }
+
     /// Lets go of a descriptor that is no longer vlog's without closing it:
     /// the number belongs to someone else now.
     pub fn abandon(self) {
@@ -226,6 +285,9 @@ pub enum Private {
     ReadWrite,
     /// Created, read and written, and it must not exist yet: a new ring file.
     CreateNew,
+    /// Read and written, and it must exist: a ring file left by an earlier
+    /// run, or in use by another process.
+    Existing,
 }
 
 /// Opens a file that vlog writes. Every such file is opened here, so the
@@ -255,7 +317,7 @@ pub fn open_private_c(path: &CStr, how: Private) -> io::Result<Fd> {
             base | libc::O_WRONLY | libc::O_APPEND | libc::O_NONBLOCK
         }
         Private::Append { nonblocking: false } => base | libc::O_WRONLY | libc::O_APPEND,
-        Private::ReadWrite | Private::CreateNew => base | libc::O_RDWR,
+        Private::ReadWrite | Private::CreateNew | Private::Existing => base | libc::O_RDWR,
     };
     let open = |flags: c_int| {
         // SAFETY: a NUL-terminated path; the result is checked.
@@ -271,6 +333,8 @@ pub fn open_private_c(path: &CStr, how: Private) -> io::Result<Fd> {
     let create = |flags: c_int| open(flags | libc::O_CREAT | libc::O_EXCL);
     let mut fd = if how == Private::CreateNew {
         create(flags).map(|fd| (fd, true))
+    } else if how == Private::Existing {
+        open(flags).map(|fd| (fd, false))
     } else {
         match open(flags) {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => match create(flags) {

@@ -144,6 +144,12 @@ pub unsafe fn map_rw(len: usize, flags: c_int, fd: c_int) -> std::io::Result<Non
     Ok(NonNull::new(ptr.cast::<u8>()).expect("mmap returned NULL"))
 }
 
+/// The effective user id.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// True in a setuid/setgid (or otherwise privilege-changing) process, where the
 /// environment belongs to a less privileged user and must not be obeyed.
 pub fn secure_mode() -> bool {

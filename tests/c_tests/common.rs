@@ -220,3 +220,43 @@ pub(crate) fn scratch_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// `run_with`, failing the test if the program has not ended after
+/// `seconds` (it is killed): for what used to hang.
+pub(crate) fn run_within(seconds: u64, exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = command(exe);
+    cmd.args(args).current_dir(work());
+    for (key, _) in std::env::vars() {
+        if key.starts_with("VLOG_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // A program just written can be busy for a moment (see `run_with`).
+    let mut tries = 0;
+    let mut child = loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            result => break result.expect("run the test program"),
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{} {args:?} still running after {seconds} s (killed):\n{}",
+                exe.display(),
+                text(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}

@@ -155,3 +155,25 @@ fn vlog_touches_only_descriptors_that_are_still_its_own() {
         assert_ok(&format!("descriptors {mode}"), &out);
     }
 }
+
+/// The syslog outputs escape ESC, NUL, CR and LF in messages and field
+/// values as the text lines do; vlog's own warnings escape what they quote.
+#[test]
+fn syslog_outputs_and_vlogs_warnings_escape_control_bytes() {
+    let exe = build("escapes", Link::Static);
+    let out = run(&exe, &[]);
+    assert_ok("escapes", &out);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("invalid field name 'bad\\nname\\x1b[2J'"),
+        "{err}"
+    );
+    assert!(!out.stderr.contains(&0x1b), "a raw ESC on stderr: {err}");
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.starts_with("vlog: invalid field"))
+            .count(),
+        1,
+        "{err}"
+    );
+}

@@ -3,6 +3,7 @@
 //! vlog-dump.
 
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
@@ -241,5 +242,220 @@ fn the_disk_and_other_processes_never_raise_a_signal_in_vlog() {
         err.matches("keeping the ring in memory").count(),
         1,
         "{err}"
+    );
+}
+
+/// A ring file from outside is hostile: forged head and tail near 2^64, a
+/// 6 GB file, another user's file, one writable by others. vlog_init
+/// returns at once with one warning and leaves the file as it was (or, for
+/// a forged ring of its own user's, replaces it); vlog-dump ends with a
+/// clear error or reads no more than the ring.
+#[test]
+fn a_hostile_ring_file_is_refused_or_read_within_its_size() {
+    let exe = build("ring_files", Link::Static);
+    let root_user = unsafe { libc::geteuid() } == 0;
+    for case in ["forged", "huge", "foreign", "writable"] {
+        let dir = scratch_dir(&format!("hostile-ring-{case}"));
+        let ring = dir.join("ring");
+        let r = ring.to_str().unwrap();
+        let env = [("VLOG_BUFFER_FILE", r), ("VLOG_BUFFER_SIZE", "64K")];
+        assert_ok("write", &run_with(&exe, &["write", "FORGED", "50"], &env));
+        let want = match case {
+            "forged" => {
+                let mut bytes = std::fs::read(&ring).unwrap();
+                let head = u64::MAX - 4095;
+                bytes[32..40].copy_from_slice(&head.to_ne_bytes());
+                bytes[40..48].copy_from_slice(&(head + 64).to_ne_bytes());
+                std::fs::write(&ring, bytes).unwrap();
+                "malformed ring header: head and tail"
+            }
+            "huge" => {
+                let f = std::fs::OpenOptions::new().write(true).open(&ring).unwrap();
+                f.set_len(6 << 30).unwrap();
+                "larger than any vlog ring"
+            }
+            "foreign" if !root_user => {
+                eprintln!("SKIPPED: a ring file of another user needs root to make");
+                continue;
+            }
+            "foreign" => {
+                std::os::unix::fs::chown(&ring, Some(65534), Some(65534)).unwrap();
+                "is owned by uid 65534"
+            }
+            _ => {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&ring, std::fs::Permissions::from_mode(0o666)).unwrap();
+                "writable by its group or others (mode 0666)"
+            }
+        };
+        let before = std::fs::read(&ring).ok().filter(|_| case != "huge");
+        let out = run_within(20, &exe, &["open"], &env);
+        assert_ok(&format!("open {case}"), &out);
+        let err = text(&out.stderr);
+        assert_eq!(err.matches(want).count(), 1, "{case}: {err}");
+        if case != "forged" {
+            let len = std::fs::metadata(&ring).unwrap().len();
+            if case == "huge" {
+                assert_eq!(len, 6 << 30, "the huge file is left alone");
+            } else {
+                assert_eq!(std::fs::read(&ring).ok(), before, "{case}: left as it was");
+            }
+        }
+        // vlog-dump: a clear error, or the ring's records, promptly.
+        let dump = Command::new(env!("CARGO_BIN_EXE_vlog-dump"))
+            .arg(&ring)
+            .output()
+            .unwrap();
+        let dump_err = text(&dump.stderr);
+        match case {
+            "forged" => assert!(
+                dump.status.code() == Some(1) || dump.status.success(),
+                "{dump_err}"
+            ),
+            _ => assert!(
+                text(&dump.stdout).contains("FORGED 49") || case == "forged",
+                "{case}: {dump_err}"
+            ),
+        }
+    }
+}
+
+/// vlog-dump on a forged ring: every mode ends (it used to spin forever).
+#[test]
+fn vlog_dump_ends_on_a_forged_ring_in_every_mode() {
+    let exe = build("ring_files", Link::Static);
+    let dir = scratch_dir("forged-dump");
+    let ring = dir.join("ring");
+    let r = ring.to_str().unwrap();
+    let env = [("VLOG_BUFFER_FILE", r), ("VLOG_BUFFER_SIZE", "64K")];
+    assert_ok("write", &run_with(&exe, &["write", "x", "50"], &env));
+    let mut bytes = std::fs::read(&ring).unwrap();
+    let head = u64::MAX - 4095;
+    bytes[32..40].copy_from_slice(&head.to_ne_bytes());
+    bytes[40..48].copy_from_slice(&(head + 64).to_ne_bytes());
+    std::fs::write(&ring, bytes).unwrap();
+    let dump = Path::new(env!("CARGO_BIN_EXE_vlog-dump"));
+    for args in [&[][..], &["--json"], &["--stats"], &["--grep", "x"]] {
+        let mut all: Vec<&str> = args.to_vec();
+        all.push(r);
+        let out = run_within(20, dump, &all, &[]);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(text(&out.stderr).contains("head and tail"), "{args:?}");
+    }
+}
+
+/// Two programs on one ring file (two instances, a worker fork+exec'd, a
+/// restart while the old one runs): the second joins the live ring in
+/// place, both append under its lock, and no record is lost; its size
+/// cannot change while it is shared.
+#[test]
+fn two_programs_share_one_ring_file_and_lose_nothing() {
+    use std::io::{BufRead, BufReader, Write};
+    let exe = build("ring_files", Link::Static);
+    let dir = scratch_dir("shared-ring-file");
+    let ring = dir.join("ring");
+    let r = ring.to_str().unwrap();
+    let start = |tag: &str| {
+        let mut child = command(&exe)
+            .args(["share", tag, "500"])
+            .env("VLOG_BUFFER_FILE", r)
+            .env("VLOG_BUFFER_SIZE", "256K")
+            .env("VLOG_OUTPUTS", "4:file:/dev/null")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, "ready\n", "{tag}");
+        (child, out)
+    };
+    let (mut a, mut a_out) = start("first");
+    let (mut b, mut b_out) = start("second");
+    for child in [&mut a, &mut b] {
+        child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    }
+    for out in [&mut a_out, &mut b_out] {
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line, "done\n");
+    }
+    let stats = text(&vlog_dump(&["--stats", r]).stdout);
+    let records = text(&vlog_dump(&[r]).stdout);
+    for child in [&mut a, &mut b] {
+        child.stdin.as_mut().unwrap().write_all(b"exit\n").unwrap();
+    }
+    assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
+    for tag in ["first", "second"] {
+        for i in [0, 250, 499] {
+            assert!(
+                records.contains(&format!(": {tag} record {i}\n")),
+                "{tag} {i}: {stats}"
+            );
+        }
+        assert_eq!(
+            records.matches(&format!(": {tag} record ")).count(),
+            500,
+            "{stats}"
+        );
+    }
+    assert!(
+        stats.contains("missing: 0\n") && stats.contains("torn: 0\n"),
+        "{stats}"
+    );
+}
+
+/// A vlog_dump blocked on a full pipe does not make a resize (and every
+/// logging thread behind its lock) wait.
+#[test]
+fn a_blocked_dump_never_makes_the_logger_wait() {
+    let exe = build("ring_files", Link::Static);
+    let out = run_within(
+        30,
+        &exe,
+        &["dump-resize"],
+        &[("VLOG_OUTPUTS", "4:file:/dev/null")],
+    );
+    assert_ok("dump-resize", &out);
+}
+
+/// vlog-dump --follow of a ring file that is replaced by a fresh ring (its
+/// sequence starts again) follows the new ring.
+#[test]
+fn vlog_dump_follows_a_ring_that_was_replaced() {
+    use std::io::Read;
+    let exe = build("ring_files", Link::Static);
+    let dir = scratch_dir("follow-replaced");
+    let ring = dir.join("ring");
+    let r = ring.to_str().unwrap();
+    let env = [("VLOG_BUFFER_FILE", r), ("VLOG_BUFFER_SIZE", "64K")];
+    assert_ok(
+        "write",
+        &run_with(&exe, &["write", "old ring", "300"], &env),
+    );
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_vlog-dump"))
+        .args(["--follow", r])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    std::fs::remove_file(&ring).unwrap();
+    assert_ok("write", &run_with(&exe, &["write", "new ring", "20"], &env));
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    follow.kill().unwrap();
+    let mut seen = String::new();
+    follow
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut seen)
+        .unwrap();
+    follow.wait().unwrap();
+    assert!(seen.contains(": old ring 299\n"), "{seen}");
+    assert!(seen.contains("the ring was replaced"), "{seen}");
+    assert!(
+        seen.contains(": new ring 0\n") && seen.contains(": new ring 19\n"),
+        "{seen}"
     );
 }
