@@ -23,15 +23,20 @@ static volatile sig_atomic_t armed, handled, in_handler;
 static volatile int done;
 
 /* Raises the signal on the first allocation after `armed` is set: inside
- * whatever vlog call made it, with vlog's lock held. */
+ * whatever vlog call made it, with vlog's lock held. A tool that owns malloc
+ * (AddressSanitizer, valgrind) leaves this part out, and it says so. */
+static volatile int interposed;
+#if !defined(__SANITIZE_ADDRESS__)
 void *malloc(size_t n)
 {
+    interposed = 1;
     if (armed && !in_handler) {
         armed = 0;
         raise(SIGUSR1);
     }
     return __libc_malloc(n);
 }
+#endif
 
 static void on_signal(int sig)
 {
@@ -109,14 +114,23 @@ int main(void)
 
     /* From inside the allocator, under vlog's lock. */
     CHECK(vlog_get_stats(&before) == 0);
-    armed = 1;
-    CHECK(vlog_set_filters("1:test.reentrant 3:x") == 0);
-    CHECK(!armed);
-    armed = 1;
-    CHECK(vlog_set_outputs("4:file:/dev/null 4:stderr") == 0);
-    CHECK(!armed);
-    CHECK(vlog_get_stats(&after) == 0);
-    CHECK(after.dropped_nested >= before.dropped_nested + 2);
+    {
+        void *volatile probe = malloc(16);
+        free(probe);
+    }
+    if (interposed) {
+        armed = 1;
+        CHECK(vlog_set_filters("1:test.reentrant 3:x") == 0);
+        CHECK(!armed);
+        armed = 1;
+        CHECK(vlog_set_outputs("4:file:/dev/null 4:stderr") == 0);
+        CHECK(!armed);
+        CHECK(vlog_get_stats(&after) == 0);
+        CHECK(after.dropped_nested >= before.dropped_nested + 2);
+    } else {
+        printf("skipped under a tool that owns malloc: the signal raised from it\n");
+        after = before;
+    }
 
     /* From inside fork, while vlog's prepare handler holds the lock; the
      * child can log at once. */

@@ -230,11 +230,25 @@ fn dump_file(path: &Path, o: &Options, stdout: &mut impl Write) -> Result<(), St
 fn follow(path: &Path, o: &Options, stdout: &mut impl Write) -> Result<(), String> {
     let mut after: Option<u64> = None;
     let mut seen: Option<(u64, u64, u64)> = None;
+    let pause = || std::thread::sleep(Duration::from_millis(200));
     loop {
-        let identity = std::fs::metadata(path)
-            .map(|m| (m.dev(), m.ino()))
-            .map_err(|e| format!("cannot read: {e}"))?;
-        let bytes = load(path)?.swap_remove(0);
+        let identity = match std::fs::metadata(path) {
+            Ok(m) => (m.dev(), m.ino()),
+            // Between a ring file's removal and its successor: wait.
+            Err(e) if e.kind() == io::ErrorKind::NotFound && seen.is_some() => {
+                pause();
+                continue;
+            }
+            Err(e) => return Err(format!("cannot read: {e}")),
+        };
+        let bytes = match load(path) {
+            Ok(mut rings) => rings.swap_remove(0),
+            Err(_) if seen.is_some() && !path.exists() => {
+                pause();
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let image = Image::parse(&bytes).map_err(|e| e.to_string())?;
         let mut out = Vec::new();
         if let Some((dev, ino, recorded)) = seen {
@@ -257,7 +271,7 @@ fn follow(path: &Path, o: &Options, stdout: &mut impl Write) -> Result<(), Strin
             .write_all(&out)
             .map_err(|e| format!("cannot write: {e}"))?;
         stdout.flush().map_err(|e| format!("cannot write: {e}"))?;
-        std::thread::sleep(Duration::from_millis(200));
+        pause();
     }
 }
 

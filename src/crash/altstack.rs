@@ -4,45 +4,44 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
+use std::sync::OnceLock;
 
 use crate::sys;
 
-/// An alternate signal stack with a guard page below it, owned by one thread
-/// and released when the thread exits.
-struct AltStack {
-    map: *mut c_void,
-    map_len: usize,
-}
-
-impl Drop for AltStack {
-    fn drop(&mut self) {
-        // SAFETY: disable the stack only if it is still ours and not in use,
-        // then unmap what `new_alt_stack` mapped.
-        unsafe {
-            let mut current: libc::stack_t = std::mem::zeroed();
-            libc::sigaltstack(std::ptr::null(), &mut current);
-            let ours = current.ss_sp == self.map.cast::<u8>().add(page_size()).cast();
-            if ours && current.ss_flags & libc::SS_ONSTACK == 0 {
-                let disable = libc::stack_t {
-                    ss_sp: std::ptr::null_mut(),
-                    ss_flags: libc::SS_DISABLE,
-                    ss_size: 0,
-                };
-                libc::sigaltstack(&disable, std::ptr::null_mut());
-                libc::munmap(self.map, self.map_len);
-            }
-        }
-    }
-}
-
 thread_local! {
+    // Without a destructor, so it is there at every moment of the thread's
+    // life, its exit included.
     static ALT_STACK_CHECKED: Cell<bool> = const { Cell::new(false) };
-    static ALT_STACK: Cell<Option<AltStack>> = const { Cell::new(None) };
 }
 
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
+/// The stack's size, and the mapping's (a guard page more).
+fn sizes() -> (usize, usize) {
+    let page = page_size();
+    // SAFETY: getauxval only reads the auxiliary vector (0 when absent).
+    let kernel_min = unsafe { libc::getauxval(libc::AT_MINSIGSTKSZ) } as usize;
+    let size = (64 * 1024).max(4 * kernel_min).max(libc::SIGSTKSZ);
+    let size = size.div_ceil(page) * page;
+    (size, size + page)
+}
+
+/// The pthread key whose destructor frees a thread's stack when it exits.
+/// A key, not a Rust thread-local with a destructor: a thread that first
+/// logs from a pthread_key destructor (after the thread-local destructors
+/// ran) would register one that never runs, and leak the stack; key
+/// destructors run again while a key has a value.
+fn key() -> Option<libc::pthread_key_t> {
+    static KEY: OnceLock<Option<libc::pthread_key_t>> = OnceLock::new();
+    *KEY.get_or_init(|| {
+        let mut key = 0;
+        // SAFETY: `release` is a plain function that lives as long as the
+        // program.
+        (unsafe { libc::pthread_key_create(&mut key, Some(release)) } == 0).then_some(key)
+    })
 }
 
 /// Gives the calling thread an alternate signal stack, once (the crash
@@ -66,21 +65,45 @@ fn give_thread_alt_stack() {
     if current.ss_flags & libc::SS_DISABLE == 0 {
         return; // someone else's stack: never replace it
     }
-    if let Some(stack) = new_alt_stack() {
-        // A thread that first logs while it exits (from a pthread_key
-        // destructor) may find the slot gone: the stack then goes too,
-        // disabled and unmapped by its Drop.
-        let _ = ALT_STACK.try_with(|slot| slot.set(Some(stack)));
+    let Some(key) = key() else { return };
+    if let Some(map) = new_alt_stack() {
+        // SAFETY: the key was made by `key`; the value is the mapping its
+        // destructor frees.
+        if unsafe { libc::pthread_setspecific(key, map) } != 0 {
+            release(map);
+        }
     }
 }
 
-fn new_alt_stack() -> Option<AltStack> {
+/// The key's destructor, at the thread's exit: the stack is disabled if it
+/// is still ours and not in use, and unmapped. A later call of the thread
+/// (from another key's destructor) gives it a new one.
+extern "C" fn release(map: *mut c_void) {
+    let (size, map_len) = sizes();
+    // SAFETY: disable the stack only if it is still ours and not in use,
+    // then unmap what `new_alt_stack` mapped.
+    unsafe {
+        let mut current: libc::stack_t = std::mem::zeroed();
+        libc::sigaltstack(std::ptr::null(), &mut current);
+        let ours = current.ss_sp == map.cast::<u8>().add(map_len - size).cast();
+        if ours && current.ss_flags & libc::SS_ONSTACK == 0 {
+            let disable = libc::stack_t {
+                ss_sp: std::ptr::null_mut(),
+                ss_flags: libc::SS_DISABLE,
+                ss_size: 0,
+            };
+            libc::sigaltstack(&disable, std::ptr::null_mut());
+            libc::munmap(map, map_len);
+        }
+    }
+    ALT_STACK_CHECKED.with(|c| c.set(false));
+}
+
+/// A new stack with a guard page below it, registered for this thread: the
+/// mapping.
+fn new_alt_stack() -> Option<*mut c_void> {
     let page = page_size();
-    // SAFETY: getauxval only reads the auxiliary vector (0 when absent).
-    let kernel_min = unsafe { libc::getauxval(libc::AT_MINSIGSTKSZ) } as usize;
-    let size = (64 * 1024).max(4 * kernel_min).max(libc::SIGSTKSZ);
-    let size = size.div_ceil(page) * page;
-    let map_len = size + page;
+    let (size, map_len) = sizes();
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK;
     // SAFETY: a fresh anonymous mapping aliases nothing.
     let map = unsafe { sys::map_rw(map_len, flags, -1) }
@@ -101,5 +124,5 @@ fn new_alt_stack() -> Option<AltStack> {
             return None;
         }
     }
-    Some(AltStack { map, map_len })
+    Some(map)
 }

@@ -439,19 +439,42 @@ fn vlog_dump_follows_a_ring_that_was_replaced() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let seen = seen.clone();
+        let mut stdout = follow.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    let wait_for = |what: &str| {
+        for _ in 0..300 {
+            if seen.lock().unwrap().contains(what) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!(
+            "no {what:?} from vlog-dump --follow: {}",
+            seen.lock().unwrap()
+        );
+    };
+    wait_for(": old ring 299\n");
     std::fs::remove_file(&ring).unwrap();
     assert_ok("write", &run_with(&exe, &["write", "new ring", "20"], &env));
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    wait_for(": new ring 19\n");
     follow.kill().unwrap();
-    let mut seen = String::new();
-    follow
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut seen)
-        .unwrap();
     follow.wait().unwrap();
+    reader.join().unwrap();
+    let seen = seen.lock().unwrap().clone();
     assert!(seen.contains(": old ring 299\n"), "{seen}");
     assert!(seen.contains("the ring was replaced"), "{seen}");
     assert!(

@@ -39,7 +39,16 @@ fn threads_at_full_rate_keep_the_ring_intact_and_counted() {
 
 #[test]
 fn a_signal_handler_that_logs_inside_any_entry_point_never_deadlocks() {
-    check("reentrant");
+    let exe = build("reentrant", Link::Static);
+    let out = run(&exe, &[]);
+    assert_ok("reentrant", &out);
+    // Under AddressSanitizer the part that interposes malloc is left out.
+    for line in text(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("skipped"))
+    {
+        eprintln!("reentrant: {line}");
+    }
 }
 
 #[test]
