@@ -94,4 +94,15 @@ static inline int check_count(const char *haystack, const char *needle)
     return n;
 }
 
+/* DIR/NAME in one of eight rotating buffers: a few paths can be in use at
+ * once (as arguments of one call). */
+static inline const char *check_path(const char *dir, const char *name)
+{
+    static char paths[8][512];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, sizeof paths[0], "%s/%s", dir, name);
+    return p;
+}
+
 #endif

@@ -35,26 +35,6 @@ VLOG_INIT("test.fd");
 
 static char dir[200];
 
-static const char *in_dir(const char *name)
-{
-    static char paths[8][300];
-    static int next;
-    char *p = paths[next++ % 8];
-    snprintf(p, 300, "%s/%s", dir, name);
-    return p;
-}
-
-static char *slurp(const char *path)
-{
-    int fd = open(path, O_RDONLY);
-    char *text;
-
-    CHECK(fd >= 0);
-    text = check_slurp_fd(fd);
-    close(fd);
-    return text;
-}
-
 static int count_open_fds(void)
 {
     DIR *d = opendir("/proc/self/fd");
@@ -71,7 +51,7 @@ static int count_open_fds(void)
 /* A file of the daemon's, with known contents. */
 static int daemon_file(const char *name)
 {
-    int fd = open(in_dir(name), O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0600);
+    int fd = open(check_path(dir, name), O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0600);
     CHECK(fd >= 0);
     CHECK(write(fd, "DAEMON DATA\n", 12) == 12);
     return fd;
@@ -79,7 +59,7 @@ static int daemon_file(const char *name)
 
 static void check_daemon_file(const char *name, int fd)
 {
-    char *text = slurp(in_dir(name));
+    char *text = check_slurp_path(check_path(dir, name));
     if (strcmp(text, "DAEMON DATA\n") != 0) {
         fprintf(stderr, "%s was written by vlog: \"%.200s\"\n", name, text);
         exit(1);
@@ -101,7 +81,8 @@ static int closed(void)
     char spec[400];
 
     CHECK(vlog_init() == 0);
-    snprintf(spec, sizeof spec, "3:file:%s 3:json:%s", in_dir("log"), in_dir("log.json"));
+    snprintf(spec, sizeof spec, "3:file:%s 3:json:%s", check_path(dir, "log"),
+             check_path(dir, "log.json"));
     CHECK(vlog_set_outputs(spec) == 0);
     VLOG_ERROR("before the close");
 
@@ -119,15 +100,15 @@ static int closed(void)
     }
     CHECK(waitpid(pid, &status, 0) == pid);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
-    check_daemon_file("c1", open(in_dir("c1"), O_RDONLY));
-    check_daemon_file("c2", open(in_dir("c2"), O_RDONLY));
-    check_daemon_file("c3", open(in_dir("c3"), O_RDONLY));
-    check_daemon_file("c4", open(in_dir("c4"), O_RDONLY));
-    text = slurp(in_dir("dump"));
+    check_daemon_file("c1", open(check_path(dir, "c1"), O_RDONLY));
+    check_daemon_file("c2", open(check_path(dir, "c2"), O_RDONLY));
+    check_daemon_file("c3", open(check_path(dir, "c3"), O_RDONLY));
+    check_daemon_file("c4", open(check_path(dir, "c4"), O_RDONLY));
+    text = check_slurp_path(check_path(dir, "dump"));
     CHECK(strstr(text, "vlog: fatal signal SIGABRT") != NULL);
     CHECK(strstr(text, "before the close") != NULL);
     free(text);
-    text = slurp(in_dir("dump.ring"));
+    text = check_slurp_path(check_path(dir, "dump.ring"));
     CHECK(strncmp(text, "VLOGRING", 8) == 0);
     free(text);
 
@@ -145,11 +126,11 @@ static int closed(void)
     check_daemon_file("d3", c);
     check_daemon_file("d4", d);
     /* vlog's own files were opened again by their paths. */
-    text = slurp(in_dir("log"));
+    text = check_slurp_path(check_path(dir, "log"));
     CHECK(strstr(text, "before the close") != NULL);
     CHECK(strstr(text, "after the close, again") != NULL);
     free(text);
-    text = slurp(in_dir("log.json"));
+    text = check_slurp_path(check_path(dir, "log.json"));
     CHECK(strstr(text, "after the close, again") != NULL);
     free(text);
 
@@ -179,18 +160,18 @@ static int reopen(void)
     VLOG_ERROR("to the real stderr");
     /* The daemon closes stdio; a client connection's file takes fd 2. */
     CHECK(close(2) == 0);
-    client = open(in_dir("client"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    client = open(check_path(dir, "client"), O_RDWR | O_CREAT | O_TRUNC, 0600);
     CHECK(client == 2);
     CHECK(vlog_reopen() == 0);
     VLOG_ERROR("SECRET-TOKEN after rotation");
-    text = slurp(in_dir("client"));
+    text = check_slurp_path(check_path(dir, "client"));
     if (strstr(text, "SECRET-TOKEN") != NULL)
         return 1; /* stderr is the client's file now: nothing to say it on */
     free(text);
     /* A daemon that redirected stderr on purpose says so. */
     CHECK(vlog_adopt_stderr() == 0);
     VLOG_ERROR("ADOPTED line");
-    text = slurp(in_dir("client"));
+    text = check_slurp_path(check_path(dir, "client"));
     CHECK(strstr(text, "ADOPTED line") != NULL);
     CHECK(strstr(text, "SECRET-TOKEN") == NULL);
     free(text);
@@ -206,7 +187,7 @@ static int stdio(void)
 
     /* Run with VLOG_DUMP=file:DIR/dump and 0, 1, 2 closed by main. */
     CHECK(vlog_init() == 0);
-    snprintf(spec, sizeof spec, "3:file:%s", in_dir("log"));
+    snprintf(spec, sizeof spec, "3:file:%s", check_path(dir, "log"));
     CHECK(vlog_set_outputs(spec) == 0);
     for (fd = 0; fd <= 2; fd++)
         CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF);
@@ -217,11 +198,11 @@ static int stdio(void)
         abort();
     CHECK(waitpid(pid, &status, 0) == pid);
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
-    text = slurp(in_dir("dump"));
+    text = check_slurp_path(check_path(dir, "dump"));
     CHECK(strstr(text, "vlog: fatal signal SIGABRT") != NULL);
     CHECK(strstr(text, "stdio closed") != NULL);
     free(text);
-    text = slurp(in_dir("log"));
+    text = check_slurp_path(check_path(dir, "log"));
     CHECK(strstr(text, "stdio closed") != NULL);
     free(text);
     return 0;
@@ -276,35 +257,35 @@ static int rejected(void)
 
     /* VLOG_OUTPUTS names DIR/env-new, then a file that cannot be opened. */
     CHECK(vlog_init() == 0);
-    CHECK(stat(in_dir("env-new"), &st) == -1 && errno == ENOENT);
+    CHECK(stat(check_path(dir, "env-new"), &st) == -1 && errno == ENOENT);
 
     fd = listener(&port);
     kept = daemon_file("kept");
     /* The last token fails when it is opened, after the others were. */
     snprintf(spec, sizeof spec,
              "3:file:%s 3:json:%s 3:syslog:t@tcp://127.0.0.1:%d 3:file:%s 3:file:%s",
-             in_dir("new"), in_dir("new.json"), port, in_dir("kept"),
-             in_dir("missing/x"));
+             check_path(dir, "new"), check_path(dir, "new.json"), port, check_path(dir, "kept"),
+             check_path(dir, "missing/x"));
     CHECK(vlog_set_outputs(spec) == -1);
     CHECK_ERROR("missing/x");
-    CHECK(stat(in_dir("new"), &st) == -1 && errno == ENOENT);
-    CHECK(stat(in_dir("new.json"), &st) == -1 && errno == ENOENT);
+    CHECK(stat(check_path(dir, "new"), &st) == -1 && errno == ENOENT);
+    CHECK(stat(check_path(dir, "new.json"), &st) == -1 && errno == ENOENT);
     check_daemon_file("kept", kept); /* a file that was there stays */
     check_no_connection(fd);
 
     /* Accepted, the collector is connected to and the file made. */
-    snprintf(spec, sizeof spec, "3:file:%s 3:syslog:t@tcp://127.0.0.1:%d", in_dir("new"),
+    snprintf(spec, sizeof spec, "3:file:%s 3:syslog:t@tcp://127.0.0.1:%d", check_path(dir, "new"),
              port);
     CHECK(vlog_set_outputs(spec) == 0);
     VLOG_ERROR("accepted");
-    CHECK(stat(in_dir("new"), &st) == 0);
+    CHECK(stat(check_path(dir, "new"), &st) == 0);
     usleep(100 * 1000);
     {
         int conn = accept(fd, NULL, NULL);
         CHECK(conn >= 0);
         close(conn);
     }
-    text = slurp(in_dir("new"));
+    text = check_slurp_path(check_path(dir, "new"));
     CHECK(strstr(text, "accepted") != NULL);
     free(text);
     close(fd);

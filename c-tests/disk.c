@@ -26,34 +26,6 @@ VLOG_INIT("test.disk");
 
 static char dir[200];
 
-static const char *in_dir(const char *name)
-{
-    static char paths[8][300];
-    static int next;
-    char *p = paths[next++ % 8];
-    snprintf(p, 300, "%s/%s", dir, name);
-    return p;
-}
-
-static char *slurp(const char *path)
-{
-    int fd = open(path, O_RDONLY);
-    char *text;
-
-    CHECK(fd >= 0);
-    text = check_slurp_fd(fd);
-    close(fd);
-    return text;
-}
-
-static int count(const char *text, const char *needle)
-{
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
-        n++;
-    return n;
-}
-
 static void crash_in_child(const char *expect)
 {
     int status;
@@ -70,7 +42,7 @@ static void crash_in_child(const char *expect)
         fprintf(stderr, "child status %#x: not SIGABRT\n", status);
         exit(1);
     }
-    text = slurp(in_dir("dump"));
+    text = check_slurp_path(check_path(dir, "dump"));
     CHECK(strstr(text, "vlog: fatal signal SIGABRT") != NULL);
     CHECK(strstr(text, expect) != NULL);
     free(text);
@@ -86,30 +58,30 @@ static int truncated(int lazy)
     for (i = 0; i < 100; i++)
         VLOG_ERROR("before the truncation %d", i);
     /* logrotate's copytruncate, `: > ring`, a cleanup job. */
-    CHECK(truncate(in_dir("ring"), 0) == 0);
+    CHECK(truncate(check_path(dir, "ring"), 0) == 0);
     for (i = 0; i < 100; i++)
         VLOG_ERROR("after the truncation %d", i);
     VLOG_DEBUG("deferred after the truncation %d", 7);
     text = check_dump(&records);
     CHECK(strstr(text, "after the truncation 99") != NULL);
     CHECK(strstr(text, "deferred after the truncation 7") != NULL);
-    CHECK(count(text, "was truncated") == 1);
+    CHECK(check_count(text, "was truncated") == 1);
     free(text);
     if (!lazy)
         crash_in_child("after the truncation 99");
 
     /* A ring file made again, then cut in the middle. */
-    CHECK(setenv("VLOG_BUFFER_FILE", in_dir("ring2"), 1) == 0);
+    CHECK(setenv("VLOG_BUFFER_FILE", check_path(dir, "ring2"), 1) == 0);
     vlog_shutdown();
     if (!lazy)
         CHECK(vlog_init() == 0);
     for (i = 0; i < 2000; i++)
         VLOG_ERROR("second file %d", i);
-    CHECK(truncate(in_dir("ring2"), 8192) == 0);
+    CHECK(truncate(check_path(dir, "ring2"), 8192) == 0);
     for (i = 0; i < 10; i++)
         VLOG_ERROR("second file, after %d", i);
     text = check_dump(&records);
-    CHECK(count(text, "was truncated") == 1);
+    CHECK(check_count(text, "was truncated") == 1);
     free(text);
     for (i = 10; i < 2000; i++)
         VLOG_ERROR("second file, after %d", i);
@@ -148,21 +120,21 @@ static int fsize(void)
     CHECK(setrlimit(RLIMIT_FSIZE, &limit) == 0);
     /* A ring file larger than the limit (VLOG_BUFFER_SIZE=1M). */
     CHECK(vlog_init() == 0);
-    snprintf(spec, sizeof spec, "3:file:%s", in_dir("log"));
+    snprintf(spec, sizeof spec, "3:file:%s", check_path(dir, "log"));
     CHECK(vlog_set_outputs(spec) == 0);
     for (i = 0; i < 3000; i++)
         VLOG_ERROR("line %d past the file size limit", i);
     CHECK(vlog_get_stats(&stats) == 0);
     CHECK(stats.output_lines_lost > 0);
-    CHECK(stat(in_dir("log"), &st) == 0 && st.st_size <= 64 * 1024);
+    CHECK(stat(check_path(dir, "log"), &st) == 0 && st.st_size <= 64 * 1024);
     CHECK(setrlimit(RLIMIT_FSIZE, &none) == 0); /* for check_dump's file */
     text = check_dump(&records);
     CHECK(strstr(text, "line 2999 past") != NULL);
-    CHECK(count(text, "cannot write to") == 1);
+    CHECK(check_count(text, "cannot write to") == 1);
     free(text);
     CHECK(setrlimit(RLIMIT_FSIZE, &limit) == 0);
     /* vlog_dump into a file past the limit. */
-    fd = open(in_dir("dumped"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    fd = open(check_path(dir, "dumped"), O_RDWR | O_CREAT | O_TRUNC, 0600);
     CHECK(fd >= 0);
     CHECK(vlog_dump(fd) == -1);
     close(fd);

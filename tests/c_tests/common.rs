@@ -4,7 +4,7 @@
 //! a test gives, and vlog-dump.
 
 use crate::support::run_vlog_dump;
-pub(crate) use crate::support::{assert_ok, root, text};
+pub(crate) use crate::support::{assert_ok, root, say_skipped, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -52,7 +52,7 @@ pub(crate) fn tool() -> Tool {
 pub(crate) fn skipped_under_tool(why: &str) -> bool {
     let tool = tool();
     if tool != Tool::None {
-        eprintln!("skipped under {tool:?}: {why}");
+        say_skipped(&format!("under {tool:?}: {why}"));
     }
     tool != Tool::None
 }

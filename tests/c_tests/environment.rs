@@ -104,7 +104,7 @@ fn env_ignored_when_setuid() {
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to make a setuid program");
+        say_skipped("needs root to make a setuid program");
         return;
     }
     let dir = work().join("setuid");

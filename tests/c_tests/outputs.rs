@@ -89,7 +89,7 @@ fn failing_outputs_are_reported_once_and_logging_goes_on() {
         );
         assert_eq!(stderr.matches(" works again; ").count(), 1, "{stderr}");
     } else {
-        eprintln!("skipping the full file system case: cannot mount a tmpfs (not root?)");
+        say_skipped("the full file system case: cannot mount a tmpfs (not root?)");
     }
     // stderr a pipe whose reader has gone: EPIPE, and the process lives on.
     let mut fds = [0; 2];

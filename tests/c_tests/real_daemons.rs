@@ -69,7 +69,7 @@ fn journal_entries(matches: &[&str], count: usize) -> String {
 #[test]
 fn journald_output_reaches_a_real_journald() {
     let Some(_journald) = Journald::start() else {
-        eprintln!("skipped: cannot start systemd-journald (not root, or not installed)");
+        say_skipped("cannot start systemd-journald (not root, or not installed)");
         return;
     };
     let exe = build("journald", Link::Static);
@@ -222,7 +222,7 @@ fn syslog_output_reaches_a_real_rsyslogd() {
     let port = free_port();
     let local = !Path::new("/dev/log").exists();
     let Some(server) = Rsyslogd::start(&dir, port, local) else {
-        eprintln!("skipped: cannot start rsyslogd (not installed?)");
+        say_skipped("cannot start rsyslogd (not installed?)");
         return;
     };
     let exe = build("syslog", Link::Static);

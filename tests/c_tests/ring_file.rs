@@ -113,7 +113,7 @@ fn vlog_dump_reads_the_ring_from_a_core_file() {
     }
     let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
     if pattern.starts_with('|') {
-        eprintln!("skipped: cores go to a helper ({})", pattern.trim());
+        say_skipped(&format!("cores go to a helper ({})", pattern.trim()));
         return;
     }
     let dir = work().join("core-run");
@@ -135,10 +135,10 @@ fn vlog_dump_reads_the_ring_from_a_core_file() {
         .filter_map(|e| e.ok())
         .find(|e| e.file_name().to_string_lossy().starts_with("core"));
     let Some(core) = core else {
-        eprintln!(
-            "skipped: no core file was written (core_pattern {})",
+        say_skipped(&format!(
+            "no core file was written (core_pattern {})",
             pattern.trim()
-        );
+        ));
         return;
     };
     assert!(status.core_dumped());
@@ -221,7 +221,7 @@ fn the_disk_and_other_processes_never_raise_a_signal_in_vlog() {
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
-        eprintln!("SKIPPED: a ring file on a full tmpfs needs root to mount one");
+        say_skipped("a ring file on a full tmpfs needs root to mount one");
         return;
     }
     let d = dir.to_str().unwrap().to_owned();
@@ -275,7 +275,7 @@ fn a_hostile_ring_file_is_refused_or_read_within_its_size() {
                 "larger than any vlog ring"
             }
             "foreign" if !root_user => {
-                eprintln!("SKIPPED: a ring file of another user needs root to make");
+                say_skipped("a ring file of another user needs root to make");
                 continue;
             }
             "foreign" => {

@@ -32,6 +32,15 @@ pub fn assert_ok(name: &str, out: &Output) {
     );
 }
 
+/// Says that (part of) the running test is skipped, and why, where the test
+/// run's output shows it: straight to stderr, past the test harness's
+/// capture of `eprintln!`.
+pub fn say_skipped(why: &str) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}
+
 /// Runs vlog-dump (the one cargo built for this test run).
 pub fn run_vlog_dump(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_vlog-dump"))
