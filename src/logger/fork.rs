@@ -66,6 +66,7 @@ extern "C" fn child() {
         // and the cached thread id belongs to the parent.
         published::forget_readers_after_fork();
         sys::forget_ids_after_fork();
+        sys::alloc::after_fork();
         crash::after_fork();
         if let Some(mut state) = release() {
             // A TCP connection to a collector is the parent's: two processes

@@ -45,6 +45,12 @@ static RESERVE_POOL: Reserve = Reserve {
     served: AtomicBool::new(false),
 };
 
+/// In a forked child, which has only the forking thread: no other thread
+/// holds the reserve's lock.
+pub fn after_fork() {
+    RESERVE_POOL.locked.store(false, Ordering::Release);
+}
+
 /// Whether malloc failed and the reserve served an allocation since the
 /// last call.
 pub fn take_reserve_used() -> bool {

@@ -1,5 +1,7 @@
 //! The few operating-system calls std does not offer, each in one small
-//! `unsafe` block, and the one way vlog opens a file of its own.
+//! `unsafe` block: descriptors and the one way vlog opens a file of its own
+//! (`fd`), sockets (`net`), cancellation (`cancel`), the global allocator
+//! (`alloc`), and the thread, clock and process calls below.
 //!
 //! The bottom of the crate: it imports nothing of vlog's.
 
