@@ -6,6 +6,8 @@
  *   crash locked FIFO     crash while another thread holds the lock mid-write
  *   crash two             two threads crash at once
  *   crash chain           a handler installed before vlog's is called
+ *   crash chain-after     a handler installed after vlog set itself up (its
+ *                         first call) calls the one it replaced: vlog's
  *   crash dump-signal     VLOG_DUMP_SIGNAL dumps and the process goes on
  *   crash dump-signal-api the same through vlog_set_dump_signal
  *   crash explicit        vlog_install_crash_handler despite VLOG_DUMP=off
@@ -107,6 +109,21 @@ static void previous_handler(int sig, siginfo_t *info, void *ctx)
     raise(sig);
 }
 
+static struct sigaction replaced;
+
+/* A program's handler that chains to the one it replaced, as a careful
+ * handler does. */
+static void later_handler(int sig, siginfo_t *info, void *ctx)
+{
+    fprintf(stderr, "later handler: signal %d\n", sig);
+    if (replaced.sa_flags & SA_SIGINFO)
+        replaced.sa_sigaction(sig, info, ctx);
+    else if (replaced.sa_handler != SIG_DFL && replaced.sa_handler != SIG_IGN)
+        replaced.sa_handler(sig);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv)
 {
     int use_vlog = 1;
@@ -128,6 +145,16 @@ int main(int argc, char **argv)
         sa.sa_flags = SA_SIGINFO;
         sigaction(SIGSEGV, &sa, NULL);
     }
+    if (strcmp(mode, "chain-after") == 0) {
+        struct sigaction sa;
+        /* No vlog_init: the first message sets vlog up, handler included. */
+        VLOG_WARN("the first call");
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = later_handler;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, &replaced);
+        mode = "segv";
+    }
     if (use_vlog && vlog_init() != 0)
         return 4;
     if (strcmp(mode, "explicit") == 0 && vlog_install_crash_handler() != 0)
@@ -137,7 +164,9 @@ int main(int argc, char **argv)
             vlog_set_dump_signal(0) != -1 || vlog_set_dump_signal(SIGUSR1) != 0)
             return 8;
     }
-    for (int i = 0; i < 3; i++)
+    /* Without vlog: not a call of it (the first call sets vlog up, crash
+     * handler included). */
+    for (int i = 0; use_vlog && i < 3; i++)
         VLOG_WARN("last words %d before %s", i, mode);
 
     if (strcmp(mode, "overflow-main") == 0) {

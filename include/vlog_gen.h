@@ -402,14 +402,15 @@ int vlog_get_stats(struct vlog_stats *stats);
 /**
  * Reads the environment (`VLOG_LEVEL`, `VLOG_FILTERS`, `VLOG_OUTPUTS`,
  * `VLOG_BUFFER_SIZE`, `VLOG_BUFFER_FILE`, `VLOG_DUMP`, `VLOG_DUMP_SIGNAL`)
- * and sets up the ring and outputs, then installs the crash handler unless
- * `VLOG_DUMP=off` (see `vlog_install_crash_handler`). Idempotent: only the
- * first call (or the first log call, which initialises lazily but installs
- * no signal handler but, with a ring file, the SIGBUS guard against its
- * truncation) reads the environment. A bad variable prints one
- * warning line on stderr naming it and keeps that variable's default. In a
- * setuid/setgid process the environment is ignored. Returns 0 (-1 only on
- * an internal error; see `vlog_last_error`).
+ * and sets up the ring and outputs, then installs the crash handler and the
+ * dump signal unless `VLOG_DUMP=off` (see `vlog_install_crash_handler`).
+ * Calling it is optional: the first call of any vlog function does the
+ * same, and so does the start of a program that has a `VLOG_*` variable set
+ * (`VLOG_INIT`'s constructor), so a dump signal works before the first
+ * message. Idempotent: only the first of these reads the environment. A bad
+ * variable prints one warning line on stderr naming it and keeps that
+ * variable's default. In a setuid/setgid process the environment is
+ * ignored. Returns 0 (-1 only on an internal error; see `vlog_last_error`).
  * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
  * vlog_last_error(), bad variables warned about on stderr;
  * async-signal-safe: no.

@@ -57,6 +57,15 @@ pub enum DumpTarget {
 }
 
 impl DumpTarget {
+    /// The value as `VLOG_DUMP` writes it.
+    pub fn as_env(&self) -> String {
+        match self {
+            DumpTarget::Stderr => "stderr".into(),
+            DumpTarget::Off => "off".into(),
+            DumpTarget::File(path) => format!("file:{}", path.display()),
+        }
+    }
+
     pub fn parse(s: &str) -> Result<DumpTarget, ConfigError> {
         match s {
             "stderr" => Ok(DumpTarget::Stderr),

@@ -40,14 +40,15 @@ const _: () = assert!(VLOG_VERSION_PATCH == parse(env!("CARGO_PKG_VERSION_PATCH"
 
 /// Reads the environment (`VLOG_LEVEL`, `VLOG_FILTERS`, `VLOG_OUTPUTS`,
 /// `VLOG_BUFFER_SIZE`, `VLOG_BUFFER_FILE`, `VLOG_DUMP`, `VLOG_DUMP_SIGNAL`)
-/// and sets up the ring and outputs, then installs the crash handler unless
-/// `VLOG_DUMP=off` (see `vlog_install_crash_handler`). Idempotent: only the
-/// first call (or the first log call, which initialises lazily but installs
-/// no signal handler but, with a ring file, the SIGBUS guard against its
-/// truncation) reads the environment. A bad variable prints one
-/// warning line on stderr naming it and keeps that variable's default. In a
-/// setuid/setgid process the environment is ignored. Returns 0 (-1 only on
-/// an internal error; see `vlog_last_error`).
+/// and sets up the ring and outputs, then installs the crash handler and the
+/// dump signal unless `VLOG_DUMP=off` (see `vlog_install_crash_handler`).
+/// Calling it is optional: the first call of any vlog function does the
+/// same, and so does the start of a program that has a `VLOG_*` variable set
+/// (`VLOG_INIT`'s constructor), so a dump signal works before the first
+/// message. Idempotent: only the first of these reads the environment. A bad
+/// variable prints one warning line on stderr naming it and keeps that
+/// variable's default. In a setuid/setgid process the environment is
+/// ignored. Returns 0 (-1 only on an internal error; see `vlog_last_error`).
 /// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
 /// vlog_last_error(), bad variables warned about on stderr;
 /// async-signal-safe: no.
@@ -56,9 +57,7 @@ pub extern "C-unwind" fn vlog_init() -> c_int {
     no_cancel(|| {
         config_call(|| {
             logger::configure(|s| {
-                if let Err(e) = s.install_crash_handler(false) {
-                    crate::diag::warn(&format!("no crash dumps: {e}"));
-                }
+                s.ensure_init();
                 Ok(())
             })
         })
@@ -91,6 +90,27 @@ pub extern "C" fn vlog_version() -> *const c_char {
     VERSION.as_ptr().cast()
 }
 
+/// At the start of a program (`VLOG_INIT`'s constructor), sets vlog up if a
+/// `VLOG_*` variable asks for something, so that what it asks (a dump
+/// signal above all) holds before the program's first message. Once.
+fn start_if_configured() {
+    static LOOKED: AtomicBool = AtomicBool::new(false);
+    if LOOKED.swap(true, Ordering::Relaxed) || crate::sys::secure_mode() {
+        return;
+    }
+    let configured = guarded(false, || {
+        std::env::vars_os().any(|(name, _)| name.as_encoded_bytes().starts_with(b"VLOG_"))
+    });
+    if configured {
+        let _ = config_call(|| {
+            logger::configure(|s| {
+                s.ensure_init();
+                Ok(())
+            })
+        });
+    }
+}
+
 /// Internal, for VLOG_INIT: checks that the program calling it was built
 /// against a header with this library's ABI: `abi` is the header's
 /// VLOG_ABI_VERSION, `source_size` and `site_size` its sizeof(vlog_source)
@@ -114,6 +134,7 @@ pub extern "C-unwind" fn vlog_abi_check(
             std::mem::size_of::<vlog_site>(),
         );
         if (abi, source_size, site_size) == ours {
+            start_if_configured();
             return 0;
         }
         static REPORTED: AtomicBool = AtomicBool::new(false);

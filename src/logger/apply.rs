@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use super::{enter, note, safe_mode, State, NORMAL, RING_ONLY, SAFE_MODE, SILENT};
 use crate::config::filter::Filters;
 use crate::config::{self, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
-use crate::crash::{self, target::DumpTarget};
+use crate::crash::{self, target::DumpFiles, target::DumpTarget};
 use crate::error::ConfigError;
 use crate::fields;
 use crate::output::{spec, Output, Outputs};
@@ -116,6 +116,13 @@ impl State {
             ));
         }
         self.refresh_sources();
+        // What vlog_init does, the first call of any kind does too: a user
+        // who sets VLOG_DUMP or VLOG_DUMP_SIGNAL gets what it says whether
+        // or not the program calls vlog_init (crash dumps to stderr unless
+        // VLOG_DUMP=off).
+        if let Err(e) = self.install_crash_handler(false) {
+            diag::warn(&format!("no crash dumps: {e}"));
+        }
     }
 
     /// What a signal handler left for the logger (see `crash::on_entry`):
@@ -200,7 +207,16 @@ impl State {
             return Ok(());
         }
         if self.dump_files.is_none() {
-            let mut files = self.dump.open()?;
+            // A dump file that cannot be opened is a bad VLOG_DUMP like any
+            // other: said once, and the default (stderr) kept.
+            let mut files = self.dump.open().unwrap_or_else(|e| {
+                diag::warn(&format!(
+                    "ignoring VLOG_DUMP={}: {e}; crash dumps go to stderr",
+                    self.dump.as_env()
+                ));
+                self.dump = DumpTarget::Stderr;
+                DumpFiles::default()
+            });
             files.publish();
             self.dump_files = Some(files);
         }

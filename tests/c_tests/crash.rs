@@ -213,6 +213,26 @@ fn previous_handler_is_called_with_the_original_arguments() {
     assert!(dump < chained, "the dump comes first");
 }
 
+/// The other order: vlog set itself up at the program's first message, then
+/// the program installed a handler that calls the one it replaced. The
+/// program's handler runs, vlog's dumps, and the process dies by the signal.
+#[test]
+fn a_handler_installed_after_vlog_that_chains_gets_the_dump() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (status, _, stderr) = crash("chain-after", &["chain-after"], &[]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
+    let later = stderr
+        .find("later handler: signal 11")
+        .expect("the program's handler ran");
+    let dump = stderr
+        .find("vlog: end of dump")
+        .expect("vlog's handler dumped");
+    assert!(later < dump, "{stderr}");
+    assert!(stderr.contains(" : the first call\n"), "{stderr}");
+}
+
 #[test]
 fn dump_signal_dumps_and_the_process_goes_on() {
     let (status, stdout, stderr) = crash(
@@ -387,6 +407,7 @@ fn handback(mode: &str, env: &[(&str, &str)]) -> (ExitStatus, String, String) {
     all.extend_from_slice(env);
     let path = dump.to_str().unwrap().to_owned();
     all.push(("DUMP_PATH", &path));
+    all.push(("HANDBACK_MODE", mode));
     let out = run_with(exe, &[mode], &all);
     let dumped = std::fs::read_to_string(&dump).unwrap_or_default();
     (out.status, text(&out.stdout), dumped)
