@@ -11,8 +11,11 @@ STATIC_LIB = target/release/libvlog.a
 
 all: lib
 
+# libvlog.so.0, the name programs linked with -lvlog look for at run time
+# (the soname), beside cargo's libvlog.so.
 lib:
 	$(CARGO) build --release
+	ln -sf libvlog.so target/release/libvlog.so.0
 
 examples/daemon: lib examples/daemon.c examples/net.c examples/disk.c examples/daemon.h include/vlog.h include/vlog_gen.h
 	$(CC) $(CFLAGS) -Iinclude examples/daemon.c examples/net.c examples/disk.c -o $@ $(STATIC_LIB) $(LIBS)
@@ -89,6 +92,9 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 LIBDIR = $(DESTDIR)$(PREFIX)/lib
+# Programs linked against a library outside the dynamic linker's paths start
+# without LD_LIBRARY_PATH: vlog.pc records the directory in them.
+RPATH = $(if $(filter /usr /usr/local,$(PREFIX)),,-Wl,-rpath,$${libdir})
 MANDIR = $(DESTDIR)$(PREFIX)/share/man
 INSTALLED = $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.so $(LIBDIR)/libvlog.a \
 	$(LIBDIR)/pkgconfig/vlog.pc $(DESTDIR)$(PREFIX)/include/vlog.h \
@@ -106,7 +112,8 @@ install: lib
 	install -m 0644 man/vlog-dump.1 $(MANDIR)/man1/
 	install -m 0644 man/vlog.3 $(MANDIR)/man3/
 	install -m 0644 man/vlog.7 $(MANDIR)/man7/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' pkgconfig/vlog.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@RPATH@|$(RPATH)|' \
+		pkgconfig/vlog.pc.in \
 		> $(LIBDIR)/pkgconfig/vlog.pc
 	chmod 0644 $(LIBDIR)/pkgconfig/vlog.pc
 
