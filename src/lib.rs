@@ -73,6 +73,7 @@ pub mod internal {
     pub use crate::config::{from_env, parse_size};
     pub use crate::crash::target::{parse_dump_signal, DumpTarget};
     pub use crate::ffi::guarded;
+    pub use crate::fields::{encode as encode_fields, Field, Value};
     pub use crate::output::journald::send_via_memfd as send_to_journald_via_memfd;
     pub use crate::output::spec::{parse_list as parse_outputs, Dest, Spec};
     pub use crate::priority::Priority;
@@ -80,7 +81,7 @@ pub mod internal {
     pub use crate::ring::image::{read_ring, read_rings_in_file};
     pub use crate::ring::layout::starts_with_magic;
     pub use crate::ring::{find_rings, read, Damage, Entry, Image, ImageError, Ring};
-    pub use crate::text::json::render_json;
-    pub use crate::text::line::render_line;
+    pub use crate::text::json::{put_json_string, render_json};
+    pub use crate::text::line::{put_fields_text, render_line};
     pub use crate::text::time::{parse_time, put_timestamp};
 }

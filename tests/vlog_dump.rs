@@ -116,7 +116,7 @@ fn finds_several_rings_inside_a_larger_file() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(
-        stdout.contains("== ring 1 of 2 (65536 bytes) ==\n"),
+        stdout.contains("(ring 1 of 2) (65536 bytes) ==\n"),
         "{stdout}"
     );
     assert_eq!(stdout.matches(" : message 99\n").count(), 2);
@@ -126,7 +126,11 @@ fn finds_several_rings_inside_a_larger_file() {
 fn bad_input_is_a_clear_error_never_a_panic() {
     let ring = std::fs::read(ring_file("bad.ring")).unwrap();
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("empty", Vec::new(), "no vlog ring in this file"),
+        (
+            "empty",
+            Vec::new(),
+            "the file is empty: no ring was ever written to it",
+        ),
         (
             "random",
             (0..100_000u32)
@@ -169,7 +173,12 @@ fn bad_input_is_a_clear_error_never_a_panic() {
     ] {
         let out = vlog_dump(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(text(&out.stderr).contains("usage: vlog-dump"));
+        let err = text(&out.stderr);
+        assert!(err.contains("try '--help'"), "{args:?}: {err}");
+        assert!(
+            err.lines().count() <= 8,
+            "a short error, not the help: {err}"
+        );
     }
 }
 
@@ -207,5 +216,103 @@ fn follow_prints_records_as_they_arrive() {
         stdout.matches(" : while following\n").count(),
         1,
         "{stdout}"
+    );
+}
+
+/// A damaged record goes to stderr in words, never among the records, in
+/// text and JSON alike, and exit status 3 says records were skipped.
+#[test]
+fn damage_is_said_on_stderr_and_in_the_exit_status() {
+    let path = ring_file("damaged.ring");
+    let mut bytes = std::fs::read(&path).unwrap();
+    // A byte in the middle of the data area: some record's checksum fails.
+    let data = bytes.len() - 64 * 1024;
+    bytes[data + 1000] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    for args in [&[][..], &["--json"]] {
+        let mut all = args.to_vec();
+        all.push(path.to_str().unwrap());
+        let out = vlog_dump(&all);
+        assert_eq!(out.status.code(), Some(3), "{args:?}");
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(!stdout.contains("skipped"), "{args:?}: {stdout}");
+        assert!(
+            stderr.contains("damaged.ring: record "),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains(" skipped: "), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("Malformed") && !stderr.contains("Checksum"),
+            "{stderr}"
+        );
+    }
+}
+
+/// JSON stats, several files named in records and stats, --grep in the
+/// structured fields, --version.
+#[test]
+fn stats_in_json_files_named_fields_searched() {
+    let a = ring_file("named-a.ring");
+    let b = ring_file("named-b.ring");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let out = vlog_dump(&["--json", "--stats", a]);
+    assert!(out.status.success());
+    let stats = text(&out.stdout);
+    assert!(stats.starts_with("{\"file\":\""), "{stats}");
+    assert!(
+        stats.contains(",\"records\":100,\"recorded\":100,\"lost\":0,"),
+        "{stats}"
+    );
+    let out = vlog_dump(&["--stats", a, b]);
+    let stats = text(&out.stdout);
+    assert!(stats.contains(&format!("file: {a}\n")) && stats.contains(&format!("file: {b}\n")));
+    let out = vlog_dump(&["--grep", "message 7", a, b]);
+    let records = text(&out.stdout);
+    assert_eq!(records.lines().count(), 22, "{records}");
+    for line in records.lines() {
+        assert!(line.starts_with(a) || line.starts_with(b), "{line}");
+    }
+    let out = vlog_dump(&["--json", a, b]);
+    assert!(text(&out.stdout)
+        .lines()
+        .all(|l| l.starts_with("{\"file\":")));
+    let version = text(&vlog_dump(&["--version"]).stdout);
+    assert_eq!(
+        version,
+        format!("vlog-dump {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+/// --grep finds a value that is only in a record's structured fields.
+#[test]
+fn grep_searches_structured_fields() {
+    let path = scratch("fields.ring");
+    let _ = std::fs::remove_file(&path);
+    let mut ring = Ring::create_file(&path, 64 * 1024, None).unwrap();
+    let mut fields = Vec::new();
+    let vm = vlog::internal::Field {
+        name: b"VM",
+        value: vlog::internal::Value::Str(b"guest-42"),
+    };
+    vlog::internal::encode_fields([vm].into_iter(), &mut fields);
+    for (msg, fields) in [("with fields", &fields[..]), ("without", &b""[..])] {
+        ring.append(&Record {
+            seq: 0,
+            time_ns: 1,
+            tid: 1,
+            line: 1,
+            priority: Priority::Info,
+            source: b"s",
+            file: b"f",
+            func: b"fn",
+            message: msg.as_bytes(),
+            fields,
+        });
+    }
+    drop(ring);
+    let out = text(&vlog_dump(&["--grep", "guest-42", path.to_str().unwrap()]).stdout);
+    assert!(
+        out.contains(" : with fields") && !out.contains(" : without"),
+        "{out}"
     );
 }

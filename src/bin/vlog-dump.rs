@@ -1,5 +1,9 @@
 //! vlog-dump: prints the records of vlog rings found in ring files
 //! (`VLOG_BUFFER_FILE`) and core files.
+//!
+//! Records go to stdout; what could not be printed (a damaged record,
+//! records missing from the sequence, a file with no ring) goes to stderr,
+//! and the exit status says which happened (see `--help`).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -8,82 +12,78 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::Parser;
 use vlog::internal::{
-    contains_match, parse_time, put_timestamp, read, read_ring, read_rings_in_file, render_json,
-    render_line, starts_with_magic, Entry, Image, Priority, Record,
+    contains_match, parse_time, put_fields_text, put_json_string, put_timestamp, read, read_ring,
+    read_rings_in_file, render_json, render_line, starts_with_magic, Entry, Image, Priority,
+    Record,
 };
 
-const USAGE: &str = "\
-usage: vlog-dump [OPTIONS] FILE...
+/// Every record read intact.
+const OK: u8 = 0;
+/// A file could not be read, or holds no ring.
+const UNREADABLE: u8 = 1;
+/// Records were skipped: damaged, or missing from the sequence.
+const SKIPPED: u8 = 3;
 
-Prints the records of the vlog rings in each FILE: a ring file (VLOG_BUFFER_FILE)
-or a core file (rings are found by their magic; a core may hold several).
+const AFTER_HELP: &str = "\
+--stats prints, for each ring:
+  records   records printed (those the options select)
+  recorded  records the program ever wrote into this ring
+  lost      records overwritten to make room for newer ones
+  torn      records skipped as damaged (a write cut short, or corrupted)
+  missing   records absent from the sequence (never committed)
+  size      the ring's data area in bytes
+  first, last, span   the times of the oldest and newest printed record
 
-options:
-  --priority PRIO   only records of at least PRIO (1-4, debug, info, warning, error)
-  --source MATCH    only sources MATCH selects (as in VLOG_FILTERS: a substring
-                    with * and ? wildcards)
-  --since TIME      only records at or after TIME
-  --until TIME      only records at or before TIME
-                    (TIME: 'YYYY-MM-DD HH:MM:SS[.fff]' in UTC, or @SECONDS)
-  --grep TEXT       only records whose message contains TEXT
-  --json            one JSON object per record instead of text lines
-  --stats           counts instead of records: records, lost, torn, time span
-  --follow          keep printing new records of a live ring file (one FILE)
-  --help            this text
-";
+Exit status: 0 when every record was read intact; 1 when a file could not
+be read or holds no ring; 2 for a usage error; 3 when records were skipped
+(damaged or missing; each is said on stderr).";
 
-#[derive(Default)]
+/// Prints the records of the vlog rings in each FILE: a ring file
+/// (VLOG_BUFFER_FILE), the PATH.ring a crash dump leaves, or a core file
+/// (rings are found by their magic; a core may hold several).
+#[derive(Parser)]
+#[command(name = "vlog-dump", version, after_help = AFTER_HELP)]
 struct Options {
+    /// Only records of at least PRIO: 1-4, or debug, info, warning, error
+    #[arg(short, long, value_name = "PRIO", value_parser = parse_priority)]
     priority: Option<Priority>,
+    /// Only sources MATCH selects, as in VLOG_FILTERS: a substring with *
+    /// and ? wildcards
+    #[arg(short, long, value_name = "MATCH")]
     source: Option<String>,
+    /// Only records at or after TIME: 'YYYY-MM-DD HH:MM:SS[.fff]' in UTC, or
+    /// @SECONDS since the epoch
+    #[arg(long, value_name = "TIME", value_parser = parse_when)]
     since: Option<u64>,
+    /// Only records at or before TIME
+    #[arg(long, value_name = "TIME", value_parser = parse_when)]
     until: Option<u64>,
+    /// Only records whose message or structured fields contain TEXT
+    #[arg(short, long, value_name = "TEXT")]
     grep: Option<String>,
+    /// One JSON object per record (with --stats, per ring) instead of text
+    #[arg(long)]
     json: bool,
+    /// Counts instead of records (explained below)
+    #[arg(long)]
     stats: bool,
+    /// Keep printing new records of a live ring file (one FILE)
+    #[arg(short, long, conflicts_with = "stats")]
     follow: bool,
+    /// Ring files, ring images (PATH.ring) or core files
+    #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 }
 
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
-    let mut o = Options::default();
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--priority" => {
-                let v = value("--priority")?;
-                o.priority =
-                    Some(Priority::parse_field(&v).ok_or(format!("invalid priority '{v}'"))?);
-            }
-            "--source" => o.source = Some(value("--source")?),
-            "--since" | "--until" => {
-                let v = value(&arg)?;
-                let t = parse_time(&v).ok_or(format!(
-                    "invalid time '{v}': use 'YYYY-MM-DD HH:MM:SS[.fff]' (UTC) or @SECONDS"
-                ))?;
-                if arg == "--since" {
-                    o.since = Some(t);
-                } else {
-                    o.until = Some(t);
-                }
-            }
-            "--grep" => o.grep = Some(value("--grep")?),
-            "--json" => o.json = true,
-            "--stats" => o.stats = true,
-            "--follow" => o.follow = true,
-            "--help" | "-h" => return Err(String::new()),
-            s if s.starts_with('-') && s != "-" => return Err(format!("unknown option '{s}'")),
-            _ => o.files.push(arg.into()),
-        }
-    }
-    if o.files.is_empty() {
-        return Err("no file given".into());
-    }
-    if o.follow && (o.files.len() != 1 || o.stats) {
-        return Err("--follow takes exactly one ring file and no --stats".into());
-    }
-    Ok(o)
+fn parse_priority(v: &str) -> Result<Priority, String> {
+    Priority::parse_field(v).ok_or_else(|| "use 1-4, or debug, info, warning, error".into())
+}
+
+fn parse_when(v: &str) -> Result<u64, String> {
+    parse_time(v)
+        .ok_or_else(|| "use 'YYYY-MM-DD HH:MM:SS[.fff]' (UTC) or @SECONDS since the epoch".into())
 }
 
 impl Options {
@@ -96,21 +96,18 @@ impl Options {
             && self.since.is_none_or(|t| rec.time_ns >= t)
             && self.until.is_none_or(|t| rec.time_ns <= t)
             && self.grep.as_ref().is_none_or(|g| {
-                g.is_empty() || rec.message.windows(g.len()).any(|w| w == g.as_bytes())
+                let g = g.as_bytes();
+                let within = |hay: &[u8]| g.is_empty() || hay.windows(g.len()).any(|w| w == g);
+                let mut fields = Vec::new();
+                put_fields_text(rec.fields, &mut fields);
+                within(rec.message) || within(&fields)
             })
-    }
-
-    fn print(&self, rec: &Record, out: &mut Vec<u8>) {
-        if self.json {
-            render_json(rec, None, out);
-        } else {
-            render_line(rec, out);
-        }
     }
 }
 
+/// What one ring held, for --stats and the exit status.
 #[derive(Default)]
-struct Stats {
+struct Counts {
     records: u64,
     torn: u64,
     missing: u64,
@@ -118,68 +115,140 @@ struct Stats {
     last: Option<u64>,
 }
 
-/// Prints (or counts) the selected records of one ring; returns the highest
-/// sequence number seen.
-fn show(image: &Image, o: &Options, after: Option<u64>, out: &mut Vec<u8>) -> Option<u64> {
-    let mut stats = Stats::default();
+/// Where a ring came from, for what is said about it: the file, and which
+/// ring of several.
+struct Origin<'a> {
+    file: &'a Path,
+    ring: Option<(usize, usize)>,
+    /// Name the file in every record (several files).
+    named: bool,
+}
+
+impl Origin<'_> {
+    fn describe(&self) -> String {
+        match self.ring {
+            Some((i, n)) => format!("{} (ring {i} of {n})", self.file.display()),
+            None => self.file.display().to_string(),
+        }
+    }
+}
+
+/// Prints (or counts) the selected records of one ring after `after`; what
+/// was skipped goes to stderr. Returns the counts and the highest sequence
+/// number seen.
+fn show(
+    image: &Image,
+    o: &Options,
+    origin: &Origin,
+    after: Option<u64>,
+    out: &mut Vec<u8>,
+) -> (Counts, Option<u64>) {
+    let mut counts = Counts::default();
     let mut last_seq = None;
+    let mut said = Vec::new();
     read(image, |entry| match entry {
         Entry::Record(rec) => {
             last_seq = Some(rec.seq);
             if after.is_some_and(|a| rec.seq <= a) || !o.selects(&rec) {
                 return;
             }
-            stats.records += 1;
-            stats.first = Some(stats.first.map_or(rec.time_ns, |t: u64| t.min(rec.time_ns)));
-            stats.last = Some(stats.last.map_or(rec.time_ns, |t: u64| t.max(rec.time_ns)));
+            counts.records += 1;
+            counts.first = Some(counts.first.map_or(rec.time_ns, |t| t.min(rec.time_ns)));
+            counts.last = Some(counts.last.map_or(rec.time_ns, |t| t.max(rec.time_ns)));
             if !o.stats {
-                o.print(&rec, out);
+                print_record(&rec, o, origin, out);
             }
         }
         Entry::Damaged { seq, damage } => {
-            stats.torn += 1;
-            if !o.stats && !o.json {
-                out.extend_from_slice(
-                    format!("vlog-dump: skipped a damaged record (sequence {seq}): {damage:?}\n")
-                        .as_bytes(),
-                );
-            }
+            counts.torn += 1;
+            said.push(format!("record {seq} skipped: {}", damage.describe()));
         }
         Entry::Gap { expected, found } => {
-            stats.missing += found.saturating_sub(expected);
-            if !o.stats && !o.json {
-                out.extend_from_slice(
-                    format!(
-                        "vlog-dump: records {expected} to {} are missing\n",
-                        found.wrapping_sub(1)
-                    )
-                    .as_bytes(),
-                );
-            }
+            counts.missing += found.saturating_sub(expected);
+            said.push(format!(
+                "records {expected} to {} are missing (never committed, or overwritten while \
+                 the ring was copied)",
+                found.wrapping_sub(1)
+            ));
         }
         // A ring read from a file does not change while it is read.
         Entry::Overwritten { .. } => {}
     });
+    for line in said {
+        eprintln!("vlog-dump: {}: {line}", origin.describe());
+    }
     if o.stats {
-        let ring = image.stats();
+        print_stats(image, &counts, o, origin, out);
+    }
+    (counts, last_seq)
+}
+
+fn print_record(rec: &Record, o: &Options, origin: &Origin, out: &mut Vec<u8>) {
+    if o.json {
+        let start = out.len();
+        render_json(rec, None, out);
+        if origin.named {
+            // {"file":"...", then the record's own members.
+            let mut file = b"{\"file\":".to_vec();
+            put_json_string(origin.file.as_os_str().as_encoded_bytes(), &mut file);
+            file.push(b',');
+            out.splice(start..start + 1, file);
+        }
+    } else {
+        if origin.named {
+            out.extend_from_slice(origin.file.as_os_str().as_encoded_bytes());
+            out.extend_from_slice(b": ");
+        }
+        render_line(rec, out);
+    }
+}
+
+fn print_stats(image: &Image, c: &Counts, o: &Options, origin: &Origin, out: &mut Vec<u8>) {
+    let ring = image.stats();
+    let span = match (c.first, c.last) {
+        (Some(first), Some(last)) => Some((first, last, (last - first) as f64 / 1e9)),
+        _ => None,
+    };
+    if o.json {
+        out.extend_from_slice(b"{\"file\":");
+        put_json_string(origin.file.as_os_str().as_encoded_bytes(), out);
+        if let Some((i, _)) = origin.ring {
+            out.extend_from_slice(format!(",\"ring\":{i}").as_bytes());
+        }
         out.extend_from_slice(
             format!(
-                "records: {}\nrecorded: {}\nlost: {}\ntorn: {}\nmissing: {}\nsize: {}\n",
-                stats.records, ring.recorded, ring.lost, stats.torn, stats.missing, ring.size
+                ",\"records\":{},\"recorded\":{},\"lost\":{},\"torn\":{},\"missing\":{},\"size\":{}",
+                c.records, ring.recorded, ring.lost, c.torn, c.missing, ring.size
             )
             .as_bytes(),
         );
-        if let (Some(first), Some(last)) = (stats.first, stats.last) {
-            out.extend_from_slice(b"first: ");
+        if let Some((first, last, seconds)) = span {
+            out.extend_from_slice(b",\"first\":\"");
             put_timestamp(first, out);
-            out.extend_from_slice(b"\nlast: ");
+            out.extend_from_slice(b"\",\"last\":\"");
             put_timestamp(last, out);
-            out.extend_from_slice(
-                format!("\nspan: {:.3} s\n", (last - first) as f64 / 1e9).as_bytes(),
-            );
+            out.extend_from_slice(format!("\",\"span_s\":{seconds:.3}").as_bytes());
         }
+        out.extend_from_slice(b"}\n");
+        return;
     }
-    last_seq
+    if origin.named || origin.ring.is_some() {
+        out.extend_from_slice(format!("file: {}\n", origin.describe()).as_bytes());
+    }
+    out.extend_from_slice(
+        format!(
+            "records: {}\nrecorded: {}\nlost: {}\ntorn: {}\nmissing: {}\nsize: {}\n",
+            c.records, ring.recorded, ring.lost, c.torn, c.missing, ring.size
+        )
+        .as_bytes(),
+    );
+    if let Some((first, last, seconds)) = span {
+        out.extend_from_slice(b"first: ");
+        put_timestamp(first, out);
+        out.extend_from_slice(b"\nlast: ");
+        put_timestamp(last, out);
+        out.extend_from_slice(format!("\nspan: {seconds:.3} s\n").as_bytes());
+    }
 }
 
 /// The rings in the file at `path`: the file itself if it starts with one
@@ -187,8 +256,13 @@ fn show(image: &Image, o: &Options, after: Option<u64>, out: &mut Vec<u8>) -> Op
 /// by its magic (a core file, read in windows). A file of any size is safe
 /// to give.
 fn load(path: &Path) -> Result<Vec<Vec<u8>>, String> {
-    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    let meta = file.metadata().map_err(|e| format!("cannot read: {e}"))?;
+    let file = File::open(path).map_err(|e| format!("cannot open it: {}", io_text(&e)))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {}", io_text(&e)))?;
+    if meta.len() == 0 {
+        return Err("the file is empty: no ring was ever written to it".into());
+    }
     let read_at = |buf: &mut [u8], at: u64| file.read_exact_at(buf, at);
     let mut head = [0u8; 8];
     if meta.len() >= 8 && file.read_exact_at(&mut head, 0).is_ok() && starts_with_magic(&head) {
@@ -198,39 +272,63 @@ fn load(path: &Path) -> Result<Vec<Vec<u8>>, String> {
     }
 }
 
-fn dump_file(path: &Path, o: &Options, stdout: &mut impl Write) -> Result<(), String> {
+/// An I/O error as a person reads it, without Rust's "(os error N)".
+fn io_text(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error ") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    }
+}
+
+/// Prints every ring of one file; returns the exit status it earns.
+fn dump_file(path: &Path, o: &Options, named: bool, stdout: &mut impl Write) -> Result<u8, String> {
     let loaded = load(path)?;
     let found = loaded
         .iter()
         .map(|bytes| Image::parse(bytes).map_err(|e| e.to_string()))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut out = Vec::new();
+    let mut status = OK;
     for (i, image) in found.iter().enumerate() {
-        if found.len() > 1 && !o.json {
+        let mut out = Vec::new();
+        let origin = Origin {
+            file: path,
+            ring: (found.len() > 1).then_some((i + 1, found.len())),
+            named,
+        };
+        if found.len() > 1 && !o.json && !o.stats {
             out.extend_from_slice(
                 format!(
-                    "== ring {} of {} ({} bytes) ==\n",
-                    i + 1,
-                    found.len(),
+                    "== {} ({} bytes) ==\n",
+                    origin.describe(),
                     image.stats().size
                 )
                 .as_bytes(),
             );
         }
-        show(image, o, None, &mut out);
+        let (counts, _) = show(image, o, &origin, None, &mut out);
+        if counts.torn + counts.missing > 0 {
+            status = SKIPPED;
+        }
+        stdout
+            .write_all(&out)
+            .map_err(|e| format!("cannot write: {}", io_text(&e)))?;
     }
-    stdout
-        .write_all(&out)
-        .map_err(|e| format!("cannot write: {e}"))
+    Ok(status)
 }
 
 /// Prints the records of a live ring file as they come. A ring replaced by
 /// a new one (another file at the path, or a sequence that starts again)
 /// is said so and followed from its start.
-fn follow(path: &Path, o: &Options, stdout: &mut impl Write) -> Result<(), String> {
+fn follow(path: &Path, o: &Options, stdout: &mut impl Write) -> Result<u8, String> {
     let mut after: Option<u64> = None;
     let mut seen: Option<(u64, u64, u64)> = None;
     let pause = || std::thread::sleep(Duration::from_millis(200));
+    let origin = Origin {
+        file: path,
+        ring: None,
+        named: false,
+    };
     loop {
         let identity = match std::fs::metadata(path) {
             Ok(m) => (m.dev(), m.ino()),
@@ -239,7 +337,7 @@ fn follow(path: &Path, o: &Options, stdout: &mut impl Write) -> Result<(), Strin
                 pause();
                 continue;
             }
-            Err(e) => return Err(format!("cannot read: {e}")),
+            Err(e) => return Err(format!("cannot read it: {}", io_text(&e))),
         };
         let bytes = match load(path) {
             Ok(mut rings) => rings.swap_remove(0),
@@ -257,20 +355,21 @@ fn follow(path: &Path, o: &Options, stdout: &mut impl Write) -> Result<(), Strin
             let restarted = image.next_seq < recorded
                 || ((dev, ino) != identity && after.is_some_and(|a| !holds(&image, a)));
             if restarted {
-                out.extend_from_slice(
-                    b"vlog-dump: the ring was replaced by a new one; following it from its start\n",
+                eprintln!(
+                    "vlog-dump: {}: the ring was replaced by a new one; following it from its start",
+                    path.display()
                 );
                 after = None;
             }
         }
         seen = Some((identity.0, identity.1, image.next_seq));
-        if let Some(seq) = show(&image, o, after, &mut out) {
+        if let (_, Some(seq)) = show(&image, o, &origin, after, &mut out) {
             after = Some(after.map_or(seq, |a| a.max(seq)));
         }
         stdout
             .write_all(&out)
-            .map_err(|e| format!("cannot write: {e}"))?;
-        stdout.flush().map_err(|e| format!("cannot write: {e}"))?;
+            .and_then(|()| stdout.flush())
+            .map_err(|e| format!("cannot write: {}", io_text(&e)))?;
         pause();
     }
 }
@@ -285,29 +384,32 @@ fn holds(image: &Image, seq: u64) -> bool {
 }
 
 fn main() -> ExitCode {
-    let options = match parse_args(std::env::args().skip(1)) {
-        Ok(o) => o,
-        Err(e) if e.is_empty() => {
-            print!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("vlog-dump: {e}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    let options = Options::parse();
+    if options.follow && options.files.len() != 1 {
+        eprintln!("vlog-dump: --follow takes one FILE; see vlog-dump --help");
+        return ExitCode::from(2);
+    }
     let mut stdout = io::stdout().lock();
-    let mut status = ExitCode::SUCCESS;
+    let named = options.files.len() > 1;
+    let (mut unreadable, mut skipped) = (false, false);
     for path in &options.files {
         let result = if options.follow {
             follow(path, &options, &mut stdout)
         } else {
-            dump_file(path, &options, &mut stdout)
+            dump_file(path, &options, named, &mut stdout)
         };
-        if let Err(e) = result {
-            eprintln!("vlog-dump: {}: {e}", path.display());
-            status = ExitCode::FAILURE;
+        match result {
+            Ok(status) => skipped |= status == SKIPPED,
+            Err(e) => {
+                eprintln!("vlog-dump: {}: {e}", path.display());
+                unreadable = true;
+            }
         }
     }
-    status
+    // A file not read at all says more than records skipped in another.
+    ExitCode::from(match (unreadable, skipped) {
+        (true, _) => UNREADABLE,
+        (false, true) => SKIPPED,
+        _ => OK,
+    })
 }

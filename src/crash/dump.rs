@@ -20,9 +20,9 @@ pub fn entries(region: &impl Region, sink: &mut impl Sink) -> u64 {
             count += 1;
         }
         Entry::Damaged { seq, damage } => {
-            sink.put(b"vlog: skipped a damaged record (sequence ");
+            sink.put(b"vlog: record ");
             put_decimal(seq, 1, sink);
-            sink.put(b"): ");
+            sink.put(b" skipped: ");
             sink.put(damage.describe().as_bytes());
             sink.put(b"\n");
         }

@@ -95,12 +95,15 @@ pub enum Damage {
 }
 
 impl Damage {
-    /// What a person reads about it.
+    /// What a person reads about it: the end of "record N skipped: ...",
+    /// the words vlog's dumps, vlog-dump and their man pages use.
     pub fn describe(self) -> &'static str {
         match self {
-            Damage::Uncommitted => "not committed",
-            Damage::Malformed => "malformed",
-            Damage::Checksum => "bad checksum",
+            Damage::Uncommitted => {
+                "it was never committed (its writer stopped in the middle of it)"
+            }
+            Damage::Malformed => "its length or fields make no sense (damaged, or not a record)",
+            Damage::Checksum => "its bytes changed after it was written (checksum mismatch)",
         }
     }
 }
