@@ -96,10 +96,16 @@ LIBDIR = $(DESTDIR)$(PREFIX)/lib
 # without LD_LIBRARY_PATH: vlog.pc records the directory in them.
 RPATH = $(if $(filter /usr /usr/local,$(PREFIX)),,-Wl,-rpath,$${libdir})
 MANDIR = $(DESTDIR)$(PREFIX)/share/man
+# Every name vlog(3) documents (its NAME section) gets a page of its own that
+# points to vlog(3), as Debian's library packages do: `man vlog_init`.
+MAN3_NAMES = $(filter-out vlog,$(shell sed -n '/^\.SH NAME/,/\\-/p' man/vlog.3 \
+	| sed -e '1d' -e 's/\\-.*//' | tr ',' ' '))
+MAN3_ALIASES = $(foreach n,$(MAN3_NAMES),$(MANDIR)/man3/$(n).3)
 INSTALLED = $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.so $(LIBDIR)/libvlog.a \
 	$(LIBDIR)/pkgconfig/vlog.pc $(DESTDIR)$(PREFIX)/include/vlog.h \
 	$(DESTDIR)$(PREFIX)/include/vlog_gen.h $(DESTDIR)$(PREFIX)/bin/vlog-dump \
-	$(MANDIR)/man1/vlog-dump.1 $(MANDIR)/man3/vlog.3 $(MANDIR)/man7/vlog.7
+	$(MANDIR)/man1/vlog-dump.1 $(MANDIR)/man3/vlog.3 $(MANDIR)/man7/vlog.7 \
+	$(MAN3_ALIASES)
 
 install: lib
 	install -d $(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
@@ -112,6 +118,7 @@ install: lib
 	install -m 0644 man/vlog-dump.1 $(MANDIR)/man1/
 	install -m 0644 man/vlog.3 $(MANDIR)/man3/
 	install -m 0644 man/vlog.7 $(MANDIR)/man7/
+	for name in $(MAN3_NAMES); do echo '.so man3/vlog.3' > $(MANDIR)/man3/$$name.3; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@RPATH@|$(RPATH)|' \
 		pkgconfig/vlog.pc.in \
 		> $(LIBDIR)/pkgconfig/vlog.pc

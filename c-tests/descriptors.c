@@ -111,6 +111,11 @@ static int closed(void)
     text = check_slurp_path(check_path(dir, "dump.ring"));
     CHECK(strncmp(text, "VLOGRING", 8) == 0);
     free(text);
+    {
+        /* Made by the handler at the crash: private like every vlog file. */
+        struct stat st;
+        CHECK(stat(check_path(dir, "dump.ring"), &st) == 0 && (st.st_mode & 0777) == 0600);
+    }
 
     /* The logging process itself. */
     close_all_from_3();

@@ -76,6 +76,28 @@ fn installed_library_builds_with_pkg_config_alone() {
         assert!(text.contains("SEE ALSO"), "{page}: {text}");
     }
 
+    // Every function and macro has a page of its name: `man vlog_init`.
+    for name in [
+        "vlog_init",
+        "VLOG_DEBUG",
+        "vlog_write_fields",
+        "VLOG_ENABLED",
+    ] {
+        let out = Command::new("man")
+            .arg("-M")
+            .arg(destdir.join("usr/share/man"))
+            .args(["3", name])
+            .env("MANWIDTH", "80")
+            .env("MANPAGER", "cat")
+            .output()
+            .expect("man");
+        let page = ok(&format!("man 3 {name}"), out);
+        assert!(
+            page.contains("logging for C daemons") && page.contains(name),
+            "{name}: {page}"
+        );
+    }
+
     // A program that knows nothing of the source tree.
     let src = work.join("consumer.c");
     std::fs::write(

@@ -81,11 +81,13 @@ impl DumpTarget {
         }
     }
 
-    /// Opens where dumps go, now, because the handler cannot look for
-    /// files (0600, close-on-exec, no symbolic link; see `sys::fd`): for
-    /// `file:PATH` the dump file, appended to, and `PATH.ring`, where the
-    /// handler writes the ring as a ring file (an existing file there that
-    /// is not a vlog ring is left alone). Stderr and `off` open nothing.
+    /// Opens where dumps go (0600, close-on-exec, no symbolic link; see
+    /// `sys::fd`): for `file:PATH` the dump file, appended to, now, so that
+    /// a path that cannot be written is known before a crash. `PATH.ring`,
+    /// where the handler writes the ring as a ring file, is made only at a
+    /// crash (open(2) is async-signal-safe), so no empty image is left
+    /// beside a program that never crashed; an existing file there that is
+    /// not a vlog ring is left alone. Stderr and `off` open nothing.
     pub fn open(&self) -> Result<DumpFiles, ConfigError> {
         let DumpTarget::File(path) = self else {
             return Ok(DumpFiles::default());
@@ -97,12 +99,9 @@ impl DumpTarget {
         let mut image_path = path.as_os_str().to_owned();
         image_path.push(".ring");
         let image_path = PathBuf::from(image_path);
-        let image = sys::open_private(&image_path, Private::ReadWrite)
-            .ok()
-            .filter(is_ring_or_empty);
         Ok(DumpFiles {
             dump: Some((dump, intern(path))),
-            image: image.map(|fd| (fd, intern(&image_path))),
+            image: intern(&image_path),
             token: 0,
         })
     }
@@ -138,7 +137,8 @@ fn intern(path: &Path) -> Option<&'static CStr> {
 #[derive(Debug, Default)]
 pub struct DumpFiles {
     dump: Option<(Fd, Option<&'static CStr>)>,
-    image: Option<(Fd, Option<&'static CStr>)>,
+    /// The ring image's path, opened by the handler.
+    image: Option<&'static CStr>,
     /// Which publication is this one's (0: never published).
     token: u64,
 }
@@ -165,16 +165,10 @@ impl Slot {
         }
     }
 
-    fn set(&self, file: Option<&(Fd, Option<&'static CStr>)>) {
+    fn set(&self, fd: Option<&Fd>, path: Option<&'static CStr>) {
         self.seq.fetch_add(1, Ordering::SeqCst);
-        let (fd, info, path) = match file {
-            Some((fd, path)) => (
-                fd.raw(),
-                fd.info(),
-                path.map_or(std::ptr::null(), |p| p.as_ptr()),
-            ),
-            None => (-1, sys::FdInfo::default(), std::ptr::null()),
-        };
+        let (fd, info) = fd.map_or((-1, sys::FdInfo::default()), |fd| (fd.raw(), fd.info()));
+        let path = path.map_or(std::ptr::null(), CStr::as_ptr);
         self.fd.store(fd, Ordering::SeqCst);
         self.dev.store(info.dev, Ordering::SeqCst);
         self.ino.store(info.ino, Ordering::SeqCst);
@@ -211,10 +205,7 @@ impl Slot {
     /// safe.
     fn open(&self, how: Private, usable: fn(&Fd) -> bool) -> Option<Handle> {
         let (fd, dev, ino, path) = self.get()?;
-        if fd < 0 {
-            return None;
-        }
-        if sys::fd_info(fd).is_ok_and(|i| (i.dev, i.ino) == (dev, ino)) {
+        if fd >= 0 && sys::fd_info(fd).is_ok_and(|i| (i.dev, i.ino) == (dev, ino)) {
             return Some(Handle {
                 raw: fd,
                 reopened: None,
@@ -243,8 +234,11 @@ impl DumpFiles {
     /// Makes these the files the handler writes to (none: stderr).
     pub fn publish(&mut self) {
         self.token = TOKENS.fetch_add(1, Ordering::SeqCst) + 1;
-        DUMP.set(self.dump.as_ref());
-        IMAGE.set(self.image.as_ref());
+        DUMP.set(
+            self.dump.as_ref().map(|(fd, _)| fd),
+            self.dump.as_ref().and_then(|(_, p)| *p),
+        );
+        IMAGE.set(None, self.image);
         PUBLISHED.store(self.token, Ordering::SeqCst);
     }
 }
@@ -253,8 +247,8 @@ impl Drop for DumpFiles {
     fn drop(&mut self) {
         if self.token != 0 && PUBLISHED.load(Ordering::SeqCst) == self.token {
             PUBLISHED.store(0, Ordering::SeqCst);
-            DUMP.set(None);
-            IMAGE.set(None);
+            DUMP.set(None, None);
+            IMAGE.set(None, None);
         }
         // The descriptors close now, each only if it is still vlog's.
     }
