@@ -22,17 +22,23 @@ examples/daemon: lib examples/daemon.c examples/net.c examples/disk.c examples/d
 
 # The flight-recorder configuration: debug messages from the daemon's sources
 # are recorded in the ring (kept in a file), while stderr prints only warnings
-# and errors. The daemon crashes at the end; vlog-dump reads its ring file.
-DEMO_ENV = VLOG_FILTERS="1:daemon" VLOG_OUTPUTS="3:stderr" VLOG_BUFFER_SIZE=16K \
-	VLOG_BUFFER_FILE=examples/daemon.ring
+# and errors. The daemon crashes at the end: its crash dump goes to a file,
+# and vlog-dump reads its ring file. The story fits a screen.
+DEMO_ENV = VLOG_FILTERS="1:daemon" VLOG_OUTPUTS="3:stderr" \
+	VLOG_BUFFER_FILE=examples/daemon.ring VLOG_DUMP=file:examples/daemon.crash
 
 demo: examples/daemon
-	@rm -f examples/daemon.ring
+	@rm -f examples/daemon.ring examples/daemon.crash examples/daemon.crash.ring
 	@echo '$$ $(DEMO_ENV) ./examples/daemon'
 	@$(DEMO_ENV) ./examples/daemon; echo "(the daemon is gone: exit status $$?)"
 	@echo
-	@echo '$$ target/release/vlog-dump --source disk --since @0 examples/daemon.ring | tail -4'
-	@target/release/vlog-dump --source disk --since @0 examples/daemon.ring | tail -4
+	@echo '# The crash dump: its first line, then the last messages before the crash'
+	@echo '$$ head -1 examples/daemon.crash; tail -7 examples/daemon.crash'
+	@head -1 examples/daemon.crash; tail -7 examples/daemon.crash
+	@echo
+	@echo '# The ring file outlived the process: the disk'"'"'s debug messages'
+	@echo '$$ target/release/vlog-dump --source disk examples/daemon.ring | tail -4'
+	@target/release/vlog-dump --source disk examples/daemon.ring | tail -4
 	@echo '$$ target/release/vlog-dump --stats examples/daemon.ring'
 	@target/release/vlog-dump --stats examples/daemon.ring
 
@@ -41,7 +47,7 @@ test:
 
 clean:
 	$(CARGO) clean
-	rm -f examples/daemon
+	rm -f examples/daemon examples/daemon.ring examples/daemon.crash examples/daemon.crash.ring
 
 # Callgrind instruction counts for a disabled call and a ring-only call; see
 # BENCHMARKS.md.
@@ -96,6 +102,11 @@ LIBDIR = $(DESTDIR)$(PREFIX)/lib
 # without LD_LIBRARY_PATH: vlog.pc records the directory in them.
 RPATH = $(if $(filter /usr /usr/local,$(PREFIX)),,-Wl,-rpath,$${libdir})
 MANDIR = $(DESTDIR)$(PREFIX)/share/man
+# The installed libraries carry no debug information and no LLVM bitcode:
+# what a backtrace needs, the symbols, stays (STRIP= installs them as built).
+STRIP ?= strip
+OBJCOPY ?= objcopy
+
 # Every name vlog(3) documents (its NAME section) gets a page of its own that
 # points to vlog(3), as Debian's library packages do: `man vlog_init`.
 MAN3_NAMES = $(filter-out vlog,$(shell sed -n '/^\.SH NAME/,/\\-/p' man/vlog.3 \
@@ -113,6 +124,9 @@ install: lib
 	install -m 0755 target/release/libvlog.so $(LIBDIR)/libvlog.so.0
 	ln -sf libvlog.so.0 $(LIBDIR)/libvlog.so
 	install -m 0644 $(STATIC_LIB) $(LIBDIR)/libvlog.a
+	if [ -n "$(STRIP)" ]; then \
+		$(STRIP) --strip-debug $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.a && \
+		$(OBJCOPY) -R .llvmbc -R .llvmcmd $(LIBDIR)/libvlog.a; fi
 	install -m 0644 include/vlog.h include/vlog_gen.h $(DESTDIR)$(PREFIX)/include/
 	install -m 0755 target/release/vlog-dump $(DESTDIR)$(PREFIX)/bin/vlog-dump
 	install -m 0644 man/vlog-dump.1 $(MANDIR)/man1/

@@ -1,4 +1,4 @@
-/* The disk side of the demo daemon: its own source, "daemon.disk". Request 29
+/* The disk side of the demo daemon: its own source, "daemon.disk". Request 7
  * fails, as a real device error would. */
 #include <errno.h>
 #include <string.h>
@@ -15,7 +15,7 @@ int disk_submit(const struct request *req)
 
     VLOG_DEBUG("queue depth %d, submitting sector %llu (+%zu)", req->id % 5,
                sector, req->len / 512);
-    if (req->id == 29) {
+    if (req->id == 7) {
         VLOG_DEBUG("sector %llu: controller status 0x51, retrying once", sector);
         VLOG_ERROR("I/O error on sector %llu: %s", sector, strerror(EIO));
         return -1;

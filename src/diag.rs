@@ -57,6 +57,7 @@ pub fn write_stderr(line: &[u8]) -> bool {
 /// escaped as the text line escapes messages, so no newline, carriage
 /// return or terminal escape reaches the terminal raw.
 pub fn warn(message: &str) {
+    let message = crate::error::for_people(message.to_owned().into());
     let mut line = Vec::with_capacity(message.len() + 7);
     line.extend_from_slice(b"vlog: ");
     put_escaped(message.as_bytes(), &mut line);

@@ -72,6 +72,7 @@ pub mod internal {
     pub use crate::config::filter::{contains_match, Filters};
     pub use crate::config::{from_env, parse_size};
     pub use crate::crash::target::{parse_dump_signal, DumpTarget};
+    pub use crate::error::for_people;
     pub use crate::ffi::guarded;
     pub use crate::fields::{encode as encode_fields, Field, Value};
     pub use crate::output::journald::send_via_memfd as send_to_journald_via_memfd;

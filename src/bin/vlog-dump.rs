@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use vlog::internal::{
-    contains_match, parse_time, put_fields_text, put_json_string, put_timestamp, read, read_ring,
-    read_rings_in_file, render_json, render_line, starts_with_magic, Entry, Image, Priority,
-    Record,
+    contains_match, for_people, parse_time, put_fields_text, put_json_string, put_timestamp, read,
+    read_ring, read_rings_in_file, render_json, render_line, starts_with_magic, Entry, Image,
+    Priority, Record,
 };
 
 /// Every record read intact.
@@ -274,11 +274,7 @@ fn load(path: &Path) -> Result<Vec<Vec<u8>>, String> {
 
 /// An I/O error as a person reads it, without Rust's "(os error N)".
 fn io_text(e: &io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error ") {
-        Some(at) => text[..at].to_owned(),
-        None => text,
-    }
+    for_people(e.to_string().into()).into_owned()
 }
 
 /// Prints every ring of one file; returns the exit status it earns.

@@ -22,7 +22,8 @@ pub const DEFAULT_BUFFER_SIZE: usize = 64 * 1024;
 pub fn parse_size(s: &str) -> Result<usize, ConfigError> {
     let bad = || {
         ConfigError::new(format!(
-            "invalid size '{s}': use a number of bytes with an optional K, M or G suffix"
+            "invalid size '{s}': use a number of bytes with an optional K, M or G suffix, \
+             from 16K to 1G (0: no ring)"
         ))
     };
     let (digits, shift) = match s.as_bytes().last() {

@@ -220,6 +220,7 @@ pub fn inside() -> bool {
 /// from source `vlog` in the ring, so a dump shows it whatever became of
 /// fd 2.
 fn note(ring: Option<&mut Ring>, event: &str) {
+    let event = &*crate::error::for_people(event.to_owned().into());
     diag::warn(event);
     if let Some(ring) = ring {
         ring.append(

@@ -4,7 +4,7 @@
 //! a test gives, and vlog-dump.
 
 use crate::support::run_vlog_dump;
-pub(crate) use crate::support::{assert_ok, root, say_skipped, text};
+pub(crate) use crate::support::{assert_ok, needs_installed, root, say_skipped, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
