@@ -113,13 +113,14 @@ fn take(sig: c_int) -> std::io::Result<()> {
 /// something for the logger to look at (a ring file repaired).
 #[inline(always)]
 pub fn on_entry() -> bool {
-    match HANDLER.load(Ordering::Relaxed) {
-        NONE => false,
-        ARMED => {
-            altstack::ensure();
-            false
-        }
-        _ => attend(),
+    // ARMED first: the state of every program since vlog sets itself up,
+    // crash handler included, at its first call.
+    let state = HANDLER.load(Ordering::Relaxed);
+    if state == ARMED {
+        altstack::ensure();
+        false
+    } else {
+        state != NONE && attend()
     }
 }
 
