@@ -292,6 +292,25 @@ fn vlog_dump_env_off_and_file() {
         stderr.contains("vlog: fatal signal SIGSEGV"),
         "default kept: {stderr}"
     );
+
+    // A dump file that cannot be opened is a bad VLOG_DUMP like any other:
+    // one line naming it and its value, and dumps to stderr, not nowhere.
+    let (status, _, stderr) = crash(
+        "bad-dump-file",
+        &["segv"],
+        &[("VLOG_DUMP", "file:/nonexistent/dir/crash")],
+    );
+    assert_eq!(status.signal(), Some(libc::SIGSEGV));
+    assert_eq!(
+        stderr
+            .matches("vlog: ignoring VLOG_DUMP=file:/nonexistent/dir/crash: cannot open dump file")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("crash dumps go to stderr"), "{stderr}");
+    assert!(!stderr.contains("os error"), "{stderr}");
+    assert_dump("bad-dump-file", &stderr, "SIGSEGV", 3);
 }
 
 #[test]
