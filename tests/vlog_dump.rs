@@ -9,6 +9,22 @@ mod support;
 
 use support::{run_vlog_dump as vlog_dump, text};
 
+/// An info record of source "s" with `message` and encoded `fields`.
+fn plain<'a>(message: &'a [u8], fields: &'a [u8]) -> Record<'a> {
+    Record {
+        seq: 0,
+        time_ns: 1,
+        tid: 1,
+        line: 1,
+        priority: Priority::Info,
+        source: b"s",
+        file: b"f",
+        func: b"fn",
+        message,
+        fields,
+    }
+}
+
 fn scratch(name: &str) -> PathBuf {
     support::scratch("vlog-dump", name)
 }
@@ -187,18 +203,7 @@ fn follow_prints_records_as_they_arrive() {
     let path = scratch("follow.ring");
     let _ = std::fs::remove_file(&path);
     let mut ring = Ring::create_file(&path, 64 * 1024, None).unwrap();
-    let rec = |msg: &'static str| Record {
-        seq: 0,
-        time_ns: 1,
-        tid: 1,
-        line: 1,
-        priority: Priority::Info,
-        source: b"s",
-        file: b"f",
-        func: b"fn",
-        message: msg.as_bytes(),
-        fields: b"",
-    };
+    let rec = |msg: &'static str| plain(msg.as_bytes(), b"");
     ring.append(&rec("before follow"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_vlog-dump"))
         .args(["--follow", path.to_str().unwrap()])
@@ -296,18 +301,7 @@ fn grep_searches_structured_fields() {
     };
     vlog::internal::encode_fields([vm].into_iter(), &mut fields);
     for (msg, fields) in [("with fields", &fields[..]), ("without", &b""[..])] {
-        ring.append(&Record {
-            seq: 0,
-            time_ns: 1,
-            tid: 1,
-            line: 1,
-            priority: Priority::Info,
-            source: b"s",
-            file: b"f",
-            func: b"fn",
-            message: msg.as_bytes(),
-            fields,
-        });
+        ring.append(&plain(msg.as_bytes(), fields));
     }
     drop(ring);
     let out = text(&vlog_dump(&["--grep", "guest-42", path.to_str().unwrap()]).stdout);

@@ -205,49 +205,64 @@ fn print_record(rec: &Record, o: &Options, origin: &Origin, out: &mut Vec<u8>) {
 
 fn print_stats(image: &Image, c: &Counts, o: &Options, origin: &Origin, out: &mut Vec<u8>) {
     let ring = image.stats();
+    let counts = [
+        ("records", c.records),
+        ("recorded", ring.recorded),
+        ("lost", ring.lost),
+        ("torn", c.torn),
+        ("missing", c.missing),
+        ("size", ring.size),
+    ];
     let span = match (c.first, c.last) {
         (Some(first), Some(last)) => Some((first, last, (last - first) as f64 / 1e9)),
         _ => None,
     };
-    if o.json {
+    // One list of names and values, in either form: `name: value` lines, or
+    // one JSON object.
+    let (json, named) = (o.json, origin.named || origin.ring.is_some());
+    let sep = |out: &mut Vec<u8>, name: &str| {
+        if json {
+            out.extend_from_slice(format!(",\"{name}\":").as_bytes());
+        } else {
+            out.extend_from_slice(format!("{name}: ").as_bytes());
+        }
+    };
+    let end = |out: &mut Vec<u8>| {
+        if !json {
+            out.push(b'\n');
+        }
+    };
+    if json {
         out.extend_from_slice(b"{\"file\":");
         put_json_string(origin.file.as_os_str().as_encoded_bytes(), out);
         if let Some((i, _)) = origin.ring {
             out.extend_from_slice(format!(",\"ring\":{i}").as_bytes());
         }
-        out.extend_from_slice(
-            format!(
-                ",\"records\":{},\"recorded\":{},\"lost\":{},\"torn\":{},\"missing\":{},\"size\":{}",
-                c.records, ring.recorded, ring.lost, c.torn, c.missing, ring.size
-            )
-            .as_bytes(),
-        );
-        if let Some((first, last, seconds)) = span {
-            out.extend_from_slice(b",\"first\":\"");
-            put_timestamp(first, out);
-            out.extend_from_slice(b"\",\"last\":\"");
-            put_timestamp(last, out);
-            out.extend_from_slice(format!("\",\"span_s\":{seconds:.3}").as_bytes());
-        }
-        out.extend_from_slice(b"}\n");
-        return;
-    }
-    if origin.named || origin.ring.is_some() {
+    } else if named {
         out.extend_from_slice(format!("file: {}\n", origin.describe()).as_bytes());
     }
-    out.extend_from_slice(
-        format!(
-            "records: {}\nrecorded: {}\nlost: {}\ntorn: {}\nmissing: {}\nsize: {}\n",
-            c.records, ring.recorded, ring.lost, c.torn, c.missing, ring.size
-        )
-        .as_bytes(),
-    );
+    for (name, value) in counts {
+        sep(out, name);
+        out.extend_from_slice(value.to_string().as_bytes());
+        end(out);
+    }
     if let Some((first, last, seconds)) = span {
-        out.extend_from_slice(b"first: ");
-        put_timestamp(first, out);
-        out.extend_from_slice(b"\nlast: ");
-        put_timestamp(last, out);
-        out.extend_from_slice(format!("\nspan: {seconds:.3} s\n").as_bytes());
+        let quote = if json { &b"\""[..] } else { b"" };
+        for (name, t) in [("first", first), ("last", last)] {
+            sep(out, name);
+            out.extend_from_slice(quote);
+            put_timestamp(t, out);
+            out.extend_from_slice(quote);
+            end(out);
+        }
+        if json {
+            out.extend_from_slice(format!(",\"span_s\":{seconds:.3}").as_bytes());
+        } else {
+            out.extend_from_slice(format!("span: {seconds:.3} s\n").as_bytes());
+        }
+    }
+    if json {
+        out.extend_from_slice(b"}\n");
     }
 }
 
