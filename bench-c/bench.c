@@ -33,6 +33,7 @@
 VLOG_INIT("bench.vlog");
 
 static vlog_stats before;
+static volatile unsigned long floor_sum;
 
 static unsigned long long vlog_records(void)
 {
@@ -76,6 +77,38 @@ static void filtered_run(int msg, long n) { BENCH_LOOP(msg, n, VLOG_FN); }
 static void ring_setup(void) { vlog_setup_common("4:file:/dev/null", "1:bench.vlog"); }
 static void ring_run(int msg, long n) { BENCH_LOOP(msg, n, VLOG_DEBUG); }
 static const char *all_recorded(long calls) { return expect_records((unsigned long long)calls); }
+
+/* -- vlog to a full ring, the flight recorder's steady state: the ring is
+ * filled with the message first, so every record measured evicts the oldest. */
+static void full_setup(void)
+{
+    vlog_stats now;
+    ring_setup();
+    do {
+        ring_run(bench_msg, 1000);
+        vlog_get_stats(&now);
+    } while (now.lost == 0);
+    before = now;
+}
+/* A function of its own, so that a profile can collect only the measured
+ * calls (valgrind --toggle-collect=full_run). */
+static __attribute__((noinline)) void full_run(int msg, long n)
+{
+    ring_run(msg, n);
+    floor_sum++; /* not folded into ring_run, which the fill calls */
+}
+static const char *full_check(long calls)
+{
+    vlog_stats now;
+    const char *wrong = expect_records((unsigned long long)calls);
+    unsigned long long evicted;
+    vlog_get_stats(&now);
+    evicted = now.lost - before.lost;
+    /* Records of one size: one evicted per record, give or take the wrap. */
+    if (evicted + 2 < (unsigned long long)calls || evicted > (unsigned long long)calls + 2)
+        wrong = "the ring was not full";
+    return wrong;
+}
 
 /* -- vlog to the ring and a file: one write(2) per line. */
 static char file_path[64];
@@ -126,25 +159,28 @@ static const char *bare_check(long calls)
     return wrong;
 }
 
-/* -- two threads recording to the ring at once (time per call, per thread). */
-static void *ring_thread(void *arg)
+/* -- 1, 2, 4 and 8 threads recording into one full ring at once (run.py
+ * reports time per message and messages per second). */
+BENCH_THREADED(full, ring_run, 1)
+BENCH_THREADED(full, ring_run, 2)
+BENCH_THREADED(full, ring_run, 4)
+BENCH_THREADED(full, ring_run, 8)
+static const char *full_check_threads(long calls, int threads)
 {
-    long *job = (long *)arg;
-    ring_run((int)job[0], job[1]);
-    return NULL;
+    vlog_stats now;
+    vlog_get_stats(&now);
+    if (now.records - before.records != (unsigned long long)(calls * threads))
+        return "wrong number of records";
+    return now.lost - before.lost + 2 * threads < (unsigned long long)(calls * threads)
+               ? "the ring was not full"
+               : NULL;
 }
-static void threads_run(int msg, long n)
-{
-    pthread_t t;
-    long job[2] = {msg, n};
-    pthread_create(&t, NULL, ring_thread, job);
-    ring_run(msg, n);
-    pthread_join(t, NULL);
-}
-static const char *threads_check(long calls) { return expect_records(2ULL * (unsigned long long)calls); }
+static const char *full_check_1(long calls) { return full_check_threads(calls, 1); }
+static const char *full_check_2(long calls) { return full_check_threads(calls, 2); }
+static const char *full_check_4(long calls) { return full_check_threads(calls, 4); }
+static const char *full_check_8(long calls) { return full_check_threads(calls, 8); }
 
 /* -- floors: vsnprintf into a stack buffer; a 64-byte memcpy under a mutex. */
-static volatile unsigned long floor_sum;
 static void floor_snprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void floor_snprintf(const char *fmt, ...)
 {
@@ -171,6 +207,28 @@ static void memcpy_run(int msg, long n)
         floor_sum += (unsigned char)floor_dst[(i & 63) * 64 + (msg & 7)];
         pthread_mutex_unlock(&floor_lock);
     }
+}
+
+/* -- the floor for any ring with one shared position: a 64-byte copy into
+ * the thread's own buffer after an atomic add on a counter every thread
+ * shares (the cache line it lives in moves between cores on each call). */
+static _Alignas(64) unsigned long shared_position;
+static void shared_line_run(int msg, long n)
+{
+    static const char src[64] = "sixty-four bytes of message after a shared atomic add";
+    char dst[64 * 64];
+    for (long i = 0; i < n; i++) {
+        unsigned long at = __atomic_fetch_add(&shared_position, 1, __ATOMIC_ACQ_REL);
+        memcpy(dst + (at & 63) * 64, src, 64);
+        __asm__ volatile("" : : "r"(dst) : "memory");
+    }
+    floor_sum += (unsigned long)msg;
+}
+BENCH_THREADED(shared_line, shared_line_run, 1)
+BENCH_THREADED(shared_line, shared_line_run, 2)
+static const char *position_moved(long calls)
+{
+    return shared_position >= (unsigned long)calls ? NULL : "the counter did not move";
 }
 
 /* -- glibc syslog, masked by setlogmask: counts what reaches the socket. */
@@ -300,11 +358,17 @@ static const struct bench_mode modes[] = {
     {"vlog-disabled", disabled_setup, disabled_run, none_recorded},
     {"vlog-fn-filtered", filtered_setup, filtered_run, none_recorded},
     {"vlog-ring", ring_setup, ring_run, all_recorded},
+    {"vlog-ring-full", full_setup, full_run, full_check},
     {"vlog-ring-file", file_setup, ring_run, file_check},
-    {"vlog-2threads", ring_setup, threads_run, threads_check},
+    {"vlog-threads-1", full_setup, full_run_1, full_check_1},
+    {"vlog-threads-2", full_setup, full_run_2, full_check_2},
+    {"vlog-threads-4", full_setup, full_run_4, full_check_4},
+    {"vlog-threads-8", full_setup, full_run_8, full_check_8},
     {"write-line", bare_setup, bare_run, bare_check},
     {"floor-vsnprintf", NULL, snprintf_run, sum_positive},
     {"floor-memcpy-mutex", NULL, memcpy_run, sum_positive},
+    {"floor-shared-line-threads-1", NULL, shared_line_run_1, position_moved},
+    {"floor-shared-line-threads-2", NULL, shared_line_run_2, position_moved},
     {"syslog-masked", syslog_setup, syslog_run, syslog_check},
 #ifdef HAVE_GLIB
     {"glib-disabled", glib_off_setup, glib_run, glib_off_check},

@@ -79,6 +79,13 @@ const char *backtrace_check(long calls)
     return counter->count == held + 2 ? nullptr : "the backtrace did not hold the messages";
 }
 
+// The backtrace ring from 1, 2, 4 and 8 threads at once (a logger is
+// thread-safe; the backtrace ring has a mutex of its own).
+BENCH_THREADED(backtrace, run, 1)
+BENCH_THREADED(backtrace, run, 2)
+BENCH_THREADED(backtrace, run, 4)
+BENCH_THREADED(backtrace, run, 8)
+
 void file_setup()
 {
     snprintf(file_path, sizeof file_path, "/tmp/vlog-bench-spdlog-%d.log", (int)getpid());
@@ -102,6 +109,10 @@ const bench_mode modes[] = {
     {"spdlog-null", null_setup, run, null_check},
     {"spdlog-backtrace", backtrace_setup, run, backtrace_check},
     {"spdlog-file", file_setup, run, file_check},
+    {"spdlog-threads-1", backtrace_setup, backtrace_run_1, backtrace_check},
+    {"spdlog-threads-2", backtrace_setup, backtrace_run_2, backtrace_check},
+    {"spdlog-threads-4", backtrace_setup, backtrace_run_4, backtrace_check},
+    {"spdlog-threads-8", backtrace_setup, backtrace_run_8, backtrace_check},
     {nullptr, nullptr, nullptr, nullptr},
 };
 

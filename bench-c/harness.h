@@ -10,6 +10,7 @@
 #define BENCH_HARNESS_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,44 @@ static double bench_now_ns(void)
 
 /* A mode: set up, run n calls of message msg, check the result (return a
  * message describing what is wrong, or NULL). */
+/* The message being measured, for set-ups that need it (filling a ring
+ * with it). */
+static int bench_msg;
+
+/* Runs run(msg, n) on each of `threads` threads at once (the calling thread
+ * is one of them): n calls per thread. */
+struct bench_job {
+    void (*run)(int msg, long n);
+    int msg;
+    long n;
+};
+static void *bench_thread(void *arg)
+{
+    struct bench_job *job = (struct bench_job *)arg;
+    job->run(job->msg, job->n);
+    return NULL;
+}
+static void bench_in_threads(void (*run)(int, long), int threads, int msg, long n)
+{
+    pthread_t t[16];
+    struct bench_job job = {run, msg, n};
+    int i;
+    for (i = 1; i < threads; i++)
+        if (pthread_create(&t[i], NULL, bench_thread, &job) != 0) {
+            fprintf(stderr, "pthread_create failed\n");
+            exit(1);
+        }
+    run(msg, n);
+    for (i = 1; i < threads; i++)
+        pthread_join(t[i], NULL);
+}
+/* A mode's run function for `threads` threads: NAME_run_THREADS. */
+#define BENCH_THREADED(name, run, threads)                                    \
+    static void name##_run_##threads(int msg, long n)                          \
+    {                                                                          \
+        bench_in_threads(run, threads, msg, n);                                \
+    }
+
 struct bench_mode {
     const char *name;
     void (*setup)(void);
@@ -59,6 +98,7 @@ static int bench_main(const struct bench_mode *modes, int argc, char **argv)
     msg = atoi(argv[2]);
     n = atol(argv[3]);
     warm = n / 10 + 1;
+    bench_msg = msg;
     if (m->setup)
         m->setup();
     m->run(msg, warm);

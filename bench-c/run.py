@@ -50,11 +50,16 @@ def instructions(program, mode, msg, n):
 
 
 def slow(mode):
-    return any(word in mode for word in ("file", "write", "enabled", "2threads"))
+    return any(word in mode for word in ("file", "write", "enabled", "threads"))
+
+
+def threads(mode):
+    """How many threads a mode runs its calls on: NAME-threads-N."""
+    return int(mode.rsplit("-", 1)[1]) if "-threads-" in mode else 1
 
 
 def measure(program, mode, msg, quick):
-    n = 20_000 if slow(mode) else 400_000
+    n = 100_000 if "threads" in mode else 20_000 if slow(mode) else 400_000
     runs = 3 if quick else 7
     timings = [run(program, mode, msg, n) for _ in range(runs)]
     ns = statistics.median(t[0] for t in timings)
@@ -63,8 +68,8 @@ def measure(program, mode, msg, quick):
     i1 = instructions(program, mode, msg, n1)
     i2 = instructions(program, mode, msg, n2)
     per_call = (i2 - i1) / (calls(n2) - calls(n1))
-    if "2threads" in mode:  # two threads each make the calls
-        ns, per_call = ns / 2, per_call / 2
+    # Each thread makes the calls: per message, divide by the threads.
+    ns, per_call = ns / threads(mode), per_call / threads(mode)
     return ns, per_call, allocs
 
 
@@ -92,6 +97,7 @@ def main():
     pairs = [("vlog-disabled", "lttng-disabled", 1), ("vlog-disabled", "spdlog-filtered", 1),
              ("vlog-disabled", "glib-disabled", 1), ("vlog-fn-filtered", "spdlog-filtered", 1),
              ("vlog-ring", "spdlog-backtrace", 1), ("vlog-ring", "spdlog-null", 1),
+             ("vlog-ring-full", "spdlog-backtrace", 1), ("vlog-ring-full", "vlog-ring", 1),
              ("vlog-ring", "floor-vsnprintf", 1), ("vlog-ring-file", "spdlog-file", 0),
              ("vlog-ring-file", "write-line", 0)]
     print("\n### vlog as a multiple of the peer (instructions; ns for the file modes)\n")
@@ -102,6 +108,30 @@ def main():
             cells = ["{:.3g}".format(results[(ours, m)][index] / max(results[(theirs, m)][index], 1e-9))
                      for m in range(len(MESSAGES))]
             print(f"| {ours} / {theirs} | " + " | ".join(cells) + " |")
+    scaling(results)
+
+
+def scaling(results):
+    """Messages per second of every threaded mode, and as a multiple of the
+    same logger on one thread (wall clock: compare within one run)."""
+    names = dict.fromkeys(m.rsplit("-", 1)[0] for m, _ in results if "-threads-" in m)
+    if not names:
+        return
+    print("\n### Threads into one logger: million messages per second "
+          "(and as a multiple of one thread)\n")
+    print("| mode | " + " | ".join(MESSAGES) + " |")
+    print("| --- |" + " ---: |" * len(MESSAGES))
+    for name in names:
+        for n in (1, 2, 4, 8):
+            mode = f"{name}-{n}"
+            if (mode, 0) not in results:
+                continue
+            cells = []
+            for m in range(len(MESSAGES)):
+                rate = 1e3 / results[(mode, m)][0]
+                one = 1e3 / results[(f"{name}-1", m)][0]
+                cells.append(f"{rate:.1f} ({rate / one:.2f}x)")
+            print(f"| {mode} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
