@@ -3,7 +3,9 @@
 #ifndef VLOG_CHECK_H
 #define VLOG_CHECK_H
 
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

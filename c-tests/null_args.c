@@ -32,23 +32,34 @@ int main(void)
     /* The deferred-formatting entries check what they are given. */
     {
         static vlog_site site;
-        vlog_arg arg;
+        uint64_t word = 7;
         CHECK(vlog_site_prepare(NULL, "%d", NULL, 0, NULL) == VLOG_SITE_FORMAT);
         CHECK(vlog_site_prepare(&site, NULL, NULL, 0, NULL) == VLOG_SITE_FORMAT);
         CHECK(site.state == VLOG_SITE_NEW);
-        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, NULL, NULL, 0) == -1);
-        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, &site, NULL, 0) == -1);
+        CHECK(vlog_record(NULL, NULL, VLOG_PRIO_ERROR, NULL, 0, 0) == -1);
+        CHECK(vlog_record(&site, NULL, VLOG_PRIO_ERROR, NULL, 0, 0) == -1);
         CHECK(vlog_site_prepare(&site, "n=%d", NULL, 0, NULL) == VLOG_SITE_DEFERRED);
         CHECK(site.nargs == 1 && site.kinds[0] == VLOG_ARG_INT);
-        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, &site, NULL, 1) == -1);
-        arg.bits = 7;
-        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, &site, &arg, 2) == -1);
-        CHECK(vlog_write_args(NULL, VLOG_PRIO_ERROR, &site, &arg, 1) == 1);
+        CHECK(site.nwords == 1 && site.classes == VLOG_CLASS_INT);
+        CHECK(vlog_record(&site, NULL, VLOG_PRIO_ERROR, NULL, 1, VLOG_CLASS_INT) == -1);
+        CHECK(vlog_record(&site, NULL, VLOG_PRIO_ERROR, &word, 1, VLOG_CLASS_INT) == 1);
+        /* Arguments that are not the format's (another C type, another
+         * count) are never read: the format is recorded with a marker. */
+        CHECK(vlog_record(&site, NULL, VLOG_PRIO_ERROR, &word, 1, VLOG_CLASS_POINTER) == 1);
+        CHECK(vlog_record(&site, NULL, VLOG_PRIO_ERROR, NULL, 0, 0) == 1);
+        CHECK(vlog_record(&site, NULL, VLOG_PRIO_ERROR, &word, -1, VLOG_CLASS_INT) == 1);
         CHECK(vlog_format_is_safe(NULL) == 0);
         CHECK(vlog_format_is_safe("%d %s") == 1);
         CHECK(vlog_format_is_safe("%hhn") == 0);
         dump = check_dump(&records);
         CHECK(strstr(dump, ": error : default : ?:0 : n=7\n") != NULL);
+        {
+            const char *marked = ": error : default : ?:0 : "
+                                 "[arguments do not match the format, not rendered] n=%d\n";
+            const char *at = strstr(dump, marked);
+            CHECK(at != NULL && (at = strstr(at + 1, marked)) != NULL &&
+                  strstr(at + 1, marked) != NULL);
+        }
         free(dump);
     }
     puts("ok");

@@ -234,8 +234,7 @@ extern int vlog_print_level;
                                    VLOG_SITE_NEW))                            \
                     vlog_site_prepare(&vlog__site, VLOG__FIRST(__VA_ARGS__, 0), \
                                       __FILE__, __LINE__, __func__);          \
-                vlog__emit_site(&vlog__site, &vlog__source, (prio),           \
-                                __VA_ARGS__);                                 \
+                VLOG__RECORD(&vlog__site, &vlog__source, (prio), __VA_ARGS__); \
             } else {                                                          \
                 vlog__emit(&vlog__source, (prio), __FILE__, __LINE__,         \
                            __func__, __VA_ARGS__);                            \
@@ -243,6 +242,217 @@ extern int vlog_print_level;
         }                                                                     \
         VLOG__FORMAT_CHECKS_OFF                                               \
     } while (0)
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
+/*
+ * C11: each argument is captured where it is evaluated, once, as one 64-bit
+ * word, and its C type's class is known at compile time (_Generic), so a
+ * deferred call passes its words straight to vlog_record: no va_list, no
+ * second look at the arguments. The class of `x` is taken from
+ * `0 ? (x) : (x)`, which is not evaluated and has the type printf would see
+ * (integer promotions applied, arrays and functions made pointers) for any
+ * operand, bit-fields and pointers to incomplete types included. The
+ * library compares the classes with what the format says (vlog_site.classes)
+ * and never reads an argument as what it is not. A format the library does
+ * not render, or one that changed, goes to vlog__emit_site and vsnprintf,
+ * which evaluates the arguments instead: each call evaluates them once.
+ */
+static inline uint64_t vlog__word_s(long long v) { return (uint64_t)v; }
+static inline uint64_t vlog__word_u(unsigned long long v) { return (uint64_t)v; }
+static inline uint64_t vlog__word_d(double v)
+{
+    uint64_t w;
+    memcpy(&w, &v, sizeof w);
+    return w;
+}
+static inline uint64_t vlog__word_p(const volatile void *p) { return (uint64_t)(uintptr_t)p; }
+/* long double has no class a deferred format takes (%Lf is formatted at
+ * the call): never read. */
+static inline uint64_t vlog__word_x(long double v)
+{
+    (void)v;
+    return 0;
+}
+/* Whether `site` records its calls with format `fmt` as words (a site in an
+ * inline function may see other formats: those are formatted at the call). */
+static inline int vlog__deferred(const vlog_site *site, const char *fmt)
+{
+    return __atomic_load_n(&site->state, __ATOMIC_ACQUIRE) == VLOG_SITE_DEFERRED &&
+           site->fmt == fmt;
+}
+#define VLOG__PROMOTED(x) (0 ? (x) : (x))
+#define VLOG__WORD(x)                                                         \
+    _Generic(VLOG__PROMOTED(x),                                               \
+        int: vlog__word_s, long: vlog__word_s, long long: vlog__word_s,      \
+        unsigned: vlog__word_u, unsigned long: vlog__word_u,                  \
+        unsigned long long: vlog__word_u,                                     \
+        float: vlog__word_d, double: vlog__word_d,                            \
+        long double: vlog__word_x, default: vlog__word_p)(x)
+#define VLOG__CLASS(x)                                                        \
+    ((uint64_t)_Generic(VLOG__PROMOTED(x),                                    \
+        int: VLOG_CLASS_INT, long: VLOG_CLASS_INT, long long: VLOG_CLASS_INT, \
+        unsigned: VLOG_CLASS_INT, unsigned long: VLOG_CLASS_INT,              \
+        unsigned long long: VLOG_CLASS_INT,                                   \
+        float: VLOG_CLASS_DOUBLE, double: VLOG_CLASS_DOUBLE,                  \
+        long double: 0, default: VLOG_CLASS_POINTER))
+
+/* How many arguments a macro call has, the format included (1 to 64). */
+#define VLOG__NARGS(...) VLOG__NARGS_(__VA_ARGS__, 64, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define VLOG__NARGS_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, _32, _33, _34, _35, _36, _37, _38, _39, _40, _41, _42, _43, _44, _45, _46, _47, _48, _49, _50, _51, _52, _53, _54, _55, _56, _57, _58, _59, _60, _61, _62, _63, _64, n, ...) n
+#define VLOG__CAT2(a, b) a##b
+#define VLOG__CAT(a, b) VLOG__CAT2(a, b)
+
+/* The words of a call's arguments after the format, each with a leading
+ * comma (VLOG__WORDS), and their classes, 2 bits each from the lowest
+ * (VLOG__CLASSES). Past VLOG_SITE_MAX_ARGS a format is never deferred:
+ * those calls expand to nothing that is used. */
+#define VLOG__WORDS(...) VLOG__CAT(VLOG__W, VLOG__NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define VLOG__CLASSES(...) VLOG__CAT(VLOG__C, VLOG__NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define VLOG__W1(f)
+#define VLOG__C1(f) 0
+#define VLOG__W2(f, a) , VLOG__WORD(a)
+#define VLOG__W3(f, a, ...) , VLOG__WORD(a) VLOG__W2(f, __VA_ARGS__)
+#define VLOG__W4(f, a, ...) , VLOG__WORD(a) VLOG__W3(f, __VA_ARGS__)
+#define VLOG__W5(f, a, ...) , VLOG__WORD(a) VLOG__W4(f, __VA_ARGS__)
+#define VLOG__W6(f, a, ...) , VLOG__WORD(a) VLOG__W5(f, __VA_ARGS__)
+#define VLOG__W7(f, a, ...) , VLOG__WORD(a) VLOG__W6(f, __VA_ARGS__)
+#define VLOG__W8(f, a, ...) , VLOG__WORD(a) VLOG__W7(f, __VA_ARGS__)
+#define VLOG__W9(f, a, ...) , VLOG__WORD(a) VLOG__W8(f, __VA_ARGS__)
+#define VLOG__W10(f, a, ...) , VLOG__WORD(a) VLOG__W9(f, __VA_ARGS__)
+#define VLOG__W11(f, a, ...) , VLOG__WORD(a) VLOG__W10(f, __VA_ARGS__)
+#define VLOG__W12(f, a, ...) , VLOG__WORD(a) VLOG__W11(f, __VA_ARGS__)
+#define VLOG__W13(f, a, ...) , VLOG__WORD(a) VLOG__W12(f, __VA_ARGS__)
+#define VLOG__W14(f, a, ...) , VLOG__WORD(a) VLOG__W13(f, __VA_ARGS__)
+#define VLOG__W15(f, a, ...) , VLOG__WORD(a) VLOG__W14(f, __VA_ARGS__)
+#define VLOG__W16(f, a, ...) , VLOG__WORD(a) VLOG__W15(f, __VA_ARGS__)
+#define VLOG__W17(f, a, ...) , VLOG__WORD(a) VLOG__W16(f, __VA_ARGS__)
+#define VLOG__W18(f, a, ...) , VLOG__WORD(a) VLOG__W17(f, __VA_ARGS__)
+#define VLOG__W19(f, a, ...) , VLOG__WORD(a) VLOG__W18(f, __VA_ARGS__)
+#define VLOG__W20(f, a, ...) , VLOG__WORD(a) VLOG__W19(f, __VA_ARGS__)
+#define VLOG__W21(f, a, ...) , VLOG__WORD(a) VLOG__W20(f, __VA_ARGS__)
+#define VLOG__W22(f, a, ...) , VLOG__WORD(a) VLOG__W21(f, __VA_ARGS__)
+#define VLOG__W23(f, a, ...) , VLOG__WORD(a) VLOG__W22(f, __VA_ARGS__)
+#define VLOG__W24(f, a, ...) , VLOG__WORD(a) VLOG__W23(f, __VA_ARGS__)
+#define VLOG__W25(f, a, ...) , VLOG__WORD(a) VLOG__W24(f, __VA_ARGS__)
+#define VLOG__W26(f, a, ...) , VLOG__WORD(a) VLOG__W25(f, __VA_ARGS__)
+#define VLOG__W27(f, a, ...) , VLOG__WORD(a) VLOG__W26(f, __VA_ARGS__)
+#define VLOG__W28(f, a, ...) , VLOG__WORD(a) VLOG__W27(f, __VA_ARGS__)
+#define VLOG__W29(f, a, ...) , VLOG__WORD(a) VLOG__W28(f, __VA_ARGS__)
+#define VLOG__W30(f, a, ...) , VLOG__WORD(a) VLOG__W29(f, __VA_ARGS__)
+#define VLOG__W31(f, a, ...) , VLOG__WORD(a) VLOG__W30(f, __VA_ARGS__)
+#define VLOG__W32(f, a, ...) , VLOG__WORD(a) VLOG__W31(f, __VA_ARGS__)
+#define VLOG__W33(f, a, ...) , VLOG__WORD(a) VLOG__W32(f, __VA_ARGS__)
+#define VLOG__C2(f, a) VLOG__CLASS(a)
+#define VLOG__C3(f, a, ...) (VLOG__CLASS(a) | VLOG__C2(f, __VA_ARGS__) << 2)
+#define VLOG__C4(f, a, ...) (VLOG__CLASS(a) | VLOG__C3(f, __VA_ARGS__) << 2)
+#define VLOG__C5(f, a, ...) (VLOG__CLASS(a) | VLOG__C4(f, __VA_ARGS__) << 2)
+#define VLOG__C6(f, a, ...) (VLOG__CLASS(a) | VLOG__C5(f, __VA_ARGS__) << 2)
+#define VLOG__C7(f, a, ...) (VLOG__CLASS(a) | VLOG__C6(f, __VA_ARGS__) << 2)
+#define VLOG__C8(f, a, ...) (VLOG__CLASS(a) | VLOG__C7(f, __VA_ARGS__) << 2)
+#define VLOG__C9(f, a, ...) (VLOG__CLASS(a) | VLOG__C8(f, __VA_ARGS__) << 2)
+#define VLOG__C10(f, a, ...) (VLOG__CLASS(a) | VLOG__C9(f, __VA_ARGS__) << 2)
+#define VLOG__C11(f, a, ...) (VLOG__CLASS(a) | VLOG__C10(f, __VA_ARGS__) << 2)
+#define VLOG__C12(f, a, ...) (VLOG__CLASS(a) | VLOG__C11(f, __VA_ARGS__) << 2)
+#define VLOG__C13(f, a, ...) (VLOG__CLASS(a) | VLOG__C12(f, __VA_ARGS__) << 2)
+#define VLOG__C14(f, a, ...) (VLOG__CLASS(a) | VLOG__C13(f, __VA_ARGS__) << 2)
+#define VLOG__C15(f, a, ...) (VLOG__CLASS(a) | VLOG__C14(f, __VA_ARGS__) << 2)
+#define VLOG__C16(f, a, ...) (VLOG__CLASS(a) | VLOG__C15(f, __VA_ARGS__) << 2)
+#define VLOG__C17(f, a, ...) (VLOG__CLASS(a) | VLOG__C16(f, __VA_ARGS__) << 2)
+#define VLOG__C18(f, a, ...) (VLOG__CLASS(a) | VLOG__C17(f, __VA_ARGS__) << 2)
+#define VLOG__C19(f, a, ...) (VLOG__CLASS(a) | VLOG__C18(f, __VA_ARGS__) << 2)
+#define VLOG__C20(f, a, ...) (VLOG__CLASS(a) | VLOG__C19(f, __VA_ARGS__) << 2)
+#define VLOG__C21(f, a, ...) (VLOG__CLASS(a) | VLOG__C20(f, __VA_ARGS__) << 2)
+#define VLOG__C22(f, a, ...) (VLOG__CLASS(a) | VLOG__C21(f, __VA_ARGS__) << 2)
+#define VLOG__C23(f, a, ...) (VLOG__CLASS(a) | VLOG__C22(f, __VA_ARGS__) << 2)
+#define VLOG__C24(f, a, ...) (VLOG__CLASS(a) | VLOG__C23(f, __VA_ARGS__) << 2)
+#define VLOG__C25(f, a, ...) (VLOG__CLASS(a) | VLOG__C24(f, __VA_ARGS__) << 2)
+#define VLOG__C26(f, a, ...) (VLOG__CLASS(a) | VLOG__C25(f, __VA_ARGS__) << 2)
+#define VLOG__C27(f, a, ...) (VLOG__CLASS(a) | VLOG__C26(f, __VA_ARGS__) << 2)
+#define VLOG__C28(f, a, ...) (VLOG__CLASS(a) | VLOG__C27(f, __VA_ARGS__) << 2)
+#define VLOG__C29(f, a, ...) (VLOG__CLASS(a) | VLOG__C28(f, __VA_ARGS__) << 2)
+#define VLOG__C30(f, a, ...) (VLOG__CLASS(a) | VLOG__C29(f, __VA_ARGS__) << 2)
+#define VLOG__C31(f, a, ...) (VLOG__CLASS(a) | VLOG__C30(f, __VA_ARGS__) << 2)
+#define VLOG__C32(f, a, ...) (VLOG__CLASS(a) | VLOG__C31(f, __VA_ARGS__) << 2)
+#define VLOG__C33(f, a, ...) (VLOG__CLASS(a) | VLOG__C32(f, __VA_ARGS__) << 2)
+#define VLOG__W34(...) , 0
+#define VLOG__C34(...) 0
+#define VLOG__W35(...) , 0
+#define VLOG__C35(...) 0
+#define VLOG__W36(...) , 0
+#define VLOG__C36(...) 0
+#define VLOG__W37(...) , 0
+#define VLOG__C37(...) 0
+#define VLOG__W38(...) , 0
+#define VLOG__C38(...) 0
+#define VLOG__W39(...) , 0
+#define VLOG__C39(...) 0
+#define VLOG__W40(...) , 0
+#define VLOG__C40(...) 0
+#define VLOG__W41(...) , 0
+#define VLOG__C41(...) 0
+#define VLOG__W42(...) , 0
+#define VLOG__C42(...) 0
+#define VLOG__W43(...) , 0
+#define VLOG__C43(...) 0
+#define VLOG__W44(...) , 0
+#define VLOG__C44(...) 0
+#define VLOG__W45(...) , 0
+#define VLOG__C45(...) 0
+#define VLOG__W46(...) , 0
+#define VLOG__C46(...) 0
+#define VLOG__W47(...) , 0
+#define VLOG__C47(...) 0
+#define VLOG__W48(...) , 0
+#define VLOG__C48(...) 0
+#define VLOG__W49(...) , 0
+#define VLOG__C49(...) 0
+#define VLOG__W50(...) , 0
+#define VLOG__C50(...) 0
+#define VLOG__W51(...) , 0
+#define VLOG__C51(...) 0
+#define VLOG__W52(...) , 0
+#define VLOG__C52(...) 0
+#define VLOG__W53(...) , 0
+#define VLOG__C53(...) 0
+#define VLOG__W54(...) , 0
+#define VLOG__C54(...) 0
+#define VLOG__W55(...) , 0
+#define VLOG__C55(...) 0
+#define VLOG__W56(...) , 0
+#define VLOG__C56(...) 0
+#define VLOG__W57(...) , 0
+#define VLOG__C57(...) 0
+#define VLOG__W58(...) , 0
+#define VLOG__C58(...) 0
+#define VLOG__W59(...) , 0
+#define VLOG__C59(...) 0
+#define VLOG__W60(...) , 0
+#define VLOG__C60(...) 0
+#define VLOG__W61(...) , 0
+#define VLOG__C61(...) 0
+#define VLOG__W62(...) , 0
+#define VLOG__C62(...) 0
+#define VLOG__W63(...) , 0
+#define VLOG__C63(...) 0
+#define VLOG__W64(...) , 0
+#define VLOG__C64(...) 0
+
+#define VLOG__RECORD(site, src, prio, ...)                                    \
+    do {                                                                      \
+        if (vlog__deferred((site), VLOG__FIRST(__VA_ARGS__, 0))) {            \
+            const uint64_t vlog__words[] = {0 VLOG__WORDS(__VA_ARGS__)};      \
+            vlog_record((site), (src), (prio), vlog__words + 1,               \
+                        (int)(sizeof vlog__words / sizeof vlog__words[0]) - 1, \
+                        VLOG__CLASSES(__VA_ARGS__));                          \
+        } else {                                                              \
+            vlog__emit_site((site), (src), (prio), __VA_ARGS__);              \
+        }                                                                     \
+    } while (0)
+#else
+/* C++ and C before C11: the arguments go through a va_list, fetched as the
+ * format says (vlog__emit_site). */
+#define VLOG__RECORD(site, src, prio, ...) vlog__emit_site((site), (src), (prio), __VA_ARGS__)
+#endif
 
 static inline int vlog__clamp(int prio)
 {
@@ -349,11 +559,11 @@ static inline VLOG__PRINTF(6, 7) int vlog__emit(const vlog_source *src, int prio
 
 /*
  * What the VLOG_* macros call for a literal format once the filters said yes
- * and the call site is prepared. The arguments are captured raw (strings by
- * value) and the text is made only when the record is read. A message an
- * output prints (it needs the text now), a format vlog does not render itself,
- * a format pointer that changes between calls and arguments too long for a
- * record are formatted here instead, with vsnprintf.
+ * and the call site is prepared, when the arguments cannot be captured at
+ * compile time (C++, C before C11) or the site's format is not deferred. A
+ * deferred site's arguments are fetched as its format says, one word each,
+ * for vlog_record; a format vlog does not render itself, or a format pointer
+ * that changed, is formatted here with vsnprintf.
  */
 static inline VLOG__PRINTF(4, 5) int vlog__emit_site(vlog_site *site,
                                                       const vlog_source *src,
@@ -365,52 +575,43 @@ static inline VLOG__PRINTF(4, 5) int vlog__emit_site(vlog_site *site,
     int rc;
 
     va_start(ap, fmt);
-    /* Deferred only when no output prints the message: an output needs the
-     * text now, and vsnprintf makes it faster than rendering it later. */
-    if (state == VLOG_SITE_DEFERRED && site->fmt == fmt &&
-        prio < __atomic_load_n(&vlog_print_level, __ATOMIC_RELAXED)) {
-        vlog_arg args[VLOG_SITE_MAX_ARGS];
-        int saved_errno = site->has_errno ? errno : 0;
-        unsigned i;
+    if (state == VLOG_SITE_DEFERRED && site->fmt == fmt) {
+        uint64_t words[VLOG_SITE_MAX_ARGS];
+        unsigned i, n = 0;
 
         for (i = 0; i < site->nargs; i++) {
             switch (site->kinds[i]) {
             case VLOG_ARG_INT:
             case VLOG_ARG_COUNT:
-                args[i].bits = (uint64_t)(int64_t)va_arg(ap, int);
+                words[n++] = (uint64_t)(int64_t)va_arg(ap, int);
                 break;
             case VLOG_ARG_UINT:
-                args[i].bits = va_arg(ap, unsigned int);
+                words[n++] = va_arg(ap, unsigned int);
                 break;
             case VLOG_ARG_LONG:
-                args[i].bits = (uint64_t)va_arg(ap, long);
+                words[n++] = (uint64_t)va_arg(ap, long);
                 break;
             case VLOG_ARG_ULONG:
-                args[i].bits = va_arg(ap, unsigned long);
+                words[n++] = va_arg(ap, unsigned long);
                 break;
             case VLOG_ARG_DOUBLE: {
                 double d = va_arg(ap, double);
-                memcpy(&args[i].bits, &d, sizeof d);
+                memcpy(&words[n++], &d, sizeof d);
                 break;
             }
             case VLOG_ARG_STRING:
-                args[i].str = va_arg(ap, const char *);
+                words[n++] = (uint64_t)(uintptr_t)va_arg(ap, const char *);
                 break;
             case VLOG_ARG_POINTER:
-                args[i].bits = (uint64_t)(uintptr_t)va_arg(ap, void *);
+                words[n++] = (uint64_t)(uintptr_t)va_arg(ap, void *);
                 break;
-            default: /* VLOG_ARG_ERRNO: %m */
-                args[i].str = strerror(saved_errno);
+            default: /* VLOG_ARG_ERRNO: %m takes no argument */
                 break;
             }
         }
-        rc = vlog_write_args(src, prio, site, args, (int)site->nargs);
         va_end(ap);
-        if (rc != VLOG_FORMAT_AT_CALL)
-            return rc;
-        if (site->has_errno)
-            errno = saved_errno; /* for %m */
-        va_start(ap, fmt);
+        /* Fetched as the format says: the classes are the site's own. */
+        return vlog_record(site, src, prio, words, (int)n, site->classes);
     }
     /* A prepared site whose format did not change was checked for %n. */
     rc = vlog__emitv((state == VLOG_SITE_DEFERRED || state == VLOG_SITE_FORMAT) &&

@@ -22,9 +22,10 @@
  * (`vlog_source`, `vlog_site`). A header and a library of another ABI
  * version do not work together; `VLOG_INIT` checks it when the program (or
  * the library holding it) is loaded. 2: `vlog_site` keeps how much of each
- * string argument may be read.
+ * string argument may be read. 3: the macros capture each argument as one
+ * word with its type's class (`vlog_record`).
  */
-#define VLOG_ABI_VERSION 2
+#define VLOG_ABI_VERSION 3
 
 /**
  * Internal: a call site not analysed yet.
@@ -53,10 +54,21 @@
 #define VLOG_SITE_MAX_ARGS 32
 
 /**
- * Internal: vlog_write_args could not keep the arguments (longer than a
- * record holds): the caller formats the message itself.
+ * Internal: the class of a captured argument's C type, as the header's
+ * `_Generic` tells it at compile time (2 bits per argument in
+ * `vlog_site.classes`): an integer (after the integer promotions).
  */
-#define VLOG_FORMAT_AT_CALL -2
+#define VLOG_CLASS_INT 1
+
+/**
+ * `float` or `double`.
+ */
+#define VLOG_CLASS_DOUBLE 2
+
+/**
+ * Any pointer (strings included).
+ */
+#define VLOG_CLASS_POINTER 3
 
 /**
  * Internal: how an argument is fetched with va_arg: `int`.
@@ -175,13 +187,18 @@ typedef struct vlog_site {
    */
   int state;
   /**
-   * How many arguments the format takes, and how each is fetched.
+   * How many conversions the format has that take or show an argument
+   * (`%m` included), and how each is fetched.
    */
   uint8_t nargs;
   /**
-   * 1 when the format has a %m, so the caller saves errno for it.
+   * 1 when the format has a %m (the text of errno is taken at the call).
    */
   uint8_t has_errno;
+  /**
+   * How many arguments a call passes: `nargs` without the `%m`s.
+   */
+  uint8_t nwords;
   uint8_t kinds[VLOG_SITE_MAX_ARGS];
   /**
    * For each string argument, how much of it may be read: its literal
@@ -211,6 +228,12 @@ typedef struct vlog_site {
    */
   uint64_t entry;
   uintptr_t entry_source;
+  /**
+   * The class (VLOG_CLASS_*) each argument must have, 2 bits per
+   * argument from the lowest: what a call's own classes are checked
+   * against, so that no argument is read as what it is not.
+   */
+  uint64_t classes;
 } vlog_site;
 
 /**
@@ -233,15 +256,6 @@ typedef struct vlog_source {
    */
   size_t name_len;
 } vlog_source;
-
-/**
- * Internal: one captured argument: `bits` holds integers (sign- or zero-extended to 64
- * bits), doubles (their bit pattern) and pointers; `str` holds strings.
- */
-typedef struct vlog_arg {
-  uint64_t bits;
-  const char *str;
-} vlog_arg;
 
 /**
  * One structured field of a message (libvirt's metadata): a name and a
@@ -472,23 +486,32 @@ int vlog_site_prepare(struct vlog_site *site,
 
 /**
  * Internal, for the macros: records a message of call site `site`
- * (prepared, VLOG_SITE_DEFERRED; it holds the file, line and function) with
- * its `nargs` captured arguments, if the filters select it. The text is
- * made only when the record is read: by an output (at once), vlog_dump, the
- * crash handler or vlog-dump. Strings are copied now. Returns 1 if
- * recorded, 0 if filtered out, -1 on an error (a NULL or unprepared site, a
- * wrong argument count), VLOG_FORMAT_AT_CALL if the arguments do not fit a
- * record: then format the message and call vlog_write. errno is left as it
- * was. Never allocates; takes one lock.
+ * (prepared, VLOG_SITE_DEFERRED; it holds the format, file, line and
+ * function) from source `src` at `prio`, if the filters select it.
+ * `words` are the call's `nwords` arguments as the macro captured them,
+ * each evaluated once: integers sign- or zero-extended to 64 bits, doubles
+ * as their bits, pointers and strings as addresses; `classes` says what C
+ * type each had (VLOG_CLASS_*, 2 bits each, from `_Generic`). The text is
+ * made only when the record is read, or here, by vlog's own printf, when an
+ * output prints the message now, its arguments do not fit a record (the
+ * text then cut with the truncation marker) or a `*` width or precision is
+ * beyond 1000. Strings are read now, no further than
+ * their precision. A call whose arguments do not match the format (count
+ * or classes) records the format itself with a marker instead of reading
+ * an argument as what it is not. errno is left as it was; `%m` is the text of errno at the
+ * call. Returns 1 if recorded, 0 if filtered out, -1 on an error (a NULL or
+ * unprepared site, NULL `words` with `nwords` > 0). Never allocates; takes
+ * one lock.
  * NULL: `src` is the default source, `site` an error (-1), a string
  * argument "(null)"; ownership: the arguments are copied, nothing kept;
  * errors: -1, never errno; async-signal-safe: no.
  */
-int vlog_write_args(const struct vlog_source *src,
-                    int prio,
-                    const struct vlog_site *site,
-                    const struct vlog_arg *args,
-                    int nargs);
+int vlog_record(const struct vlog_site *site,
+                const struct vlog_source *src,
+                int prio,
+                const uint64_t *words,
+                int nwords,
+                uint64_t classes);
 
 /**
  * Internal, for the header: 1 if `fmt` may be handed to printf, 0 if it has

@@ -138,7 +138,7 @@ pub enum Captured<'a> {
 }
 
 /// The largest payload a deferred record holds (as much as a text message);
-/// beyond it the message is formatted at the call.
+/// beyond it the message's text is made at the call and cut to fit.
 pub const PAYLOAD_MAX: usize = MESSAGE_MAX;
 
 /// Appends the payload for `fmt` and `args` to `out` (which has room reserved,
@@ -268,6 +268,31 @@ pub fn render_args(fmt: &[u8], payload: &[u8], out: &mut impl Sink) -> Result<()
         return Err(Unsupported);
     }
     printf::render(fmt, &args[..count], out)
+}
+
+/// Renders `fmt` with captured arguments (that match it, as a call site's
+/// signature says): the text of a message whose arguments are too long to
+/// keep in a record, or that has a `*` width or precision beyond what a
+/// stored record may ask for.
+pub fn render_captured(
+    fmt: &[u8],
+    args: &[Captured],
+    out: &mut impl Sink,
+) -> Result<(), Unsupported> {
+    if args.len() > MAX_ARGS {
+        return Err(Unsupported);
+    }
+    let mut list = [Arg::Pointer(0); MAX_ARGS];
+    for (slot, arg) in list.iter_mut().zip(args) {
+        *slot = match *arg {
+            Captured::Signed(v) => Arg::Signed(v),
+            Captured::Unsigned(v) => Arg::Unsigned(v),
+            Captured::Double(v) => Arg::Double(v),
+            Captured::Pointer(v) => Arg::Pointer(v as usize),
+            Captured::Str(s) => Arg::Str(s),
+        };
+    }
+    printf::render_any(fmt, &list[..args.len()], out)
 }
 
 #[cfg(test)]

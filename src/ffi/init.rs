@@ -19,8 +19,9 @@ pub const VLOG_VERSION_PATCH: c_uint = 0;
 /// (`vlog_source`, `vlog_site`). A header and a library of another ABI
 /// version do not work together; `VLOG_INIT` checks it when the program (or
 /// the library holding it) is loaded. 2: `vlog_site` keeps how much of each
-/// string argument may be read.
-pub const VLOG_ABI_VERSION: c_uint = 2;
+/// string argument may be read. 3: the macros capture each argument as one
+/// word with its type's class (`vlog_record`).
+pub const VLOG_ABI_VERSION: c_uint = 3;
 
 const fn parse(s: &str) -> c_uint {
     let b = s.as_bytes();

@@ -11,7 +11,7 @@
 //! | `dump` | `vlog_dump`, `vlog_get_stats`, `vlog_stats` |
 //! | `crash` | `vlog_install_crash_handler`, `vlog_set_dump_signal` |
 //! | `source` | `vlog_source_unregister`, `vlog_source_enabled` (the macros'), `vlog_source`, `vlog_default_source` |
-//! | `site` | the macros' machinery: `vlog_site`, `vlog_arg`, `vlog_site_prepare`, `vlog_write_args`, `vlog_format_is_safe`, `VLOG_SITE_*`, `VLOG_ARG_*` |
+//! | `site` | the macros' machinery: `vlog_site`, `vlog_site_prepare`, `vlog_record`, `vlog_format_is_safe`, `VLOG_SITE_*`, `VLOG_ARG_*`, `VLOG_CLASS_*` |
 //!
 //! The modules are declared in that order, which is the order cbindgen
 //! writes them into `vlog_gen.h`: the API first, the machinery last.

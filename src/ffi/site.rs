@@ -1,7 +1,8 @@
 //! Internal: the machinery behind the macros. Per call site descriptors
 //! (`vlog_site`), the analysis of a site's format on its first call, the
-//! entry that records a format's captured arguments, and the `%n` check the
-//! header makes before every vsnprintf. None of it is API: the header's
+//! entry that records a format's arguments as the macro captured them (one
+//! 64-bit word each), and the `%n` check the header makes before every
+//! vsnprintf. None of it is API: the header's
 //! macros use it, and its layout is the ABI `vlog_abi_check` guards.
 
 use std::ffi::{c_char, c_int, CStr};
@@ -11,12 +12,12 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use super::{c_bytes, guarded, may_act_anywhere, measured, no_cancel, source_arg};
 use crate::deferred::{self, kind, Captured, MAX_ARGS};
 use crate::logger;
-use crate::logger::emit::{self, Call, CallSite, Message, Outcome};
+use crate::logger::emit::{self, Call, CallSite, Message, Outcome, SiteCall};
 use crate::priority::Priority;
 use crate::ring::sites::Site;
 use crate::source::vlog_source;
 use crate::sys::keeping_errno;
-use crate::text::printf;
+use crate::text::{printf, Bounded, Sink};
 
 /// Internal: a call site not analysed yet.
 pub const VLOG_SITE_NEW: c_int = 0;
@@ -41,9 +42,14 @@ const _: () = assert!(
         && VLOG_ARG_ERRNO == kind::ERRNO
         && VLOG_ARG_COUNT == kind::COUNT
 );
-/// Internal: vlog_write_args could not keep the arguments (longer than a
-/// record holds): the caller formats the message itself.
-pub const VLOG_FORMAT_AT_CALL: c_int = -2;
+/// Internal: the class of a captured argument's C type, as the header's
+/// `_Generic` tells it at compile time (2 bits per argument in
+/// `vlog_site.classes`): an integer (after the integer promotions).
+pub const VLOG_CLASS_INT: u64 = 1;
+/// `float` or `double`.
+pub const VLOG_CLASS_DOUBLE: u64 = 2;
+/// Any pointer (strings included).
+pub const VLOG_CLASS_POINTER: u64 = 3;
 
 /// Internal: how an argument is fetched with va_arg: `int`.
 pub const VLOG_ARG_INT: u8 = 1;
@@ -72,10 +78,13 @@ pub struct vlog_site {
     /// VLOG_SITE_NEW, VLOG_SITE_DEFERRED, VLOG_SITE_FORMAT or VLOG_SITE_UNSAFE;
     /// written last.
     pub state: AtomicI32,
-    /// How many arguments the format takes, and how each is fetched.
+    /// How many conversions the format has that take or show an argument
+    /// (`%m` included), and how each is fetched.
     pub nargs: u8,
-    /// 1 when the format has a %m, so the caller saves errno for it.
+    /// 1 when the format has a %m (the text of errno is taken at the call).
     pub has_errno: u8,
+    /// How many arguments a call passes: `nargs` without the `%m`s.
+    pub nwords: u8,
     pub kinds: [u8; VLOG_SITE_MAX_ARGS],
     /// For each string argument, how much of it may be read: its literal
     /// precision, 0xFFFE for a `*` precision (the argument before it), 0xFFFF
@@ -97,14 +106,10 @@ pub struct vlog_site {
     /// arguments. Written under the logger's lock.
     pub entry: AtomicU64,
     pub entry_source: AtomicUsize,
-}
-
-/// Internal: one captured argument: `bits` holds integers (sign- or zero-extended to 64
-/// bits), doubles (their bit pattern) and pointers; `str` holds strings.
-#[repr(C)]
-pub struct vlog_arg {
-    pub bits: u64,
-    pub str: *const c_char,
+    /// The class (VLOG_CLASS_*) each argument must have, 2 bits per
+    /// argument from the lowest: what a call's own classes are checked
+    /// against, so that no argument is read as what it is not.
+    pub classes: u64,
 }
 
 /// Internal, for the macros: analyses `fmt` for call site `site` (in `file`
@@ -172,6 +177,9 @@ fn prepare(
                 site.kinds = kinds;
                 site.precision = precision;
                 site.has_errno = kinds[..n].contains(&kind::ERRNO) as u8;
+                let (nwords, classes) = classes_of(&kinds[..n]);
+                site.nwords = nwords;
+                site.classes = classes;
                 VLOG_SITE_DEFERRED
             }
             _ => VLOG_SITE_FORMAT,
@@ -194,57 +202,85 @@ fn prepare(
     .unwrap_or(VLOG_SITE_FORMAT)
 }
 
+/// The number of arguments a call of a format with these kinds passes, and
+/// the classes they must have (see `vlog_site.classes`).
+fn classes_of(kinds: &[u8]) -> (u8, u64) {
+    let mut classes = 0;
+    let mut n = 0;
+    for &k in kinds {
+        let class = match k {
+            kind::ERRNO => continue,
+            kind::DOUBLE => VLOG_CLASS_DOUBLE,
+            kind::STRING | kind::POINTER => VLOG_CLASS_POINTER,
+            _ => VLOG_CLASS_INT,
+        };
+        classes |= class << (2 * n);
+        n += 1;
+    }
+    (n as u8, classes)
+}
+
 /// Internal, for the macros: records a message of call site `site`
-/// (prepared, VLOG_SITE_DEFERRED; it holds the file, line and function) with
-/// its `nargs` captured arguments, if the filters select it. The text is
-/// made only when the record is read: by an output (at once), vlog_dump, the
-/// crash handler or vlog-dump. Strings are copied now. Returns 1 if
-/// recorded, 0 if filtered out, -1 on an error (a NULL or unprepared site, a
-/// wrong argument count), VLOG_FORMAT_AT_CALL if the arguments do not fit a
-/// record: then format the message and call vlog_write. errno is left as it
-/// was. Never allocates; takes one lock.
+/// (prepared, VLOG_SITE_DEFERRED; it holds the format, file, line and
+/// function) from source `src` at `prio`, if the filters select it.
+/// `words` are the call's `nwords` arguments as the macro captured them,
+/// each evaluated once: integers sign- or zero-extended to 64 bits, doubles
+/// as their bits, pointers and strings as addresses; `classes` says what C
+/// type each had (VLOG_CLASS_*, 2 bits each, from `_Generic`). The text is
+/// made only when the record is read, or here, by vlog's own printf, when an
+/// output prints the message now, its arguments do not fit a record (the
+/// text then cut with the truncation marker) or a `*` width or precision is
+/// beyond 1000. Strings are read now, no further than
+/// their precision. A call whose arguments do not match the format (count
+/// or classes) records the format itself with a marker instead of reading
+/// an argument as what it is not. errno is left as it was; `%m` is the text of errno at the
+/// call. Returns 1 if recorded, 0 if filtered out, -1 on an error (a NULL or
+/// unprepared site, NULL `words` with `nwords` > 0). Never allocates; takes
+/// one lock.
 /// NULL: `src` is the default source, `site` an error (-1), a string
 /// argument "(null)"; ownership: the arguments are copied, nothing kept;
 /// errors: -1, never errno; async-signal-safe: no.
 #[no_mangle]
-pub extern "C-unwind" fn vlog_write_args(
+pub extern "C-unwind" fn vlog_record(
+    site: *const vlog_site,
     src: *const vlog_source,
     prio: c_int,
-    site: *const vlog_site,
-    args: *const vlog_arg,
-    nargs: c_int,
+    words: *const u64,
+    nwords: c_int,
+    classes: u64,
 ) -> c_int {
     if may_act_anywhere() {
-        return write_args_uncancelled(src, prio, site, args, nargs);
+        return record_uncancelled(site, src, prio, words, nwords, classes);
     }
-    write_args(src, prio, site, args, nargs)
+    record(site, src, prio, words, nwords, classes)
 }
 
-/// `write_args` for a thread whose cancellation could act anywhere: with
+/// `record` for a thread whose cancellation could act anywhere: with
 /// cancellation off, and put back in this frame, which holds nothing to
 /// drop by then.
 #[cold]
 #[inline(never)]
-fn write_args_uncancelled(
+fn record_uncancelled(
+    site: *const vlog_site,
     src: *const vlog_source,
     prio: c_int,
-    site: *const vlog_site,
-    args: *const vlog_arg,
-    nargs: c_int,
+    words: *const u64,
+    nwords: c_int,
+    classes: u64,
 ) -> c_int {
-    no_cancel(|| write_args(src, prio, site, args, nargs))
+    no_cancel(|| record(site, src, prio, words, nwords, classes))
 }
 
-/// The body of [`vlog_write_args`]: the recording call, one function from the C
+/// The body of [`vlog_record`]: the recording call, one function from the C
 /// entry to the ring, that the entry brackets for cancellation.
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn write_args(
+fn record(
+    site: *const vlog_site,
     src: *const vlog_source,
     prio: c_int,
-    site: *const vlog_site,
-    args: *const vlog_arg,
-    nargs: c_int,
+    words: *const u64,
+    nwords: c_int,
+    classes: u64,
 ) -> c_int {
     if site.is_null() {
         return -1;
@@ -253,87 +289,151 @@ fn write_args(
         guarded(-1, || {
             // SAFETY: non-NULL, a live site per the contract.
             let site = unsafe { &*site };
-            let count = site.nargs as usize;
-            if site.state.load(Ordering::Acquire) != VLOG_SITE_DEFERRED
-                || nargs as usize != count
-                || (count > 0 && args.is_null())
-            {
+            if site.state.load(Ordering::Acquire) != VLOG_SITE_DEFERRED {
+                return -1;
+            }
+            let given = site.nwords as usize;
+            if nwords < 0 || nwords as usize != given || classes != site.classes {
+                return record_mismatch(site, src, prio);
+            }
+            if given > 0 && words.is_null() {
                 return -1;
             }
             // At most MAX_ARGS: nargs is a u8 that prepare set from a
             // signature of at most that many.
-            let count = count.min(MAX_ARGS);
-            let raw: &[vlog_arg] = if count == 0 {
+            let count = (site.nargs as usize).min(MAX_ARGS);
+            let words: &[u64] = if given == 0 {
                 &[]
             } else {
-                // SAFETY: the caller passes `nargs` initialised arguments.
-                unsafe { std::slice::from_raw_parts(args, count) }
+                // SAFETY: the caller passes `nwords` initialised words.
+                unsafe { std::slice::from_raw_parts(words, given) }
             };
-            // Each argument captured once: strings measured here, and the
-            // core gets slices. Only `count` slots are written (the array is
-            // not cleared on every call).
+            // Filled only for a %m: a buffer cleared on every call costs.
+            let mut errno_buf;
+            let errno_text: &[u8] = if site.has_errno != 0 {
+                errno_buf = [0u8; 128];
+                errno_message(&mut errno_buf)
+            } else {
+                b""
+            };
+            // Each argument read once, strings measured here, and the core
+            // gets slices. Only `count` slots are written (the array is not
+            // cleared on every call).
             let mut slots = [const { MaybeUninit::<Captured>::uninit() }; MAX_ARGS];
             let mut size = deferred::ArgsLen::default();
-            for (i, arg) in raw.iter().enumerate() {
-                let captured = match site.kinds[i] {
-                    kind::INT | kind::LONG => Captured::Signed(arg.bits as i64),
+            let mut next = words.iter();
+            let mut last = 0u64;
+            let mut counts_fit = true;
+            for (i, slot) in slots.iter_mut().enumerate().take(count) {
+                let k = site.kinds[i];
+                if k == kind::ERRNO {
+                    size.add(slot.write(Captured::Str(Some(errno_text))));
+                    continue;
+                }
+                // `given` words for the `given` kinds that are not %m.
+                let Some(&word) = next.next() else {
+                    return -1;
+                };
+                let captured = match k {
+                    kind::INT | kind::LONG => Captured::Signed(word as i64),
                     kind::COUNT => {
-                        // A width or precision no reader renders itself: the
-                        // message is formatted at the call instead.
-                        if !deferred::count_fits(arg.bits as i64) {
-                            return VLOG_FORMAT_AT_CALL;
-                        }
-                        Captured::Signed(arg.bits as i64)
+                        // A count no reader renders: the text is made now.
+                        counts_fit &= deferred::count_fits(word as i32 as i64);
+                        Captured::Signed(word as i64)
                     }
-                    kind::UINT | kind::ULONG => Captured::Unsigned(arg.bits),
-                    kind::DOUBLE => Captured::Double(f64::from_bits(arg.bits)),
-                    kind::POINTER => Captured::Pointer(arg.bits),
-                    _ if arg.str.is_null() => Captured::Str(None),
+                    kind::UINT | kind::ULONG => Captured::Unsigned(word),
+                    kind::DOUBLE => Captured::Double(f64::from_bits(word)),
+                    kind::POINTER => Captured::Pointer(word),
+                    _ if word == 0 => Captured::Str(None),
                     _ => {
+                        let ptr = word as usize as *const c_char;
                         let precision = site.precision[i];
                         // SAFETY: a string argument is readable up to its NUL
                         // or, with a precision, up to that many bytes: what
                         // printf requires of %s. strnlen reads no further.
                         let bytes = unsafe {
                             let len = if precision == deferred::PRECISION_NONE {
-                                libc::strlen(arg.str)
+                                libc::strlen(ptr)
                             } else {
-                                // The `*` precision is the argument before.
-                                let star = i.checked_sub(1).map(|j| raw[j].bits as i64);
+                                // The `*` precision is the argument before
+                                // (an int, as printf reads it).
+                                let star = (i > 0).then_some(last as i32 as i64);
                                 match deferred::string_bound(precision, star) {
-                                    Some(max) => libc::strnlen(arg.str, max),
-                                    None => libc::strlen(arg.str),
+                                    Some(max) => libc::strnlen(ptr, max),
+                                    None => libc::strlen(ptr),
                                 }
                             };
-                            std::slice::from_raw_parts(arg.str.cast::<u8>(), len)
+                            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
                         };
                         Captured::Str(Some(bytes))
                     }
                 };
-                size.add(slots[i].write(captured));
+                last = word;
+                size.add(slot.write(captured));
             }
-            // SAFETY: the loop wrote the first `count` slots (raw has
-            // `count` arguments and kinds MAX_ARGS >= count entries).
+            // SAFETY: the loop wrote the first `count` slots.
             let captured =
                 unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<Captured>(), count) };
-            let call = Call {
+            outcome_code(emit::emit_site(SiteCall {
                 source: source_arg(src),
                 priority: Priority::clamped(prio),
-                message: Message::Args {
-                    site,
-                    entry: &site.entry,
-                    entry_source: &site.entry_source,
-                    args: captured,
-                    args_len: size.finish(),
-                },
-            };
-            match emit::emit(&call) {
-                Outcome::Recorded => 1,
-                Outcome::Dropped => 0,
-                Outcome::FormatAtCall => VLOG_FORMAT_AT_CALL,
-            }
+                site,
+                entry: &site.entry,
+                entry_source: &site.entry_source,
+                args: captured,
+                args_len: size.finish().filter(|_| counts_fit),
+            }))
         })
     })
+}
+
+fn outcome_code(outcome: Outcome) -> c_int {
+    match outcome {
+        Outcome::Recorded => 1,
+        Outcome::Dropped => 0,
+    }
+}
+
+/// The text of errno as the call left it (as `%m` shows it), in `buf`.
+fn errno_message(buf: &mut [u8; 128]) -> &[u8] {
+    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    // SAFETY: buf is writable for its length; the XSI strerror_r writes a
+    // NUL-terminated message into it (cut to fit).
+    let rc = unsafe { libc::strerror_r(errno, buf.as_mut_ptr().cast(), buf.len()) };
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    if rc != 0 && len == 0 {
+        return b"Unknown error";
+    }
+    &buf[..len]
+}
+
+/// Records a call whose arguments are not the ones its format takes (their
+/// number or their C types): the format itself, after a marker, with the
+/// site's names. No argument is read.
+#[cold]
+#[inline(never)]
+fn record_mismatch(site: &vlog_site, src: *const vlog_source, prio: c_int) -> c_int {
+    let marker: &[u8] = b"[arguments do not match the format, not rendered] ";
+    let described = site.describe();
+    let mut buf = [0u8; 512];
+    let mut text = Bounded::new(&mut buf);
+    text.put(marker);
+    text.put(described.format);
+    // Cut with the marker if the format is that long.
+    let text = text.finish();
+    let call = Call {
+        source: source_arg(src),
+        priority: Priority::clamped(prio),
+        message: Message::Text {
+            file: described.file,
+            line: described.line,
+            func: described.func,
+            text,
+            full_len: text.len(),
+            fields: &[],
+        },
+    };
+    outcome_code(emit::emit(&call))
 }
 
 /// Internal, for the header: 1 if `fmt` may be handed to printf, 0 if it has

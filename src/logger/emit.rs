@@ -21,9 +21,6 @@ pub enum Outcome {
     Recorded,
     /// Dropped by the filters (or as a nested call).
     Dropped,
-    /// A deferred message whose arguments do not fit a record: the caller
-    /// formats it and logs the text.
-    FormatAtCall,
 }
 
 /// A deferred call site's names, line and format, as the logger asks for
@@ -58,7 +55,8 @@ pub enum Message<'a> {
         entry_source: &'a AtomicUsize,
         args: &'a [Captured<'a>],
         /// Their size in a record (`deferred::args_len`), None when they do
-        /// not fit one.
+        /// not fit one or a `*` count is beyond what a record may keep (the
+        /// text is then made at the call).
         args_len: Option<usize>,
     },
 }
@@ -80,6 +78,48 @@ pub fn emit(call: &Call) -> Outcome {
         return Outcome::Dropped;
     };
     let outcome = entered.state().record(call);
+    entered.leave();
+    outcome
+}
+
+/// The arguments of a deferred call site, as the C entry hands them over.
+#[derive(Clone, Copy)]
+pub struct SiteCall<'a> {
+    pub source: Live,
+    pub priority: Priority,
+    pub site: &'a dyn CallSite,
+    /// See [`Message::Args`].
+    pub entry: &'a AtomicU64,
+    pub entry_source: &'a AtomicUsize,
+    pub args: &'a [Captured<'a>],
+    pub args_len: Option<usize>,
+}
+
+impl<'a> SiteCall<'a> {
+    fn call(self) -> Call<'a> {
+        Call {
+            source: self.source,
+            priority: self.priority,
+            message: Message::Args {
+                site: self.site,
+                entry: self.entry,
+                entry_source: self.entry_source,
+                args: self.args,
+                args_len: self.args_len,
+            },
+        }
+    }
+}
+
+/// [`emit`] for a deferred call site: the flight recorder's call, which
+/// builds no [`Call`] unless it leaves the ring-only path.
+#[inline(always)]
+pub fn emit_site(call: SiteCall) -> Outcome {
+    let Some(mut entered) = Entered::new() else {
+        stats::add(&stats::NESTED_DROPPED, 1);
+        return Outcome::Dropped;
+    };
+    let outcome = entered.state().record_site_call(call);
     entered.leave();
     outcome
 }
@@ -111,12 +151,37 @@ impl State {
         // 2. A deferred message no output prints (the flight recorder's
         // debug messages): a record of the arguments alone, naming the
         // site's entry in the ring's dictionary.
-        if let (Message::Args { .. }, false) = (&call.message, printed) {
-            if let Some(outcome) = self.record_site(call) {
+        if let (
+            &Message::Args {
+                site,
+                entry,
+                entry_source,
+                args,
+                args_len,
+            },
+            false,
+        ) = (&call.message, printed)
+        {
+            let site_call = SiteCall {
+                source: call.source,
+                priority: call.priority,
+                site,
+                entry,
+                entry_source,
+                args,
+                args_len,
+            };
+            if let Some(outcome) = self.record_site(site_call) {
                 return outcome;
             }
         }
+        self.record_general(call, printed)
+    }
 
+    /// Steps 3 to 5, apart from the recorded call's steps 1 and 2 so that
+    /// those stay small enough to be one function with the C entry.
+    #[inline(never)]
+    fn record_general(&mut self, call: &Call, printed: bool) -> Outcome {
         // 3. The message as the ring keeps it: the text (cut with a marker
         // when it is too long) and its fields, or a deferred payload.
         let State {
@@ -145,20 +210,42 @@ impl State {
                 let fields = encode_fields(fields, field_buf);
                 (*file, *line, *func, body, fields, false)
             }
-            Message::Args { site: s, args, .. } => {
+            Message::Args {
+                site: s,
+                args,
+                args_len,
+                ..
+            } => {
                 site = s.describe();
                 message.clear();
-                if !deferred::encode(site.format, args, message) {
-                    return Outcome::FormatAtCall;
+                // No args_len: too long, or a count beyond what is stored.
+                if args_len.is_some() && deferred::encode(site.format, args, message) {
+                    (
+                        site.file,
+                        site.line,
+                        site.func,
+                        &message[..],
+                        &b""[..],
+                        true,
+                    )
+                } else {
+                    // Not to be kept as arguments: the text, made now by
+                    // vlog's printf (the arguments were read once already)
+                    // and cut with the marker.
+                    message.resize(MESSAGE_MAX, 0);
+                    let mut text = Bounded::new(&mut message[..]);
+                    // Cannot fail: the site's signature matched the
+                    // arguments and its counts were checked.
+                    let _ = deferred::render_captured(site.format, args, &mut text);
+                    (
+                        site.file,
+                        site.line,
+                        site.func,
+                        text.finish(),
+                        &b""[..],
+                        false,
+                    )
                 }
-                (
-                    site.file,
-                    site.line,
-                    site.func,
-                    &message[..],
-                    &b""[..],
-                    true,
-                )
             }
         };
         let rec = Record {
@@ -205,32 +292,42 @@ impl State {
         Outcome::Recorded
     }
 
+    /// Steps 1 and 2 for a deferred call site, without a [`Call`] unless
+    /// the general path takes the message.
+    #[inline(always)]
+    fn record_site_call(&mut self, call: SiteCall) -> Outcome {
+        let mut level = call.source.get().level();
+        if level == UNKNOWN {
+            level = self.register(call.source);
+        }
+        if (call.priority as i32) < level {
+            return Outcome::Dropped;
+        }
+        let printed = self.outputs.prints(call.priority);
+        if !printed {
+            if let Some(outcome) = self.record_site(call) {
+                return outcome;
+            }
+        }
+        self.record_general(&call.call(), printed)
+    }
+
     /// Step 2: the record of a deferred call site's arguments, or None when
     /// there is no ring or its dictionary has no room for the site (the
     /// message then takes the general path).
-    #[inline]
-    fn record_site(&mut self, call: &Call) -> Option<Outcome> {
-        let Message::Args {
-            site,
-            entry,
-            entry_source,
-            args,
-            args_len,
-        } = call.message
-        else {
-            return None;
-        };
+    #[inline(always)]
+    fn record_site(&mut self, call: SiteCall) -> Option<Outcome> {
         let ring = self.ring.as_mut()?;
-        let entry = site_entry(ring, call.source, site, entry, entry_source)?;
-        let Some(args_len) = args_len else {
-            return Some(Outcome::FormatAtCall);
-        };
+        let entry = site_entry(ring, call.source, call.site, call.entry, call.entry_source)?;
+        // Arguments too long for a record take the general path, which
+        // makes their text.
+        let args_len = call.args_len?;
         ring.append_site(
             sys::realtime_ns(),
             sys::thread_id(),
             call.priority,
             entry,
-            args,
+            call.args,
             args_len,
         );
         Some(Outcome::Recorded)

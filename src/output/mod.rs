@@ -246,17 +246,30 @@ fn write_stderr(line: &[u8]) -> io::Result<()> {
     }
 }
 
+/// `Outputs::lowest` when no output prints anything.
+const NONE_PRINTED: u8 = 5;
+
 /// The outputs in force, in the order they print.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Outputs {
     list: Vec<Output>,
+    /// The lowest priority any of them prints (5 when there are none): the
+    /// recorded call asks on every message.
+    lowest: u8,
     lines: Lines,
+}
+
+impl Default for Outputs {
+    fn default() -> Outputs {
+        Outputs::new()
+    }
 }
 
 impl Outputs {
     pub const fn new() -> Outputs {
         Outputs {
             list: Vec::new(),
+            lowest: NONE_PRINTED,
             lines: Lines {
                 text: Vec::new(),
                 json: Vec::new(),
@@ -297,11 +310,13 @@ impl Outputs {
         }
         list.iter_mut().for_each(Output::start);
         self.list = list;
+        self.lowest = self.lowest().map_or(NONE_PRINTED, |p| p as u8);
         Ok(())
     }
 
     pub fn clear(&mut self) {
         self.list.clear();
+        self.lowest = NONE_PRINTED;
     }
 
     /// The lowest priority any output prints.
@@ -310,8 +325,9 @@ impl Outputs {
     }
 
     /// Whether some output prints a message of priority `p`.
+    #[inline(always)]
     pub fn prints(&self, p: Priority) -> bool {
-        self.list.iter().any(|o| p >= o.priority)
+        p as u8 >= self.lowest
     }
 
     /// Prints `rec` to every output whose priority it meets, each form made

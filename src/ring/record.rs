@@ -297,6 +297,7 @@ fn checksum(buf: &[u8]) -> u32 {
     checksum_parts(head.try_into().unwrap(), body)
 }
 
+#[inline(always)]
 fn checksum_parts(head: &[u8; HEADER_LEN], body: &[u8]) -> u32 {
     let len = HEADER_LEN + body.len();
     let mut sum = Mixer::new(len as u64);
@@ -325,20 +326,24 @@ struct Mixer(u64);
 impl Mixer {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
 
+    #[inline(always)]
     fn new(seed: u64) -> Mixer {
         Mixer(Self::K ^ seed)
     }
 
+    #[inline(always)]
     fn mix(&mut self, w: u64) {
         self.0 = (self.0 ^ w).wrapping_mul(Self::K).rotate_left(29);
     }
 
+    #[inline(always)]
     fn words(&mut self, bytes: &[u8]) {
         for chunk in bytes.chunks_exact(8) {
             self.mix(u64::from_ne_bytes(chunk.try_into().unwrap()));
         }
     }
 
+    #[inline(always)]
     fn finish(&self) -> u32 {
         (self.0 ^ (self.0 >> 32)) as u32
     }
@@ -360,6 +365,7 @@ struct Header {
 impl Header {
     /// The header bytes, with the commit word and the checksum left 0. Built
     /// in a local array (fixed offsets, no bounds checks) and copied once.
+    #[inline(always)]
     fn bytes(&self) -> [u8; HEADER_LEN] {
         let mut head = [0u8; HEADER_LEN];
         head[at::LEN..at::LEN + 4].copy_from_slice(&(self.len as u32).to_ne_bytes());
@@ -388,20 +394,25 @@ pub struct Stamp {
     pub priority: Priority,
 }
 
-/// Writes a kind-2 record into `buf` (exactly `align8(HEADER_LEN + args_len)`
-/// bytes, commit word left 0): the header, then what `write_args` puts in the
-/// `args_len` bytes after it. The recording path of a deferred call site, kept
-/// apart from [`Stored::encode`] so it copies each byte once.
-#[inline]
-pub fn encode_site(
-    buf: &mut [u8],
-    stamp: Stamp,
-    entry: u32,
-    args_len: usize,
-    write_args: impl FnOnce(&mut [u8]),
-) {
+/// The first half of writing a kind-2 record into `buf` (exactly
+/// `align8(HEADER_LEN + args_len)` bytes): clears the padding, at most 7
+/// bytes in the last word, with one store, and returns the `args_len` bytes
+/// the arguments go to (they overwrite what they use of that word). Then
+/// [`seal_site`]. The recording path of a deferred call site, kept apart from
+/// [`Stored::encode`] so it copies each byte once.
+#[inline(always)]
+pub fn site_args(buf: &mut [u8], args_len: usize) -> &mut [u8] {
+    debug_assert!(args_len > 0 && buf.len() == align8(HEADER_LEN + args_len));
+    let last = buf.len() - 8;
+    buf[last..].copy_from_slice(&[0; 8]);
+    &mut buf[HEADER_LEN..HEADER_LEN + args_len]
+}
+
+/// The second half: the header and the checksum over it and the arguments,
+/// with the commit word left 0.
+#[inline(always)]
+pub fn seal_site(buf: &mut [u8], stamp: Stamp, entry: u32, args_len: usize) {
     let len = buf.len();
-    debug_assert!(args_len > 0 && len == align8(HEADER_LEN + args_len));
     let mut head = Header {
         len,
         seq: stamp.seq,
@@ -415,11 +426,6 @@ pub fn encode_site(
     }
     .bytes();
     let (header, body) = buf.split_at_mut(HEADER_LEN);
-    // The padding, at most 7 bytes, lies in the last word: zero that word with
-    // one store and let the arguments overwrite what they use of it.
-    let last = body.len() - 8;
-    body[last..].copy_from_slice(&[0; 8]);
-    write_args(&mut body[..args_len]);
     let sum = checksum_parts(&head, body);
     head[at::CHECKSUM..].copy_from_slice(&sum.to_ne_bytes());
     header.copy_from_slice(&head);

@@ -264,7 +264,9 @@ impl Ring {
 
     /// Appends a kind-2 record of call site `entry` (see [`Ring::add_site`])
     /// with its captured arguments; `args_len` is their encoded size.
-    #[inline]
+    // Always inlined: the recording call stays one function from the C
+    // entry to the ring (a call here costs a copy of every argument).
+    #[inline(always)]
     pub fn append_site(
         &mut self,
         time_ns: u64,
@@ -285,16 +287,15 @@ impl Ring {
             tid,
             priority,
         };
-        record::encode_site(buf, stamp, entry, args_len, |out| {
-            deferred::write_args(args, out)
-        });
+        deferred::write_args(args, record::site_args(buf, args_len));
+        record::seal_site(buf, stamp, entry, args_len);
         self.publish(seq, tail, off, len);
     }
 
     /// Makes room for a record of `len` bytes at the tail, padding to the end
     /// of the data area first if it does not fit there, and returns where it
     /// goes: its position and its offset in the data area.
-    #[inline]
+    #[inline(always)]
     fn reserve(&mut self, len: usize) -> (u64, usize) {
         let size = self.data_size as u64;
         let mut tail = self.header().tail.load(Ordering::Relaxed);
@@ -313,7 +314,7 @@ impl Ring {
 
     /// Publishes the record written at `off` (position `tail`, `len` bytes)
     /// as number `seq`: its commit word last, then the tail.
-    #[inline]
+    #[inline(always)]
     fn publish(&mut self, seq: u64, tail: u64, off: usize, len: usize) {
         let commit = self.data_mut(off, 4).as_mut_ptr().cast::<u32>();
         // SAFETY: `commit` points at the record's first word, 8-aligned,
@@ -328,7 +329,7 @@ impl Ring {
 
     /// Moves `head` past every record that overlaps `[tail, tail + len)` of
     /// the next lap, counting them as lost, before their bytes are reused.
-    #[inline]
+    #[inline(always)]
     fn make_room(&mut self, tail: u64, len: usize) {
         let size = self.data_size as u64;
         let Some(needed) = (tail + len as u64).checked_sub(size) else {

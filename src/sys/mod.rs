@@ -24,6 +24,7 @@ thread_local! {
 
 /// The kernel thread id of the calling thread, cached per thread: the recording
 /// path must not make a system call for it.
+#[inline(always)]
 pub fn thread_id() -> u32 {
     TID.with(|t| {
         let mut tid = t.get();
@@ -102,6 +103,7 @@ pub fn keeping_errno<R>(f: impl FnOnce() -> R) -> R {
 
 /// CLOCK_REALTIME in nanoseconds since the epoch (0 before 1970). One vDSO
 /// call, no system call; async-signal-safe.
+#[inline(always)]
 pub fn realtime_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

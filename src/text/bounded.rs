@@ -55,4 +55,13 @@ impl Sink for Bounded<'_> {
         self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
         self.len += n;
     }
+
+    /// What does not fit is only counted: a width of 2^31 costs no more
+    /// than the buffer.
+    fn put_repeat(&mut self, byte: u8, n: usize) {
+        self.total = self.total.saturating_add(n);
+        let k = n.min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + k].fill(byte);
+        self.len += k;
+    }
 }

@@ -7,13 +7,22 @@
 //! as a string argument), flags `- + space # 0`, width and precision (fixed or
 //! `*`), length modifiers `hh h l ll j z t`. Everything else (`%n`, `L`, wide
 //! characters and strings, positional arguments, the locale-dependent `'` flag,
-//! widths or precisions above [`MAX_COUNT`]) is refused as [`Unsupported`], so
-//! the caller formats such a message itself at the call.
+//! widths or precisions above [`MAX_COUNT`] in a stored record) is refused as
+//! [`Unsupported`], so the caller formats such a message itself at the call.
+//! Text made at the call from captured arguments ([`render_any`]) takes any
+//! `*` width or precision an `int` holds, as glibc does.
 
 use super::sink::Sink;
 
-/// The largest width or precision rendered here; beyond it the caller formats.
+/// The largest width or precision a stored record may ask for (what every
+/// reader renders); beyond it the caller formats.
 pub const MAX_COUNT: usize = 1000;
+
+/// The most decimals a double's exact value has in `%f` (2^-1074) and the
+/// most significant digits it has in `%e` (767, rounded up): further digits
+/// are zeros, written as padding rather than formatted.
+const EXACT_DECIMALS: usize = 1074;
+const EXACT_DIGITS: usize = 800;
 
 /// A format vlog cannot render itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -244,6 +253,22 @@ pub enum Arg<'a> {
 /// formats with [`Parser`] before capturing arguments, so that cannot happen
 /// for a captured record.
 pub fn render(fmt: &[u8], args: &[Arg], out: &mut impl Sink) -> Result<(), Unsupported> {
+    render_up_to(fmt, args, out, MAX_COUNT)
+}
+
+/// [`render`] for text made at the call, where a `*` width or precision may
+/// be any `int` (the padding of a huge one is counted by a bounded sink, not
+/// written).
+pub fn render_any(fmt: &[u8], args: &[Arg], out: &mut impl Sink) -> Result<(), Unsupported> {
+    render_up_to(fmt, args, out, usize::MAX)
+}
+
+fn render_up_to(
+    fmt: &[u8],
+    args: &[Arg],
+    out: &mut impl Sink,
+    max_count: usize,
+) -> Result<(), Unsupported> {
     let mut args = args.iter();
     for piece in Parser::new(fmt) {
         let spec = match piece? {
@@ -277,7 +302,7 @@ pub fn render(fmt: &[u8], args: &[Arg], out: &mut impl Sink) -> Result<(), Unsup
             None => 0,
         };
         let precision = precision.filter(|&p| p >= 0).map(|p| p as usize);
-        if width > MAX_COUNT || precision.is_some_and(|p| p > MAX_COUNT) {
+        if width > max_count || precision.is_some_and(|p| p > max_count) {
             return Err(Unsupported);
         }
         let arg = args.next().ok_or(Unsupported)?;
@@ -324,13 +349,8 @@ struct Field {
     precision: Option<usize>,
 }
 
-fn put_repeat(byte: u8, mut n: usize, out: &mut impl Sink) {
-    let chunk = [byte; 32];
-    while n > 0 {
-        let k = n.min(chunk.len());
-        out.put(&chunk[..k]);
-        n -= k;
-    }
+fn put_repeat(byte: u8, n: usize, out: &mut impl Sink) {
+    out.put_repeat(byte, n);
 }
 
 impl Field {
@@ -360,6 +380,36 @@ impl Field {
         for b in body {
             out.put(b);
         }
+        if s.minus {
+            put_repeat(b' ', fill, out);
+        }
+    }
+
+    /// [`Field::pad`] with `trail` zeros and then `suffix` after the body:
+    /// the digits of a precision beyond what a double holds.
+    fn pad_trailing(
+        &self,
+        prefix: &[u8],
+        body: &[&[u8]],
+        trail: usize,
+        suffix: &[u8],
+        out: &mut impl Sink,
+    ) {
+        let len = prefix.len() + body.iter().map(|b| b.len()).sum::<usize>() + trail + suffix.len();
+        let fill = self.width.saturating_sub(len);
+        let s = &self.spec;
+        if !s.minus && !s.zero {
+            put_repeat(b' ', fill, out);
+        }
+        out.put(prefix);
+        if s.zero && !s.minus {
+            put_repeat(b'0', fill, out);
+        }
+        for b in body {
+            out.put(b);
+        }
+        put_repeat(b'0', trail, out);
+        out.put(suffix);
         if s.minus {
             put_repeat(b' ', fill, out);
         }
@@ -493,10 +543,29 @@ impl Field {
             return self.pad(sign, 0, &[word], false, out);
         }
         let mut buf = Digits::new();
+        let precision = self.precision.unwrap_or(6);
         let body = match s.conv.to_ascii_lowercase() {
-            b'f' => buf.fixed(v.abs(), self.precision.unwrap_or(6), s.alt),
-            b'e' => buf.exponent(v.abs(), self.precision.unwrap_or(6), s.alt, upper),
-            b'g' => buf.general(v.abs(), self.precision.unwrap_or(6), s.alt, upper),
+            // Only text made at the call goes past MAX_COUNT: the digits a
+            // double does not have are zeros.
+            b'f' if precision > EXACT_DECIMALS => {
+                let body = buf.fixed(v.abs(), EXACT_DECIMALS, s.alt);
+                return self.pad_trailing(sign, &[body], precision - EXACT_DECIMALS, b"", out);
+            }
+            b'e' if precision > EXACT_DIGITS => {
+                let exp = buf.exponent_digits(v.abs(), EXACT_DIGITS, s.alt);
+                let mut e = Digits::new();
+                let suffix = e.exp_suffix(if upper { b'E' } else { b'e' }, exp, 2);
+                let body = &buf.buf[..buf.len];
+                return self.pad_trailing(sign, &[body], precision - EXACT_DIGITS, suffix, out);
+            }
+            // Without `#`, %g drops the trailing zeros: the same text as at
+            // EXACT_DIGITS. With it, the zeros are kept, and not rendered.
+            b'g' if precision > EXACT_DIGITS && s.alt => {
+                return self.pad(sign, 0, &[b"[precision not rendered]"], false, out)
+            }
+            b'g' => buf.general(v.abs(), precision.min(EXACT_DIGITS), s.alt, upper),
+            b'f' => buf.fixed(v.abs(), precision, s.alt),
+            b'e' => buf.exponent(v.abs(), precision, s.alt, upper),
             _ => return self.hex_double(v.abs(), sign, upper, out),
         };
         self.pad(sign, 0, &[body], true, out);
@@ -561,15 +630,8 @@ impl Field {
         let mut e = Digits::new();
         let exp_text = e.exp_suffix(if upper { b'P' } else { b'p' }, exp, 1);
         // A precision beyond the 13 digits a double has is made up with zeros.
-        const ZEROS: [u8; MAX_COUNT] = [b'0'; MAX_COUNT];
-        let body: [&[u8]; 5] = [
-            &lead_digit,
-            point,
-            &digits[..nibbles.min(13)],
-            &ZEROS[..extra],
-            exp_text,
-        ];
-        self.pad(&prefix[..sign.len() + 2], 0, &body, true, out);
+        let body: [&[u8]; 3] = [&lead_digit, point, &digits[..nibbles.min(13)]];
+        self.pad_trailing(&prefix[..sign.len() + 2], &body, extra, exp_text, out);
     }
 }
 
@@ -769,6 +831,38 @@ mod tests {
             Arg::Pointer(p) => CArg::Pointer(p),
         };
         snprintf(&f, stars, c)
+    }
+
+    /// Text made at the call takes counts past MAX_COUNT: the digits a
+    /// double does not have are zeros, as glibc writes them.
+    #[test]
+    fn counts_past_the_stored_limit_match_glibc_at_the_call() {
+        let values = [0.1, 1e-300, 5e-324, f64::MAX, 123.456, -2.5, 0.0];
+        let cases: [(&str, c_int); 7] = [
+            ("%.*f", 1500),
+            ("%.*e", 900),
+            ("%.*E", 900),
+            ("%.*a", 1200),
+            ("%.*g", 900),
+            ("%-*.3f|", 1200),
+            ("%0*.2e", 1100),
+        ];
+        for (fmt, star) in cases {
+            let spec = match Parser::new(fmt.as_bytes()).next() {
+                Some(Ok(Piece::Conv(spec))) => spec,
+                _ => unreachable!(),
+            };
+            for v in values {
+                let mut out = Vec::new();
+                let args = [Arg::Signed(star as i64), Arg::Double(v)];
+                render_any(fmt.as_bytes(), &args, &mut out).unwrap();
+                let want = glibc(fmt, &[star], &Arg::Double(v), &spec);
+                assert_eq!(String::from_utf8_lossy(&out), want, "{fmt} {star} of {v:e}");
+            }
+        }
+        // Stored records keep to the limit every reader renders.
+        let args = [Arg::Signed(1500), Arg::Double(1.0)];
+        assert_eq!(ours("%.*f", &args), Err(Unsupported));
     }
 
     struct Rng(u64);

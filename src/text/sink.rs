@@ -5,6 +5,16 @@
 /// Where rendered bytes go.
 pub trait Sink {
     fn put(&mut self, bytes: &[u8]);
+
+    /// `n` copies of `byte` (padding).
+    fn put_repeat(&mut self, byte: u8, mut n: usize) {
+        let chunk = [byte; 32];
+        while n > 0 {
+            let k = n.min(chunk.len());
+            self.put(&chunk[..k]);
+            n -= k;
+        }
+    }
 }
 
 impl Sink for Vec<u8> {

@@ -35,6 +35,30 @@ fn null_arguments_are_safe() {
     check("null_args");
 }
 
+/// Every C type an argument can have is captured as printf reads it and
+/// evaluated once: in C11 (the type known at compile time), in C99 and C++
+/// (fetched from a va_list as the format says), recorded for later or
+/// printed at once.
+#[test]
+fn every_argument_type_is_captured_once_as_printf_reads_it() {
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let builds: [(&str, &[&str]); 3] = [
+        ("-c11", &[]),
+        ("-c99", &["-std=c99"]),
+        ("-cxx", &["-x", "c++", "-std=c++17"]),
+    ];
+    for (variant, extra) in builds {
+        let compiler = if variant == "-cxx" { cxx.clone() } else { cc() };
+        let exe = build_with("capture", Link::Static, variant, &compiler, extra);
+        for mode in ["ring", "printed"] {
+            assert_ok(
+                &format!("capture{variant} {mode}"),
+                &run_with(&exe, &[mode], &[]),
+            );
+        }
+    }
+}
+
 #[test]
 fn long_messages_kept_then_truncated_with_marker() {
     check("long_messages");
@@ -265,7 +289,7 @@ fn a_program_built_for_another_abi_is_told_and_logs_nothing() {
     std::fs::copy(root().join("include/vlog.h"), include.join("vlog.h")).unwrap();
     let generated = std::fs::read_to_string(root().join("include/vlog_gen.h")).unwrap();
     let older = generated
-        .replace("#define VLOG_ABI_VERSION 2", "#define VLOG_ABI_VERSION 0")
+        .replace("#define VLOG_ABI_VERSION 3", "#define VLOG_ABI_VERSION 0")
         .replace(
             "typedef struct vlog_site {",
             "typedef struct vlog_site {\n  int an_older_field;",
@@ -280,7 +304,7 @@ fn a_program_built_for_another_abi_is_told_and_logs_nothing() {
         assert_eq!(stderr.matches("vlog: ").count(), 1, "{stderr}");
         assert!(
             stderr.contains("built with vlog.h for ABI 0")
-                && stderr.contains("has ABI 2")
+                && stderr.contains("has ABI 3")
                 && stderr.contains("rebuild it"),
             "{stderr}"
         );

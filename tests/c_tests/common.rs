@@ -96,11 +96,40 @@ pub(crate) fn build_as(
     include: &Path,
     extra: &[&str],
 ) -> PathBuf {
+    build_full(name, link, variant, include, &cc(), extra)
+}
+
+/// `build` with another compiler (a C++ one, with `-x c++`) and more
+/// compiler arguments (a `-std=` among them replaces the default C11).
+pub(crate) fn build_with(
+    name: &str,
+    link: Link,
+    variant: &str,
+    compiler: &str,
+    extra: &[&str],
+) -> PathBuf {
+    build_full(
+        name,
+        link,
+        variant,
+        &root().join("include"),
+        compiler,
+        extra,
+    )
+}
+
+fn build_full(
+    name: &str,
+    link: Link,
+    variant: &str,
+    include: &Path,
+    compiler: &str,
+    extra: &[&str],
+) -> PathBuf {
     let work = work();
     let suffix = if link == Link::Static { "" } else { "-shared" };
     let exe = work.join(format!("{name}{variant}{suffix}"));
-    let mut cmd = Command::new(cc());
-    cmd.args(extra);
+    let mut cmd = Command::new(compiler);
     if tool() == Tool::Asan {
         cmd.args([
             "-fsanitize=address,undefined",
@@ -108,12 +137,18 @@ pub(crate) fn build_as(
             "-fno-omit-frame-pointer",
         ]);
     }
-    cmd.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
+    if !extra.iter().any(|a| a.starts_with("-std=")) {
+        cmd.arg("-std=c11");
+    }
+    cmd.args(["-Wall", "-Wextra", "-Werror", "-g", "-O1"])
+        .args(extra)
         .arg("-I")
         .arg(include)
         .arg(root().join("c-tests").join(format!("{name}.c")))
         .arg("-o")
         .arg(&exe);
+    // The library is a library whatever `-x` said of the source.
+    cmd.args(["-x", "none"]);
     match link {
         Link::Static => {
             cmd.arg(work.join("lib/libvlog.a"));
