@@ -122,6 +122,18 @@ static void file_setup(void)
     snprintf(spec, sizeof spec, "1:file:%s", file_path);
     vlog_setup_common(spec, "1:bench.vlog");
 }
+/* -- vlog to the ring and a JSON file: one object, one write(2) per line. */
+static void json_setup(void)
+{
+    char spec[100];
+    int fd;
+    snprintf(file_path, sizeof file_path, "/tmp/vlog-bench-%d.json", (int)getpid());
+    fd = open(file_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    close(fd);
+    snprintf(spec, sizeof spec, "1:json:%s", file_path);
+    vlog_setup_common(spec, "1:bench.vlog");
+}
+
 static const char *file_check(long calls)
 {
     struct stat st;
@@ -360,6 +372,7 @@ static const struct bench_mode modes[] = {
     {"vlog-ring", ring_setup, ring_run, all_recorded},
     {"vlog-ring-full", full_setup, full_run, full_check},
     {"vlog-ring-file", file_setup, ring_run, file_check},
+    {"vlog-ring-json", json_setup, ring_run, file_check},
     {"vlog-threads-1", full_setup, full_run_1, full_check_1},
     {"vlog-threads-2", full_setup, full_run_2, full_check_2},
     {"vlog-threads-4", full_setup, full_run_4, full_check_4},

@@ -50,7 +50,7 @@ def instructions(program, mode, msg, n):
 
 
 def slow(mode):
-    return any(word in mode for word in ("file", "write", "enabled", "threads"))
+    return any(word in mode for word in ("file", "json", "write", "enabled", "threads"))
 
 
 def threads(mode):
@@ -99,6 +99,8 @@ def main():
              ("vlog-ring", "spdlog-backtrace", 1), ("vlog-ring", "spdlog-null", 1),
              ("vlog-ring-full", "spdlog-backtrace", 1), ("vlog-ring-full", "vlog-ring", 1),
              ("vlog-ring", "floor-vsnprintf", 1), ("vlog-ring-file", "spdlog-file", 0),
+             ("vlog-ring-file", "spdlog-file", 1), ("vlog-ring-json", "spdlog-file", 1),
+             ("vlog-ring-json", "spdlog-file", 0),
              ("vlog-ring-file", "write-line", 0)]
     print("\n### vlog as a multiple of the peer (instructions; ns for the file modes)\n")
     print("| vlog mode / peer | " + " | ".join(MESSAGES) + " |")

@@ -84,5 +84,5 @@ pub mod internal {
     pub use crate::ring::{find_rings, read, Damage, Entry, Image, ImageError, Ring};
     pub use crate::text::json::{put_json_string, render_json};
     pub use crate::text::line::{put_fields_text, render_line};
-    pub use crate::text::time::{parse_time, put_timestamp};
+    pub use crate::text::time::{parse_time, put_timestamp, Clock};
 }

@@ -15,8 +15,8 @@ use std::time::Duration;
 use clap::Parser;
 use vlog::internal::{
     contains_match, for_people, parse_time, put_fields_text, put_json_string, put_timestamp, read,
-    read_ring, read_rings_in_file, render_json, render_line, starts_with_magic, Entry, Image,
-    Priority, Record,
+    read_ring, read_rings_in_file, render_json, render_line, starts_with_magic, Clock, Entry,
+    Image, Priority, Record,
 };
 
 /// Every record read intact.
@@ -146,6 +146,7 @@ fn show(
     let mut counts = Counts::default();
     let mut last_seq = None;
     let mut said = Vec::new();
+    let mut clock = Clock::new();
     read(image, |entry| match entry {
         Entry::Record(rec) => {
             last_seq = Some(rec.seq);
@@ -156,7 +157,7 @@ fn show(
             counts.first = Some(counts.first.map_or(rec.time_ns, |t| t.min(rec.time_ns)));
             counts.last = Some(counts.last.map_or(rec.time_ns, |t| t.max(rec.time_ns)));
             if !o.stats {
-                print_record(&rec, o, origin, out);
+                print_record(&rec, o, origin, &mut clock, out);
             }
         }
         Entry::Damaged { seq, damage } => {
@@ -183,10 +184,10 @@ fn show(
     (counts, last_seq)
 }
 
-fn print_record(rec: &Record, o: &Options, origin: &Origin, out: &mut Vec<u8>) {
+fn print_record(rec: &Record, o: &Options, origin: &Origin, clock: &mut Clock, out: &mut Vec<u8>) {
     if o.json {
         let start = out.len();
-        render_json(rec, None, out);
+        render_json(rec, None, clock, out);
         if origin.named {
             // {"file":"...", then the record's own members.
             let mut file = b"{\"file\":".to_vec();
@@ -199,7 +200,7 @@ fn print_record(rec: &Record, o: &Options, origin: &Origin, out: &mut Vec<u8>) {
             out.extend_from_slice(origin.file.as_os_str().as_encoded_bytes());
             out.extend_from_slice(b": ");
         }
-        render_line(rec, out);
+        render_line(rec, clock, out);
     }
 }
 

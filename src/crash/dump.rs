@@ -7,16 +7,17 @@ use crate::ring::{published, Entry, Region};
 use crate::sys::{self, FdKind};
 use crate::text::line::render_line;
 use crate::text::num::put_decimal;
-use crate::text::time::put_timestamp;
+use crate::text::time::{put_timestamp, Clock};
 use crate::text::{ChunkSink, Sink};
 
 /// Renders every entry of `region` into `sink`, a line each; returns the
 /// number of records written.
 pub fn entries(region: &impl Region, sink: &mut impl Sink) -> u64 {
     let mut count = 0;
+    let mut clock = Clock::new();
     crate::ring::read(region, |entry| match entry {
         Entry::Record(rec) => {
-            render_line(&rec, sink);
+            render_line(&rec, &mut clock, sink);
             count += 1;
         }
         Entry::Damaged { seq, damage } => {

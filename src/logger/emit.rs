@@ -171,8 +171,8 @@ impl State {
                 args,
                 args_len,
             };
-            if let Some(outcome) = self.record_site(site_call) {
-                return outcome;
+            if self.record_site(site_call).is_some() {
+                return Outcome::Recorded;
             }
         }
         self.record_general(call, printed)
@@ -304,33 +304,69 @@ impl State {
             return Outcome::Dropped;
         }
         let printed = self.outputs.prints(call.priority);
-        if !printed {
-            if let Some(outcome) = self.record_site(call) {
-                return outcome;
+        if let Some(stamp) = self.record_site(call) {
+            if printed {
+                self.print_site(call, stamp);
             }
+            return Outcome::Recorded;
         }
         self.record_general(&call.call(), printed)
     }
 
-    /// Step 2: the record of a deferred call site's arguments, or None when
-    /// there is no ring or its dictionary has no room for the site (the
-    /// message then takes the general path).
+    /// Step 2: the record of a deferred call site's arguments (its sequence
+    /// number and time), or None when there is no ring, its dictionary has no room for
+    /// the site or the arguments are not to be kept (the message then takes
+    /// the general path).
     #[inline(always)]
-    fn record_site(&mut self, call: SiteCall) -> Option<Outcome> {
+    fn record_site(&mut self, call: SiteCall) -> Option<(u64, u64)> {
         let ring = self.ring.as_mut()?;
         let entry = site_entry(ring, call.source, call.site, call.entry, call.entry_source)?;
         // Arguments too long for a record take the general path, which
         // makes their text.
         let args_len = call.args_len?;
-        ring.append_site(
-            sys::realtime_ns(),
+        let time_ns = sys::realtime_ns();
+        let seq = ring.append_site(
+            time_ns,
             sys::thread_id(),
             call.priority,
             entry,
             call.args,
             args_len,
         );
-        Some(Outcome::Recorded)
+        Some((seq, time_ns))
+    }
+
+    /// Step 5 for a deferred call site recorded with `(seq, time)`: its
+    /// text, made once from the captured arguments, to every output that
+    /// prints it.
+    #[inline(never)]
+    fn print_site(&mut self, call: SiteCall, (seq, time_ns): (u64, u64)) {
+        let State {
+            ring,
+            outputs,
+            rendered,
+            ..
+        } = self;
+        let site = call.site.describe();
+        rendered.resize(MESSAGE_MAX, 0);
+        let mut text = Bounded::new(&mut rendered[..]);
+        // Cannot fail: the site's signature matched the arguments and their
+        // counts are ones a record keeps.
+        let _ = deferred::render_captured(site.format, call.args, &mut text);
+        let rec = Record {
+            seq,
+            time_ns,
+            tid: sys::thread_id(),
+            line: site.line,
+            priority: call.priority,
+            source: call.source.get().name_bytes(),
+            file: site.file,
+            func: site.func,
+            message: text.finish(),
+            fields: b"",
+        }
+        .clipped();
+        outputs.print(&rec, |event| note(ring.as_mut(), event));
     }
 }
 

@@ -27,6 +27,7 @@ use crate::sys;
 use crate::sys::cancel;
 use crate::text::json::{render_json, JSON_LINE_MAX};
 use crate::text::line::{render_line, LINE_MAX};
+use crate::text::time::Clock;
 use file::FileOutput;
 use journald::Journald;
 use spec::{Dest, Form, Spec};
@@ -60,6 +61,7 @@ pub struct Output {
 /// output. Reserved once, so printing never allocates.
 #[derive(Debug, Default)]
 pub struct Lines {
+    clock: Clock,
     text: Vec<u8>,
     json: Vec<u8>,
     entry: Vec<u8>,
@@ -79,14 +81,19 @@ impl Lines {
         if form == Form::Json {
             if !self.json_made {
                 self.json.clear();
-                render_json(rec, Some(sys::process_id()), &mut self.json);
+                render_json(
+                    rec,
+                    Some(sys::process_id()),
+                    &mut self.clock,
+                    &mut self.json,
+                );
                 self.json_made = true;
             }
             &self.json
         } else {
             if !self.text_made {
                 self.text.clear();
-                render_line(rec, &mut self.text);
+                render_line(rec, &mut self.clock, &mut self.text);
                 self.text_made = true;
             }
             &self.text
@@ -271,6 +278,7 @@ impl Outputs {
             list: Vec::new(),
             lowest: NONE_PRINTED,
             lines: Lines {
+                clock: Clock::new(),
                 text: Vec::new(),
                 json: Vec::new(),
                 entry: Vec::new(),

@@ -263,7 +263,8 @@ impl Ring {
     }
 
     /// Appends a kind-2 record of call site `entry` (see [`Ring::add_site`])
-    /// with its captured arguments; `args_len` is their encoded size.
+    /// with its captured arguments; `args_len` is their encoded size. Returns
+    /// the record's sequence number.
     // Always inlined: the recording call stays one function from the C
     // entry to the ring (a call here costs a copy of every argument).
     #[inline(always)]
@@ -275,7 +276,7 @@ impl Ring {
         entry: u32,
         args: &[Captured],
         args_len: usize,
-    ) {
+    ) -> u64 {
         let _shared = self.lock_shared();
         let seq = self.header().next_seq.load(Ordering::Relaxed);
         let len = align8(record::HEADER_LEN + args_len);
@@ -290,6 +291,7 @@ impl Ring {
         deferred::write_args(args, record::site_args(buf, args_len));
         record::seal_site(buf, stamp, entry, args_len);
         self.publish(seq, tail, off, len);
+        seq
     }
 
     /// Makes room for a record of `len` bytes at the tail, padding to the end

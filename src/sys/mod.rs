@@ -101,6 +101,16 @@ pub fn keeping_errno<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
+/// Where `byte` first is in `hay`: libc's memchr, which looks at a vector of
+/// bytes at a time (the text between a format's conversions).
+#[inline]
+pub fn find_byte(hay: &[u8], byte: u8) -> Option<usize> {
+    // SAFETY: memchr reads at most hay.len() bytes of hay; a match lies
+    // inside it, so the offset is in range.
+    let at = unsafe { libc::memchr(hay.as_ptr().cast(), byte.into(), hay.len()) };
+    (!at.is_null()).then(|| at as usize - hay.as_ptr() as usize)
+}
+
 /// CLOCK_REALTIME in nanoseconds since the epoch (0 before 1970). One vDSO
 /// call, no system call; async-signal-safe.
 #[inline(always)]

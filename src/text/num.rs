@@ -3,17 +3,38 @@
 
 use super::sink::Sink;
 
+/// "00" to "99": two digits per division.
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
 /// `n` in decimal, at the end of `buf`: the digits, for callers that need
 /// them as a slice (a journald value, an SD-PARAM).
 pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut at = buf.len();
-    loop {
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&PAIRS[n as usize * 2..n as usize * 2 + 2]);
+    } else {
         at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
+        buf[at] = b'0' + n as u8;
+    }
+    &buf[at..]
+}
+
+/// The last `out.len()` decimal digits of `n`, zero-padded, into `out`.
+pub fn put_digits(mut n: u64, out: &mut [u8]) {
+    for d in out.iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
         n /= 10;
-        if n == 0 {
-            return &buf[at..];
-        }
     }
 }
 

@@ -1,15 +1,57 @@
 //! Time as text: libvirt's UTC timestamp, RFC 3339 for syslog, and the
 //! parser of the times users give vlog-dump.
 
-use super::num::put_decimal;
+use super::bounded::Bounded;
+use super::num::{put_decimal, put_digits};
 use super::sink::Sink;
 
 /// `YYYY-MM-DD HH:MM:SS.mmm+0000`, always UTC (libvirt's form).
 pub fn put_timestamp(time_ns: u64, out: &mut impl Sink) {
-    put_date_time(time_ns / 1_000_000_000, b" ", out);
-    out.put(b".");
-    put_decimal((time_ns / 1_000_000) % 1000, 3, out);
-    out.put(b"+0000");
+    Clock::new().put_timestamp(time_ns, out);
+}
+
+/// The date and time of the last second a timestamp showed: the lines of one
+/// second (most lines, when a program logs much) make the calendar date once.
+/// Each writer of lines keeps its own: the outputs under the logger's lock, a
+/// dump on its stack.
+#[derive(Debug)]
+pub struct Clock {
+    secs: u64,
+    text: [u8; 32],
+    len: usize,
+}
+
+impl Default for Clock {
+    fn default() -> Clock {
+        Clock::new()
+    }
+}
+
+impl Clock {
+    pub const fn new() -> Clock {
+        Clock {
+            secs: u64::MAX,
+            text: [0; 32],
+            len: 0,
+        }
+    }
+
+    /// [`put_timestamp`], with the second's date and time made only when the
+    /// second changed.
+    pub fn put_timestamp(&mut self, time_ns: u64, out: &mut impl Sink) {
+        let secs = time_ns / 1_000_000_000;
+        if secs != self.secs {
+            // At most 12 digits of year and 15 bytes more: 32 hold it.
+            let mut buf = Bounded::new(&mut self.text);
+            put_date_time(secs, b" ", &mut buf);
+            self.len = buf.finish().len();
+            self.secs = secs;
+        }
+        out.put(&self.text[..self.len]);
+        let mut tail = *b".000+0000";
+        put_digits((time_ns / 1_000_000) % 1000, &mut tail[1..4]);
+        out.put(&tail);
+    }
 }
 
 /// `2026-11-30T13:45:12.345678Z` (RFC 3339 with microseconds, UTC).
