@@ -221,17 +221,21 @@ static void memcpy_run(int msg, long n)
     }
 }
 
-/* -- the floor for any ring with one shared position: a 64-byte copy into
- * the thread's own buffer after an atomic add on a counter every thread
- * shares (the cache line it lives in moves between cores on each call). */
+/* -- the floor for any ring with one shared position: an atomic add on a
+ * counter every thread shares (its cache line moves between cores on each
+ * call), then about as much work of the thread's own as vlog's record takes
+ * on one thread (a chain of 60 dependent multiplications, written to the
+ * thread's own buffer). */
 static _Alignas(64) unsigned long shared_position;
 static void shared_line_run(int msg, long n)
 {
-    static const char src[64] = "sixty-four bytes of message after a shared atomic add";
     char dst[64 * 64];
     for (long i = 0; i < n; i++) {
         unsigned long at = __atomic_fetch_add(&shared_position, 1, __ATOMIC_ACQ_REL);
-        memcpy(dst + (at & 63) * 64, src, 64);
+        unsigned long h = at;
+        for (int k = 0; k < 60; k++)
+            h = h * 0x9E3779B97F4A7C15ul + (unsigned long)k;
+        memcpy(dst + (at & 63) * 64, &h, sizeof h);
         __asm__ volatile("" : : "r"(dst) : "memory");
     }
     floor_sum += (unsigned long)msg;

@@ -304,13 +304,25 @@ impl State {
             return Outcome::Dropped;
         }
         let printed = self.outputs.prints(call.priority);
-        if let Some(stamp) = self.record_site(call) {
-            if printed {
-                self.print_site(call, stamp);
-            }
+        if !printed && self.record_site(call).is_some() {
             return Outcome::Recorded;
         }
-        self.record_general(&call.call(), printed)
+        self.record_site_printed(call, printed)
+    }
+
+    /// The rest of [`State::record_site_call`], apart so that the flight
+    /// recorder's path builds no [`SiteCall`] in memory: a message an output
+    /// prints (the site's record, then its text), or one the general path
+    /// takes.
+    #[inline(never)]
+    fn record_site_printed(&mut self, call: SiteCall, printed: bool) -> Outcome {
+        match self.record_site(call) {
+            Some(stamp) => {
+                self.print_site(call, stamp);
+                Outcome::Recorded
+            }
+            None => self.record_general(&call.call(), printed),
+        }
     }
 
     /// Step 2: the record of a deferred call site's arguments (its sequence
@@ -339,7 +351,6 @@ impl State {
     /// Step 5 for a deferred call site recorded with `(seq, time)`: its
     /// text, made once from the captured arguments, to every output that
     /// prints it.
-    #[inline(never)]
     fn print_site(&mut self, call: SiteCall, (seq, time_ns): (u64, u64)) {
         let State {
             ring,

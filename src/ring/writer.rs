@@ -370,7 +370,9 @@ impl Ring {
         }
         let h = self.header();
         h.head.store(head.max(needed.min(tail)), Ordering::Relaxed);
-        h.lost.fetch_add(lost, Ordering::Relaxed);
+        // Only the lock's holder writes the counter: no read-modify-write.
+        h.lost
+            .store(h.lost.load(Ordering::Relaxed) + lost, Ordering::Relaxed);
         // [W2] Release fence: the head update is ordered before the stores
         // that overwrite the evicted bytes; pairs with [R2], the reader's
         // Acquire fence and head load after its copy (reader::read).
