@@ -110,29 +110,21 @@ static const char *full_check(long calls)
     return wrong;
 }
 
-/* -- vlog to the ring and a file: one write(2) per line. */
+/* -- vlog to the ring and a file output of `form` (file, json): one
+ * write(2) per line. */
 static char file_path[64];
-static void file_setup(void)
+static void file_output_setup(const char *form)
 {
     char spec[100];
     int fd;
-    snprintf(file_path, sizeof file_path, "/tmp/vlog-bench-%d.log", (int)getpid());
+    snprintf(file_path, sizeof file_path, "/tmp/vlog-bench-%d.%s", (int)getpid(), form);
     fd = open(file_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     close(fd);
-    snprintf(spec, sizeof spec, "1:file:%s", file_path);
+    snprintf(spec, sizeof spec, "1:%s:%s", form, file_path);
     vlog_setup_common(spec, "1:bench.vlog");
 }
-/* -- vlog to the ring and a JSON file: one object, one write(2) per line. */
-static void json_setup(void)
-{
-    char spec[100];
-    int fd;
-    snprintf(file_path, sizeof file_path, "/tmp/vlog-bench-%d.json", (int)getpid());
-    fd = open(file_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    close(fd);
-    snprintf(spec, sizeof spec, "1:json:%s", file_path);
-    vlog_setup_common(spec, "1:bench.vlog");
-}
+static void file_setup(void) { file_output_setup("file"); }
+static void json_setup(void) { file_output_setup("json"); }
 
 static const char *file_check(long calls)
 {
