@@ -37,7 +37,11 @@ static void *deferred(void *arg)
     return NULL; /* not reached */
 }
 
-static void *asynchronous(void *arg)
+/* Not instrumented by AddressSanitizer: an asynchronous cancel discards
+ * this frame by a forced unwind, which leaves the poison of the frame's
+ * stack redzones (the macros' argument arrays) behind for ASan's own thread
+ * teardown to trip over. The library and every other frame stay checked. */
+__attribute__((no_sanitize_address)) static void *asynchronous(void *arg)
 {
     long i = 0;
 
