@@ -14,7 +14,7 @@
 
 use crate::record::MESSAGE_MAX;
 use crate::text::printf::{self, Arg, Kind, Length, Parser, Piece, Unsupported};
-use crate::text::Sink;
+use crate::text::{Bounded, Sink};
 
 /// At most this many arguments are captured; a format with more is formatted
 /// at the call.
@@ -273,11 +273,12 @@ pub fn render_args(fmt: &[u8], payload: &[u8], out: &mut impl Sink) -> Result<()
 /// Renders `fmt` with captured arguments (that match it, as a call site's
 /// signature says): the text of a message whose arguments are too long to
 /// keep in a record, or that has a `*` width or precision beyond what a
-/// stored record may ask for.
+/// stored record may ask for. Into a [`Bounded`] buffer only, which counts
+/// the padding of a huge width instead of writing it.
 pub fn render_captured(
     fmt: &[u8],
     args: &[Captured],
-    out: &mut impl Sink,
+    out: &mut Bounded,
 ) -> Result<(), Unsupported> {
     if args.len() > MAX_ARGS {
         return Err(Unsupported);
