@@ -77,7 +77,9 @@ fn processes_sharing_a_ring_file_lose_nothing() {
     );
     assert_ok("shared_ring", &out);
     let ring = ring.to_str().unwrap();
-    let dump = text(&vlog_dump(&["--source", "test.shared", ring]).stdout);
+    // A worker killed in the middle of a record leaves it uncommitted: the
+    // dump says so (exit status 3), and the stats below bound how many.
+    let dump = text(&vlog_dump_allowing_skips(&["--source", "test.shared", ring]).stdout);
     let mut next = [0; 5];
     for line in dump.lines().filter(|l| !l.contains("doomed worker")) {
         if let Some(rest) = line.split(" : process ").nth(1) {
@@ -96,7 +98,7 @@ fn processes_sharing_a_ring_file_lose_nothing() {
         " : daemon goes on after killed workers
 "
     ));
-    let stats = text(&vlog_dump(&["--stats", ring]).stdout);
+    let stats = text(&vlog_dump_allowing_skips(&["--stats", ring]).stdout);
     // Only a killed worker's last record may be missing or torn.
     for line in stats.lines() {
         if let Some(n) = line
