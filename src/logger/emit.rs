@@ -44,15 +44,10 @@ pub enum Message<'a> {
         full_len: usize,
         fields: &'a [Field<'a>],
     },
-    /// The raw arguments of a deferred call site; its names, line and
-    /// format are the site's. `entry` is where the site remembers its
-    /// dictionary entry (the ring's id in the high 32 bits, the entry's
-    /// offset in the low ones), `entry_source` the address of the source that
-    /// entry names; both written under the lock.
+    /// The raw arguments of a deferred call site that the general path
+    /// takes (see [`SiteCall`]); its names, line and format are the site's.
     Args {
         site: &'a dyn CallSite,
-        entry: &'a AtomicU64,
-        entry_source: &'a AtomicUsize,
         args: &'a [Captured<'a>],
         /// Their size in a record (`deferred::args_len`), None when they do
         /// not fit one or a `*` count is beyond what a record may keep (the
@@ -88,7 +83,9 @@ pub struct SiteCall<'a> {
     pub source: Live,
     pub priority: Priority,
     pub site: &'a dyn CallSite,
-    /// See [`Message::Args`].
+    /// Where the site remembers its dictionary entry (the ring's id in the
+    /// high 32 bits, the entry's offset in the low ones), and the address of
+    /// the source that entry names; both written under the lock.
     pub entry: &'a AtomicU64,
     pub entry_source: &'a AtomicUsize,
     pub args: &'a [Captured<'a>],
@@ -102,8 +99,6 @@ impl<'a> SiteCall<'a> {
             priority: self.priority,
             message: Message::Args {
                 site: self.site,
-                entry: self.entry,
-                entry_source: self.entry_source,
                 args: self.args,
                 args_len: self.args_len,
             },
@@ -147,34 +142,8 @@ impl State {
             return Outcome::Dropped;
         }
         let printed = self.outputs.prints(call.priority);
-
-        // 2. A deferred message no output prints (the flight recorder's
-        // debug messages): a record of the arguments alone, naming the
-        // site's entry in the ring's dictionary.
-        if let (
-            &Message::Args {
-                site,
-                entry,
-                entry_source,
-                args,
-                args_len,
-            },
-            false,
-        ) = (&call.message, printed)
-        {
-            let site_call = SiteCall {
-                source: call.source,
-                priority: call.priority,
-                site,
-                entry,
-                entry_source,
-                args,
-                args_len,
-            };
-            if self.record_site(site_call).is_some() {
-                return Outcome::Recorded;
-            }
-        }
+        // (A deferred call site's message comes through `record_site_call`,
+        // which takes step 2 first.)
         self.record_general(call, printed)
     }
 
@@ -586,26 +555,39 @@ mod tests {
             entry_source: AtomicUsize::new(0),
         };
         let args = [Captured::Signed(42), Captured::Double(0.5)];
-        let call = |p| Call {
+        let call = |p| SiteCall {
             source: src,
             priority: p,
-            message: Message::Args {
-                site: &site,
-                entry: &site.entry,
-                entry_source: &site.entry_source,
-                args: &args,
-                args_len: deferred::args_len(&args),
-            },
+            site: &site,
+            entry: &site.entry,
+            entry_source: &site.entry_source,
+            args: &args,
+            args_len: deferred::args_len(&args),
         };
-        // Printed: rendered once for the file, kept as a payload in the ring.
-        assert_eq!(s.record(&call(Priority::Info)), Outcome::Recorded);
-        // Not printed: a dictionary record, the site's entry remembered.
-        assert_eq!(s.record(&call(Priority::Debug)), Outcome::Recorded);
+        // Printed: the site's record in the ring, its text made once for the
+        // file.
+        assert_eq!(s.record_site_call(call(Priority::Info)), Outcome::Recorded);
         assert_ne!(site.entry.load(Ordering::Relaxed), 0);
+        // Not printed: the site's record alone.
+        assert_eq!(s.record_site_call(call(Priority::Debug)), Outcome::Recorded);
+        // Not to be kept as arguments (too long, or a count past what a
+        // record keeps): the text, made now.
+        let long_args = [Captured::Signed(1), Captured::Double(2.0)];
+        assert_eq!(
+            s.record_site_call(SiteCall {
+                args: &long_args,
+                args_len: None,
+                ..call(Priority::Debug)
+            }),
+            Outcome::Recorded
+        );
         let file = std::fs::read_to_string(&path).unwrap();
         assert_eq!(file.lines().count(), 1, "{file}");
         assert!(file.ends_with(" : n=42 x=0.50\n"), "{file}");
-        assert_eq!(ring_messages(&s), ["n=42 x=0.50", "n=42 x=0.50"]);
+        assert_eq!(
+            ring_messages(&s),
+            ["n=42 x=0.50", "n=42 x=0.50", "n=1 x=2.00"]
+        );
         std::fs::remove_file(&path).unwrap();
     }
 
