@@ -330,11 +330,17 @@ impl State {
             ..
         } = self;
         let site = call.site.describe();
-        rendered.resize(MESSAGE_MAX, 0);
-        let mut text = Bounded::new(&mut rendered[..]);
-        // Cannot fail: the site's signature matched the arguments and their
-        // counts are ones a record keeps.
-        let _ = deferred::render_captured(site.format, call.args, &mut text);
+        let message = if call.args.is_empty() && plain(site.format) {
+            // A format with no conversion and no `%%` prints as it is.
+            site.format
+        } else {
+            rendered.resize(MESSAGE_MAX, 0);
+            let mut text = Bounded::new(&mut rendered[..]);
+            // Cannot fail: the site's signature matched the arguments and
+            // their counts are ones a record keeps.
+            let _ = deferred::render_captured(site.format, call.args, &mut text);
+            text.finish()
+        };
         let rec = Record {
             seq,
             time_ns,
@@ -344,12 +350,18 @@ impl State {
             source: call.source.get().name_bytes(),
             file: site.file,
             func: site.func,
-            message: text.finish(),
+            message,
             fields: b"",
         }
         .clipped();
         outputs.print(&rec, |event| note(ring.as_mut(), event));
     }
+}
+
+/// Whether `format` is its own text: no `%` in it, and short enough to need
+/// no truncation marker.
+fn plain(format: &[u8]) -> bool {
+    format.len() <= MESSAGE_MAX && sys::find_byte(format, b'%').is_none()
 }
 
 /// The offset of the site's dictionary entry in `ring`, adding the site on
@@ -527,6 +539,17 @@ mod tests {
     struct TestSite {
         entry: AtomicU64,
         entry_source: AtomicUsize,
+        format: &'static [u8],
+    }
+
+    impl TestSite {
+        fn new(format: &'static [u8]) -> TestSite {
+            TestSite {
+                entry: AtomicU64::new(0),
+                entry_source: AtomicUsize::new(0),
+                format,
+            }
+        }
     }
 
     impl CallSite for TestSite {
@@ -536,7 +559,7 @@ mod tests {
                 file: b"f.c",
                 func: b"f",
                 line: 1,
-                format: b"n=%d x=%.2f",
+                format: self.format,
             }
         }
     }
@@ -550,10 +573,7 @@ mod tests {
             .unwrap();
         s.set_level(Priority::Debug);
         let src = source(c"deferred.out");
-        let site = TestSite {
-            entry: AtomicU64::new(0),
-            entry_source: AtomicUsize::new(0),
-        };
+        let site = TestSite::new(b"n=%d x=%.2f");
         let args = [Captured::Signed(42), Captured::Double(0.5)];
         let call = |p| SiteCall {
             source: src,
@@ -588,6 +608,43 @@ mod tests {
             ring_messages(&s),
             ["n=42 x=0.50", "n=42 x=0.50", "n=1 x=2.00"]
         );
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A format without arguments prints as itself unless it has a `%%` or
+    /// is too long for a message (then it is rendered, and cut with the
+    /// marker).
+    #[test]
+    fn formats_without_arguments_print_as_rendered() {
+        let mut s = quiet_state();
+        let path = std::env::temp_dir().join(format!("vlog-plain-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        s.set_outputs(&format!("2:file:{}", path.display()))
+            .unwrap();
+        let src = source(c"plain.out");
+        let long: &'static [u8] = "y".repeat(MESSAGE_MAX + 1).leak().as_bytes();
+        for format in [&b"as it is"[..], b"100%% sure", b"", long] {
+            let site = TestSite::new(format);
+            let call = SiteCall {
+                source: src,
+                priority: Priority::Error,
+                site: &site,
+                entry: &site.entry,
+                entry_source: &site.entry_source,
+                args: &[],
+                args_len: deferred::args_len(&[]),
+            };
+            assert_eq!(s.record_site_call(call), Outcome::Recorded);
+        }
+        let file = std::fs::read_to_string(&path).unwrap();
+        let messages: Vec<&str> = file
+            .lines()
+            .map(|l| l.rsplit(" : ").next().unwrap())
+            .collect();
+        let cut = format!(" [truncated: {} bytes]", MESSAGE_MAX + 1);
+        assert_eq!(messages[..3], ["as it is", "100% sure", ""]);
+        assert_eq!(messages[3].len(), MESSAGE_MAX);
+        assert!(messages[3].ends_with(&cut), "{}", messages[3]);
         std::fs::remove_file(&path).unwrap();
     }
 
