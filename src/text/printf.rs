@@ -75,6 +75,15 @@ pub enum Kind {
 }
 
 impl Spec {
+    /// No flag, width or precision: the conversion letter alone, after its
+    /// length.
+    #[inline(always)]
+    fn is_bare(&self) -> bool {
+        !(self.minus || self.plus || self.space || self.alt || self.zero)
+            && self.width.is_none()
+            && self.precision.is_none()
+    }
+
     pub fn kind(&self) -> Option<Kind> {
         Some(match self.conv {
             b'd' | b'i' => Kind::Signed,
@@ -123,6 +132,7 @@ impl<'a> Parser<'a> {
         Ok((self.pos > start).then_some(Count::Fixed(n)))
     }
 
+    #[inline(always)]
     fn spec(&mut self) -> Result<Piece<'a>, Unsupported> {
         let f = self.fmt;
         let mut s = Spec {
@@ -196,6 +206,7 @@ impl<'a> Parser<'a> {
 impl<'a> Iterator for Parser<'a> {
     type Item = Result<Piece<'a>, Unsupported>;
 
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         let f = self.fmt;
         if self.pos >= f.len() {
@@ -303,6 +314,9 @@ fn render_up_to(
             return Err(Unsupported);
         }
         let arg = args.next().ok_or(Unsupported)?;
+        if spec.is_bare() && put_bare(&spec, arg, out) {
+            continue;
+        }
         let f = Field {
             spec,
             width,
@@ -337,6 +351,36 @@ fn render_up_to(
         }
     }
     Ok(())
+}
+
+/// Renders the commonest conversions with nothing between `%` and the
+/// letter (`%d`, `%lu`, `%s`) the short way, as [`Field`] would; false for
+/// any other, left to it.
+#[inline(always)]
+fn put_bare(spec: &Spec, arg: &Arg, out: &mut impl Sink) -> bool {
+    match (spec.conv, *arg) {
+        (b'd' | b'i', Arg::Signed(v)) => {
+            let v = match spec.length {
+                Length::Int => v as i32 as i64,
+                Length::Char => v as i8 as i64,
+                Length::Short => v as i16 as i64,
+                _ => v,
+            };
+            super::num::put_signed(v, out);
+        }
+        (b'u', Arg::Unsigned(v)) => {
+            let v = match spec.length {
+                Length::Int => v as u32 as u64,
+                Length::Char => v as u8 as u64,
+                Length::Short => v as u16 as u64,
+                _ => v,
+            };
+            super::num::put_decimal(v, 1, out);
+        }
+        (b's', Arg::Str(Some(s))) => out.put(s),
+        _ => return false,
+    }
+    true
 }
 
 /// A conversion with its width and precision resolved.
