@@ -4,6 +4,7 @@
 //! and plain ASCII goes by eight bytes at a time.
 
 use super::num::{put_decimal, put_signed};
+use super::plain::all_plain;
 use super::sink::Sink;
 use super::time::Clock;
 use crate::fields::{self, Value};
@@ -59,9 +60,25 @@ pub fn render_json(rec: &Record, pid: Option<u32>, clock: &mut Clock, out: &mut 
     out.put(b"}\n");
 }
 
+#[inline(always)]
 pub fn put_json_string(bytes: &[u8], out: &mut impl Sink) {
+    // The usual string: ASCII with nothing to escape (the test flags bytes
+    // from 0x80 up too).
+    if all_plain(bytes, needs_json_escape) {
+        out.put(b"\"");
+        out.put(bytes);
+        out.put(b"\"");
+    } else {
+        put_json_escaped(bytes, out);
+    }
+}
+
+/// [`put_json_string`] of bytes of which some need an escape or are not
+/// ASCII: out of line, so that the plain case saves no registers.
+#[inline(never)]
+fn put_json_escaped(bytes: &[u8], out: &mut impl Sink) {
     out.put(b"\"");
-    // ASCII, the usual string, needs no UTF-8 walk.
+    // ASCII needs no UTF-8 walk.
     if bytes.is_ascii() {
         put_json_valid(bytes, out);
         out.put(b"\"");

@@ -10,6 +10,7 @@
 //! tells exactly which bytes were logged.
 
 use super::num::{put_decimal, put_signed};
+use super::plain::all_plain;
 use super::sink::Sink;
 use super::time::Clock;
 use crate::fields::{self, Value};
@@ -60,7 +61,19 @@ pub fn put_fields_text(fields: &[u8], out: &mut impl Sink) {
 }
 
 /// Writes `bytes` escaped as the text line escapes names and messages.
+#[inline(always)]
 pub fn put_escaped(bytes: &[u8], out: &mut impl Sink) {
+    if all_plain(bytes, needs_text_escape) {
+        out.put(bytes);
+    } else {
+        put_escaped_slowly(bytes, out);
+    }
+}
+
+/// [`put_escaped`] of bytes of which some need an escape: out of line, so
+/// that the plain case saves no registers.
+#[inline(never)]
+fn put_escaped_slowly(bytes: &[u8], out: &mut impl Sink) {
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {

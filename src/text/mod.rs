@@ -8,6 +8,7 @@ pub mod bounded;
 pub mod json;
 pub mod line;
 pub mod num;
+pub mod plain;
 pub mod printf;
 pub mod sink;
 pub mod time;
