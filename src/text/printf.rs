@@ -103,6 +103,22 @@ pub enum Piece<'a> {
     Conv(Spec),
 }
 
+/// The conversion letters from 0x40 up, as bits of (letter - 0x40).
+const fn letters(set: &[u8]) -> u64 {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < set.len() {
+        bits |= 1 << (set[i] - 0x40);
+        i += 1;
+    }
+    bits
+}
+/// The conversions taken with no length, and with `l`: what [`Parser`]
+/// accepts for them, and with nothing else before the letter, they need no
+/// more parsing.
+const PLAIN_INT: u64 = letters(b"diuoxXcspmfFeEgGaA");
+const PLAIN_LONG: u64 = letters(b"diuoxXfFeEgGaA");
+
 /// Splits a format into text and conversions.
 pub struct Parser<'a> {
     fmt: &'a [u8],
@@ -146,6 +162,23 @@ impl<'a> Parser<'a> {
             length: Length::Int,
             conv: 0,
         };
+        // The usual conversion: its letter alone, or after one `l`.
+        let (length, skip) = match f.get(self.pos) {
+            Some(b'l') => (Length::Long, 1),
+            _ => (Length::Int, 0),
+        };
+        if let Some(&conv) = f.get(self.pos + skip) {
+            let set = match length {
+                Length::Int => PLAIN_INT,
+                _ => PLAIN_LONG,
+            };
+            if (0x40..0x80).contains(&conv) && set >> (conv - 0x40) & 1 == 1 {
+                self.pos += skip + 1;
+                s.length = length;
+                s.conv = conv;
+                return Ok(Piece::Conv(s));
+            }
+        }
         loop {
             match f.get(self.pos) {
                 Some(b'-') => s.minus = true,
@@ -1295,6 +1328,11 @@ mod tests {
                 Parser::new(fmt.as_bytes()).any(|p| p.is_err()),
                 "{fmt} was accepted"
             );
+        }
+        // Bytes from 0x80 up and letters that take no `l` are no conversion,
+        // however close their bits are to one.
+        for fmt in [&b"%\xe4"[..], b"%\xc4", b"%l\xe4", b"%lm", b"%lp", b"%l"] {
+            assert!(Parser::new(fmt).any(|p| p.is_err()), "{fmt:?} was accepted");
         }
         assert_eq!(ours("%d", &[Arg::Str(None)]), Err(Unsupported));
         assert_eq!(ours("%d %d", &[Arg::Signed(1)]), Err(Unsupported));
