@@ -536,14 +536,14 @@ mod tests {
         assert_eq!(ring_messages(&s)[1], "short [truncated: 100000 bytes]");
     }
 
-    struct TestSite {
+    struct TestSite<'f> {
         entry: AtomicU64,
         entry_source: AtomicUsize,
-        format: &'static [u8],
+        format: &'f [u8],
     }
 
-    impl TestSite {
-        fn new(format: &'static [u8]) -> TestSite {
+    impl TestSite<'_> {
+        fn new(format: &[u8]) -> TestSite<'_> {
             TestSite {
                 entry: AtomicU64::new(0),
                 entry_source: AtomicUsize::new(0),
@@ -552,7 +552,7 @@ mod tests {
         }
     }
 
-    impl CallSite for TestSite {
+    impl CallSite for TestSite<'_> {
         fn describe(&self) -> Site<'_> {
             Site {
                 source: b"",
@@ -622,8 +622,8 @@ mod tests {
         s.set_outputs(&format!("2:file:{}", path.display()))
             .unwrap();
         let src = source(c"plain.out");
-        let long: &'static [u8] = "y".repeat(MESSAGE_MAX + 1).leak().as_bytes();
-        for format in [&b"as it is"[..], b"100%% sure", b"", long] {
+        let long = "y".repeat(MESSAGE_MAX + 1);
+        for format in [&b"as it is"[..], b"100%% sure", b"", long.as_bytes()] {
             let site = TestSite::new(format);
             let call = SiteCall {
                 source: src,
