@@ -239,6 +239,41 @@ static const char *position_moved(long calls)
     return shared_position >= (unsigned long)calls ? NULL : "the counter did not move";
 }
 
+/* -- The floor of the short lock: the lock taken only to reserve a place
+ * (the position, and a few steps of work for making room) and again to
+ * publish it, the rest of the record's work (50 of the 60 multiplications)
+ * done outside it. What a ring with one lock held short could reach. */
+static pthread_mutex_t short_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Alignas(64) unsigned long short_reserved, short_published;
+static void short_lock_run(int msg, long n)
+{
+    char dst[64 * 64];
+    for (long i = 0; i < n; i++) {
+        pthread_mutex_lock(&short_lock);
+        unsigned long at = short_reserved++;
+        unsigned long h = at;
+        for (int k = 0; k < 10; k++)
+            h = h * 0x9E3779B97F4A7C15ul + (unsigned long)k;
+        pthread_mutex_unlock(&short_lock);
+        for (int k = 0; k < 50; k++)
+            h = h * 0x9E3779B97F4A7C15ul + (unsigned long)k;
+        memcpy(dst + (at & 63) * 64, &h, sizeof h);
+        __asm__ volatile("" : : "r"(dst) : "memory");
+        pthread_mutex_lock(&short_lock);
+        short_published++;
+        pthread_mutex_unlock(&short_lock);
+    }
+    floor_sum += (unsigned long)msg;
+}
+BENCH_THREADED(short_lock, short_lock_run, 1)
+BENCH_THREADED(short_lock, short_lock_run, 2)
+static const char *all_published(long calls)
+{
+    return short_published >= (unsigned long)calls && short_published == short_reserved
+               ? NULL
+               : "not every reserved place was published";
+}
+
 /* -- glibc syslog, masked by setlogmask: counts what reaches the socket. */
 static long sends;
 ssize_t send(int fd, const void *buf, size_t len, int flags)
@@ -378,6 +413,8 @@ static const struct bench_mode modes[] = {
     {"floor-memcpy-mutex", NULL, memcpy_run, sum_positive},
     {"floor-shared-line-threads-1", NULL, shared_line_run_1, position_moved},
     {"floor-shared-line-threads-2", NULL, shared_line_run_2, position_moved},
+    {"floor-short-lock-threads-1", NULL, short_lock_run_1, all_published},
+    {"floor-short-lock-threads-2", NULL, short_lock_run_2, all_published},
     {"syslog-masked", syslog_setup, syslog_run, syslog_check},
 #ifdef HAVE_GLIB
     {"glib-disabled", glib_off_setup, glib_run, glib_off_check},
