@@ -28,6 +28,11 @@
 #define VLOG_ABI_VERSION 3
 
 /**
+ * How many of a child's last bytes `vlog_relay_tail` can give back.
+ */
+#define VLOG_RELAY_TAIL_MAX 4096
+
+/**
  * Internal: a call site not analysed yet.
  */
 #define VLOG_SITE_NEW 0
@@ -142,6 +147,13 @@
 #define VLOG_MESSAGE_MAX 8192
 
 /**
+ * A relay: what a child process writes (its stderr, a pipe), recorded line
+ * by line as messages of one source. Made by `vlog_relay_new`, freed by
+ * `vlog_relay_close`; opaque.
+ */
+typedef struct vlog_relay vlog_relay;
+
+/**
  * Counters of the ring and the outputs, filled by `vlog_get_stats`.
  */
 typedef struct vlog_stats {
@@ -174,6 +186,44 @@ typedef struct vlog_stats {
    */
   uint64_t bad_fields;
 } vlog_stats;
+
+/**
+ * What a relay has seen and done (`vlog_relay_get_stats`).
+ */
+typedef struct vlog_relay_stats {
+  /**
+   * Bytes fed.
+   */
+  uint64_t bytes;
+  /**
+   * Lines ended (a line cut into pieces counts once).
+   */
+  uint64_t lines;
+  /**
+   * Pieces of lines longer than VLOG_MESSAGE_MAX, each recorded with the
+   * field FRAGMENT=1, 2, ...
+   */
+  uint64_t fragments;
+  /**
+   * Messages recorded.
+   */
+  uint64_t recorded;
+  /**
+   * Lines the filters dropped (the source off when the line started, or
+   * the line's level below the source's).
+   */
+  uint64_t filtered;
+  /**
+   * Lines the logger could not take, and feeds dropped because they were
+   * made from inside vlog on the same thread (a signal handler).
+   */
+  uint64_t dropped;
+  /**
+   * Lines not well formed for the form they started in (JSON that is
+   * not, a non-string `@level`, `@message` or `@timestamp`).
+   */
+  uint64_t malformed;
+} vlog_relay_stats;
 
 /**
  * Internal: a call site, one per VLOG_* macro use (a static the macro
@@ -463,6 +513,65 @@ const char *vlog_version(void);
  * on stderr; async-signal-safe: no.
  */
 int vlog_abi_check(unsigned int abi, size_t source_size, size_t site_size);
+
+/**
+ * Makes a relay that records what it is fed as messages of the source
+ * named `source` (filters apply to it as to any source: `1:child.qemu`),
+ * a line that names no level of its own at `default_prio` (clamped to
+ * 1..4). The name has 1 to 255 bytes, no spaces or control characters. Which
+ * line forms are read (hclog JSON, go-plugin's `[LEVEL]` prefixes, `<N>`
+ * syslog prefixes, vlog's and libvirt's text lines) and what each becomes
+ * is in vlog(3). Allocates about 30 KiB once; feeding never allocates.
+ * A relay belongs to the process that made it: in a forked child, calls
+ * on it fail, and `vlog_relay_close` frees the child's copy.
+ * NULL: `source` NULL is an error; ownership: the name is copied, and the
+ * relay is the caller's until `vlog_relay_close`; errors: NULL, with
+ * vlog_last_error set; async-signal-safe: no.
+ */
+struct vlog_relay *vlog_relay_new(const char *source, int default_prio);
+
+/**
+ * Feeds the relay `len` bytes at `buf`, as they came from the child (any
+ * bytes, any split: a line may come in many calls, and many lines in
+ * one). Each line that ends is recorded (or filtered) before this returns;
+ * a line longer than VLOG_MESSAGE_MAX is recorded in pieces. errno is left
+ * as it was.
+ * NULL: `relay` NULL, or `buf` NULL with `len` above 0, is an error;
+ * ownership: the bytes are copied or recorded, nothing kept; errors: -1
+ * with vlog_last_error set, also when called from inside a relay call on
+ * the same thread (a signal handler; the bytes are dropped and counted)
+ * and in a forked child (a relay is its maker's); async-signal-safe: no.
+ */
+int vlog_relay_feed(struct vlog_relay *relay, const char *buf, size_t len);
+
+/**
+ * Copies the last bytes the child wrote into `buf`, oldest first: as many
+ * as fit in `len`, at most VLOG_RELAY_TAIL_MAX, whatever became of their
+ * lines (the text that says why a child failed). Returns how many.
+ * NULL: `relay` NULL, or `buf` NULL, gives 0; ownership: the bytes are
+ * the caller's, not NUL-terminated; errors: none (0, also from inside a
+ * relay call on the same thread, and in a forked child); async-signal-safe:
+ * no.
+ */
+size_t vlog_relay_tail(const struct vlog_relay *relay, char *buf, size_t len);
+
+/**
+ * Fills `stats` with the relay's counters. Returns 0, or -1.
+ * NULL: `relay` or `stats` NULL is an error; ownership: `stats` is the
+ * caller's; errors: -1 with vlog_last_error set, also from inside a relay
+ * call on the same thread; async-signal-safe: no.
+ */
+int vlog_relay_get_stats(const struct vlog_relay *relay, struct vlog_relay_stats *stats);
+
+/**
+ * Records what is left of a last line that did not end, and frees the
+ * relay; its source leaves the registry.
+ * NULL: ignored; ownership: `relay` is invalid afterwards; errors: none
+ * (from inside a relay call on the same thread the relay is left as it
+ * is, still the caller's; in a forked child its copy is freed, the last
+ * line left to the parent); async-signal-safe: no.
+ */
+void vlog_relay_close(struct vlog_relay *relay);
 
 /**
  * Internal, for the macros: analyses `fmt` for call site `site` (in `file`

@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! ffi/       the C boundary: every exported function, one module per C noun
+//! relay/     a child's output, line by line, recorded as messages
 //! logger/    the global state and its lock; emit (the recorded call), apply
 //!            (configuration), levels (the sources' cached levels), fork
 //! config/    the environment and the filters, parsed
@@ -49,6 +50,8 @@ mod panic;
 mod priority;
 /// cbindgen:ignore
 mod record;
+/// cbindgen:ignore
+mod relay;
 /// cbindgen:ignore
 mod ring;
 mod source;

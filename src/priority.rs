@@ -54,6 +54,35 @@ impl Priority {
         }
     }
 
+    /// The priority of a level a child names in its output: hclog's and
+    /// go-plugin's `trace`, `debug`, `info`, `warn`, `error` and vlog's and
+    /// libvirt's `warning`, in any case (`trace` has no vlog priority of its
+    /// own: it is debug).
+    pub fn from_child_level(name: &[u8]) -> Option<Priority> {
+        let mut lower = [0u8; 7];
+        let word = lower.get_mut(..name.len())?;
+        word.copy_from_slice(name);
+        word.make_ascii_lowercase();
+        Some(match &*word {
+            b"trace" | b"debug" => Priority::Debug,
+            b"info" => Priority::Info,
+            b"warn" | b"warning" => Priority::Warning,
+            b"error" => Priority::Error,
+            _ => return None,
+        })
+    }
+
+    /// The priority of a syslog severity (0-7, the `<N>` prefix of kernel
+    /// and sd-daemon lines): emergency to error are errors, notice is info.
+    pub fn from_syslog_severity(severity: u8) -> Priority {
+        match severity & 7 {
+            0..=3 => Priority::Error,
+            4 => Priority::Warning,
+            5 | 6 => Priority::Info,
+            _ => Priority::Debug,
+        }
+    }
+
     fn from_name(s: &str) -> Option<Priority> {
         Some(match s {
             "debug" => Priority::Debug,

@@ -130,6 +130,54 @@ impl Live {
     }
 }
 
+/// A source vlog makes itself, named at run time (a relay's): the name and
+/// the `vlog_source` that points at it live together on the heap, at a
+/// fixed address for as long as this lives. Whoever registers it (by
+/// logging through [`OwnedSource::live`]) unregisters it before dropping
+/// it, or keeps it for ever ([`OwnedSource::keep_for_ever`]).
+pub struct OwnedSource {
+    source: Box<vlog_source>,
+    _name: Box<[u8]>,
+}
+
+impl OwnedSource {
+    pub fn new(name: &[u8]) -> OwnedSource {
+        let name: Box<[u8]> = name.iter().copied().chain([0]).collect();
+        let source = Box::new(vlog_source {
+            level: AtomicI32::new(UNKNOWN),
+            name: name.as_ptr().cast(),
+            name_len: name.len() - 1,
+        });
+        OwnedSource {
+            source,
+            _name: name,
+        }
+    }
+
+    pub fn live(&self) -> Live {
+        // SAFETY: the boxed source and its name stay where they are until
+        // this is dropped, and its owner unregisters it first (or keeps it
+        // for ever), as the type's contract says.
+        unsafe { Live::new(&self.source) }
+    }
+
+    /// For a source that could not be unregistered: its memory is never
+    /// freed (and stays reachable, so a leak checker does not count it).
+    pub fn keep_for_ever(&mut self) {
+        static KEPT: std::sync::Mutex<Vec<OwnedSource>> = std::sync::Mutex::new(Vec::new());
+        let kept = std::mem::replace(self, OwnedSource::new(b"kept"));
+        let mut list = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+        if list.try_reserve(1).is_ok() {
+            list.push(kept);
+        } else {
+            std::mem::forget(kept);
+        }
+    }
+}
+
+// SAFETY: the name is read-only after construction and the level atomic.
+unsafe impl Send for OwnedSource {}
+
 /// Every source that has logged (or registered) and not been unregistered.
 #[derive(Default)]
 pub struct Registry {

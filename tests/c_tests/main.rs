@@ -12,6 +12,7 @@
 //! | `crash` | the crash handler and dump signals |
 //! | `ring_file` | rings after SIGKILL, in ring files and core files |
 //! | `outputs` | files, rotation, JSON, failing outputs, kept descriptors |
+//! | `relay` | a child's output relayed line by line |
 //! | `real_daemons` | journald and rsyslogd, started by the test |
 //!
 //! `VLOG_C_TESTS_TOOL=asan` or `=valgrind` runs every program under that
@@ -29,5 +30,6 @@ mod environment;
 mod fork;
 mod outputs;
 mod real_daemons;
+mod relay;
 mod ring_file;
 mod threads;

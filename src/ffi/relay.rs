@@ -1,0 +1,291 @@
+//! A child process's output relayed into vlog: `vlog_relay_*`. The relay
+//! itself is `crate::relay`; this module owns its memory and its lock, and
+//! keeps a signal handler that feeds a relay its own thread is feeding from
+//! waiting for itself.
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_int, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use super::{guarded, no_cancel, set_last_error};
+use crate::priority::Priority;
+use crate::relay::{self, Relay};
+use crate::sys::{self, keeping_errno};
+
+/// A relay: what a child process writes (its stderr, a pipe), recorded line
+/// by line as messages of one source. Made by `vlog_relay_new`, freed by
+/// `vlog_relay_close`; opaque.
+#[allow(non_camel_case_types)] // its C name
+pub struct vlog_relay {
+    relay: Mutex<Relay>,
+    /// Calls dropped because this thread was inside a relay call already.
+    nested: AtomicU64,
+    /// The process that made it: in a forked child the lock may be held by
+    /// a thread the child does not have, so the child leaves it alone.
+    pid: u32,
+}
+
+/// What a relay has seen and done (`vlog_relay_get_stats`).
+#[repr(C)]
+#[derive(Default)]
+pub struct vlog_relay_stats {
+    /// Bytes fed.
+    pub bytes: u64,
+    /// Lines ended (a line cut into pieces counts once).
+    pub lines: u64,
+    /// Pieces of lines longer than VLOG_MESSAGE_MAX, each recorded with the
+    /// field FRAGMENT=1, 2, ...
+    pub fragments: u64,
+    /// Messages recorded.
+    pub recorded: u64,
+    /// Lines the filters dropped (the source off when the line started, or
+    /// the line's level below the source's).
+    pub filtered: u64,
+    /// Lines the logger could not take, and feeds dropped because they were
+    /// made from inside vlog on the same thread (a signal handler).
+    pub dropped: u64,
+    /// Lines not well formed for the form they started in (JSON that is
+    /// not, a non-string `@level`, `@message` or `@timestamp`).
+    pub malformed: u64,
+}
+
+/// How many of a child's last bytes `vlog_relay_tail` can give back.
+pub const VLOG_RELAY_TAIL_MAX: usize = 4096;
+const _: () = assert!(VLOG_RELAY_TAIL_MAX == relay::TAIL_MAX);
+
+thread_local! {
+    static IN_RELAY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Why a relay call was not made.
+enum Refused {
+    /// This thread is inside a relay call already (a signal handler that
+    /// interrupted one); counted as dropped.
+    Nested,
+    /// This process is a fork of the one that made the relay.
+    Forked,
+}
+
+impl Refused {
+    /// Says why, as the error of a call of `function`.
+    fn say(&self, function: &str) {
+        set_last_error(&match self {
+            Refused::Nested => format!(
+                "{function}: called from inside a relay call on the same thread \
+                 (a signal handler); dropped"
+            ),
+            Refused::Forked => format!(
+                "{function}: the relay belongs to the process that made it, and this \
+                 is a fork of it"
+            ),
+        });
+    }
+}
+
+/// Runs `f` on the relay unless this process is not the one that made it,
+/// or this thread is inside a relay call already (counted as dropped).
+fn with_relay<R>(r: &vlog_relay, f: impl FnOnce(&mut Relay) -> R) -> Result<R, Refused> {
+    if sys::process_id() != r.pid {
+        return Err(Refused::Forked);
+    }
+    if IN_RELAY.with(|inside| inside.replace(true)) {
+        r.nested.fetch_add(1, Ordering::Relaxed);
+        return Err(Refused::Nested);
+    }
+    struct Leave;
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            IN_RELAY.with(|inside| inside.set(false));
+        }
+    }
+    let _leave = Leave;
+    let mut relay = r.relay.lock().unwrap_or_else(|p| p.into_inner());
+    Ok(f(&mut relay))
+}
+
+/// Makes a relay that records what it is fed as messages of the source
+/// named `source` (filters apply to it as to any source: `1:child.qemu`),
+/// a line that names no level of its own at `default_prio` (clamped to
+/// 1..4). The name has 1 to 255 bytes, no spaces or control characters. Which
+/// line forms are read (hclog JSON, go-plugin's `[LEVEL]` prefixes, `<N>`
+/// syslog prefixes, vlog's and libvirt's text lines) and what each becomes
+/// is in vlog(3). Allocates about 30 KiB once; feeding never allocates.
+/// A relay belongs to the process that made it: in a forked child, calls
+/// on it fail, and `vlog_relay_close` frees the child's copy.
+/// NULL: `source` NULL is an error; ownership: the name is copied, and the
+/// relay is the caller's until `vlog_relay_close`; errors: NULL, with
+/// vlog_last_error set; async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog_relay_new(
+    source: *const c_char,
+    default_prio: c_int,
+) -> *mut vlog_relay {
+    keeping_errno(|| {
+        guarded(std::ptr::null_mut(), || {
+            if source.is_null() {
+                set_last_error("vlog_relay_new: the source name is NULL");
+                return std::ptr::null_mut();
+            }
+            // SAFETY: non-NULL and NUL-terminated per the API contract.
+            let name = unsafe { CStr::from_ptr(source) }.to_bytes();
+            match Relay::new(name, Priority::clamped(default_prio)) {
+                Ok(relay) => Box::into_raw(Box::new(vlog_relay {
+                    relay: Mutex::new(relay),
+                    nested: AtomicU64::new(0),
+                    pid: sys::process_id(),
+                })),
+                Err(relay::BadName(why)) => {
+                    set_last_error(&format!("vlog_relay_new: {why}"));
+                    std::ptr::null_mut()
+                }
+            }
+        })
+    })
+}
+
+/// Feeds the relay `len` bytes at `buf`, as they came from the child (any
+/// bytes, any split: a line may come in many calls, and many lines in
+/// one). Each line that ends is recorded (or filtered) before this returns;
+/// a line longer than VLOG_MESSAGE_MAX is recorded in pieces. errno is left
+/// as it was.
+/// NULL: `relay` NULL, or `buf` NULL with `len` above 0, is an error;
+/// ownership: the bytes are copied or recorded, nothing kept; errors: -1
+/// with vlog_last_error set, also when called from inside a relay call on
+/// the same thread (a signal handler; the bytes are dropped and counted)
+/// and in a forked child (a relay is its maker's); async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog_relay_feed(
+    relay: *mut vlog_relay,
+    buf: *const c_char,
+    len: usize,
+) -> c_int {
+    no_cancel(|| {
+        keeping_errno(|| {
+            guarded(-1, || {
+                // SAFETY: a relay from vlog_relay_new not yet closed, per the
+                // API contract (NULL checked).
+                let Some(r) = (unsafe { relay.as_ref() }) else {
+                    set_last_error("vlog_relay_feed: the relay is NULL");
+                    return -1;
+                };
+                if buf.is_null() && len > 0 {
+                    set_last_error("vlog_relay_feed: the buffer is NULL");
+                    return -1;
+                }
+                let bytes: &[u8] = if len == 0 {
+                    &[]
+                } else {
+                    // SAFETY: non-NULL, `len` readable bytes per the contract.
+                    unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }
+                };
+                match with_relay(r, |relay| relay.feed(bytes)) {
+                    Ok(()) => 0,
+                    Err(why) => {
+                        why.say("vlog_relay_feed");
+                        -1
+                    }
+                }
+            })
+        })
+    })
+}
+
+/// Copies the last bytes the child wrote into `buf`, oldest first: as many
+/// as fit in `len`, at most VLOG_RELAY_TAIL_MAX, whatever became of their
+/// lines (the text that says why a child failed). Returns how many.
+/// NULL: `relay` NULL, or `buf` NULL, gives 0; ownership: the bytes are
+/// the caller's, not NUL-terminated; errors: none (0, also from inside a
+/// relay call on the same thread, and in a forked child); async-signal-safe:
+/// no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog_relay_tail(
+    relay: *const vlog_relay,
+    buf: *mut c_char,
+    len: usize,
+) -> usize {
+    keeping_errno(|| {
+        guarded(0, || {
+            // SAFETY: as in vlog_relay_feed.
+            let Some(r) = (unsafe { relay.as_ref() }) else {
+                return 0;
+            };
+            if buf.is_null() {
+                return 0;
+            }
+            // SAFETY: non-NULL, `len` writable bytes per the contract.
+            let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+            with_relay(r, |relay| relay.tail(out)).unwrap_or(0)
+        })
+    })
+}
+
+/// Fills `stats` with the relay's counters. Returns 0, or -1.
+/// NULL: `relay` or `stats` NULL is an error; ownership: `stats` is the
+/// caller's; errors: -1 with vlog_last_error set, also from inside a relay
+/// call on the same thread; async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog_relay_get_stats(
+    relay: *const vlog_relay,
+    stats: *mut vlog_relay_stats,
+) -> c_int {
+    keeping_errno(|| {
+        guarded(-1, || {
+            // SAFETY: as in vlog_relay_feed; `stats` NULL or writable.
+            let (Some(r), Some(out)) = (unsafe { relay.as_ref() }, unsafe { stats.as_mut() })
+            else {
+                set_last_error("vlog_relay_get_stats: the relay or the stats is NULL");
+                return -1;
+            };
+            let s = match with_relay(r, |relay| relay.stats()) {
+                Ok(s) => s,
+                Err(why) => {
+                    why.say("vlog_relay_get_stats");
+                    return -1;
+                }
+            };
+            *out = vlog_relay_stats {
+                bytes: s.bytes,
+                lines: s.lines,
+                fragments: s.fragments,
+                recorded: s.recorded,
+                filtered: s.filtered,
+                dropped: s.dropped + r.nested.load(Ordering::Relaxed),
+                malformed: s.malformed,
+            };
+            0
+        })
+    })
+}
+
+/// Records what is left of a last line that did not end, and frees the
+/// relay; its source leaves the registry.
+/// NULL: ignored; ownership: `relay` is invalid afterwards; errors: none
+/// (from inside a relay call on the same thread the relay is left as it
+/// is, still the caller's; in a forked child its copy is freed, the last
+/// line left to the parent); async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog_relay_close(relay: *mut vlog_relay) {
+    no_cancel(|| {
+        keeping_errno(|| {
+            guarded((), || {
+                if relay.is_null() {
+                    return;
+                }
+                // SAFETY: as in vlog_relay_feed.
+                let r = unsafe { &*relay };
+                match with_relay(r, Relay::finish) {
+                    // A fork's copy: freed without taking its lock (which a
+                    // thread the child does not have may hold); its last
+                    // line is the parent's to record.
+                    Ok(()) | Err(Refused::Forked) => {}
+                    Err(Refused::Nested) => return,
+                }
+                // SAFETY: made by Box::into_raw in vlog_relay_new, and the
+                // caller gives it up now (no call of this thread is inside
+                // it: with_relay just said so).
+                drop(unsafe { Box::from_raw(relay) });
+            })
+        })
+    })
+}
