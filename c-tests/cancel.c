@@ -14,6 +14,7 @@ VLOG_INIT("test.cancel");
 static pthread_barrier_t ready, go;
 static char log_path[256];
 static volatile int calls_done;
+static vlog_relay *relay;
 
 /* Cancelled while it waits, then logs: the pending cancel must wait for the
  * end of each vlog call. */
@@ -32,6 +33,11 @@ static void *deferred(void *arg)
     CHECK(vlog_flush() == 0);
     calls_done++;
     VLOG_DEBUG("recorded with a cancel pending %d", 3);
+    calls_done++;
+    {
+        static const char line[] = "[ERROR] relayed with a cancel pending\n";
+        CHECK(vlog_relay_feed(relay, line, sizeof line - 1) == 0);
+    }
     calls_done++;
     pthread_testcancel();
     return NULL; /* not reached */
@@ -73,6 +79,9 @@ int main(void)
         CHECK(vlog_set_outputs(spec) == 0);
     }
 
+    relay = vlog_relay_new("test.cancel.relay", VLOG_PRIO_INFO);
+    CHECK(relay != NULL);
+
     /* Deferred cancellation, pending at every call. */
     CHECK(pthread_barrier_init(&ready, NULL, 2) == 0);
     CHECK(pthread_barrier_init(&go, NULL, 2) == 0);
@@ -82,9 +91,11 @@ int main(void)
     pthread_barrier_wait(&go);
     CHECK(pthread_join(thread, &result) == 0);
     CHECK(result == PTHREAD_CANCELED);
-    CHECK(calls_done == 4);
+    CHECK(calls_done == 5);
     text = check_slurp_path(log_path);
     CHECK(strstr(text, "printed with a cancel pending") != NULL);
+    CHECK(strstr(text, "relayed with a cancel pending") != NULL);
+    vlog_relay_close(relay);
     free(text);
 
     /* Asynchronous cancellation while the thread logs at full rate. */
