@@ -118,10 +118,9 @@ fn next(bytes: &[u8]) -> Option<(Field<'_>, &[u8])> {
     let (&name_len, rest) = bytes.split_first()?;
     let name = rest.get(..name_len as usize)?;
     let (&tag, rest) = rest[name_len as usize..].split_first()?;
-    let word = |b: &[u8], n: usize| b.get(..n).map(|w| w.to_vec());
     match tag {
         TAG_INT => {
-            let n = i64::from_ne_bytes(word(rest, 8)?.try_into().ok()?);
+            let n = i64::from_ne_bytes(rest.get(..8)?.try_into().ok()?);
             Some((
                 Field {
                     name,
@@ -131,7 +130,7 @@ fn next(bytes: &[u8]) -> Option<(Field<'_>, &[u8])> {
             ))
         }
         TAG_STR => {
-            let len = u32::from_ne_bytes(word(rest, 4)?.try_into().ok()?) as usize;
+            let len = u32::from_ne_bytes(rest.get(..4)?.try_into().ok()?) as usize;
             let s = rest.get(4..4 + len)?;
             Some((
                 Field {
