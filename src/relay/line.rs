@@ -92,7 +92,8 @@ fn hclog_level(members: Members) -> Level {
                 malformed: true,
             };
         };
-        if key_is(m.key, b"@level") {
+        let mut decoded = Small::<16>::new();
+        if key(m.key, &mut decoded) == b"@level" {
             if m.kind != Kind::Str {
                 return Level {
                     form: Form::Hclog,
@@ -109,14 +110,14 @@ fn hclog_level(members: Members) -> Level {
     Level::of(Form::Hclog, None)
 }
 
-/// Whether a JSON key (as it stands in the line) is `name`.
-fn key_is(raw: &[u8], name: &[u8]) -> bool {
+/// A JSON key as it stands in the line (`raw`), decoded into `buf` when it
+/// has escapes; a key too long for `buf` is none of the relay's own (empty).
+fn key<'k>(raw: &'k [u8], buf: &'k mut Small<16>) -> &'k [u8] {
     if !raw.contains(&b'\\') {
-        return raw == name;
+        return raw;
     }
-    let mut key = Small::<16>::new();
-    json::decode_into(raw, &mut key);
-    key.get() == Some(name)
+    json::decode_into(raw, buf);
+    buf.get().unwrap_or_default()
 }
 
 /// A few bytes on the stack; None when more came than fit.
@@ -372,21 +373,21 @@ fn hclog(line: &[u8], out: &mut Parsed) -> Result<(), Malformed> {
     let mut message = None;
     for member in members {
         let m = member?;
-        let own = [
-            (&b"@level"[..], &b"CHILD_LEVEL"[..]),
-            (b"@timestamp", b"CHILD_TIME"),
-            (b"@module", b"CHILD_MODULE"),
-            (b"@caller", b"CHILD_CALLER"),
-        ]
-        .into_iter()
-        .find(|(key, _)| key_is(m.key, key));
-        if key_is(m.key, b"@message") {
-            message = Some(m);
-            continue;
-        }
-        if key_is(m.key, b"@timestamp") && m.kind != Kind::Str {
-            out.malformed = true;
-        }
+        let mut decoded = Small::<16>::new();
+        let own: Option<&[u8]> = match key(m.key, &mut decoded) {
+            b"@message" => {
+                message = Some(m);
+                continue;
+            }
+            b"@level" => Some(b"CHILD_LEVEL"),
+            b"@timestamp" => {
+                out.malformed |= m.kind != Kind::Str;
+                Some(b"CHILD_TIME")
+            }
+            b"@module" => Some(b"CHILD_MODULE"),
+            b"@caller" => Some(b"CHILD_CALLER"),
+            _ => None,
+        };
         let value = |buf: &mut Vec<u8>| match m.kind {
             Kind::Str => {
                 json::decode_into(m.value, buf);
@@ -400,7 +401,7 @@ fn hclog(line: &[u8], out: &mut Parsed) -> Result<(), Malformed> {
             }
         };
         match own {
-            Some((_, name)) => out.add(name, value),
+            Some(name) => out.add(name, value),
             None => out.add_keyed(m.key, value),
         }
     }
