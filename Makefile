@@ -62,6 +62,13 @@ bench-sanity: bench-c/sanity
 bench-c/dump_time: lib bench-c/dump_time.c include/vlog.h include/vlog_gen.h
 	$(CC) $(CFLAGS) -Iinclude bench-c/dump_time.c -o $@ $(STATIC_LIB) $(LIBS)
 
+bench-c/relay: lib bench-c/relay.c bench-c/harness.h c-tests/count_alloc.h include/vlog.h include/vlog_gen.h
+	$(CC) $(CFLAGS) -Iinclude bench-c/relay.c -o $@ $(STATIC_LIB) $(LIBS)
+
+.PHONY: bench-relay
+bench-relay: bench-c/relay
+	bench-c/relay.py bench-c/relay
+
 .PHONY: bench-dump
 bench-dump: bench-c/dump_time
 	bench-c/dump_time

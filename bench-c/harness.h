@@ -45,7 +45,7 @@ static void *bench_thread(void *arg)
     job->run(job->msg, job->n);
     return NULL;
 }
-static void bench_in_threads(void (*run)(int, long), int threads, int msg, long n)
+static inline void bench_in_threads(void (*run)(int, long), int threads, int msg, long n)
 {
     pthread_t t[16];
     struct bench_job job = {run, msg, n};
