@@ -4,7 +4,7 @@
 //! depth counter and a bit stack of 64 levels) and no allocation; every loop
 //! moves forward through the line, so a line costs at most its length.
 
-use crate::text::plain::all_plain;
+use crate::text::plain::{self, all_plain};
 
 /// The kind of a JSON value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,17 +157,11 @@ fn string_end(b: &[u8], mut pos: usize) -> Result<usize, Malformed> {
 }
 
 /// True if any of the eight bytes in `w` is a backslash or a control byte
-/// (below 0x20). One mask, no branch: a borrow leaves a byte only when that
-/// byte is flagged itself, so no plain word is flagged and no flagged byte
-/// is missed; bytes from 0x80 up are plain here.
+/// (below 0x20); bytes from 0x80 up are plain here. One mask, no branch, of
+/// `text::plain`'s terms.
 #[inline(always)]
 fn escape_or_control(w: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let control = w.wrapping_sub(ONES * 0x20) & !w;
-    let x = w ^ (ONES * b'\\' as u64);
-    let backslash = x.wrapping_sub(ONES) & !x;
-    (control | backslash) & HIGH != 0
+    (plain::controls(w) | plain::equal_to(w, b'\\')) & plain::HIGH != 0
 }
 
 /// The value at `pos`: its kind, the bounds of its bytes (a string's

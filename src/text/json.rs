@@ -4,7 +4,7 @@
 //! and plain ASCII goes by eight bytes at a time.
 
 use super::num::{put_decimal, put_signed};
-use super::plain::all_plain;
+use super::plain::{self, all_plain};
 use super::sink::Sink;
 use super::time::Clock;
 use crate::fields::{self, Value};
@@ -142,19 +142,11 @@ fn put_json_valid(valid: &[u8], out: &mut impl Sink) {
 /// True if any of the eight bytes in `w` is a control byte, DEL, `"` or `\`
 /// (bytes from 0x80 up are UTF-8 already checked, and left alone; they make
 /// this true too, and are then looked at one by one).
-/// One mask, no branch, as the text line's test (`line::needs_text_escape`):
-/// a borrow or carry leaves a byte only when that byte is flagged itself.
+/// One mask, no branch, of `plain`'s terms.
 #[inline(always)]
 fn needs_json_escape(w: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_in = |x: u64| x.wrapping_sub(ONES) & !x;
-    let control = w.wrapping_sub(ONES * 0x20) & !w;
-    let quote = zero_in(w ^ (ONES * b'"' as u64));
-    let backslash = zero_in(w ^ (ONES * b'\\' as u64));
-    // 0x7f + 1 sets the high bit; so does any byte from 0x80 up (in `w`).
-    let del = w.wrapping_add(ONES);
-    (control | quote | backslash | del | w) & HIGH != 0
+    let quote_or_backslash = plain::equal_to(w, b'"') | plain::equal_to(w, b'\\');
+    (plain::controls(w) | quote_or_backslash | plain::del_or_high(w)) & plain::HIGH != 0
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! tells exactly which bytes were logged.
 
 use super::num::{put_decimal, put_signed};
-use super::plain::all_plain;
+use super::plain::{self, all_plain};
 use super::sink::Sink;
 use super::time::Clock;
 use crate::fields::{self, Value};
@@ -133,20 +133,11 @@ fn utf8_kept(bytes: &[u8]) -> usize {
 }
 
 /// True if any of the eight bytes in `w` is not plain printable ASCII: a
-/// control byte, DEL, a backslash, or a byte from 0x80 up. One mask, no
-/// branch: a borrow or carry out of a byte happens only from a byte that
-/// is flagged itself (below 0x20, or from 0x80 up), so no plain word is
-/// flagged and no escaped byte is missed.
+/// control byte, DEL, a backslash, or a byte from 0x80 up (one mask, no
+/// branch, of `plain`'s terms).
 #[inline(always)]
 fn needs_text_escape(w: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let control = w.wrapping_sub(ONES * 0x20) & !w;
-    let slash = w ^ (ONES * b'\\' as u64);
-    let backslash = slash.wrapping_sub(ONES) & !slash;
-    // 0x7f + 1 sets the high bit; so does any byte from 0x80 up (in `w`).
-    let del = w.wrapping_add(ONES);
-    (control | backslash | del | w) & HIGH != 0
+    (plain::controls(w) | plain::equal_to(w, b'\\') | plain::del_or_high(w)) & plain::HIGH != 0
 }
 
 fn put_byte_escape(b: u8, out: &mut impl Sink) {

@@ -24,6 +24,33 @@ pub fn all_plain(bytes: &[u8], flagged: impl Fn(u64) -> bool) -> bool {
     !flagged(u64::from_le_bytes(padded))
 }
 
+// The terms the word tests are made of. Each sets bit 7 of every byte of a
+// word that has the property; a borrow or carry can also set it in a byte
+// above one that has it, never in a word where no byte has it, so a test
+// built from them flags exactly the words with such a byte.
+const ONES: u64 = 0x0101_0101_0101_0101;
+/// Bit 7 of every byte: what the terms are masked with.
+pub const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Bytes below 0x20.
+#[inline(always)]
+pub fn controls(w: u64) -> u64 {
+    w.wrapping_sub(ONES * 0x20) & !w
+}
+
+/// Bytes equal to `b`.
+#[inline(always)]
+pub fn equal_to(w: u64, b: u8) -> u64 {
+    let x = w ^ (ONES * b as u64);
+    x.wrapping_sub(ONES) & !x
+}
+
+/// DEL (0x7f + 1 sets bit 7) and bytes from 0x80 up.
+#[inline(always)]
+pub fn del_or_high(w: u64) -> u64 {
+    w.wrapping_add(ONES) | w
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
