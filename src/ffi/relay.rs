@@ -135,7 +135,7 @@ pub extern "C-unwind" fn vlog_relay_new(
                     nested: AtomicU64::new(0),
                     pid: sys::process_id(),
                 })),
-                Err(relay::BadName(why)) => {
+                Err(relay::NotMade(why)) => {
                     set_last_error(&format!("vlog_relay_new: {why}"));
                     std::ptr::null_mut()
                 }

@@ -62,9 +62,10 @@ pub struct Stats {
     pub malformed: u64,
 }
 
-/// A relay's name was refused.
+/// Why a relay was not made: its name was refused, or its buffers could not
+/// be had.
 #[derive(Debug, PartialEq, Eq)]
-pub struct BadName(pub &'static str);
+pub struct NotMade(pub &'static str);
 
 pub struct Relay {
     source: OwnedSource,
@@ -89,12 +90,12 @@ pub struct Relay {
 impl Relay {
     /// A relay recording into the source `name`, lines that name no level at
     /// `default`. Allocates what it will ever need now.
-    pub fn new(name: &[u8], default: Priority) -> Result<Relay, BadName> {
+    pub fn new(name: &[u8], default: Priority) -> Result<Relay, NotMade> {
         if name.is_empty() || name.len() > NAME_MAX {
-            return Err(BadName("a relay's source name has 1 to 255 bytes"));
+            return Err(NotMade("a relay's source name has 1 to 255 bytes"));
         }
         if name.iter().any(|&b| b <= b' ' || b == 0x7f) {
-            return Err(BadName(
+            return Err(NotMade(
                 "a relay's source name has no spaces or control characters (filters could not name it)",
             ));
         }
@@ -102,7 +103,7 @@ impl Relay {
         let reserved = line.try_reserve_exact(MESSAGE_MAX).is_ok();
         let parsed = Parsed::with_room(MESSAGE_MAX);
         let (true, Ok(parsed)) = (reserved, parsed) else {
-            return Err(BadName("out of memory for a relay's buffers"));
+            return Err(NotMade("out of memory for a relay's buffers"));
         };
         Ok(Relay {
             source: OwnedSource::new(name),
