@@ -24,6 +24,25 @@ int main(void)
     CHECK(vlog__source.level == VLOG_PRIO_WARN);
     CHECK(other.level == VLOG_PRIO_ERROR);
 
+    /* off: not even errors; nothing is recorded, the macro's arguments are
+     * not evaluated. */
+    {
+        vlog_stats before, after;
+        int evaluated = 0;
+
+        CHECK(vlog_set_filters("off:util.object 4:*") == 0);
+        CHECK(vlog__source.level == 5);
+        CHECK(other.level == VLOG_PRIO_ERROR);
+        CHECK(vlog_get_stats(&before) == 0);
+        VLOG_ERROR("not recorded %d", ++evaluated);
+        CHECK(evaluated == 0);
+        CHECK(vlog_source_enabled(&vlog__source, VLOG_PRIO_ERROR) == 0);
+        CHECK(vlog_get_stats(&after) == 0);
+        CHECK(after.records == before.records);
+        CHECK(vlog_set_filters("OFF:util.object") == -1);
+        CHECK_ERROR("or off");
+    }
+
     CHECK(vlog_set_filters("") == 0);
     CHECK(vlog_set_level(VLOG_PRIO_INFO) == 0);
     CHECK(vlog__source.level == VLOG_PRIO_INFO);

@@ -4,10 +4,21 @@
 use crate::error::ConfigError;
 use crate::priority::Priority;
 
+/// What a filter asks for the sources it matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wanted {
+    /// Messages of this priority and up.
+    From(Priority),
+    /// Nothing, not even errors (`off:MATCH`, vlog's extension): the source
+    /// costs its callers the inline check alone, and a relay of it only
+    /// finding each line's end.
+    Off,
+}
+
 /// One `PRIO:MATCH` token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Filter {
-    pub priority: Priority,
+    pub wanted: Wanted,
     /// The pattern as the user wrote it (after the `+`); matching treats it as
     /// `*pattern*`, like libvirt.
     pub pattern: String,
@@ -27,12 +38,12 @@ impl Filters {
             .map(Filters)
     }
 
-    /// The priority the first matching filter gives `source`, if any.
-    pub fn lookup(&self, source: &[u8]) -> Option<Priority> {
+    /// What the first matching filter wants of `source`, if any matches.
+    pub fn lookup(&self, source: &[u8]) -> Option<Wanted> {
         self.0
             .iter()
             .find(|f| contains_match(f.pattern.as_bytes(), source))
-            .map(|f| f.priority)
+            .map(|f| f.wanted)
     }
 }
 
@@ -44,18 +55,22 @@ impl Filter {
                 "malformed filter '{token}': expected PRIORITY:MATCH"
             )));
         };
-        let priority = Priority::parse_field(prio).ok_or_else(|| {
-            ConfigError::new(format!(
-                "invalid priority '{prio}' in filter '{token}': use 1-4 or debug, info, warning, error"
-            ))
-        })?;
+        let wanted = match prio {
+            "off" => Wanted::Off,
+            _ => Wanted::From(Priority::parse_field(prio).ok_or_else(|| {
+                ConfigError::new(format!(
+                    "invalid priority '{prio}' in filter '{token}': use 1-4 or debug, info, \
+                     warning, error, or off"
+                ))
+            })?),
+        };
         // libvirt's "+" asked for a stack trace; the match itself drops it.
         let pattern = pattern.strip_prefix('+').unwrap_or(pattern);
         if pattern.is_empty() {
             return Err(ConfigError::new(format!("empty match in filter '{token}'")));
         }
         Ok(Filter {
-            priority,
+            wanted,
             pattern: pattern.to_owned(),
         })
     }
@@ -161,12 +176,16 @@ mod tests {
         let f = Filters::parse("  3:util.object 1:+qemu   2:*  ").unwrap();
         assert_eq!(f.0.len(), 3);
         assert_eq!(f.0[1].pattern, "qemu");
-        assert_eq!(f.0[1].priority, Priority::Debug);
+        assert_eq!(f.0[1].wanted, Wanted::From(Priority::Debug));
         assert_eq!(Filters::parse("").unwrap(), Filters::default());
         assert_eq!(
-            Filters::parse("debug:x").unwrap().0[0].priority,
-            Priority::Debug
+            Filters::parse("debug:x").unwrap().0[0].wanted,
+            Wanted::From(Priority::Debug)
         );
+        assert_eq!(Filters::parse("off:x").unwrap().0[0].wanted, Wanted::Off);
+        for bad in ["OFF:x", "0ff:x", "off:", "+off:x"] {
+            assert!(Filters::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -183,10 +202,12 @@ mod tests {
 
     #[test]
     fn first_match_wins() {
-        let f = Filters::parse("3:util.object 1:util 2:*").unwrap();
-        assert_eq!(f.lookup(b"util.object"), Some(Priority::Warning));
-        assert_eq!(f.lookup(b"util.file"), Some(Priority::Debug));
-        assert_eq!(f.lookup(b"qemu"), Some(Priority::Info));
+        let f = Filters::parse("3:util.object off:util.noisy 1:util 2:*").unwrap();
+        let from = |p| Some(Wanted::From(p));
+        assert_eq!(f.lookup(b"util.object"), from(Priority::Warning));
+        assert_eq!(f.lookup(b"util.noisy"), Some(Wanted::Off));
+        assert_eq!(f.lookup(b"util.file"), from(Priority::Debug));
+        assert_eq!(f.lookup(b"qemu"), from(Priority::Info));
         assert_eq!(Filters::default().lookup(b"qemu"), None);
     }
 }

@@ -6,6 +6,7 @@
 use std::sync::atomic::Ordering;
 
 use super::{safe_mode, State, SILENT};
+use crate::config::filter::Wanted;
 use crate::source::{vlog_print_level, vlog_source, OFF};
 
 impl State {
@@ -14,7 +15,11 @@ impl State {
         if safe_mode() == SILENT {
             return OFF;
         }
-        let wanted = self.filters.lookup(name).unwrap_or(self.level) as i32;
+        let wanted = match self.filters.lookup(name) {
+            Some(Wanted::Off) => return OFF,
+            Some(Wanted::From(p)) => p as i32,
+            None => self.level as i32,
+        };
         if self.ring.is_some() {
             return wanted;
         }
