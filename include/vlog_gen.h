@@ -564,8 +564,24 @@ size_t vlog_relay_tail(const struct vlog_relay *relay, char *buf, size_t len);
 int vlog_relay_get_stats(const struct vlog_relay *relay, struct vlog_relay_stats *stats);
 
 /**
+ * Reads `fd` into the relay on a thread of vlog's own, with every signal
+ * blocked, until end of file or a read error: for a daemon without an
+ * event loop of its own. The thread reads a duplicate of `fd` (close-on-
+ * exec, never 0, 1 or 2), so the caller may close `fd` at once; a relay
+ * reads at most one descriptor, and feeding it meanwhile interleaves with
+ * the thread's lines.
+ * NULL: `relay` NULL is an error; ownership: `fd` stays the caller's;
+ * errors: -1 with vlog_last_error set (`fd` not open, a second descriptor,
+ * no thread to be had, from inside a relay call on the same thread, in a
+ * forked child); async-signal-safe: no.
+ */
+int vlog_relay_watch(struct vlog_relay *relay, int fd);
+
+/**
  * Records what is left of a last line that did not end, and frees the
- * relay; its source leaves the registry.
+ * relay; its source leaves the registry. A thread reading a descriptor
+ * (`vlog_relay_watch`) first takes what the descriptor has now (at most 1
+ * MiB), without waiting for more, and ends.
  * NULL: ignored; ownership: `relay` is invalid afterwards; errors: none
  * (from inside a relay call on the same thread the relay is left as it
  * is, still the caller's; in a forked child its copy is freed, the last

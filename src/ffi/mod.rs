@@ -10,7 +10,7 @@
 //! | `write` | `vlog_write`, `vlog_write_fields`, `vlog_field`, `VLOG_PRIO_*`, `VLOG_MESSAGE_MAX` |
 //! | `dump` | `vlog_dump`, `vlog_get_stats`, `vlog_stats` |
 //! | `crash` | `vlog_install_crash_handler`, `vlog_set_dump_signal` |
-//! | `relay` | `vlog_relay_new`, `vlog_relay_feed`, `vlog_relay_tail`, `vlog_relay_get_stats`, `vlog_relay_close`, `vlog_relay`, `vlog_relay_stats`, `VLOG_RELAY_TAIL_MAX` |
+//! | `relay` | `vlog_relay_new`, `vlog_relay_feed`, `vlog_relay_watch`, `vlog_relay_tail`, `vlog_relay_get_stats`, `vlog_relay_close`, `vlog_relay`, `vlog_relay_stats`, `VLOG_RELAY_TAIL_MAX` |
 //! | `source` | `vlog_source_unregister`, `vlog_source_enabled` (the macros'), `vlog_source`, `vlog_default_source` |
 //! | `site` | the macros' machinery: `vlog_site`, `vlog_site_prepare`, `vlog_record`, `vlog_format_is_safe`, `VLOG_SITE_*`, `VLOG_ARG_*`, `VLOG_CLASS_*` |
 //!

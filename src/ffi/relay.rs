@@ -6,10 +6,11 @@
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::{guarded, no_cancel, set_last_error};
 use crate::priority::Priority;
+use crate::relay::watch::Watch;
 use crate::relay::{self, Relay};
 use crate::sys::{self, keeping_errno};
 
@@ -18,7 +19,9 @@ use crate::sys::{self, keeping_errno};
 /// `vlog_relay_close`; opaque.
 #[allow(non_camel_case_types)] // its C name
 pub struct vlog_relay {
-    relay: Mutex<Relay>,
+    relay: Arc<Mutex<Relay>>,
+    /// The thread reading a descriptor into it (`vlog_relay_watch`).
+    watch: Mutex<Option<Watch>>,
     /// Calls dropped because this thread was inside a relay call already.
     nested: AtomicU64,
     /// The process that made it: in a forked child the lock may be held by
@@ -83,9 +86,19 @@ impl Refused {
     }
 }
 
-/// Runs `f` on the relay unless this process is not the one that made it,
-/// or this thread is inside a relay call already (counted as dropped).
-fn with_relay<R>(r: &vlog_relay, f: impl FnOnce(&mut Relay) -> R) -> Result<R, Refused> {
+/// This thread inside a relay call, until dropped.
+struct Inside;
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        IN_RELAY.with(|inside| inside.set(false));
+    }
+}
+
+/// Enters a relay call unless this process is not the one that made the
+/// relay, or this thread is inside a relay call already (counted as
+/// dropped).
+fn enter(r: &vlog_relay) -> Result<Inside, Refused> {
     if sys::process_id() != r.pid {
         return Err(Refused::Forked);
     }
@@ -93,13 +106,18 @@ fn with_relay<R>(r: &vlog_relay, f: impl FnOnce(&mut Relay) -> R) -> Result<R, R
         r.nested.fetch_add(1, Ordering::Relaxed);
         return Err(Refused::Nested);
     }
-    struct Leave;
-    impl Drop for Leave {
-        fn drop(&mut self) {
-            IN_RELAY.with(|inside| inside.set(false));
-        }
-    }
-    let _leave = Leave;
+    Ok(Inside)
+}
+
+/// Runs `f` on the relay from a relay call already entered.
+fn with_relay_entered<R>(r: &vlog_relay, f: impl FnOnce(&mut Relay) -> R) -> R {
+    let mut relay = r.relay.lock().unwrap_or_else(|p| p.into_inner());
+    f(&mut relay)
+}
+
+/// Runs `f` on the relay, inside a relay call (see [`enter`]).
+fn with_relay<R>(r: &vlog_relay, f: impl FnOnce(&mut Relay) -> R) -> Result<R, Refused> {
+    let _inside = enter(r)?;
     let mut relay = r.relay.lock().unwrap_or_else(|p| p.into_inner());
     Ok(f(&mut relay))
 }
@@ -131,7 +149,8 @@ pub extern "C-unwind" fn vlog_relay_new(
             let name = unsafe { CStr::from_ptr(source) }.to_bytes();
             match Relay::new(name, Priority::clamped(default_prio)) {
                 Ok(relay) => Box::into_raw(Box::new(vlog_relay {
-                    relay: Mutex::new(relay),
+                    relay: Arc::new(Mutex::new(relay)),
+                    watch: Mutex::new(None),
                     nested: AtomicU64::new(0),
                     pid: sys::process_id(),
                 })),
@@ -258,8 +277,59 @@ pub extern "C-unwind" fn vlog_relay_get_stats(
     })
 }
 
+/// Reads `fd` into the relay on a thread of vlog's own, with every signal
+/// blocked, until end of file or a read error: for a daemon without an
+/// event loop of its own. The thread reads a duplicate of `fd` (close-on-
+/// exec, never 0, 1 or 2), so the caller may close `fd` at once; a relay
+/// reads at most one descriptor, and feeding it meanwhile interleaves with
+/// the thread's lines.
+/// NULL: `relay` NULL is an error; ownership: `fd` stays the caller's;
+/// errors: -1 with vlog_last_error set (`fd` not open, a second descriptor,
+/// no thread to be had, from inside a relay call on the same thread, in a
+/// forked child); async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog_relay_watch(relay: *mut vlog_relay, fd: c_int) -> c_int {
+    no_cancel(|| {
+        keeping_errno(|| {
+            guarded(-1, || {
+                // SAFETY: as in vlog_relay_feed.
+                let Some(r) = (unsafe { relay.as_ref() }) else {
+                    set_last_error("vlog_relay_watch: the relay is NULL");
+                    return -1;
+                };
+                let _inside = match enter(r) {
+                    Ok(inside) => inside,
+                    Err(why) => {
+                        why.say("vlog_relay_watch");
+                        return -1;
+                    }
+                };
+                let mut slot = r.watch.lock().unwrap_or_else(|p| p.into_inner());
+                if slot.is_some() {
+                    set_last_error("vlog_relay_watch: the relay reads a descriptor already");
+                    return -1;
+                }
+                match Watch::start(Arc::clone(&r.relay), fd) {
+                    Ok(w) => {
+                        *slot = Some(w);
+                        0
+                    }
+                    Err(e) => {
+                        set_last_error(&format!(
+                            "vlog_relay_watch: cannot read descriptor {fd}: {e}"
+                        ));
+                        -1
+                    }
+                }
+            })
+        })
+    })
+}
+
 /// Records what is left of a last line that did not end, and frees the
-/// relay; its source leaves the registry.
+/// relay; its source leaves the registry. A thread reading a descriptor
+/// (`vlog_relay_watch`) first takes what the descriptor has now (at most 1
+/// MiB), without waiting for more, and ends.
 /// NULL: ignored; ownership: `relay` is invalid afterwards; errors: none
 /// (from inside a relay call on the same thread the relay is left as it
 /// is, still the caller's; in a forked child its copy is freed, the last
@@ -274,11 +344,26 @@ pub extern "C-unwind" fn vlog_relay_close(relay: *mut vlog_relay) {
                 }
                 // SAFETY: as in vlog_relay_feed.
                 let r = unsafe { &*relay };
-                match with_relay(r, Relay::finish) {
-                    // A fork's copy: freed without taking its lock (which a
-                    // thread the child does not have may hold); its last
-                    // line is the parent's to record.
-                    Ok(()) | Err(Refused::Forked) => {}
+                let watch = || r.watch.lock().unwrap_or_else(|p| p.into_inner()).take();
+                match enter(r) {
+                    Ok(_inside) => {
+                        // The thread takes what the descriptor has now and
+                        // records a last unfinished line.
+                        if let Some(w) = watch() {
+                            w.stop();
+                        }
+                        with_relay_entered(r, Relay::finish);
+                    }
+                    // A fork's copy: freed without taking its locks (which a
+                    // thread the child does not have may hold, its reader
+                    // among them); its last line is the parent's to record.
+                    Err(Refused::Forked) => {
+                        if let Ok(mut slot) = r.watch.try_lock() {
+                            if let Some(w) = slot.take() {
+                                w.abandon();
+                            }
+                        }
+                    }
                     Err(Refused::Nested) => return,
                 }
                 // SAFETY: made by Box::into_raw in vlog_relay_new, and the

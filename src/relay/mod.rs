@@ -28,6 +28,7 @@
 pub mod json;
 pub mod line;
 pub mod text;
+pub mod watch;
 
 use crate::fields::{Field, Value, MAX_FIELDS};
 use crate::logger::emit::{self, Call, Message, Outcome};

@@ -9,6 +9,7 @@ pub mod alloc;
 pub mod cancel;
 pub mod fd;
 pub mod net;
+pub mod watch;
 
 pub use fd::{fd_info, open_private, write_all_fd, write_all_raw, write_no_signal};
 pub use fd::{Fd, FdInfo, FdKind, Private};

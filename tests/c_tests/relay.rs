@@ -1,7 +1,7 @@
 //! The relay: a child's output recorded line by line, every form and every
 //! hostile line, filters before parsing, the tail, a signal handler feeding
 //! the relay its thread feeds, and a child flooding a pipe while the relay's
-//! source is off.
+//! source is off; a relay reading a pipe on vlog's own thread.
 
 use crate::common::*;
 
@@ -26,4 +26,9 @@ fn a_childs_lines_are_relayed_in_every_form_and_never_stop_it() {
         "relay",
         &run_with(&exe, &[json.to_str().unwrap(), megabytes], &[]),
     );
+}
+
+#[test]
+fn a_relay_reads_a_childs_pipe_on_its_own_thread() {
+    check("relay_watch");
 }

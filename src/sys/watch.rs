@@ -1,0 +1,148 @@
+//! What a thread of vlog's needs to read a descriptor it was handed: a pipe
+//! to wake it, a wait for either, reads, and a spawn with every signal
+//! blocked (the program's handlers run on its own threads, never on one of
+//! vlog's).
+
+use std::ffi::c_int;
+use std::io;
+
+use super::fd::Fd;
+
+/// A pipe that wakes a waiting thread: both ends vlog's, close-on-exec,
+/// never 0, 1 or 2, the read end non-blocking.
+pub struct Waker {
+    read: Fd,
+    write: Fd,
+}
+
+impl Waker {
+    pub fn new() -> io::Result<Waker> {
+        let mut ends = [0 as c_int; 2];
+        // SAFETY: `ends` has room for the two descriptors pipe2 writes.
+        if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let read = Fd::own(ends[0]);
+        let write = Fd::own(ends[1]);
+        match (read, write) {
+            (Ok(read), Ok(write)) => Ok(Waker { read, write }),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        }
+    }
+
+    /// Wakes the thread waiting in [`wait`] (for good: the byte stays).
+    pub fn wake(&self) {
+        if self.write.is_ours() {
+            // SAFETY: one byte from a live buffer to vlog's own pipe; a full
+            // pipe (EAGAIN) has woken the thread already.
+            unsafe { libc::write(self.write.raw(), b"!".as_ptr().cast(), 1) };
+        }
+    }
+}
+
+/// What [`wait`] saw.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ready {
+    /// The descriptor has data, an end of file or an error: read it.
+    Data,
+    /// The waker was woken.
+    Woken,
+}
+
+/// Waits until `fd` can be read or `waker` is woken (the waker first).
+pub fn wait(fd: c_int, waker: &Waker) -> io::Result<Ready> {
+    let mut fds = [
+        libc::pollfd {
+            fd: waker.read.raw(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    loop {
+        // SAFETY: two initialised pollfd structures.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if fds[0].revents != 0 {
+            return Ok(Ready::Woken);
+        }
+        if fds[1].revents & libc::POLLNVAL != 0 {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
+        if fds[1].revents != 0 {
+            return Ok(Ready::Data);
+        }
+    }
+}
+
+/// Whether `fd` can be read without waiting (data, end of file or error).
+pub fn readable_now(fd: c_int) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one initialised pollfd.
+    unsafe { libc::poll(&mut p, 1, 0) == 1 && p.revents & libc::POLLNVAL == 0 }
+}
+
+/// One read(2) of `fd` into `buf`, retried on EINTR: 0 at end of file.
+pub fn read_some(fd: c_int, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is writable for its length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// A descriptor of vlog's own for the file `fd` names (close-on-exec, 3 or
+/// above): the caller may close `fd`, or reuse its number, and vlog goes on
+/// reading the file it was handed, never another.
+pub fn duplicate(fd: c_int) -> io::Result<Fd> {
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor and changes no other.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if dup < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Fd::own(dup)
+}
+
+/// Starts a thread named `name` running `f` with every signal blocked; the
+/// caller's mask is as it was when this returns.
+pub fn spawn_quiet(
+    name: &str,
+    f: impl FnOnce() + Send + 'static,
+) -> io::Result<std::thread::JoinHandle<()>> {
+    // SAFETY: sigset_t is plain data that sigfillset initialises.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid sets; pthread_sigmask changes this thread's mask only.
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    }
+    let spawned = std::thread::Builder::new().name(name.to_owned()).spawn(f);
+    // SAFETY: puts back the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    spawned
+}
