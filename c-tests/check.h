@@ -6,6 +6,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,20 @@ static inline char *check_slurp_path(const char *path)
     text = check_slurp_fd(fileno(f));
     fclose(f);
     return text;
+}
+
+/* How many descriptors this process has open (from /proc/self/fd). */
+static inline int check_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+
+    CHECK(d != NULL);
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own descriptor */
 }
 
 /* How many times `needle` occurs in `haystack`. */

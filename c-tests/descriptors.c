@@ -35,18 +35,6 @@ VLOG_INIT("test.fd");
 
 static char dir[200];
 
-static int count_open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-
-    CHECK(d != NULL);
-    while ((e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory's own descriptor */
-}
 
 /* A file of the daemon's, with known contents. */
 static int daemon_file(const char *name)
@@ -219,13 +207,13 @@ static int cycles(void)
 
     /* vlog set itself up before main (VLOG_DUMP is set): start from none. */
     vlog_shutdown();
-    before = count_open_fds();
+    before = check_open_fds();
     for (i = 0; i < n; i++) {
         CHECK(vlog_init() == 0);
         VLOG_DEBUG("cycle %d", i);
         vlog_shutdown();
     }
-    after = count_open_fds();
+    after = check_open_fds();
     if (after != before) {
         fprintf(stderr, "%d descriptors open before %d cycles, %d after\n", before, n,
                 after);

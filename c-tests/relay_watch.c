@@ -6,7 +6,6 @@
  * vlog's is left behind; bad descriptors and a second one are refused. */
 #include "check.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -24,18 +23,6 @@ static int inheritable(void)
     return n;
 }
 
-static int open_descriptors(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-
-    CHECK(d != NULL);
-    while ((e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory's own */
-}
 
 /* A child writing `lines` lines into a pipe, then an unfinished one (or,
  * for -1, lines for ever, until the pipe is closed); returns the read end. */
@@ -102,7 +89,7 @@ int main(void)
 
     CHECK(vlog_set_buffer_size(4 << 20) == 0);
     CHECK(vlog_set_filters("1:child") == 0);
-    before = open_descriptors();
+    before = check_open_fds();
 
     /* Bad arguments. */
     r = vlog_relay_new("child.watched", VLOG_PRIO_INFO);
@@ -130,7 +117,7 @@ int main(void)
     CHECK(strstr(text, ": error : child.watched : ?:0 : last words [CHILD_LEVEL=ERROR]\n"));
     free(text);
     vlog_relay_close(r);
-    CHECK(open_descriptors() == before);
+    CHECK(check_open_fds() == before);
 
     /* Closed while its thread reads a child that goes on writing: the close
      * returns, the thread is gone, and so are vlog's descriptors. */
@@ -140,7 +127,7 @@ int main(void)
     CHECK(vlog_relay_watch(r, fd) == 0);
     wait_for_lines(r, 1000);
     vlog_relay_close(r);
-    CHECK(open_descriptors() == before + 1); /* the caller's read end */
+    CHECK(check_open_fds() == before + 1); /* the caller's read end */
     close(fd);
     CHECK(waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0); /* EPIPE, handled */
@@ -153,7 +140,7 @@ int main(void)
     {
         int inherited = inheritable();
         CHECK(vlog_relay_watch(r, fd) == 0);
-        CHECK(open_descriptors() >= before + 3); /* the pipe, its duplicate, the waker */
+        CHECK(check_open_fds() >= before + 3); /* the pipe, its duplicate, the waker */
         CHECK(inheritable() == inherited);
     }
     vlog_relay_close(r);
