@@ -129,6 +129,15 @@ fn build_full(
     let work = work();
     let suffix = if link == Link::Static { "" } else { "-shared" };
     let exe = work.join(format!("{name}{variant}{suffix}"));
+    // Tests that share a program build it at once: each links its own file
+    // and renames it into place, so no test ever runs a program another is
+    // still writing (a half-linked file is not executable yet).
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let built = work.join(format!(
+        ".{name}{variant}{suffix}.{}.{n}",
+        std::process::id()
+    ));
     let mut cmd = Command::new(compiler);
     if tool() == Tool::Asan {
         cmd.args([
@@ -146,7 +155,7 @@ fn build_full(
         .arg(include)
         .arg(root().join("c-tests").join(format!("{name}.c")))
         .arg("-o")
-        .arg(&exe);
+        .arg(&built);
     // The library is a library whatever `-x` said of the source.
     cmd.args(["-x", "none"]);
     match link {
@@ -162,6 +171,7 @@ fn build_full(
     }
     cmd.args(["-lpthread", "-ldl", "-lm"]);
     run_compiler(cmd);
+    std::fs::rename(&built, &exe).unwrap();
     exe
 }
 
