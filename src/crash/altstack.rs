@@ -29,6 +29,23 @@ fn sizes() -> (usize, usize) {
     (size, size + page)
 }
 
+/// What a crash dump needs of the stack it runs on: the backtrace and the
+/// record walk overflowed 24 KiB and fitted in 32 KiB; the rest is room for
+/// a larger signal frame (the CPU's register state).
+pub const DUMP_NEEDS: usize = 40 * 1024;
+
+/// The size of the alternate stack this signal handler runs on, when it is
+/// too small for a dump: one the program set up itself (Rust's std gives
+/// each thread a few KiB), which vlog never replaces. Async-signal-safe.
+pub fn too_small_for_a_dump() -> Option<usize> {
+    // SAFETY: sigaltstack only writes the current stack into `current`.
+    let mut current: libc::stack_t = unsafe { std::mem::zeroed() };
+    // SAFETY: querying only.
+    unsafe { libc::sigaltstack(std::ptr::null(), &mut current) };
+    (current.ss_flags & libc::SS_ONSTACK != 0 && current.ss_size < DUMP_NEEDS)
+        .then_some(current.ss_size)
+}
+
 /// The pthread key whose destructor frees a thread's stack when it exits.
 /// A key, not a Rust thread-local with a destructor: a thread that first
 /// logs from a pthread_key destructor (after the thread-local destructors

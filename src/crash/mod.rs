@@ -27,7 +27,7 @@ use crate::panic;
 use crate::ring::{self, published};
 use crate::sys;
 use crate::text::num::{put_decimal, put_hex, put_signed};
-use crate::text::Sink;
+use crate::text::{Bounded, Sink};
 use handback::Saved;
 use signals::FATAL_SIGNALS;
 
@@ -225,6 +225,13 @@ extern "C" fn on_fatal_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut 
             // Only the ring file guard: the signal is the program's.
             return chain(sig, info, ctx);
         }
+        // On the program's own alternate stack, too small for a dump,
+        // overflowing it would end the process before the program's
+        // handler ran: that gets the signal, and the dump is one line.
+        if let Some(size) = altstack::too_small_for_a_dump() {
+            say_stack_too_small(sig, size);
+            return chain(sig, info, ctx);
+        }
         on_fatal(sig, info, ctx)
     })
 }
@@ -374,6 +381,24 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
     });
 }
 
+/// The dump on a stack too small for one: a line that says so, made in a
+/// small buffer and written at once.
+fn say_stack_too_small(sig: c_int, size: usize) {
+    let Some(handle) = target::dump_handle() else {
+        return;
+    };
+    let mut buf = [0u8; 256];
+    let mut line = Bounded::new(&mut buf);
+    line.put(b"vlog: fatal signal ");
+    line.put(signals::name(sig));
+    line.put(b", no dump: this thread's alternate signal stack (");
+    put_decimal(size as u64, 1, &mut line);
+    line.put(b" bytes, the program's own) is too small for one (");
+    put_decimal(altstack::DUMP_NEEDS as u64, 1, &mut line);
+    line.put(b" bytes); a ring file (VLOG_BUFFER_FILE) keeps the records for vlog-dump\n");
+    let _ = sys::write_all_fd(handle.raw(), line.finish());
+}
+
 /// Replaces the image file's contents with the ring as it is now: a ring file
 /// that vlog-dump reads.
 fn write_ring_image() {
@@ -434,6 +459,10 @@ pub fn install_dump_signal(sig: c_int) -> Result<(), ConfigError> {
         return Ok(());
     }
     let mut action = fatal_action(on_dump_signal);
+    // A dump signal is no crash: the thread's own stack holds the dump,
+    // where an alternate stack the program set up may not (Rust's std
+    // gives each thread one of a few KiB).
+    action.sa_flags &= !libc::SA_ONSTACK;
     action.sa_flags |= libc::SA_RESTART;
     // SAFETY: valid action; the slot is this signal's and no handler of
     // vlog's for it runs before this call returns.

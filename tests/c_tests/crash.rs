@@ -489,3 +489,36 @@ fn a_child_forked_during_a_requested_dump_dumps_its_own_crash() {
     );
     assert!(dump.contains(": the child crashes"));
 }
+
+#[test]
+fn a_programs_small_alternate_stack_is_kept_and_never_overflowed() {
+    if signal_test_skipped() {
+        return;
+    }
+    let exe = build("small_altstack", Link::Static);
+    let dir = scratch_dir("small-altstack");
+    let dump = dir.join("dump");
+    let spec = format!("file:{}", dump.display());
+    let env = [("SMALL_DUMP", spec.as_str())];
+    let out = run_with(&exe, &["dump"], &env);
+    assert_ok("small_altstack dump", &out);
+    assert_eq!(text(&out.stdout), "went on\n");
+    let dumped = std::fs::read_to_string(&dump).unwrap();
+    assert!(dumped.contains("message 49 before the signal"), "{dumped}");
+    assert!(dumped.contains("vlog: end of dump, 50 records"), "{dumped}");
+
+    let crash_dump = dir.join("crash");
+    let spec = format!("file:{}", crash_dump.display());
+    let env = [("SMALL_DUMP", spec.as_str())];
+    let dump = crash_dump;
+    let out = run_with(&exe, &["crash"], &env);
+    assert_eq!(out.status.code(), Some(42), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "the program's handler\n");
+    let dumped = std::fs::read_to_string(&dump).unwrap();
+    assert_eq!(
+        dumped,
+        "vlog: fatal signal SIGSEGV, no dump: this thread's alternate signal stack (8192 \
+         bytes, the program's own) is too small for one (40960 bytes); a ring file \
+         (VLOG_BUFFER_FILE) keeps the records for vlog-dump\n"
+    );
+}
