@@ -14,15 +14,7 @@ pub const FATAL_SIGNALS: [c_int; 7] = [
     libc::SIGTRAP,
 ];
 
+/// The signal's name in a dump: the one table of names (`sys::signal`).
 pub fn name(sig: c_int) -> &'static [u8] {
-    match sig {
-        libc::SIGSEGV => b"SIGSEGV",
-        libc::SIGBUS => b"SIGBUS",
-        libc::SIGILL => b"SIGILL",
-        libc::SIGFPE => b"SIGFPE",
-        libc::SIGABRT => b"SIGABRT",
-        libc::SIGSYS => b"SIGSYS",
-        libc::SIGTRAP => b"SIGTRAP",
-        _ => b"signal",
-    }
+    crate::sys::signal::name(sig).map_or(b"signal", str::as_bytes)
 }

@@ -1,7 +1,8 @@
 //! The few operating-system calls std does not offer, each in one small
 //! `unsafe` block: descriptors and the one way vlog opens a file of its own
 //! (`fd`), sockets (`net`), cancellation (`cancel`), the global allocator
-//! (`alloc`), and the thread, clock and process calls below.
+//! (`alloc`), a reading thread's waits (`watch`), signals taken and sent on
+//! (`signal`), and the thread, clock and process calls below.
 //!
 //! The bottom of the crate: it imports nothing of vlog's.
 
@@ -9,6 +10,7 @@ pub mod alloc;
 pub mod cancel;
 pub mod fd;
 pub mod net;
+pub mod signal;
 pub mod watch;
 
 pub use fd::{fd_info, open_private, write_all_fd, write_all_raw, write_no_signal};
