@@ -88,4 +88,29 @@ pub mod internal {
     pub use crate::text::json::{put_json_string, render_json};
     pub use crate::text::line::{put_fields_text, render_line};
     pub use crate::text::time::{parse_time, put_timestamp, Clock};
+
+    // For vlog-relay.
+    pub use crate::fields::MAX_FIELDS;
+    pub use crate::relay::watch::Watch;
+    pub use crate::relay::{NotMade, Notes, Relay, Stats as RelayStats, TAIL_MAX};
+    pub use crate::ring::published::walk as walk_this_ring;
+    pub use crate::sys::signal;
+
+    /// Sets vlog up from the environment, as a C program's first call does.
+    pub fn start() {
+        let _ = crate::logger::configure(|s| {
+            s.ensure_init();
+            Ok(())
+        });
+    }
+
+    /// What `vlog_set_filters` does.
+    pub fn set_filters(spec: &str) -> Result<(), String> {
+        crate::logger::configure(|s| s.set_filters(spec)).map_err(|e| e.to_string())
+    }
+
+    /// What `vlog_shutdown` does: the outputs flushed and closed.
+    pub fn shutdown() {
+        crate::logger::enter(|s| s.shutdown());
+    }
 }

@@ -55,14 +55,21 @@ fn installed_library_builds_with_pkg_config_alone() {
         "usr/include/vlog.h",
         "usr/include/vlog_gen.h",
         "usr/bin/vlog-dump",
+        "usr/bin/vlog-relay",
         "usr/share/man/man1/vlog-dump.1",
+        "usr/share/man/man1/vlog-relay.1",
         "usr/share/man/man3/vlog.3",
         "usr/share/man/man7/vlog.7",
     ] {
         assert!(destdir.join(file).exists(), "{file} not installed");
     }
     // The man pages render, without a warning from man or groff.
-    for page in ["man1/vlog-dump.1", "man3/vlog.3", "man7/vlog.7"] {
+    for page in [
+        "man1/vlog-dump.1",
+        "man1/vlog-relay.1",
+        "man3/vlog.3",
+        "man7/vlog.7",
+    ] {
         let out = Command::new("man")
             .args(["--warnings", "-l"])
             .arg(destdir.join("usr/share/man").join(page))
@@ -153,11 +160,13 @@ fn installed_library_builds_with_pkg_config_alone() {
             "{name}: {elf}"
         );
     }
-    let help = Command::new(destdir.join("usr/bin/vlog-dump"))
-        .arg("--help")
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&help.stdout).contains("vlog-dump"));
+    for program in ["vlog-dump", "vlog-relay"] {
+        let help = Command::new(destdir.join("usr/bin").join(program))
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&help.stdout).contains(program));
+    }
 
     make("uninstall");
     let left = files_under(&destdir);

@@ -92,14 +92,7 @@ impl Relay {
     /// A relay recording into the source `name`, lines that name no level at
     /// `default`. Allocates what it will ever need now.
     pub fn new(name: &[u8], default: Priority) -> Result<Relay, NotMade> {
-        if name.is_empty() || name.len() > NAME_MAX {
-            return Err(NotMade("a relay's source name has 1 to 255 bytes"));
-        }
-        if name.iter().any(|&b| b <= b' ' || b == 0x7f) {
-            return Err(NotMade(
-                "a relay's source name has no spaces or control characters (filters could not name it)",
-            ));
-        }
+        check_name(name)?;
         let mut line = Vec::new();
         let reserved = line.try_reserve_exact(MESSAGE_MAX).is_ok();
         let parsed = Parsed::with_room(MESSAGE_MAX);
@@ -305,6 +298,53 @@ impl Relay {
     }
 }
 
+/// Refuses a source name filters could not name.
+fn check_name(name: &[u8]) -> Result<(), NotMade> {
+    if name.is_empty() || name.len() > NAME_MAX {
+        return Err(NotMade("a relay's source name has 1 to 255 bytes"));
+    }
+    if name.iter().any(|&b| b <= b' ' || b == 0x7f) {
+        return Err(NotMade(
+            "a relay's source name has no spaces or control characters (filters could not name it)",
+        ));
+    }
+    Ok(())
+}
+
+/// What the program that runs a child says about it (started, exited, the
+/// signal that killed it), as messages of a source of its own beside the
+/// child's relays.
+pub struct Notes {
+    source: OwnedSource,
+}
+
+impl Notes {
+    pub fn new(name: &[u8]) -> Result<Notes, NotMade> {
+        check_name(name)?;
+        Ok(Notes {
+            source: OwnedSource::new(name),
+        })
+    }
+
+    /// Records `text` with `fields` unless the filters drop it.
+    pub fn say(&self, priority: Priority, text: &[u8], fields: &[Field]) {
+        let live = self.source.live();
+        let level = match live.get().level() {
+            UNKNOWN => emit::register(live),
+            level => level,
+        };
+        if priority as i32 >= level {
+            record(&self.source, priority, text, fields);
+        }
+    }
+}
+
+impl Drop for Notes {
+    fn drop(&mut self) {
+        leave_registry(&mut self.source);
+    }
+}
+
 /// One message of the relay's source.
 fn record(source: &OwnedSource, priority: Priority, text: &[u8], fields: &[Field]) -> Outcome {
     emit::emit(&Call {
@@ -323,13 +363,17 @@ fn record(source: &OwnedSource, priority: Priority, text: &[u8], fields: &[Field
 
 impl Drop for Relay {
     fn drop(&mut self) {
-        // The source must leave the registry before its memory goes. Nested
-        // inside vlog on this thread (a signal handler closing a relay) the
-        // registry cannot be had: the source is kept for ever instead.
-        let live = self.source.live();
-        if logger::enter(|s| s.unregister(live.get())).is_none() {
-            self.source.keep_for_ever();
-        }
+        leave_registry(&mut self.source);
+    }
+}
+
+/// The source must leave the registry before its memory goes. Nested inside
+/// vlog on this thread (a signal handler closing a relay) the registry
+/// cannot be had: the source is kept for ever instead.
+fn leave_registry(source: &mut OwnedSource) {
+    let live = source.live();
+    if logger::enter(|s| s.unregister(live.get())).is_none() {
+        source.keep_for_ever();
     }
 }
 

@@ -14,6 +14,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use super::layout::Header;
+use super::reader::{self, Entry};
 use super::view::View;
 use super::writer::Ring;
 
@@ -67,6 +68,12 @@ pub fn read<R>(f: impl FnOnce(Option<View>) -> R) -> R {
         Some(unsafe { View::from_raw(header) })
     };
     f(view)
+}
+
+/// Visits the current ring's records, oldest first, as [`reader::read`]
+/// does; false when there is no ring.
+pub fn walk(visit: impl FnMut(Entry)) -> bool {
+    read(|view| view.map(|v| reader::read(&v, visit)).is_some())
 }
 
 /// In a forked child, which has only the forking thread: no reader can be

@@ -32,3 +32,437 @@ fn a_childs_lines_are_relayed_in_every_form_and_never_stop_it() {
 fn a_relay_reads_a_childs_pipe_on_its_own_thread() {
     check("relay_watch");
 }
+
+// ---- vlog-relay: a command's output relayed -----------------------------
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A vlog-relay run with only the given `VLOG_*` variables, started in the
+/// scratch directory with descriptors 0, 1 and 2 alone (the test harness
+/// may hold others open, cargo's jobserver among them, which a child would
+/// inherit through it); the process, not yet waited for.
+fn start_relay(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vlog-relay"));
+    cmd.args(args).current_dir(work());
+    // SAFETY: close_range(2) is async-signal-safe, and the closure touches
+    // nothing of the parent's.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close_range(3, libc::c_uint::MAX, 0);
+            Ok(())
+        });
+    }
+    for (key, _) in std::env::vars() {
+        if key.starts_with("VLOG_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn().expect("run vlog-relay")
+}
+
+/// Waits for `child`, killing it and failing the test after `seconds`.
+fn finish_within(seconds: u64, mut child: std::process::Child, what: &str) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what}: still running after {seconds} s (killed):\n{}",
+                text(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// vlog-relay ARGS, which must end within a minute. A program just linked
+/// can be busy for a moment (see `run_with`): vlog-relay then says "Text
+/// file busy", and it is run again.
+fn relay(args: &[&str], env: &[(&str, &str)]) -> Output {
+    for _ in 0..50 {
+        let out = finish_within(60, start_relay(args, env), &format!("vlog-relay {args:?}"));
+        if !(out.status.code() == Some(126) && text(&out.stderr).contains("Text file busy")) {
+            return out;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("vlog-relay {args:?}: the program stayed busy");
+}
+
+/// The ring file's records as vlog-dump --json prints them, one per line
+/// (vlog-dump's output is checked to be UTF-8 whatever the child wrote).
+fn json_records(ring: &Path) -> Vec<String> {
+    let out = vlog_dump(&["--json", ring.to_str().unwrap()]);
+    String::from_utf8(out.stdout)
+        .expect("vlog-dump --json writes UTF-8")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The one record that holds `needle`.
+fn record<'a>(records: &'a [String], needle: &str) -> &'a str {
+    let found: Vec<&String> = records.iter().filter(|r| r.contains(needle)).collect();
+    assert!(
+        found.len() == 1,
+        "{} records hold {needle:?}:\n{}",
+        found.len(),
+        records.join("\n")
+    );
+    found[0]
+}
+
+/// Fails unless the record holding `needle` holds each of `parts` too.
+fn assert_record(records: &[String], needle: &str, parts: &[&str]) {
+    let r = record(records, needle);
+    for part in parts {
+        assert!(
+            r.contains(part),
+            "the record of {needle:?} lacks {part:?}:\n{r}"
+        );
+    }
+}
+
+fn child() -> std::path::PathBuf {
+    build("relay_child", Link::Static)
+}
+
+#[test]
+fn vlog_relay_records_every_line_form_of_a_command() {
+    let dir = scratch_dir("vlog-relay-forms");
+    let ring = dir.join("forms.ring");
+    let exe = child();
+    let out = relay(
+        &["--source", "kid", "--", exe.to_str().unwrap(), "forms"],
+        &[
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_BUFFER_SIZE", "4M"),
+            ("VLOG_OUTPUTS", "4:stderr"),
+        ],
+    );
+    assert_ok("vlog-relay forms", &out);
+    let r = json_records(&ring);
+    let (stdout, stderr) = ("\"source\":\"kid.stdout\"", "\"source\":\"kid.stderr\"");
+    let prio = |p: &str| format!("\"priority\":\"{p}\"");
+    assert_record(&r, "to stdout at the default", &[stdout, &prio("info")]);
+    assert_record(&r, "a debug line on stdout", &[stdout, &prio("debug")]);
+    assert_record(
+        &r,
+        "\"message\":\"hello\"",
+        &[
+            stderr,
+            &prio("debug"),
+            "\"CHILD_TIME\":\"2006-01-02T15:04:05.000000Z\"",
+            "\"EXTRA\":\"hi\"",
+            "\"NUMBERS\":\"[1,2,3]\"",
+        ],
+    );
+    // A non-string @message is kept as its JSON text; a non-string @level
+    // gives the stream's default (warning on stderr).
+    assert_record(&r, "\"message\":\"5\"", &[stderr, &prio("info")]);
+    assert_record(&r, "a number for a level", &[&prio("warning")]);
+    // JSON that is not is recorded as it is, at the level of an @level met
+    // before it went wrong (the level is found before the rest is read).
+    assert_record(&r, "never closed", &[&prio("error"), "@level"]);
+    assert_record(&r, "a prefixed error", &[&prio("error")]);
+    assert_record(
+        &r,
+        "a syslog warning",
+        &[&prio("warning"), "\"CHILD_SYSLOG_LEVEL\":4"],
+    );
+    assert_record(
+        &r,
+        "libvirt says hi",
+        &[&prio("info"), "\"CHILD_FUNC\":\"virDomainCreate\""],
+    );
+    assert_record(&r, "not UTF-8: ", &[" end\""]);
+    assert_record(&r, "a NUL", &["inside"]);
+    assert_record(&r, "\"message\":\"ends in CR LF\"", &[]);
+    // 1,000,000 bytes in pieces of a message's size: all of them kept.
+    let pieces: Vec<&String> = r.iter().filter(|l| l.contains("\"FRAGMENT\":")).collect();
+    assert_eq!(pieces.len(), 123, "the pieces of the long line");
+    assert_record(&r, "\"FRAGMENT\":123}", &[&prio("warning")]);
+    let xs: usize = pieces
+        .iter()
+        .map(|l| l.bytes().filter(|&b| b == b'x').count())
+        .sum();
+    assert_eq!(xs, 1_000_000);
+    // After "panic: ", every line is an error, its own level or not.
+    assert_record(&r, "panic: the child gives up", &[&prio("error")]);
+    assert_record(&r, "after the panic", &[&prio("error")]);
+    assert_record(&r, "a last line without its newline", &[&prio("error")]);
+    assert_record(
+        &r,
+        "exited with status 0",
+        &["\"source\":\"vlog-relay\"", &prio("info")],
+    );
+}
+
+#[test]
+fn vlog_relay_keeps_a_vlog_childs_priorities_and_sources() {
+    let dir = scratch_dir("vlog-relay-vlog");
+    let ring = dir.join("vlog.ring");
+    let exe = child();
+    let out = relay(
+        &["-s", "kid", exe.to_str().unwrap(), "vlog"],
+        &[("VLOG_BUFFER_FILE", ring.to_str().unwrap())],
+    );
+    assert_ok("vlog-relay vlog", &out);
+    let r = json_records(&ring);
+    assert_record(
+        &r,
+        "a debug message of a vlog child, 1",
+        &["\"priority\":\"debug\"", "\"CHILD_SOURCE\":\"worker\""],
+    );
+    assert_record(
+        &r,
+        "an error of a vlog child",
+        &["\"priority\":\"error\"", "\"CHILD_SOURCE\":\"worker\""],
+    );
+}
+
+#[test]
+fn vlog_relay_never_stops_a_flooding_child() {
+    let dir = scratch_dir("vlog-relay-flood");
+    let ring = dir.join("flood.ring");
+    let exe = child();
+    // The child's stdout off, its stderr kept: 100 MB for the reader to
+    // find the line ends of, as fast as the child writes them.
+    let out = relay(
+        &["-s", "kid", exe.to_str().unwrap(), "flood", "100"],
+        &[
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_FILTERS", "off:kid.stdout 1:kid.stderr 1:vlog-relay"),
+        ],
+    );
+    assert_ok("vlog-relay flood", &out);
+    let r = json_records(&ring);
+    assert_record(&r, "flood done", &["\"source\":\"kid.stderr\""]);
+    assert_record(&r, "exited with status 0", &[]);
+    assert!(!r.iter().any(|l| l.contains("kid.stdout")));
+}
+
+#[test]
+fn vlog_relay_prints_a_crashed_childs_last_records() {
+    let dir = scratch_dir("vlog-relay-crash");
+    let ring = dir.join("crash.ring");
+    let exe = child();
+    let out = relay(
+        &[exe.to_str().unwrap(), "crash"],
+        &[("VLOG_BUFFER_FILE", ring.to_str().unwrap())],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGSEGV), "{err}");
+    assert!(err.contains("was killed by signal 11 (SIGSEGV)"), "{err}");
+    // Its 20 last records by default, oldest first; the source is the
+    // program's file name.
+    let shown = &err[err.find("its last 20 records in the ring").expect(&err)..];
+    assert!(
+        shown.contains("relay_child.stderr : ?:0 : line 12\n"),
+        "{err}"
+    );
+    assert!(!shown.contains(": line 11\n"), "{err}");
+    let last = shown.find(": line 30\n").unwrap();
+    assert!(
+        shown[last..].contains("relay_child.stderr : ?:0 : last words\n"),
+        "{err}"
+    );
+    // The ring file holds it all, and what became of the child.
+    let r = json_records(&ring);
+    assert_record(&r, "\"message\":\"line 1\"", &[]);
+    assert_record(
+        &r,
+        "was killed by signal 11",
+        &["\"source\":\"vlog-relay\"", "\"CHILD_SIGNAL\":11"],
+    );
+
+    // -n 3, and without a ring, the last bytes it wrote on stderr.
+    let out = relay(&["-n", "3", exe.to_str().unwrap(), "crash"], &[]);
+    let err = text(&out.stderr);
+    let shown = &err[err.find("its last 3 records in the ring").expect(&err)..];
+    assert!(
+        !shown.contains(": line 28\n") && shown.contains(": line 29\n"),
+        "{err}"
+    );
+    let out = relay(
+        &[exe.to_str().unwrap(), "crash"],
+        &[("VLOG_BUFFER_SIZE", "0")],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(139), "{err}");
+    assert!(
+        err.contains("there is no ring (VLOG_BUFFER_SIZE=0)"),
+        "{err}"
+    );
+    assert!(err.ends_with("last words\n\n"), "{err}");
+}
+
+/// Starts vlog-relay on `relay_child MODE READY` and waits for the child
+/// to say it is ready.
+fn started(mode: &str, dir: &Path, env: &[(&str, &str)]) -> std::process::Child {
+    let ready = dir.join(format!("{mode}.ready"));
+    let exe = child();
+    let mut run = start_relay(
+        &[
+            "-s",
+            "kid",
+            exe.to_str().unwrap(),
+            mode,
+            ready.to_str().unwrap(),
+        ],
+        env,
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ready.exists() {
+        if let Some(status) = run.try_wait().unwrap() {
+            let out = run.wait_with_output().unwrap();
+            panic!(
+                "vlog-relay {mode}: {status} before ready:\n{}",
+                text(&out.stderr)
+            );
+        }
+        assert!(Instant::now() < deadline, "vlog-relay {mode}: never ready");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    run
+}
+
+#[test]
+fn vlog_relay_passes_signals_on_and_exits_with_the_childs_status() {
+    let dir = scratch_dir("vlog-relay-signals");
+    let ring = dir.join("signals.ring");
+    let env = [("VLOG_BUFFER_FILE", ring.to_str().unwrap())];
+    // SIGTERM reaches the child, which handles it and exits 7; the SIGUSR1
+    // it sent its parent did not come back to it.
+    let run = started("signals", &dir, &env);
+    // SAFETY: a signal to the process this test started.
+    assert_eq!(unsafe { libc::kill(run.id() as i32, libc::SIGTERM) }, 0);
+    let out = finish_within(30, run, "vlog-relay signals");
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    let r = json_records(&ring);
+    assert_record(&r, "still here after signalling the parent", &[]);
+    assert_record(&r, "got SIGTERM", &["\"source\":\"kid.stderr\""]);
+    assert_record(&r, "exited with status 7", &["\"priority\":\"warning\""]);
+
+    // The dump signal is vlog-relay's own: its ring (the child's records)
+    // dumped, the child left alone. A child that does not handle SIGINT
+    // dies of it: 128 + 2, its last records printed.
+    let dump = dir.join("hang.dump");
+    let dump_to = format!("file:{}", dump.display());
+    let run = started(
+        "hang",
+        &dir,
+        &[("VLOG_DUMP_SIGNAL", "USR2"), ("VLOG_DUMP", &dump_to)],
+    );
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(run.id() as i32, libc::SIGUSR2) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&dump).is_ok_and(|d| d.contains("vlog: end of dump")) {
+        assert!(Instant::now() < deadline, "no dump after SIGUSR2");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(std::fs::read_to_string(&dump)
+        .unwrap()
+        .contains("kid.stdout : ?:0 : hanging"));
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(run.id() as i32, libc::SIGINT) }, 0);
+    let out = finish_within(30, run, "vlog-relay hang");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGINT), "{err}");
+    assert!(err.contains("was killed by signal 2 (SIGINT)"), "{err}");
+    assert!(err.contains("kid.stdout : ?:0 : hanging\n"), "{err}");
+}
+
+#[test]
+fn vlog_relay_says_what_it_could_not_do() {
+    let dir = scratch_dir("vlog-relay-errors");
+    let marker = dir.join("ran");
+    let touch = format!("touch {}", marker.display());
+    let sh = |env: &[(&str, &str)]| relay(&["--", "/bin/sh", "-c", &touch], env);
+    let status = |out: &Output| out.status.code();
+
+    assert_eq!(
+        status(&relay(&["--", "/bin/sh", "-c", "exit 3"], &[])),
+        Some(3)
+    );
+    let out = relay(&["--", "/nonexistent/program"], &[]);
+    assert_eq!(status(&out), Some(127));
+    assert!(text(&out.stderr).contains("cannot run /nonexistent/program: No such file"));
+    let plain = dir.join("not-a-program");
+    std::fs::write(&plain, "data").unwrap();
+    let out = relay(&["--", plain.to_str().unwrap()], &[]);
+    assert_eq!(status(&out), Some(126), "{}", text(&out.stderr));
+
+    // A bad variable, a bad name, no command: 125, and nothing run or made.
+    let out_file = dir.join("never.log");
+    let outputs = format!("1:file:{} 9:stderr", out_file.display());
+    for (env, says) in [
+        (
+            vec![("VLOG_FILTERS", "bad")],
+            "VLOG_FILTERS: malformed filter 'bad'",
+        ),
+        (
+            vec![("VLOG_OUTPUTS", outputs.as_str())],
+            "VLOG_OUTPUTS: invalid priority '9'",
+        ),
+        (vec![("VLOG_BUFFER_SIZE", "lots")], "VLOG_BUFFER_SIZE"),
+    ] {
+        let out = sh(&env);
+        let err = text(&out.stderr);
+        assert_eq!(status(&out), Some(125), "{env:?}: {err}");
+        assert!(
+            err.contains(says) && err.contains("nothing was run"),
+            "{err}"
+        );
+        assert!(!marker.exists() && !out_file.exists(), "{env:?}");
+    }
+    for args in [
+        &["--source", "a b", "--", "/bin/true"][..],
+        &["--source", "a:b", "/bin/true"],
+        &["--priority", "7", "/bin/true"],
+        &["--last", "-1", "/bin/true"],
+        &[],
+    ] {
+        let out = relay(args, &[]);
+        assert_eq!(status(&out), Some(125), "{args:?}: {}", text(&out.stderr));
+    }
+    let out = relay(&["--help"], &[]);
+    assert_eq!(status(&out), Some(0));
+    assert!(text(&out.stdout).contains("Exit status"));
+    assert_ok("vlog-relay", &sh(&[]));
+    assert!(marker.exists());
+}
+
+#[test]
+fn vlog_relay_ends_with_its_child_not_with_the_childs_descendants() {
+    // A background process that keeps the child's stdout and stderr open
+    // long after the child exited: vlog-relay takes what the pipes hold
+    // and exits with the child (it would wait ten minutes for an end of
+    // file).
+    let dir = scratch_dir("vlog-relay-descendants");
+    let pid_file = dir.join("sleeper.pid");
+    let script = format!("sleep 600 & echo $! > {}; echo bye", pid_file.display());
+    let out = relay(&["-p", "3", "--", "/bin/sh", "-c", &script], &[]);
+    let sleeper: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: the background process this test started.
+    unsafe { libc::kill(sleeper, libc::SIGKILL) };
+    assert_ok("vlog-relay", &out);
+    assert!(
+        text(&out.stderr).contains("sh.stdout : ?:0 : bye"),
+        "{}",
+        text(&out.stderr)
+    );
+}
