@@ -65,9 +65,17 @@ bench-c/dump_time: lib bench-c/dump_time.c include/vlog.h include/vlog_gen.h
 bench-c/relay: lib bench-c/relay.c bench-c/harness.h c-tests/count_alloc.h include/vlog.h include/vlog_gen.h
 	$(CC) $(CFLAGS) -Iinclude bench-c/relay.c -o $@ $(STATIC_LIB) $(LIBS)
 
+# go-plugin's own relay beside it, built offline from Debian's sources when
+# they are there: apt-get install golang-go golang-github-hashicorp-go-plugin-dev
+# golang-google-grpc-dev golang-goprotobuf-dev golang-golang-x-net-dev
+bench-c/goplugin/relay: bench-c/goplugin/relay.go bench-c/goplugin/hook.go bench-c/goplugin/build.sh
+	bench-c/goplugin/build.sh $(CURDIR)/$@
+
+GOPLUGIN_PEER = $(if $(shell command -v go >/dev/null && test -f /usr/share/gocode/src/github.com/hashicorp/go-plugin/client.go && echo y),bench-c/goplugin/relay)
+
 .PHONY: bench-relay
-bench-relay: bench-c/relay
-	bench-c/relay.py bench-c/relay
+bench-relay: bench-c/relay $(GOPLUGIN_PEER)
+	bench-c/relay.py bench-c/relay bench-c/goplugin/relay
 
 .PHONY: bench-dump
 bench-dump: bench-c/dump_time
