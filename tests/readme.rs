@@ -139,12 +139,12 @@ fn the_c_example_builds_with_the_lines_the_readme_gives() {
 
 #[test]
 fn the_vlog_relay_example_prints_what_it_says() {
-    let script = block(
-        "### vlog-relay: a flight recorder for any program",
-        "sh",
-    )
-    .replace("target/release/vlog-relay", env!("CARGO_BIN_EXE_vlog-relay"))
-    .replace("target/release/vlog-dump", env!("CARGO_BIN_EXE_vlog-dump"));
+    let script = block("### vlog-relay: a flight recorder for any program", "sh")
+        .replace(
+            "target/release/vlog-relay",
+            env!("CARGO_BIN_EXE_vlog-relay"),
+        )
+        .replace("target/release/vlog-dump", env!("CARGO_BIN_EXE_vlog-dump"));
     let dir = scratch("vlog-relay");
     let out = Command::new("bash")
         .arg("-c")
@@ -160,7 +160,10 @@ fn the_vlog_relay_example_prints_what_it_says() {
     );
     let step = "debug : sh.stdout : ?:0 : step 1 [CHILD_LEVEL=DEBUG]\n";
     assert!(stderr.contains(step), "{stderr}");
-    assert!(stdout.contains("info : sh.stdout : ?:0 : started\n"), "{stdout}");
+    assert!(
+        stdout.contains("info : sh.stdout : ?:0 : started\n"),
+        "{stdout}"
+    );
     assert!(stdout.contains(step), "{stdout}");
     assert!(out.status.success(), "vlog-dump: {stderr}");
 }
