@@ -131,11 +131,18 @@ fn failed(why: impl Into<String>) -> Failed {
     Failed(FAILED, why.into())
 }
 
-/// The child's two relays, each read on a thread of vlog's.
+/// The child's two relays, each read on a thread of vlog's (stopped when
+/// dropped, whatever ended the run).
 struct Relayed {
     names: [Vec<u8>; 2],
     relays: [Arc<Mutex<Relay>>; 2],
     watches: Vec<Watch>,
+}
+
+/// How the child is to start: as vlog-relay was started.
+struct AsStarted {
+    mask: signal::Set,
+    ignored: Vec<c_int>,
 }
 
 fn run(options: &Options) -> Result<u8, Failed> {
@@ -158,7 +165,9 @@ fn run(options: &Options) -> Result<u8, Failed> {
 
     // Before any thread starts (vlog's own among them, which inherit the
     // mask): the signals passed on, and SIGCHLD, reach no thread but this
-    // one's wait. The dump signal stays with vlog's handler.
+    // one's wait. The dump signal stays with vlog's handler. SIGCHLD
+    // inherited ignored would have the kernel reap the child before the
+    // wait: the child gets it back as it was.
     let mut waited: Vec<c_int> = PASSED_ON
         .iter()
         .copied()
@@ -166,10 +175,35 @@ fn run(options: &Options) -> Result<u8, Failed> {
         .collect();
     waited.push(libc::SIGCHLD);
     let waited = signal::Set::of(&waited);
-    let mask = signal::block(&waited).map_err(|e| failed(format!("cannot block signals: {e}")))?;
+    let cannot = |e: io::Error| failed(format!("cannot set up signals: {e}"));
+    let ignored = match signal::stop_ignoring(libc::SIGCHLD).map_err(cannot)? {
+        true => vec![libc::SIGCHLD],
+        false => Vec::new(),
+    };
+    let mask = signal::block(&waited).map_err(cannot)?;
 
     start();
-    if env.filters.is_none() {
+    let outcome = supervise(
+        options,
+        &name,
+        env.filters.is_none(),
+        &waited,
+        AsStarted { mask, ignored },
+    );
+    // The outputs flushed and closed, whatever the outcome.
+    shutdown();
+    outcome
+}
+
+/// Runs the child with its output relayed, and waits for it.
+fn supervise(
+    options: &Options,
+    name: &str,
+    record_all: bool,
+    waited: &signal::Set,
+    as_started: AsStarted,
+) -> Result<u8, Failed> {
+    if record_all {
         set_filters(&format!("1:vlog-relay 1:{name}.stdout 1:{name}.stderr"))
             .map_err(|e| failed(format!("the source name '{name}': {e}")))?;
     }
@@ -184,14 +218,14 @@ fn run(options: &Options) -> Result<u8, Failed> {
             format!("{name}.stderr").into_bytes(),
         ],
         relays: [
-            relay(&name, "stdout", out_default)?,
-            relay(&name, "stderr", err_default)?,
+            relay(name, "stdout", out_default)?,
+            relay(name, "stderr", err_default)?,
         ],
         watches: Vec::new(),
     };
     let mut command = Command::new(&options.command[0]);
     command.args(&options.command[1..]);
-    signal::spawn_with_mask(&mut command, mask);
+    signal::spawn_as_started(&mut command, as_started.mask, as_started.ignored);
     for (var, _) in std::env::vars_os() {
         if var.as_encoded_bytes().starts_with(b"VLOG_") {
             command.env_remove(var);
@@ -215,84 +249,49 @@ fn run(options: &Options) -> Result<u8, Failed> {
     let spawned = command.spawn();
     // Closes this process's write ends: the pipes are the child's alone.
     drop(command);
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(e) => {
-            let code = match e.kind() {
-                io::ErrorKind::NotFound => NOT_FOUND,
-                _ => CANNOT_RUN,
-            };
-            relayed.stop();
-            shutdown();
-            return Err(Failed(code, format!("cannot run {shown}: {e}")));
-        }
-    };
+    let mut child = spawned.map_err(|e| {
+        let code = match e.kind() {
+            io::ErrorKind::NotFound => NOT_FOUND,
+            _ => CANNOT_RUN,
+        };
+        Failed(code, format!("cannot run {shown}: {e}"))
+    })?;
     let pid = child.id();
-    let pid_field = Field {
-        name: b"CHILD_PID",
-        value: Value::Int(i64::from(pid)),
+    let field = |name: &'static [u8], value: i64| Field {
+        name,
+        value: Value::Int(value),
     };
-    notes.say(
-        Priority::Info,
-        format!("started {shown}, pid {pid}").as_bytes(),
-        &[pid_field],
-    );
+    let pid_field = field(b"CHILD_PID", i64::from(pid));
+    let started = format!("started {shown}, pid {pid}");
+    notes.say(Priority::Info, started.as_bytes(), &[pid_field]);
 
-    let status = wait_passing_signals(&mut child, &waited);
+    let status = wait_passing_signals(&mut child, waited);
     // Everything the child wrote is in the pipes now: the threads take it
     // and stop, without waiting for descendants that still hold them.
     relayed.stop();
-    let status = match status {
-        Ok(status) => status,
-        Err(e) => {
-            shutdown();
-            return Err(failed(format!("cannot wait for {shown} (pid {pid}): {e}")));
-        }
-    };
-    let code = match (status.code(), status.signal()) {
+    let status = status.map_err(|e| failed(format!("cannot wait for {shown} (pid {pid}): {e}")))?;
+    match (status.code(), status.signal()) {
         (Some(code), _) => {
-            let priority = if code == 0 {
-                Priority::Info
-            } else {
-                Priority::Warning
+            let priority = match code {
+                0 => Priority::Info,
+                _ => Priority::Warning,
             };
-            let status_field = Field {
-                name: b"CHILD_STATUS",
-                value: Value::Int(i64::from(code)),
-            };
-            notes.say(
-                priority,
-                format!("{shown} (pid {pid}) exited with status {code}").as_bytes(),
-                &[pid_field, status_field],
-            );
-            code.clamp(0, 255) as u8
+            let what = format!("{shown} (pid {pid}) exited with status {code}");
+            let fields = [pid_field, field(b"CHILD_STATUS", i64::from(code))];
+            notes.say(priority, what.as_bytes(), &fields);
+            Ok(code.clamp(0, 255) as u8)
         }
         (None, Some(sig)) => {
-            let how = killed_by(sig, status);
-            let signal_field = Field {
-                name: b"CHILD_SIGNAL",
-                value: Value::Int(i64::from(sig)),
-            };
-            notes.say(
-                Priority::Error,
-                format!("{shown} (pid {pid}) was {how}").as_bytes(),
-                &[pid_field, signal_field],
-            );
+            let what = format!("{shown} (pid {pid}) was {}", killed_by(sig, status));
+            let fields = [pid_field, field(b"CHILD_SIGNAL", i64::from(sig))];
+            notes.say(Priority::Error, what.as_bytes(), &fields);
             if options.last > 0 {
-                print_last(
-                    &relayed,
-                    options.last,
-                    &format!("{shown} (pid {pid}) was {how}"),
-                );
+                print_last(&relayed, options.last, &what);
             }
-            (128 + sig).clamp(0, 255) as u8
+            Ok((128 + sig).clamp(0, 255) as u8)
         }
-        (None, None) => FAILED,
-    };
-    drop(notes);
-    drop(relayed);
-    shutdown();
-    Ok(code)
+        (None, None) => Err(failed(format!("{shown} (pid {pid}) ended with {status}"))),
+    }
 }
 
 /// The name the child's sources start with: `--source`, checked, or the
@@ -340,6 +339,12 @@ impl Relayed {
         for watch in self.watches.drain(..) {
             watch.stop();
         }
+    }
+}
+
+impl Drop for Relayed {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

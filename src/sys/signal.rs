@@ -42,15 +42,41 @@ pub fn block(set: &Set) -> io::Result<Set> {
     }
 }
 
-/// Makes `command`'s child start with `mask` (the one [`block`] gave
-/// back), not the mask of the thread that spawns it, which it would
-/// otherwise inherit through exec.
-pub fn spawn_with_mask(command: &mut Command, mask: Set) {
+/// Gives `sig` its default action back if it was ignored, and says whether
+/// it was: a program that waits for its child cannot keep SIGCHLD ignored,
+/// with which the kernel reaps the child itself and the wait fails.
+pub fn stop_ignoring(sig: c_int) -> io::Result<bool> {
+    let mut old = MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: querying only, into a sigaction to fill.
+    if unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: filled in by the successful call.
+    if unsafe { old.assume_init() }.sa_sigaction != libc::SIG_IGN {
+        return Ok(false);
+    }
+    // SAFETY: SIG_DFL for a signal that was ignored: no handler involved.
+    if unsafe { libc::signal(sig, libc::SIG_DFL) } == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(true)
+}
+
+/// Makes `command`'s child start as the program was started: with `mask`
+/// (the one [`block`] gave back), not the mask of the thread that spawns
+/// it, which it would otherwise inherit through exec, and with the signals
+/// in `ignored` ignored again ([`stop_ignoring`]).
+pub fn spawn_as_started(command: &mut Command, mask: Set, ignored: Vec<c_int>) {
     // SAFETY: the closure runs in the forked child before exec, and only
-    // calls pthread_sigmask, which is async-signal-safe, on a copy of the
-    // mask it owns.
+    // calls signal(2) and pthread_sigmask, which are async-signal-safe, on
+    // what it owns; it allocates nothing.
     unsafe {
         command.pre_exec(move || {
+            for &sig in &ignored {
+                if libc::signal(sig, libc::SIG_IGN) == libc::SIG_ERR {
+                    return Err(io::Error::last_os_error());
+                }
+            }
             match libc::pthread_sigmask(libc::SIG_SETMASK, &mask.0, std::ptr::null_mut()) {
                 0 => Ok(()),
                 e => Err(io::Error::from_raw_os_error(e)),

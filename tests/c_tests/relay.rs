@@ -466,3 +466,45 @@ fn vlog_relay_ends_with_its_child_not_with_the_childs_descendants() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn vlog_relay_waits_for_its_child_even_started_with_sigchld_ignored() {
+    // With SIGCHLD ignored the kernel reaps children itself, and a wait
+    // fails: vlog-relay takes it back for itself, and gives the child
+    // SIGCHLD ignored as it came. (Python starts it so: a shell keeps
+    // SIGCHLD for itself.)
+    let sh = |command: &[&str]| {
+        let mut args = vec![
+            "-c",
+            "import os, signal, sys\n\
+             signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n\
+             os.execv(sys.argv[1], sys.argv[1:])",
+            env!("CARGO_BIN_EXE_vlog-relay"),
+            "-p",
+            "3",
+            "--",
+        ];
+        args.extend_from_slice(command);
+        let mut cmd = Command::new("python3");
+        cmd.args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (key, _) in std::env::vars() {
+            if key.starts_with("VLOG_") {
+                cmd.env_remove(key);
+            }
+        }
+        finish_within(60, cmd.spawn().unwrap(), "vlog-relay, SIGCHLD ignored")
+    };
+    let out = sh(&["/bin/sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let out = sh(&["grep", "SigIgn", "/proc/self/status"]);
+    assert_ok("vlog-relay grep", &out);
+    let err = text(&out.stderr);
+    let mask = err
+        .split("SigIgn:\\t")
+        .nth(1)
+        .and_then(|rest| u64::from_str_radix(&rest[..16], 16).ok())
+        .unwrap_or_else(|| panic!("no SigIgn line: {err}"));
+    assert_ne!(mask & (1 << (libc::SIGCHLD - 1)), 0, "{err}");
+}
