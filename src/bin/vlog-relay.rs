@@ -352,11 +352,19 @@ impl Drop for Relayed {
 /// quoted when they hold a space.
 fn shown(command: &[OsString]) -> String {
     let word = |w: &OsStr| {
-        let w = w.to_string_lossy();
+        // Control characters as \xNN: the text reaches a terminal as it is.
+        let w: String = w
+            .to_string_lossy()
+            .chars()
+            .map(|c| match c {
+                c if c.is_control() => format!("\\x{:02x}", c as u32),
+                c => c.to_string(),
+            })
+            .collect();
         if w.is_empty() || w.contains(|c: char| c.is_whitespace() || c == '\'') {
             format!("'{}'", w.replace('\'', "'\\''"))
         } else {
-            w.into_owned()
+            w
         }
     };
     let mut shown: String = command

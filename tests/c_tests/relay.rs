@@ -397,6 +397,12 @@ fn vlog_relay_says_what_it_could_not_do() {
     let out = relay(&["--", "/nonexistent/program"], &[]);
     assert_eq!(status(&out), Some(127));
     assert!(text(&out.stderr).contains("cannot run /nonexistent/program: No such file"));
+    // A command's name reaches the terminal with its control bytes escaped.
+    let out = relay(&["--", "/nonexistent/\x1b[31mred\nline"], &[]);
+    let err = text(&out.stderr);
+    assert_eq!(status(&out), Some(127));
+    assert!(err.contains("/nonexistent/\\x1b[31mred\\x0aline"), "{err}");
+    assert!(!err.contains('\x1b') && err.lines().count() == 1, "{err}");
     let plain = dir.join("not-a-program");
     std::fs::write(&plain, "data").unwrap();
     let out = relay(&["--", plain.to_str().unwrap()], &[]);
