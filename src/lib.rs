@@ -90,9 +90,8 @@ pub mod internal {
     pub use crate::text::time::{parse_time, put_timestamp, Clock};
 
     // For vlog-relay.
-    pub use crate::fields::MAX_FIELDS;
     pub use crate::relay::watch::Watch;
-    pub use crate::relay::{NotMade, Notes, Relay, Stats as RelayStats, TAIL_MAX};
+    pub use crate::relay::{Notes, Relay, TAIL_MAX};
     pub use crate::ring::published::walk as walk_this_ring;
     pub use crate::sys::signal;
 

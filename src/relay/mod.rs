@@ -23,7 +23,11 @@
 //! `TAIL_MAX` bytes are kept for `tail`, whatever became of them: why a
 //! child failed is usually in its last words.
 //!
-//! Imports the logger (to record) and what is below it; only `ffi` imports it.
+//! `Notes` are the messages of whoever runs the child (vlog-relay: started,
+//! exited, killed), under a source of their own.
+//!
+//! Imports the logger (to record) and what is below it; only `ffi` imports
+//! it (and vlog-relay, through `vlog::internal`).
 
 pub mod json;
 pub mod line;
