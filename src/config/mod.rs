@@ -20,25 +20,12 @@ pub const DEFAULT_BUFFER_SIZE: usize = 64 * 1024;
 /// Parses `VLOG_BUFFER_SIZE`: decimal bytes with an optional K, M or G suffix
 /// (binary multiples, either case). Range checks belong to the ring.
 pub fn parse_size(s: &str) -> Result<usize, ConfigError> {
-    let bad = || {
+    crate::text::num::parse_size(s).ok_or_else(|| {
         ConfigError::new(format!(
             "invalid size '{s}': use a number of bytes with an optional K, M or G suffix, \
              from 16K to 1G (0: no ring)"
         ))
-    };
-    let (digits, shift) = match s.as_bytes().last() {
-        Some(b'k' | b'K') => (&s[..s.len() - 1], 10),
-        Some(b'm' | b'M') => (&s[..s.len() - 1], 20),
-        Some(b'g' | b'G') => (&s[..s.len() - 1], 30),
-        _ => (s, 0),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    let value: usize = digits.parse().map_err(|_| bad())?;
-    value
-        .checked_mul(1usize << shift)
-        .ok_or_else(|| ConfigError::new(format!("size '{s}' is too large")))
+    })
 }
 
 /// What the environment asked for. `None` means the variable is unset (or empty),

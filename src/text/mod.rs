@@ -7,6 +7,7 @@
 pub mod bounded;
 pub mod json;
 pub mod line;
+pub mod msgpack;
 pub mod num;
 pub mod plain;
 pub mod printf;

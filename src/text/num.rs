@@ -1,5 +1,6 @@
 //! Numbers as text: the one decimal writer (and its hexadecimal sibling)
-//! that every line, entry and dump uses.
+//! that every line, entry and dump uses, and the one reader of sizes
+//! (`16K`, `4M`) that the configuration uses.
 
 use super::sink::Sink;
 
@@ -69,6 +70,22 @@ pub fn put_hex(value: u64, out: &mut impl Sink) {
     }
     out.put(b"0x");
     out.put(&digits[i..]);
+}
+
+/// A size as the configuration writes it: decimal bytes with an optional K,
+/// M or G suffix (binary multiples, either case). None when it is not one,
+/// or does not fit.
+pub fn parse_size(s: &str) -> Option<usize> {
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'k' | b'K') => (&s[..s.len() - 1], 10),
+        Some(b'm' | b'M') => (&s[..s.len() - 1], 20),
+        Some(b'g' | b'G') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<usize>().ok()?.checked_mul(1usize << shift)
 }
 
 #[cfg(test)]
