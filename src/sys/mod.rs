@@ -1,6 +1,7 @@
 //! The few operating-system calls std does not offer, each in one small
 //! `unsafe` block: descriptors and the one way vlog opens a file of its own
-//! (`fd`), sockets (`net`), cancellation (`cancel`), the global allocator
+//! (`fd`), sockets (`net`; `connection`, a stream for an output with a
+//! queue of its own), cancellation (`cancel`), the global allocator
 //! (`alloc`), a reading thread's waits (`watch`), signals taken and sent on
 //! (`signal`), and the thread, clock and process calls below.
 //!
@@ -8,6 +9,7 @@
 
 pub mod alloc;
 pub mod cancel;
+pub mod connection;
 pub mod fd;
 pub mod net;
 pub mod signal;
@@ -179,6 +181,14 @@ pub fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern 
     // SAFETY: the handlers are plain functions that live as long as the
     // program; pthread_atfork only stores them.
     unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
+}
+
+/// Registers `f` to run at exit(3) (in a shared library, at its unloading
+/// too). Returns false if that fails.
+pub fn at_exit(f: extern "C" fn()) -> bool {
+    // SAFETY: a plain function that lives as long as the program (or the
+    // library, which glibc runs it before unloading).
+    unsafe { libc::atexit(f) == 0 }
 }
 
 /// glibc's own printf, as the oracle the printf renderer is tested against.

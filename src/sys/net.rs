@@ -28,7 +28,7 @@ impl std::fmt::Debug for DatagramTarget {
 }
 
 /// A non-blocking, close-on-exec socket of vlog's (see [`Fd::own`]).
-fn new_socket(family: c_int, kind: c_int) -> io::Result<Fd> {
+pub(super) fn new_socket(family: c_int, kind: c_int) -> io::Result<Fd> {
     let flags = kind | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
     // SAFETY: plain socket creation; the result is checked.
     let raw = unsafe { libc::socket(family, flags, 0) };
@@ -41,21 +41,8 @@ fn new_socket(family: c_int, kind: c_int) -> io::Result<Fd> {
 impl DatagramTarget {
     /// To the Unix datagram socket at `path`.
     pub fn unix(path: &[u8]) -> io::Result<DatagramTarget> {
-        // SAFETY: an all-zero sockaddr_storage is valid; it is larger than
-        // and aligned for sockaddr_un, filled below within sun_path and
-        // leaving its NUL.
-        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let addr = unsafe { &mut *(&raw mut storage).cast::<libc::sockaddr_un>() };
-        if path.len() >= addr.sun_path.len() {
-            return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
-        }
-        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        for (dst, &b) in addr.sun_path.iter_mut().zip(path) {
-            *dst = b as libc::c_char;
-        }
-        let len = std::mem::size_of::<libc::sa_family_t>() + path.len() + 1;
-        DatagramTarget::to(libc::AF_UNIX, storage, len as libc::socklen_t)
+        let (family, storage, len) = unix_addr(path)?;
+        DatagramTarget::to(family, storage, len)
     }
 
     /// To a UDP collector.
@@ -339,8 +326,31 @@ impl StreamTarget {
     }
 }
 
+/// A Unix socket path as a sockaddr for connect(2).
+pub(super) fn unix_addr(
+    path: &[u8],
+) -> io::Result<(c_int, libc::sockaddr_storage, libc::socklen_t)> {
+    // SAFETY: an all-zero sockaddr_storage is valid; it is larger than and
+    // aligned for sockaddr_un, filled below within sun_path and leaving its
+    // NUL.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let addr = unsafe { &mut *(&raw mut storage).cast::<libc::sockaddr_un>() };
+    if path.len() >= addr.sun_path.len() {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (dst, &b) in addr.sun_path.iter_mut().zip(path) {
+        *dst = b as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + path.len() + 1;
+    Ok((libc::AF_UNIX, storage, len as libc::socklen_t))
+}
+
 /// `addr` as a sockaddr for connect(2).
-fn socket_addr(addr: &std::net::SocketAddr) -> (c_int, libc::sockaddr_storage, libc::socklen_t) {
+pub(super) fn socket_addr(
+    addr: &std::net::SocketAddr,
+) -> (c_int, libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: an all-zero sockaddr_storage is valid and large enough for
     // either family, written field by field below.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };

@@ -85,6 +85,18 @@ pub fn wait(fd: c_int, waker: &Waker) -> io::Result<Ready> {
     }
 }
 
+/// Waits `ms` milliseconds, or less if `waker` is woken: true when it was.
+pub fn sleep(waker: &Waker, ms: u64) -> bool {
+    let mut p = libc::pollfd {
+        fd: waker.read.raw(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let timeout = ms.min(i32::MAX as u64) as c_int;
+    // SAFETY: one initialised pollfd; an EINTR is a short sleep.
+    unsafe { libc::poll(&mut p, 1, timeout) == 1 }
+}
+
 /// Whether `fd` can be read without waiting (data, end of file or error).
 pub fn readable_now(fd: c_int) -> bool {
     let mut p = libc::pollfd {
