@@ -355,8 +355,9 @@ int vlog_set_filters(const char *filters);
  * Replaces the outputs with `outputs`, in `VLOG_OUTPUTS` syntax
  * (`PRIO:stderr`, `PRIO:file:PATH`, `PRIO:json:PATH`, `PRIO:json:stderr`,
  * `PRIO:journald`, `PRIO:syslog:IDENT`, `PRIO:syslog:IDENT@udp://HOST:PORT`,
- * `PRIO:syslog:IDENT@tcp://HOST:PORT`; "" restores the default, stderr at
- * the default level). The whole string is parsed, then every file and
+ * `PRIO:syslog:IDENT@tcp://HOST:PORT`, `PRIO:fluent:TAG@tcp://HOST:PORT`,
+ * `PRIO:fluent:TAG@unix:/PATH` with options after `?`, as vlog(7) says;
+ * "" restores the default, stderr at the default level). The whole string is parsed, then every file and
  * socket opened, before anything changes; on any bad token or output that
  * cannot be opened it returns -1 with `vlog_last_error()` set, and the
  * previous outputs stay in force. Returns 0 on success.

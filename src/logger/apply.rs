@@ -157,6 +157,7 @@ impl State {
     /// What every configuration call does last: says once that malloc
     /// failed and vlog's emergency reserve served (see `sys::alloc`).
     pub fn after_configuration(&mut self) {
+        self.keep_ticker();
         if sys::alloc::take_reserve_used() {
             note(
                 self.ring.as_mut(),
@@ -334,6 +335,7 @@ impl State {
     }
 
     pub fn flush(&mut self) -> Result<(), ConfigError> {
+        self.drain_outputs(super::ticker::DRAIN_MS);
         for out in self.outputs.iter() {
             out.sync()
                 .map_err(|e| ConfigError::new(format!("cannot flush {}: {e}", out.describe())))?;
@@ -345,6 +347,7 @@ impl State {
     /// sources forgotten.
     pub fn shutdown(&mut self) {
         let _ = self.flush();
+        self.stop_ticker();
         self.sources.clear();
         vlog_default_source.set_level(UNKNOWN);
         let old = self.ring.take();

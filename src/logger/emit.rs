@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use super::{enter, note, Entered, State};
+use super::{enter, note, ticker, Entered, State};
 use crate::deferred::{self, Captured};
 use crate::fields::{self, Field};
 use crate::priority::Priority;
@@ -159,6 +159,7 @@ impl State {
             fields: field_buf,
             message,
             rendered,
+            ticker,
             ..
         } = self;
         let site;
@@ -258,6 +259,7 @@ impl State {
             Record { seq, ..rec }
         };
         outputs.print(&shown, |event| note(ring.as_mut(), event));
+        ticker::keep(ticker, outputs.batching());
         Outcome::Recorded
     }
 
@@ -327,6 +329,7 @@ impl State {
             ring,
             outputs,
             rendered,
+            ticker,
             ..
         } = self;
         let site = call.site.describe();
@@ -355,6 +358,7 @@ impl State {
         }
         .clipped();
         outputs.print(&rec, |event| note(ring.as_mut(), event));
+        ticker::keep(ticker, outputs.batching());
     }
 }
 

@@ -20,6 +20,7 @@ pub mod apply;
 pub mod emit;
 pub mod fork;
 pub mod levels;
+pub mod ticker;
 
 use std::cell::Cell;
 use std::ffi::c_int;
@@ -66,6 +67,8 @@ pub struct State {
     dump_files: Option<DumpFiles>,
     /// The file the ring lives in (`VLOG_BUFFER_FILE`), if any.
     buffer_file: Option<PathBuf>,
+    /// The thread that lets batching outputs send (see `ticker`).
+    ticker: Option<ticker::Ticker>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State::new());
@@ -100,6 +103,7 @@ impl State {
             dump_signal: None,
             dump_files: None,
             buffer_file: None,
+            ticker: None,
         }
     }
 }

@@ -12,6 +12,7 @@
 //! Imports the text stage and the bottom of the crate.
 
 pub mod file;
+pub mod fluent;
 pub mod journald;
 pub mod spec;
 pub mod syslog;
@@ -29,6 +30,7 @@ use crate::text::json::{render_json, JSON_LINE_MAX};
 use crate::text::line::{render_line, LINE_MAX};
 use crate::text::time::Clock;
 use file::FileOutput;
+use fluent::Fluent;
 use journald::Journald;
 use spec::{Dest, Form, Spec};
 use syslog::Syslog;
@@ -41,6 +43,7 @@ enum Target {
     File(FileOutput),
     Journald(Journald),
     Syslog(Syslog),
+    Fluent(Fluent),
 }
 
 /// One output.
@@ -123,6 +126,9 @@ impl Output {
             Dest::File(path) => Target::File(FileOutput::open(path.clone())?),
             Dest::Journald => Target::Journald(Journald::open()?),
             Dest::Syslog { transport, ident } => Target::Syslog(Syslog::open(transport, ident)?),
+            Dest::Fluent { peer, tag, options } => {
+                Target::Fluent(Fluent::open(peer, tag, *options)?)
+            }
         };
         Ok(Output::new(spec.priority, spec.form, target))
     }
@@ -149,6 +155,10 @@ impl Output {
                     *lost += dropped;
                 }
                 (replaced, result)
+            }
+            Target::Fluent(fluent) => {
+                let result = fluent.send(rec);
+                (replaced(fluent.take_replaced(), &fluent.describe()), result)
             }
         };
         let event = self.account(result);
@@ -188,8 +198,39 @@ impl Output {
     /// In a forked child: lets go of a collector connection it shares with
     /// the parent (the next message opens the child's own).
     pub fn after_fork(&mut self) {
-        if let Target::Syslog(syslog) = &mut self.target {
-            syslog.after_fork();
+        match &mut self.target {
+            Target::Syslog(syslog) => syslog.after_fork(),
+            Target::Fluent(fluent) => fluent.after_fork(),
+            _ => {}
+        }
+    }
+
+    /// Sends what a batching output holds, waiting at most `ms` (see
+    /// `Fluent::drain`); what is left is said.
+    pub fn drain(&mut self, ms: u64) -> Option<String> {
+        match &mut self.target {
+            Target::Fluent(fluent) => match fluent.drain(ms) {
+                0 => None,
+                left => Some(format!(
+                    "{}: {left} event{} not sent (the receiver did not take them in {ms} ms)",
+                    fluent.describe(),
+                    if left == 1 { "" } else { "s" }
+                )),
+            },
+            _ => None,
+        }
+    }
+
+    /// What a batching output needs every so often (sealing a batch that is
+    /// old enough, writing, reading acknowledgements; everything, when
+    /// `all`), and how soon it needs it again (ms); None for the others.
+    pub fn tick(&mut self, all: bool) -> Option<u64> {
+        match &mut self.target {
+            Target::Fluent(fluent) => {
+                fluent.tick(all);
+                Some(fluent.tick_ms())
+            }
+            _ => None,
         }
     }
 
@@ -204,8 +245,10 @@ impl Output {
     /// Starts an output the configuration accepted: a collector connection
     /// is made now, not before the whole configuration is known to be good.
     fn start(&mut self) {
-        if let Target::Syslog(syslog) = &mut self.target {
-            syslog.start();
+        match &mut self.target {
+            Target::Syslog(syslog) => syslog.start(),
+            Target::Fluent(fluent) => fluent.start(),
+            _ => {}
         }
     }
 
@@ -231,6 +274,7 @@ impl Output {
             Target::File(file) => file.describe(),
             Target::Journald(_) => "journald".to_owned(),
             Target::Syslog(syslog) => syslog.describe(),
+            Target::Fluent(fluent) => fluent.describe(),
         }
     }
 }
@@ -263,6 +307,8 @@ pub struct Outputs {
     /// The lowest priority any of them prints (5 when there are none): the
     /// recorded call asks on every message.
     lowest: u8,
+    /// Whether one of them batches (see `batching`).
+    batching: bool,
     lines: Lines,
 }
 
@@ -277,6 +323,7 @@ impl Outputs {
         Outputs {
             list: Vec::new(),
             lowest: NONE_PRINTED,
+            batching: false,
             lines: Lines {
                 clock: Clock::new(),
                 text: Vec::new(),
@@ -319,12 +366,17 @@ impl Outputs {
         list.iter_mut().for_each(Output::start);
         self.list = list;
         self.lowest = self.lowest().map_or(NONE_PRINTED, |p| p as u8);
+        self.batching = self
+            .list
+            .iter()
+            .any(|o| matches!(o.target, Target::Fluent(_)));
         Ok(())
     }
 
     pub fn clear(&mut self) {
         self.list.clear();
         self.lowest = NONE_PRINTED;
+        self.batching = false;
     }
 
     /// The lowest priority any output prints.
@@ -353,6 +405,18 @@ impl Outputs {
             }
         }
         cancel::restore(cancelability);
+    }
+
+    /// Ticks every batching output (see [`Output::tick`]): how soon the
+    /// next tick is needed (ms), None when no output batches.
+    pub fn tick(&mut self) -> Option<u64> {
+        self.list.iter_mut().filter_map(|o| o.tick(false)).min()
+    }
+
+    /// Whether an output batches, and so needs the logger's ticker.
+    #[inline(always)]
+    pub fn batching(&self) -> bool {
+        self.batching
     }
 
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Output> {

@@ -19,6 +19,8 @@ pub enum Form {
     Journal,
     /// A syslog message (RFC 3164 on /dev/log, RFC 5424 to a collector).
     Syslog,
+    /// A Fluent forward protocol event (MessagePack).
+    Fluent,
 }
 
 /// One output token, parsed and checked but not opened.
@@ -40,7 +42,60 @@ pub enum Dest {
         transport: Transport,
         ident: String,
     },
+    /// A Fluent forward protocol receiver (Fluentd, Fluent Bit, Vector, the
+    /// OpenTelemetry Collector).
+    Fluent {
+        peer: FluentPeer,
+        tag: String,
+        options: FluentOptions,
+    },
 }
+
+/// Where a Fluent output connects: HOST:PORT (resolved when the output is
+/// opened), or a Unix socket's absolute path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FluentPeer {
+    Tcp(String),
+    Unix(PathBuf),
+}
+
+/// A Fluent output's options (`?ack&size=64K&age=1000&queue=1M`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FluentOptions {
+    /// Ask for an acknowledgement of each batch, and send again what was
+    /// not acknowledged when the connection broke.
+    pub ack: bool,
+    /// A batch is sealed and sent when its events reach this many bytes.
+    pub batch: usize,
+    /// ... or when its first event is this many milliseconds old.
+    pub age_ms: u64,
+    /// What is kept for sending (batches sealed, not sent or not
+    /// acknowledged yet, and the open one); an event that does not fit is
+    /// dropped and counted.
+    pub queue: usize,
+}
+
+impl Default for FluentOptions {
+    fn default() -> FluentOptions {
+        FluentOptions {
+            ack: false,
+            batch: FLUENT_BATCH_DEFAULT,
+            age_ms: FLUENT_AGE_DEFAULT_MS,
+            queue: FLUENT_QUEUE_DEFAULT,
+        }
+    }
+}
+
+pub const FLUENT_BATCH_DEFAULT: usize = 64 * 1024;
+pub const FLUENT_AGE_DEFAULT_MS: u64 = 1000;
+pub const FLUENT_QUEUE_DEFAULT: usize = 1 << 20;
+/// The bounds of the options; the queue holds at least two batches, and
+/// two of the largest events (see `fluent::EVENT_MAX`).
+pub const FLUENT_BATCH_MIN: usize = 4 * 1024;
+pub const FLUENT_QUEUE_MIN: usize = 128 * 1024;
+pub const FLUENT_BATCH_MAX: usize = 8 << 20;
+pub const FLUENT_QUEUE_MAX: usize = 256 << 20;
+pub const FLUENT_AGE_MAX_MS: u64 = 60_000;
 
 impl Spec {
     /// Outputs naming one destination replace each other: stderr (text or
@@ -48,6 +103,7 @@ impl Spec {
     pub fn same_destination(&self, other: &Spec) -> bool {
         match (&self.dest, &other.dest) {
             (Dest::Syslog { transport: a, .. }, Dest::Syslog { transport: b, .. }) => a == b,
+            (Dest::Fluent { peer: a, .. }, Dest::Fluent { peer: b, .. }) => a == b,
             (a, b) => a == b,
         }
     }
@@ -94,9 +150,10 @@ impl Spec {
             "file" => (3, ":PATH"),
             "syslog" => (3, ":IDENT"),
             "json" => (3, ":PATH or PRIORITY:json:stderr"),
+            "fluent" => (3, ":TAG@tcp://HOST:PORT or PRIORITY:fluent:TAG@unix:/PATH"),
             _ => {
                 return Err(ConfigError::new(format!(
-                    "invalid destination '{dest}' in output '{token}': use stderr, file, json, syslog or journald"
+                    "invalid destination '{dest}' in output '{token}': use stderr, file, json, syslog, journald or fluent"
                 )))
             }
         };
@@ -108,6 +165,14 @@ impl Spec {
                 priority,
                 dest: Dest::Syslog { transport, ident },
                 form: Form::Syslog,
+            });
+        }
+        if dest == "fluent" && fields.len() >= 3 {
+            let (peer, tag, options) = parse_fluent(&fields[2..].join(":"), token)?;
+            return Ok(Spec {
+                priority,
+                dest: Dest::Fluent { peer, tag, options },
+                form: Form::Fluent,
             });
         }
         if fields.len() != wanted {
@@ -171,6 +236,90 @@ fn parse_target(rest: &str, token: &str) -> Result<(String, Transport), ConfigEr
     Ok((ident.to_owned(), transport))
 }
 
+/// Parses what follows `PRIO:fluent:`: `TAG@tcp://HOST:PORT` or
+/// `TAG@unix:/PATH`, then `?` and options joined by `&`: `ack`, `size=N`
+/// (K, M suffixes), `age=MS`, `queue=N`.
+fn parse_fluent(
+    rest: &str,
+    token: &str,
+) -> Result<(FluentPeer, String, FluentOptions), ConfigError> {
+    let bad = |why: &str| ConfigError::new(format!("output '{token}': {why}"));
+    let form = "use TAG@tcp://HOST:PORT or TAG@unix:/PATH, then ?OPTIONS if any";
+    let (target, query) = match rest.split_once('?') {
+        Some((target, query)) => (target, Some(query)),
+        None => (rest, None),
+    };
+    let (tag, url) = target.split_once('@').ok_or_else(|| bad(form))?;
+    let tag_ok = !tag.is_empty()
+        && tag.len() <= 128
+        && tag.bytes().all(|b| b.is_ascii_graphic())
+        && !tag.starts_with('.')
+        && !tag.ends_with('.')
+        && !tag.contains("..");
+    if !tag_ok {
+        return Err(bad(
+            "TAG must be 1 to 128 printable ASCII characters, dot-separated parts that are not empty",
+        ));
+    }
+    let peer = if let Some(addr) = url.strip_prefix("tcp://") {
+        if addr
+            .rsplit_once(':')
+            .is_none_or(|(host, port)| host.is_empty() || port.parse::<u16>().is_err())
+        {
+            return Err(bad(&format!("'{addr}' is not HOST:PORT")));
+        }
+        FluentPeer::Tcp(addr.to_owned())
+    } else if let Some(path) = url.strip_prefix("unix:") {
+        if !path.starts_with('/') || path.len() > 107 {
+            return Err(bad("the socket's path must be absolute, at most 107 bytes"));
+        }
+        FluentPeer::Unix(PathBuf::from(path))
+    } else {
+        return Err(bad(form));
+    };
+    let mut options = FluentOptions::default();
+    for option in query.into_iter().flat_map(|q| q.split('&')) {
+        let size = |v: &str, min: usize, max: usize| {
+            crate::text::num::parse_size(v)
+                .filter(|n| (min..=max).contains(n))
+                .ok_or_else(|| {
+                    bad(&format!(
+                        "'{option}': a size from {}K to {}M (K and M suffixes)",
+                        min >> 10,
+                        max >> 20
+                    ))
+                })
+        };
+        match option.split_once('=') {
+            None if option == "ack" => options.ack = true,
+            Some(("size", v)) => options.batch = size(v, FLUENT_BATCH_MIN, FLUENT_BATCH_MAX)?,
+            Some(("queue", v)) => options.queue = size(v, FLUENT_QUEUE_MIN, FLUENT_QUEUE_MAX)?,
+            Some(("age", v)) => {
+                options.age_ms = v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|ms| (1..=FLUENT_AGE_MAX_MS).contains(ms))
+                    .ok_or_else(|| {
+                        bad(&format!(
+                            "'{option}': milliseconds from 1 to {FLUENT_AGE_MAX_MS}"
+                        ))
+                    })?
+            }
+            _ => {
+                return Err(bad(&format!(
+                    "unknown option '{option}': use ack, size=N, age=MS or queue=N"
+                )))
+            }
+        }
+    }
+    if options.queue < 2 * options.batch {
+        return Err(bad(
+            "the queue must hold at least two batches (queue >= 2 * size)",
+        ));
+    }
+    Ok((peer, tag.to_owned(), options))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +380,57 @@ mod tests {
             ("1:json:a:b", "form"),
         ];
         for (spec, want) in cases {
+            let err = parse_list(spec).unwrap_err();
+            assert!(err.message.contains(want), "{spec}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn fluent_outputs() {
+        let specs =
+            parse_list("3:fluent:app.web@tcp://127.0.0.1:24224 1:fluent:a@unix:/run/f.sock?ack&size=16K&age=50&queue=1M")
+                .unwrap();
+        assert_eq!(specs.len(), 2);
+        assert_eq!(
+            specs[0].dest,
+            Dest::Fluent {
+                peer: FluentPeer::Tcp("127.0.0.1:24224".into()),
+                tag: "app.web".into(),
+                options: FluentOptions::default(),
+            }
+        );
+        assert_eq!(specs[0].form, Form::Fluent);
+        let Dest::Fluent { peer, options, .. } = &specs[1].dest else {
+            panic!()
+        };
+        assert_eq!(peer, &FluentPeer::Unix("/run/f.sock".into()));
+        assert_eq!(
+            *options,
+            FluentOptions {
+                ack: true,
+                batch: 16 * 1024,
+                age_ms: 50,
+                queue: 1 << 20
+            }
+        );
+        // One receiver, one output: the later wins.
+        let specs = parse_list("3:fluent:a@tcp://h:1 1:fluent:b@tcp://h:1?ack").unwrap();
+        assert_eq!(specs.len(), 1);
+        for (spec, want) in [
+            ("1:fluent", "form"),
+            ("1:fluent:tag", "TAG@tcp"),
+            ("1:fluent:@tcp://h:1", "TAG must"),
+            ("1:fluent:a..b@tcp://h:1", "TAG must"),
+            ("1:fluent:t@udp://h:1", "TAG@tcp"),
+            ("1:fluent:t@tcp://h", "HOST:PORT"),
+            ("1:fluent:t@unix:rel.sock", "absolute"),
+            ("1:fluent:t@tcp://h:1?acks", "unknown option"),
+            ("1:fluent:t@tcp://h:1?size=1K", "size from"),
+            ("1:fluent:t@tcp://h:1?size=lots", "size from"),
+            ("1:fluent:t@tcp://h:1?age=0", "milliseconds"),
+            ("1:fluent:t@tcp://h:1?size=1M&queue=1M", "two batches"),
+            ("1:fluent:t@tcp://h:1?queue=64K", "size from 128K"),
+        ] {
             let err = parse_list(spec).unwrap_err();
             assert!(err.message.contains(want), "{spec}: {}", err.message);
         }

@@ -12,6 +12,7 @@
 //! | `crash` | the crash handler and dump signals |
 //! | `ring_file` | rings after SIGKILL, in ring files and core files |
 //! | `outputs` | files, rotation, JSON, failing outputs, kept descriptors |
+//! | `fluent` | the fluent output against a Forward protocol receiver |
 //! | `relay` | a child's output relayed line by line |
 //! | `real_daemons` | journald and rsyslogd, started by the test |
 //!
@@ -27,6 +28,7 @@ mod common;
 mod api;
 mod crash;
 mod environment;
+mod fluent;
 mod fork;
 mod outputs;
 mod real_daemons;

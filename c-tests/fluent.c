@@ -1,0 +1,155 @@
+/* The fluent output, against tests/fluent_receiver.py (started by the
+ * driver, which checks what it decoded). The outputs string is the first
+ * argument.
+ *
+ *   fluent records OUTPUTS    the records the driver checks field by field,
+ *                             then 3000 more (several batches), vlog_flush
+ *   fluent later OUTPUTS      10 records with no receiver there, a wait of
+ *                             2.5 s (the driver starts one), 10 more
+ *   fluent flood OUTPUTS N    N records to a receiver that never acknowledges:
+ *                             each call returns, what overflows the queue is
+ *                             counted; prints the count
+ *   fluent refused OUTPUTS    bad and unusable output strings refused, with
+ *                             nothing connected to the receiver in OUTPUTS
+ *   fluent fork OUTPUTS       "parent before" batched, a fork; the child logs
+ *                             "child" and exits; the parent "parent after":
+ *                             each arrives once, the child's on its own
+ *                             connection
+ *   fluent closefds OUTPUTS   "before", then every descriptor from 3 closed
+ *                             and a file opened in the socket's place, then
+ *                             "after": the file gets nothing of vlog's */
+#include "check.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <time.h>
+
+VLOG_INIT("test.fluent");
+
+static void records(void)
+{
+    static char big[8192];
+
+    VLOG_INFO("plain message %d", 42);
+    VLOG_FIELDS(VLOG_PRIO_WARN,
+                (VLOG_FIELD_STR("USER", "alice"), VLOG_FIELD_INT("BYTES", -12345678901LL),
+                 VLOG_FIELD_INT("SMALL", 7)),
+                "with fields");
+    VLOG_DEBUG("filtered out");
+    VLOG_ERROR("not UTF-8: %s", "\xff\xfe!");
+    memset(big, 'x', sizeof big - 1);
+    VLOG_INFO("%s", big);
+    for (int i = 0; i < 3000; i++)
+        VLOG_INFO("bulk %d", i);
+    CHECK(vlog_flush() == 0);
+}
+
+static void later(void)
+{
+    struct timespec wait = {2, 500 * 1000 * 1000};
+
+    for (int i = 0; i < 10; i++)
+        VLOG_INFO("before the receiver %d", i);
+    nanosleep(&wait, NULL);
+    for (int i = 0; i < 10; i++)
+        VLOG_INFO("after the receiver %d", i);
+    CHECK(vlog_flush() == 0);
+}
+
+static void flood(long n)
+{
+    vlog_stats st;
+
+    for (long i = 0; i < n; i++)
+        VLOG_INFO("flood %ld with some text to fill the queue faster, %s", i,
+                  "0123456789012345678901234567890123456789");
+    CHECK(vlog_get_stats(&st) == 0);
+    printf("lost %llu\n", (unsigned long long)st.output_lines_lost);
+}
+
+static void refused(const char *outputs)
+{
+    static const char *bad[] = {
+        "1:fluent",
+        "1:fluent:tag",
+        "1:fluent:t@udp://127.0.0.1:1",
+        "1:fluent:t@tcp://127.0.0.1",
+        "1:fluent:t@unix:relative",
+        "1:fluent:t@tcp://127.0.0.1:1?nope",
+        "1:fluent:t@tcp://no.such.host.invalid:24224",
+    };
+    char both[600];
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(vlog_set_outputs(bad[i]) == -1);
+        CHECK(strstr(vlog_last_error(), "fluent") != NULL ||
+              strstr(vlog_last_error(), "output") != NULL);
+    }
+    /* A good fluent output beside a bad token, or beside a file that cannot
+     * be opened: the whole string is refused, and nothing connects. */
+    snprintf(both, sizeof both, "%s 9:stderr", outputs);
+    CHECK(vlog_set_outputs(both) == -1);
+    snprintf(both, sizeof both, "%s 1:file:/nonexistent-dir/x.log", outputs);
+    CHECK(vlog_set_outputs(both) == -1);
+    CHECK_ERROR("cannot open");
+    VLOG_ERROR("to stderr only");
+    vlog_shutdown();
+}
+
+static void forked(void)
+{
+    pid_t pid;
+    int status;
+
+    VLOG_INFO("parent before");
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        VLOG_INFO("child %d", (int)getpid());
+        exit(0);
+    }
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    VLOG_INFO("parent after");
+    CHECK(vlog_flush() == 0);
+}
+
+static void closefds(const char *path)
+{
+    char buf[64];
+    int fd;
+
+    VLOG_INFO("before");
+    CHECK(vlog_flush() == 0);
+    for (int i = 3; i < 1024; i++)
+        close(i);
+    fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    CHECK(fd == 3);
+    VLOG_INFO("after");
+    CHECK(vlog_flush() == 0);
+    CHECK(pread(fd, buf, sizeof buf, 0) == 0);
+    close(fd);
+}
+
+int main(int argc, char **argv)
+{
+    CHECK(argc >= 3);
+    if (strcmp(argv[1], "refused") == 0) {
+        refused(argv[2]);
+        return 0;
+    }
+    CHECK(vlog_set_filters("2:test.fluent") == 0);
+    CHECK(vlog_set_outputs(argv[2]) == 0);
+    if (strcmp(argv[1], "records") == 0)
+        records();
+    else if (strcmp(argv[1], "later") == 0)
+        later();
+    else if (strcmp(argv[1], "flood") == 0 && argc == 4)
+        flood(atol(argv[3]));
+    else if (strcmp(argv[1], "fork") == 0)
+        forked();
+    else if (strcmp(argv[1], "closefds") == 0 && argc == 4)
+        closefds(argv[3]);
+    else
+        CHECK(!"a mode: records, later, flood N, refused, fork, closefds PATH");
+    return 0;
+}

@@ -1,0 +1,155 @@
+//! The ticker: while an output batches (`fluent`), a thread of vlog's takes
+//! the lock every so often so that the output can send a batch that is old
+//! enough, read acknowledgements and connect again; a batch never waits for
+//! the next message. Started when the configuration has such an output (and
+//! in a forked child, which has none of its parent's threads, by its first
+//! message printed), told to stop when none is left and at shutdown, and
+//! never waited for: it may be waiting for the lock held by the thread that
+//! stops it, and ends once it has the lock and sees it was stopped. At exit
+//! the batching outputs are sent what they hold, within a second.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Once};
+
+use super::{enter, note, State};
+use crate::sys::watch::{self, Waker};
+use crate::{diag, sys};
+
+/// How long the outputs get at exit and `vlog_shutdown`, and at most on
+/// `vlog_flush`, to take what they hold.
+pub const DRAIN_MS: u64 = 1000;
+
+pub struct Ticker {
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+    /// The process that started it: a forked child has no such thread.
+    pid: u32,
+}
+
+impl std::fmt::Debug for Ticker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Ticker(pid {})", self.pid)
+    }
+}
+
+impl Ticker {
+    fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if self.pid == sys::process_id() {
+            self.waker.wake();
+        }
+    }
+}
+
+impl State {
+    /// Starts the ticker if an output batches and none runs in this
+    /// process; stops it if no output batches. After every configuration
+    /// call.
+    pub fn keep_ticker(&mut self) {
+        keep(&mut self.ticker, self.outputs.batching());
+    }
+
+    /// One tick of the outputs; how soon the next is needed (ms).
+    fn tick(&mut self) -> Option<u64> {
+        self.outputs.tick()
+    }
+
+    /// Sends what the batching outputs hold, waiting at most `ms` for each;
+    /// what cannot be sent is said.
+    pub fn drain_outputs(&mut self, ms: u64) {
+        let mut said = Vec::new();
+        for out in self.outputs.iter_mut() {
+            said.extend(out.drain(ms));
+        }
+        for event in said {
+            note(self.ring.as_mut(), &event);
+        }
+    }
+
+    /// At shutdown: the ticker told to stop.
+    pub fn stop_ticker(&mut self) {
+        if let Some(old) = self.ticker.take() {
+            old.stop();
+        }
+    }
+}
+
+/// [`State::keep_ticker`] on the parts of the state it needs: also after a
+/// message was printed, for a forked child's first.
+#[inline(always)]
+pub fn keep(ticker: &mut Option<Ticker>, batching: bool) {
+    let running = ticker.as_ref().is_some_and(|t| t.pid == sys::process_id());
+    if batching != running {
+        restart(ticker, batching);
+    }
+}
+
+#[cold]
+fn restart(ticker: &mut Option<Ticker>, batching: bool) {
+    if let Some(old) = ticker.take() {
+        old.stop();
+    }
+    if !batching {
+        return;
+    }
+    match start() {
+        Ok(started) => *ticker = Some(started),
+        Err(e) => diag::warn(&format!(
+            "cannot start vlog's ticker thread ({e}): a fluent output sends its batches \
+             when full, with the next message after they are old enough, and on vlog_flush"
+        )),
+    }
+}
+
+fn start() -> std::io::Result<Ticker> {
+    static AT_EXIT: Once = Once::new();
+    AT_EXIT.call_once(|| {
+        if !sys::at_exit(drain_at_exit) {
+            diag::warn("cannot register vlog's exit handler: a fluent output's last batch may be lost at exit");
+        }
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let waker = Arc::new(Waker::new()?);
+    let (stopped, woken) = (Arc::clone(&stop), Arc::clone(&waker));
+    // Detached: never joined (see the overview).
+    watch::spawn_quiet("vlog-ticker", move || run(&stopped, &woken))?;
+    Ok(Ticker {
+        stop,
+        waker,
+        pid: sys::process_id(),
+    })
+}
+
+fn run(stop: &AtomicBool, waker: &Waker) {
+    let mut period = 100;
+    loop {
+        if watch::sleep(waker, period) || stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let next = crate::panic::catch(|| {
+            enter(|s| {
+                // Under the lock: a stop from a configuration call that held
+                // it is seen here.
+                if stop.load(Ordering::SeqCst) {
+                    None
+                } else {
+                    s.tick()
+                }
+            })
+            .flatten()
+        });
+        match next {
+            Ok(Some(ms)) => period = ms.clamp(1, 1000),
+            _ => return,
+        }
+    }
+}
+
+extern "C" fn drain_at_exit() {
+    let _ = crate::panic::catch(|| {
+        enter(|s| {
+            s.drain_outputs(DRAIN_MS);
+            s.stop_ticker();
+        })
+    });
+}

@@ -1,0 +1,174 @@
+//! What goes on the wire: an event from a record, a chunk's name, a
+//! receiver's acknowledgement.
+
+use crate::fields::{self, Value};
+use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
+use crate::sys;
+use crate::text::msgpack::{
+    put_array_header, put_event_time, put_int, put_map_header, put_str, put_uint,
+};
+use crate::text::Sink;
+
+/// The keys every event has besides its fields.
+const KEYS: usize = 11;
+/// The largest event: every string may triple (each byte not UTF-8 becomes
+/// U+FFFD), and every header is at most 5 bytes.
+pub const EVENT_MAX: usize = 3 * (MESSAGE_MAX + fields::ENCODED_MAX + 3 * NAME_MAX + NAME_MAX)
+    + 64 * (KEYS + fields::MAX_FIELDS);
+
+/// 16 hex digits, leading zeros kept.
+pub fn put_hex_fixed(n: u64, out: &mut impl Sink) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 16];
+    for (i, d) in digits.iter_mut().enumerate() {
+        *d = HEX[((n >> (60 - 4 * i)) & 15) as usize];
+    }
+    out.put(&digits);
+}
+
+/// 16 hex digits back into their number.
+pub fn parse_hex(digits: &[u8]) -> Option<u64> {
+    std::str::from_utf8(digits)
+        .ok()
+        .and_then(|d| u64::from_str_radix(d, 16).ok())
+}
+
+/// One `{"ack": ID}` at the start of `buf`: the ID and the bytes it took;
+/// None when it is not whole yet; Err when it is not an ack.
+pub fn parse_ack(buf: &[u8]) -> Result<Option<(&[u8], usize)>, ()> {
+    const HEAD: &[u8] = &[0x81, 0xa3, b'a', b'c', b'k'];
+    let n = buf.len().min(HEAD.len());
+    if buf[..n] != HEAD[..n] {
+        return Err(());
+    }
+    let Some(&kind) = buf.get(HEAD.len()) else {
+        return Ok(None);
+    };
+    let (len, at) = match kind {
+        0xa0..=0xbf => ((kind & 0x1f) as usize, HEAD.len() + 1),
+        0xd9 => match buf.get(HEAD.len() + 1) {
+            Some(&l) => (l as usize, HEAD.len() + 2),
+            None => return Ok(None),
+        },
+        // bin 8: some receivers send the chunk back as binary.
+        0xc4 => match buf.get(HEAD.len() + 1) {
+            Some(&l) => (l as usize, HEAD.len() + 2),
+            None => return Ok(None),
+        },
+        _ => return Err(()),
+    };
+    match buf.get(at..at + len) {
+        Some(id) => Ok(Some((id, at + len))),
+        None => Ok(None),
+    }
+}
+
+/// `[time, record]`, from the record, into `out`.
+pub fn encode_event(rec: &Record, ident: &[u8], out: &mut Vec<u8>) {
+    let decoded = fields::decode(rec.fields);
+    let n_fields = decoded.as_ref().map_or(0, |f| f.iter().count());
+    put_array_header(2, out);
+    put_event_time(rec.time_ns, out);
+    put_map_header(KEYS + n_fields, out);
+    put_str(b"message", out);
+    put_str(rec.message, out);
+    put_str(b"priority", out);
+    put_str(rec.priority.name().as_bytes(), out);
+    put_str(b"severity", out);
+    put_uint(u64::from(rec.priority.syslog_severity()), out);
+    put_str(b"source", out);
+    put_str(rec.source, out);
+    put_str(b"file", out);
+    put_str(rec.file, out);
+    put_str(b"line", out);
+    put_uint(u64::from(rec.line), out);
+    put_str(b"func", out);
+    put_str(rec.func, out);
+    put_str(b"pid", out);
+    put_uint(u64::from(sys::process_id()), out);
+    put_str(b"tid", out);
+    put_uint(u64::from(rec.tid), out);
+    put_str(b"seq", out);
+    put_uint(rec.seq, out);
+    put_str(b"ident", out);
+    put_str(ident, out);
+    if let Some(fields) = decoded {
+        for field in fields.iter() {
+            put_str(field.name, out);
+            match field.value {
+                Value::Str(s) => put_str(s, out),
+                Value::Int(n) => put_int(n, out),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fields::Field;
+    use crate::priority::Priority;
+
+    #[test]
+    fn the_largest_event_fits_its_buffer() {
+        // Every string at its longest and not UTF-8 (each byte tripled),
+        // every field a string.
+        let bad = [0xffu8; MESSAGE_MAX];
+        let name = [0xfeu8; NAME_MAX];
+        let value = [0xfdu8; 100];
+        let names: Vec<Vec<u8>> = (0..fields::MAX_FIELDS)
+            .map(|i| format!("F{i:02}").into_bytes())
+            .collect();
+        let list: Vec<Field> = names
+            .iter()
+            .map(|n| Field {
+                name: n,
+                value: Value::Str(&value),
+            })
+            .collect();
+        let mut encoded = Vec::with_capacity(fields::ENCODED_MAX);
+        fields::encode(list.into_iter(), &mut encoded);
+        let rec = Record {
+            seq: u64::MAX,
+            time_ns: u64::MAX,
+            tid: u32::MAX,
+            line: u32::MAX,
+            priority: Priority::Error,
+            source: &name,
+            file: &name,
+            func: &name,
+            message: &bad,
+            fields: &encoded,
+        };
+        let mut out = Vec::new();
+        encode_event(&rec, &name, &mut out);
+        assert!(out.len() <= EVENT_MAX, "{} > {EVENT_MAX}", out.len());
+        assert!(out.len() > 3 * MESSAGE_MAX);
+    }
+
+    #[test]
+    fn acknowledgements_are_read_whole_or_not_at_all() {
+        let mut ack = vec![0x81, 0xa3, b'a', b'c', b'k', 0xa2, b'i', b'd'];
+        assert_eq!(parse_ack(&ack), Ok(Some((&b"id"[..], 8))));
+        for cut in 0..ack.len() {
+            assert_eq!(parse_ack(&ack[..cut]), Ok(None), "{cut}");
+        }
+        ack.extend_from_slice(&[0x81]);
+        assert_eq!(parse_ack(&ack), Ok(Some((&b"id"[..], 8))));
+        // str 8 and bin 8 forms.
+        let long = [&[0x81, 0xa3, b'a', b'c', b'k', 0xd9, 32][..], &[b'x'; 32]].concat();
+        assert_eq!(parse_ack(&long).unwrap().unwrap().0.len(), 32);
+        let bin = [0x81, 0xa3, b'a', b'c', b'k', 0xc4, 1, b'z'];
+        assert_eq!(parse_ack(&bin), Ok(Some((&b"z"[..], 8))));
+        // Anything else is not an acknowledgement.
+        for bad in [
+            &[0x80][..],
+            &[0x81, 0xa3, b'n', b'a', b'k'],
+            &[0x81, 0xa3, b'a', b'c', b'k', 0x05],
+        ] {
+            assert_eq!(parse_ack(bad), Err(()), "{bad:?}");
+        }
+        assert_eq!(parse_hex(b"00000000000000ff"), Some(255));
+        assert_eq!(parse_hex(b"zz"), None);
+    }
+}
