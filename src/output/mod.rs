@@ -143,11 +143,14 @@ impl Output {
             Target::File(file) => file.write(lines.line(form, rec)),
             Target::Journald(journald) => {
                 let result = journald.send(rec, &mut lines.entry);
-                (replaced(journald.take_replaced(), "journald"), result)
+                (
+                    replaced(journald.take_replaced(), || "journald".into()),
+                    result,
+                )
             }
             Target::Syslog(syslog) => {
                 let result = syslog.send(rec, &mut lines.entry);
-                let replaced = replaced(syslog.take_replaced(), &syslog.describe());
+                let replaced = replaced(syslog.take_replaced(), || syslog.describe());
                 // Frames a collector connection had queued when it broke.
                 let dropped = syslog.take_dropped();
                 stats::add(&stats::LINES_LOST, dropped);
@@ -158,7 +161,10 @@ impl Output {
             }
             Target::Fluent(fluent) => {
                 let result = fluent.send(rec);
-                (replaced(fluent.take_replaced(), &fluent.describe()), result)
+                (
+                    replaced(fluent.take_replaced(), || fluent.describe()),
+                    result,
+                )
             }
         };
         let event = self.account(result);
@@ -186,8 +192,12 @@ impl Output {
             (Err(e), failing) => {
                 *failing = Some(1);
                 stats::add(&stats::LINES_LOST, 1);
+                let why = match &self.target {
+                    Target::Fluent(fluent) => fluent.why(&e),
+                    _ => e.to_string(),
+                };
                 Some(format!(
-                    "cannot write to {}: {e}; logging goes on, and this is not \
+                    "cannot write to {}: {why}; logging goes on, and this is not \
                      reported again until it works",
                     self.describe()
                 ))
@@ -281,9 +291,13 @@ impl Output {
 
 /// What to report when an output's socket was closed by the program and
 /// vlog made a new one.
-fn replaced(replaced: bool, what: &str) -> Option<String> {
+fn replaced(replaced: bool, what: impl FnOnce() -> String) -> Option<String> {
+    // The name is made only then: printing a message allocates nothing.
     replaced.then(|| {
-        format!("the socket of {what} was closed by the program (close_range?): made a new one")
+        format!(
+            "the socket of {} was closed by the program (close_range?): made a new one",
+            what()
+        )
     })
 }
 

@@ -163,16 +163,14 @@ impl Fluent {
         let mut event = std::mem::take(&mut self.event);
         event.clear();
         encode_event(rec, &self.ident, &mut event);
-        let kept = self.add(&event);
+        let kept = self.add(&event, rec.time_ns);
         self.event = event;
         self.pump();
         if kept {
             Ok(())
         } else {
-            Err(io::Error::other(format!(
-                "its queue ({} bytes) is full: the receiver is gone or slow; events are dropped",
-                self.options.queue
-            )))
+            // ENOBUFS allocates nothing; `why` says it for people, once.
+            Err(io::Error::from_raw_os_error(libc::ENOBUFS))
         }
     }
 
@@ -403,6 +401,18 @@ impl Fluent {
         self.written = 0;
         self.acks.clear();
         self.chunk_base = (u64::from(sys::process_id()) << 32) ^ sys::realtime_ns();
+    }
+
+    /// What a failed send means, for the one report of it.
+    pub fn why(&self, e: &io::Error) -> String {
+        if e.raw_os_error() == Some(libc::ENOBUFS) {
+            format!(
+                "its queue ({} bytes) is full: the receiver is gone or slow; events are dropped",
+                self.options.queue
+            )
+        } else {
+            e.to_string()
+        }
     }
 
     /// Events in the queue (sealed or open), for what is said when they
