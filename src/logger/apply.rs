@@ -335,7 +335,7 @@ impl State {
     }
 
     pub fn flush(&mut self) -> Result<(), ConfigError> {
-        self.drain_outputs(super::ticker::DRAIN_MS);
+        self.drain_outputs();
         for out in self.outputs.iter() {
             out.sync()
                 .map_err(|e| ConfigError::new(format!("cannot flush {}: {e}", out.describe())))?;

@@ -6,7 +6,8 @@
 //! message printed), told to stop when none is left and at shutdown, and
 //! never waited for: it may be waiting for the lock held by the thread that
 //! stops it, and ends once it has the lock and sees it was stopped. At exit
-//! the batching outputs are sent what they hold, within a second.
+//! the batching outputs send what they hold, waiting while their receivers
+//! take it (a second without progress, five in all).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
@@ -15,9 +16,11 @@ use super::{enter, note, State};
 use crate::sys::watch::{self, Waker};
 use crate::{diag, sys};
 
-/// How long the outputs get at exit and `vlog_shutdown`, and at most on
-/// `vlog_flush`, to take what they hold.
-pub const DRAIN_MS: u64 = 1000;
+/// How long a batching output waits at `vlog_flush`, `vlog_shutdown` and
+/// exit for its receiver to take what it holds: while the receiver makes
+/// progress, at most a second without any, five in all.
+pub const DRAIN_IDLE_MS: u64 = 1000;
+pub const DRAIN_TOTAL_MS: u64 = 5000;
 
 pub struct Ticker {
     stop: Arc<AtomicBool>,
@@ -54,12 +57,12 @@ impl State {
         self.outputs.tick()
     }
 
-    /// Sends what the batching outputs hold, waiting at most `ms` for each;
-    /// what cannot be sent is said.
-    pub fn drain_outputs(&mut self, ms: u64) {
+    /// Sends what the batching outputs hold, waiting as `DRAIN_IDLE_MS`
+    /// and `DRAIN_TOTAL_MS` say for each; what cannot be sent is said.
+    pub fn drain_outputs(&mut self) {
         let mut said = Vec::new();
         for out in self.outputs.iter_mut() {
-            said.extend(out.drain(ms));
+            said.extend(out.drain(DRAIN_IDLE_MS, DRAIN_TOTAL_MS));
         }
         for event in said {
             note(self.ring.as_mut(), &event);
@@ -148,7 +151,7 @@ fn run(stop: &AtomicBool, waker: &Waker) {
 extern "C" fn drain_at_exit() {
     let _ = crate::panic::catch(|| {
         enter(|s| {
-            s.drain_outputs(DRAIN_MS);
+            s.drain_outputs();
             s.stop_ticker();
         })
     });

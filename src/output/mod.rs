@@ -215,14 +215,14 @@ impl Output {
         }
     }
 
-    /// Sends what a batching output holds, waiting at most `ms` (see
-    /// `Fluent::drain`); what is left is said.
-    pub fn drain(&mut self, ms: u64) -> Option<String> {
+    /// Sends what a batching output holds, waiting while the receiver takes
+    /// it (see `Fluent::drain`); what is left is said.
+    pub fn drain(&mut self, idle_ms: u64, total_ms: u64) -> Option<String> {
         match &mut self.target {
-            Target::Fluent(fluent) => match fluent.drain(ms) {
+            Target::Fluent(fluent) => match fluent.drain(idle_ms, total_ms) {
                 0 => None,
                 left => Some(format!(
-                    "{}: {left} event{} not sent (the receiver did not take them in {ms} ms)",
+                    "{}: {left} event{} not sent: the receiver did not take them",
                     fluent.describe(),
                     if left == 1 { "" } else { "s" }
                 )),

@@ -86,7 +86,14 @@ pub fn wait(fd: c_int, waker: &Waker) -> io::Result<Ready> {
 }
 
 /// Waits `ms` milliseconds, or less if `waker` is woken: true when it was.
+/// A waker the program closed is never woken.
 pub fn sleep(waker: &Waker, ms: u64) -> bool {
+    if !waker.read.is_ours() {
+        // The program closed it (close_range), and its number may be a
+        // file of the program's now: slept on without it, never woken.
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        return false;
+    }
     let mut p = libc::pollfd {
         fd: waker.read.raw(),
         events: libc::POLLIN,

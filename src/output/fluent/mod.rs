@@ -62,7 +62,7 @@ struct Batch {
 #[derive(Debug, Clone, Copy)]
 struct Open {
     events: u32,
-    /// When its first event came (monotonic ns).
+    /// Its first event's time (the record's, CLOCK_REALTIME ns).
     since: u64,
 }
 
@@ -180,7 +180,15 @@ impl Fluent {
 
     /// Adds an encoded event to the open batch (opening one), sealing it
     /// when full. False when it does not fit in the queue.
-    fn add(&mut self, event: &[u8]) -> bool {
+    fn add(&mut self, event: &[u8], time_ns: u64) -> bool {
+        // A batch old enough goes before the event, whatever the ticker
+        // does (the record's own time: no clock read).
+        if self
+            .open
+            .is_some_and(|o| time_ns.saturating_sub(o.since) >= self.options.age_ms * 1_000_000)
+        {
+            self.seal();
+        }
         let prefix = self.prefix_len();
         let open_len = self.queue.len() - self.sealed_len;
         let need = event.len() + SEAL_MAX + if self.open.is_none() { prefix } else { 0 };
@@ -200,7 +208,7 @@ impl Fluent {
             self.queue.extend_from_slice(&bin32_header(0));
             self.open = Some(Open {
                 events: 0,
-                since: sys::monotonic_ns(),
+                since: time_ns,
             });
         }
         self.queue.extend_from_slice(event);
@@ -266,7 +274,7 @@ impl Fluent {
     /// takes, and reads acknowledgements.
     pub fn tick(&mut self, all: bool) {
         if let Some(open) = self.open {
-            let age = sys::monotonic_ns().saturating_sub(open.since) / 1_000_000;
+            let age = sys::realtime_ns().saturating_sub(open.since) / 1_000_000;
             if all || age >= self.options.age_ms {
                 self.seal();
             }
@@ -274,15 +282,23 @@ impl Fluent {
         self.pump();
     }
 
-    /// Seals the open batch and writes the queue, waiting at most `ms` in
-    /// all for the receiver to take it (and acknowledge it, with `?ack`):
-    /// for `vlog_flush`, `vlog_shutdown` and exit, never for a message.
-    /// Returns the events still queued.
-    pub fn drain(&mut self, ms: u64) -> u64 {
+    /// Seals the open batch and writes the queue, waiting for the receiver
+    /// to take it (and acknowledge it, with `?ack`) while it makes progress:
+    /// at most `idle_ms` without any, `total_ms` in all. For `vlog_flush`,
+    /// `vlog_shutdown` and exit, never for a message. Returns the events
+    /// still queued.
+    pub fn drain(&mut self, idle_ms: u64, total_ms: u64) -> u64 {
         self.tick(true);
-        let deadline = sys::monotonic_ns() + ms * 1_000_000;
+        let start = sys::monotonic_ns();
+        let mut last_progress = start;
+        let mut seen = (self.written, self.sealed_len);
         while self.pending() {
             let now = sys::monotonic_ns();
+            if (self.written, self.sealed_len) != seen {
+                seen = (self.written, self.sealed_len);
+                last_progress = now;
+            }
+            let deadline = (last_progress + idle_ms * 1_000_000).min(start + total_ms * 1_000_000);
             if now >= deadline {
                 break;
             }
