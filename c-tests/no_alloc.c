@@ -11,10 +11,12 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "count_alloc.h"
 
 static int listener;
+static long network_records;
 
 /* Accepts the two collectors' connections and reads everything. */
 static void *drain(void *arg)
@@ -102,20 +104,37 @@ int main(void)
         snprintf(outputs, sizeof outputs,
                  "1:syslog:noalloc@tcp://127.0.0.1:%d 1:fluent:noalloc@tcp://127.0.0.1:%d?size=4K",
                  port, port);
+        int clean = 0;
+        struct timespec pause = {0, 50 * 1000 * 1000};
+
         CHECK(vlog_set_outputs(outputs) == 0);
         for (int i = 0; i < 100; i++)
             VLOG_INFO("warm-up %d", i);
         CHECK(vlog_flush() == 0);
-        before = count_alloc_calls;
-        for (int i = 0; i < 10000; i++) {
-            VLOG_INFO("a string: %s", text + i % 800);
-            VLOG_FIELDS(VLOG_PRIO_INFO, (VLOG_FIELD_STR("VM", "guest1"), VLOG_FIELD_INT("N", i)),
-                        "with fields %d", i);
+        /* A round whose collector fell behind (a loaded machine: the drain
+         * thread not scheduled) reports the failure once, which allocates;
+         * such a round says nothing and is run again. A message that
+         * allocated would in every round. */
+        for (int round = 0; round < 5 && !clean; round++) {
+            long lost;
+            CHECK(vlog_get_stats(&stats) == 0);
+            lost = (long)stats.output_lines_lost;
+            before = count_alloc_calls;
+            for (int i = 0; i < 2000; i++) {
+                VLOG_INFO("a string: %s", text + i % 800);
+                VLOG_FIELDS(VLOG_PRIO_INFO,
+                            (VLOG_FIELD_STR("VM", "guest1"), VLOG_FIELD_INT("N", i)),
+                            "with fields %d", i);
+            }
+            CHECK(vlog_flush() == 0);
+            CHECK(vlog_get_stats(&stats) == 0);
+            clean = (long)stats.output_lines_lost == lost;
+            if (clean)
+                CHECK(count_alloc_calls == before);
+            nanosleep(&pause, NULL);
         }
-        CHECK(vlog_flush() == 0);
-        CHECK(count_alloc_calls == before);
-        CHECK(vlog_get_stats(&stats) == 0);
-        CHECK(stats.output_lines_lost == 0);
+        CHECK(clean);
+        network_records = (long)stats.records;
     }
 
     /* In the flight recorder (no output prints debug messages), a long message
@@ -130,7 +149,7 @@ int main(void)
     VLOG_DEBUG("%1500.1Lf", 1.0L);
     CHECK(count_alloc_calls == before + 1);
     CHECK(vlog_get_stats(&stats) == 0);
-    CHECK(stats.records == 50003 + 100 + 20000);
+    CHECK((long)stats.records == network_records + 2);
     puts("ok");
     return 0;
 }

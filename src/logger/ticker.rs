@@ -10,7 +10,7 @@
 //! take it (a second without progress, five in all).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Barrier, Once};
 
 use super::{enter, note, State};
 use crate::sys::watch::{self, Waker};
@@ -114,8 +114,17 @@ fn start() -> std::io::Result<Ticker> {
     let stop = Arc::new(AtomicBool::new(false));
     let waker = Arc::new(Waker::new()?);
     let (stopped, woken) = (Arc::clone(&stop), Arc::clone(&waker));
+    // The thread's start (std's, which allocates) is over before this
+    // returns: a program's messages after the configuration call never
+    // meet it.
+    let started = Arc::new(Barrier::new(2));
+    let go = Arc::clone(&started);
     // Detached: never joined (see the overview).
-    watch::spawn_quiet("vlog-ticker", move || run(&stopped, &woken))?;
+    watch::spawn_quiet("vlog-ticker", move || {
+        go.wait();
+        run(&stopped, &woken)
+    })?;
+    started.wait();
     Ok(Ticker {
         stop,
         waker,
