@@ -54,7 +54,12 @@ impl State {
 
     /// One tick of the outputs; how soon the next is needed (ms).
     fn tick(&mut self) -> Option<u64> {
-        self.outputs.tick()
+        let mut said = Vec::new();
+        let next = self.outputs.tick(&mut said);
+        for event in said {
+            note(self.ring.as_mut(), &event);
+        }
+        next
     }
 
     /// Sends what the batching outputs hold, waiting as `DRAIN_IDLE_MS`
@@ -62,7 +67,7 @@ impl State {
     pub fn drain_outputs(&mut self) {
         let mut said = Vec::new();
         for out in self.outputs.iter_mut() {
-            said.extend(out.drain(DRAIN_IDLE_MS, DRAIN_TOTAL_MS));
+            out.drain(DRAIN_IDLE_MS, DRAIN_TOTAL_MS, &mut said);
         }
         for event in said {
             note(self.ring.as_mut(), &event);

@@ -216,28 +216,30 @@ impl Output {
     }
 
     /// Sends what a batching output holds, waiting while the receiver takes
-    /// it (see `Fluent::drain`); what is left is said.
-    pub fn drain(&mut self, idle_ms: u64, total_ms: u64) -> Option<String> {
-        match &mut self.target {
-            Target::Fluent(fluent) => match fluent.drain(idle_ms, total_ms) {
-                0 => None,
-                left => Some(format!(
+    /// it (see `Fluent::drain`); what is left is said in `said`.
+    pub fn drain(&mut self, idle_ms: u64, total_ms: u64, said: &mut Vec<String>) {
+        if let Target::Fluent(fluent) = &mut self.target {
+            let left = fluent.drain(idle_ms, total_ms);
+            said.extend(replaced(fluent.take_replaced(), || fluent.describe()));
+            if left > 0 {
+                said.push(format!(
                     "{}: {left} event{} not sent: the receiver did not take them",
                     fluent.describe(),
                     if left == 1 { "" } else { "s" }
-                )),
-            },
-            _ => None,
+                ));
+            }
         }
     }
 
     /// What a batching output needs every so often (sealing a batch that is
     /// old enough, writing, reading acknowledgements; everything, when
     /// `all`), and how soon it needs it again (ms); None for the others.
-    pub fn tick(&mut self, all: bool) -> Option<u64> {
+    /// What is to be reported goes to `said`.
+    pub fn tick(&mut self, all: bool, said: &mut Vec<String>) -> Option<u64> {
         match &mut self.target {
             Target::Fluent(fluent) => {
                 fluent.tick(all);
+                said.extend(replaced(fluent.take_replaced(), || fluent.describe()));
                 Some(fluent.tick_ms())
             }
             _ => None,
@@ -423,8 +425,11 @@ impl Outputs {
 
     /// Ticks every batching output (see [`Output::tick`]): how soon the
     /// next tick is needed (ms), None when no output batches.
-    pub fn tick(&mut self) -> Option<u64> {
-        self.list.iter_mut().filter_map(|o| o.tick(false)).min()
+    pub fn tick(&mut self, said: &mut Vec<String>) -> Option<u64> {
+        self.list
+            .iter_mut()
+            .filter_map(|o| o.tick(false, said))
+            .min()
     }
 
     /// Whether an output batches, and so needs the logger's ticker.

@@ -165,7 +165,11 @@ impl Fluent {
         encode_event(rec, &self.ident, &mut event);
         let kept = self.add(&event, rec.time_ns);
         self.event = event;
-        self.pump();
+        // A batch to write, or acknowledgements to read: otherwise nothing
+        // to do on the socket (the ticker looks after reconnecting).
+        if self.written < self.sealed_len || (self.options.ack && !self.sealed.is_empty()) {
+            self.pump();
+        }
         if kept {
             Ok(())
         } else {

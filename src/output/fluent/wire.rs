@@ -65,32 +65,33 @@ pub fn parse_ack(buf: &[u8]) -> Result<Option<(&[u8], usize)>, ()> {
 
 /// `[time, record]`, from the record, into `out`.
 pub fn encode_event(rec: &Record, ident: &[u8], out: &mut Vec<u8>) {
+    // The keys as MessagePack fixstrs, written as they are.
     let decoded = fields::decode(rec.fields);
     let n_fields = decoded.as_ref().map_or(0, |f| f.iter().count());
     put_array_header(2, out);
     put_event_time(rec.time_ns, out);
     put_map_header(KEYS + n_fields, out);
-    put_str(b"message", out);
+    out.extend_from_slice(b"\xa7message");
     put_str(rec.message, out);
-    put_str(b"priority", out);
+    out.extend_from_slice(b"\xa8priority");
     put_str(rec.priority.name().as_bytes(), out);
-    put_str(b"severity", out);
+    out.extend_from_slice(b"\xa8severity");
     put_uint(u64::from(rec.priority.syslog_severity()), out);
-    put_str(b"source", out);
+    out.extend_from_slice(b"\xa6source");
     put_str(rec.source, out);
-    put_str(b"file", out);
+    out.extend_from_slice(b"\xa4file");
     put_str(rec.file, out);
-    put_str(b"line", out);
+    out.extend_from_slice(b"\xa4line");
     put_uint(u64::from(rec.line), out);
-    put_str(b"func", out);
+    out.extend_from_slice(b"\xa4func");
     put_str(rec.func, out);
-    put_str(b"pid", out);
+    out.extend_from_slice(b"\xa3pid");
     put_uint(u64::from(sys::process_id()), out);
-    put_str(b"tid", out);
+    out.extend_from_slice(b"\xa3tid");
     put_uint(u64::from(rec.tid), out);
-    put_str(b"seq", out);
+    out.extend_from_slice(b"\xa3seq");
     put_uint(rec.seq, out);
-    put_str(b"ident", out);
+    out.extend_from_slice(b"\xa5ident");
     put_str(ident, out);
     if let Some(fields) = decoded {
         for field in fields.iter() {
@@ -144,6 +145,51 @@ mod tests {
         encode_event(&rec, &name, &mut out);
         assert!(out.len() <= EVENT_MAX, "{} > {EVENT_MAX}", out.len());
         assert!(out.len() > 3 * MESSAGE_MAX);
+    }
+
+    #[test]
+    fn the_keys_written_as_they_are_are_what_put_str_makes() {
+        let rec = Record {
+            seq: 1,
+            time_ns: 2,
+            tid: 3,
+            line: 4,
+            priority: Priority::Info,
+            source: b"s",
+            file: b"f",
+            func: b"fn",
+            message: b"m",
+            fields: b"",
+        };
+        let mut out = Vec::new();
+        encode_event(&rec, b"id", &mut out);
+        let mut want = Vec::new();
+        put_array_header(2, &mut want);
+        put_event_time(2, &mut want);
+        put_map_header(KEYS, &mut want);
+        for (key, value) in [("message", &b"m"[..]), ("priority", b"info")] {
+            put_str(key.as_bytes(), &mut want);
+            put_str(value, &mut want);
+        }
+        put_str(b"severity", &mut want);
+        put_uint(6, &mut want);
+        put_str(b"source", &mut want);
+        put_str(b"s", &mut want);
+        put_str(b"file", &mut want);
+        put_str(b"f", &mut want);
+        put_str(b"line", &mut want);
+        put_uint(4, &mut want);
+        put_str(b"func", &mut want);
+        put_str(b"fn", &mut want);
+        put_str(b"pid", &mut want);
+        put_uint(u64::from(sys::process_id()), &mut want);
+        put_str(b"tid", &mut want);
+        put_uint(3, &mut want);
+        put_str(b"seq", &mut want);
+        put_uint(1, &mut want);
+        put_str(b"ident", &mut want);
+        put_str(b"id", &mut want);
+        assert_eq!(out, want);
     }
 
     #[test]
