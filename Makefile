@@ -77,6 +77,24 @@ GOPLUGIN_PEER = $(if $(shell command -v go >/dev/null && test -f /usr/share/goco
 bench-relay: bench-c/relay $(GOPLUGIN_PEER)
 	bench-c/relay.py bench-c/relay bench-c/goplugin/relay
 
+# The fluent output beside fluent-logger-golang, built offline from Debian's
+# sources when they are there: apt-get install golang-go
+# golang-github-fluent-fluent-logger-golang-dev
+bench-c/fluent: lib bench-c/fluent.c bench-c/harness.h c-tests/count_alloc.h include/vlog.h include/vlog_gen.h
+	$(CC) $(CFLAGS) -Iinclude bench-c/fluent.c -o $@ $(STATIC_LIB) $(LIBS)
+
+bench-c/drain: bench-c/drain.c
+	$(CC) $(CFLAGS) bench-c/drain.c -o $@
+
+bench-c/fluentgo/fluentgo: bench-c/fluentgo/main.go bench-c/fluentgo/build.sh
+	bench-c/fluentgo/build.sh $(CURDIR)/$@
+
+FLUENT_PEER = $(if $(shell command -v go >/dev/null && test -d /usr/share/gocode/src/github.com/fluent/fluent-logger-golang && echo y),bench-c/fluentgo/fluentgo)
+
+.PHONY: bench-fluent
+bench-fluent: bench-c/fluent bench-c/drain $(FLUENT_PEER)
+	bench-c/fluent.py bench-c/fluent bench-c/drain bench-c/fluentgo/fluentgo
+
 .PHONY: bench-dump
 bench-dump: bench-c/dump_time
 	bench-c/dump_time
