@@ -402,7 +402,10 @@ int vlog_adopt_stderr(void);
 
 /**
  * Every line is written with write(2) before the logging call returns, so
- * nothing is buffered in vlog; this makes file outputs durable
+ * nothing is buffered in vlog but a fluent output's batches: those are sent
+ * now, waiting while the receiver takes them (at most a second without
+ * progress, five in all; other threads log on meanwhile, vlog's lock is
+ * not held while it waits). Then file outputs are made durable
  * (fdatasync). Returns 0, or -1 with `vlog_last_error()` set.
  * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
  * vlog_last_error(); async-signal-safe: no.
@@ -483,7 +486,8 @@ int vlog_get_stats(struct vlog_stats *stats);
 int vlog_init(void);
 
 /**
- * Flushes and closes the outputs, frees the ring and forgets every source:
+ * Flushes (as `vlog_flush`, a fluent output's batches sent first) and
+ * closes the outputs, frees the ring and forgets every source:
  * vlog returns to its state before the first call, and a later call starts
  * it again from the environment. Safe to call more than once. Called from
  * a signal handler that interrupted vlog on the same thread, it does

@@ -110,6 +110,7 @@ pub mod internal {
 
     /// What `vlog_shutdown` does: the outputs flushed and closed.
     pub fn shutdown() {
+        crate::logger::ticker::drain();
         crate::logger::enter(|s| s.shutdown());
     }
 }

@@ -116,13 +116,21 @@ pub extern "C-unwind" fn vlog_adopt_stderr() -> c_int {
 }
 
 /// Every line is written with write(2) before the logging call returns, so
-/// nothing is buffered in vlog; this makes file outputs durable
+/// nothing is buffered in vlog but a fluent output's batches: those are sent
+/// now, waiting while the receiver takes them (at most a second without
+/// progress, five in all; other threads log on meanwhile, vlog's lock is
+/// not held while it waits). Then file outputs are made durable
 /// (fdatasync). Returns 0, or -1 with `vlog_last_error()` set.
 /// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_flush() -> c_int {
-    no_cancel(|| config_call(|| logger::configure(|s| s.flush())))
+    no_cancel(|| {
+        config_call(|| {
+            logger::ticker::drain();
+            logger::configure(|s| s.flush())
+        })
+    })
 }
 
 /// The message of the calling thread's last failed vlog call ("" if none).

@@ -334,8 +334,9 @@ impl State {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// The file outputs' data to disk. (A batching output's queue is sent
+    /// before, without the lock: `ticker::drain`.)
     pub fn flush(&mut self) -> Result<(), ConfigError> {
-        self.drain_outputs();
         for out in self.outputs.iter() {
             out.sync()
                 .map_err(|e| ConfigError::new(format!("cannot flush {}: {e}", out.describe())))?;

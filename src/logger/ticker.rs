@@ -10,9 +10,10 @@
 //! take it (a second without progress, five in all).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, Once};
+use std::sync::{Arc, Barrier, Mutex, Once};
 
 use super::{enter, note, State};
+use crate::sys::connection;
 use crate::sys::watch::{self, Waker};
 use crate::{diag, sys};
 
@@ -27,6 +28,8 @@ pub struct Ticker {
     waker: Arc<Waker>,
     /// The process that started it: a forked child has no such thread.
     pid: u32,
+    /// Joined only at exit, without the lock (see `drain_at_exit`).
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Ticker {
@@ -36,10 +39,35 @@ impl std::fmt::Debug for Ticker {
 }
 
 impl Ticker {
-    fn stop(self) {
+    fn stop(mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if self.pid == sys::process_id() {
             self.waker.wake();
+            // Detached: the thread ends on its own.
+            drop(self.thread.take());
+        } else {
+            // A forked child's copy of its parent's: no such thread here,
+            // so no pthread call on it, and what it shares with the thread
+            // is kept where a leak checker finds it.
+            static PARENTS: Mutex<Vec<Ticker>> = Mutex::new(Vec::new());
+            let mut kept = PARENTS.lock().unwrap_or_else(|p| p.into_inner());
+            if kept.try_reserve(1).is_ok() {
+                kept.push(self);
+            } else {
+                std::mem::forget(self);
+            }
+        }
+    }
+
+    /// At exit, without the lock: stopped, and waited for, so that the
+    /// process ends with its memory its own (a thread still running then is
+    /// what a leak checker cannot look into).
+    fn stop_and_join(mut self) {
+        let thread = self.thread.take();
+        let ours = self.pid == sys::process_id();
+        self.stop();
+        if let (Some(thread), true) = (thread, ours) {
+            let _ = thread.join();
         }
     }
 }
@@ -62,12 +90,36 @@ impl State {
         next
     }
 
-    /// Sends what the batching outputs hold, waiting as `DRAIN_IDLE_MS`
-    /// and `DRAIN_TOTAL_MS` say for each; what cannot be sent is said.
-    pub fn drain_outputs(&mut self) {
+    /// One step of [`drain`] under the lock: each batching output's, and
+    /// what it still waits for (None: nothing left anywhere, or the
+    /// outputs were replaced since the flush began).
+    fn drain_step(&mut self, first: bool, generation: &mut Option<u64>) -> Option<Step> {
+        let now = self.outputs.generation();
+        if generation.replace(now).is_some_and(|g| g != now) {
+            return None;
+        }
+        let mut said = Vec::new();
+        let mut step = Step::default();
+        for out in self.outputs.iter_mut() {
+            if let Some(w) = out.drain_step(first, &mut said) {
+                step.progress += w.progress;
+                step.waits.extend(w.fd.map(|fd| (fd, w.to_write)));
+                step.events += w.events;
+            }
+        }
+        for event in said {
+            note(self.ring.as_mut(), &event);
+        }
+        (step.events > 0).then_some(step)
+    }
+
+    /// What a flush that gave up says of each output still holding events.
+    fn say_not_sent(&mut self) {
         let mut said = Vec::new();
         for out in self.outputs.iter_mut() {
-            out.drain(DRAIN_IDLE_MS, DRAIN_TOTAL_MS, &mut said);
+            if let Some(w) = out.drain_step(false, &mut said) {
+                said.push(out.not_sent(w.events));
+            }
         }
         for event in said {
             note(self.ring.as_mut(), &event);
@@ -109,6 +161,54 @@ fn restart(ticker: &mut Option<Ticker>, batching: bool) {
     }
 }
 
+/// What a flush waits on between steps.
+#[derive(Default)]
+struct Step {
+    progress: usize,
+    waits: Vec<(i32, bool)>,
+    events: u64,
+}
+
+/// Sends what the batching outputs hold (`vlog_flush`, `vlog_shutdown`,
+/// exit), waiting while their receivers take it: at most `DRAIN_IDLE_MS`
+/// without progress, `DRAIN_TOTAL_MS` in all. Called without the lock: each
+/// step takes it, writes what the sockets take and lets it go, and the waits
+/// on the sockets are made without it, so that no logging thread waits for
+/// a slow receiver. From inside vlog on this thread (a signal handler), it
+/// does nothing.
+pub fn drain() {
+    let start = sys::monotonic_ns();
+    let mut last_progress = start;
+    let mut seen = None;
+    let mut generation = None;
+    let mut first = true;
+    loop {
+        let Some(Some(step)) = enter(|s| s.drain_step(first, &mut generation)) else {
+            return;
+        };
+        first = false;
+        let now = sys::monotonic_ns();
+        if seen != Some(step.progress) {
+            seen = Some(step.progress);
+            last_progress = now;
+        }
+        let deadline =
+            (last_progress + DRAIN_IDLE_MS * 1_000_000).min(start + DRAIN_TOTAL_MS * 1_000_000);
+        if now >= deadline {
+            enter(|s| s.say_not_sent());
+            return;
+        }
+        // One receiver at a time, a little at a time: every step looks at
+        // all of them.
+        let left = (deadline - now).div_ceil(1_000_000).min(50);
+        match step.waits.first() {
+            Some(&(fd, to_write)) => connection::wait(fd, left, to_write),
+            // A connection is tried once a second: the next try.
+            None => std::thread::sleep(std::time::Duration::from_millis(left)),
+        }
+    }
+}
+
 fn start() -> std::io::Result<Ticker> {
     static AT_EXIT: Once = Once::new();
     AT_EXIT.call_once(|| {
@@ -124,8 +224,8 @@ fn start() -> std::io::Result<Ticker> {
     // meet it.
     let started = Arc::new(Barrier::new(2));
     let go = Arc::clone(&started);
-    // Detached: never joined (see the overview).
-    watch::spawn_quiet("vlog-ticker", move || {
+    // Never joined under the lock (see the overview).
+    let thread = watch::spawn_quiet("vlog-ticker", move || {
         go.wait();
         run(&stopped, &woken)
     })?;
@@ -134,6 +234,7 @@ fn start() -> std::io::Result<Ticker> {
         stop,
         waker,
         pid: sys::process_id(),
+        thread: Some(thread),
     })
 }
 
@@ -164,9 +265,9 @@ fn run(stop: &AtomicBool, waker: &Waker) {
 
 extern "C" fn drain_at_exit() {
     let _ = crate::panic::catch(|| {
-        enter(|s| {
-            s.drain_outputs();
-            s.stop_ticker();
-        })
+        drain();
+        if let Some(Some(ticker)) = enter(|s| s.ticker.take()) {
+            ticker.stop_and_join();
+        }
     });
 }

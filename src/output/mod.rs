@@ -31,6 +31,7 @@ use crate::text::line::{render_line, LINE_MAX};
 use crate::text::time::Clock;
 use file::FileOutput;
 use fluent::Fluent;
+pub use fluent::Waiting;
 use journald::Journald;
 use spec::{Dest, Form, Spec};
 use syslog::Syslog;
@@ -215,20 +216,24 @@ impl Output {
         }
     }
 
-    /// Sends what a batching output holds, waiting while the receiver takes
-    /// it (see `Fluent::drain`); what is left is said in `said`.
-    pub fn drain(&mut self, idle_ms: u64, total_ms: u64, said: &mut Vec<String>) {
-        if let Target::Fluent(fluent) = &mut self.target {
-            let left = fluent.drain(idle_ms, total_ms);
-            said.extend(replaced(fluent.take_replaced(), || fluent.describe()));
-            if left > 0 {
-                said.push(format!(
-                    "{}: {left} event{} not sent: the receiver did not take them",
-                    fluent.describe(),
-                    if left == 1 { "" } else { "s" }
-                ));
-            }
-        }
+    /// One step of a flush of a batching output (see `Fluent::drain_step`);
+    /// None when it has nothing left to send (or does not batch).
+    pub fn drain_step(&mut self, first: bool, said: &mut Vec<String>) -> Option<Waiting> {
+        let Target::Fluent(fluent) = &mut self.target else {
+            return None;
+        };
+        let waiting = fluent.drain_step(first);
+        said.extend(replaced(fluent.take_replaced(), || fluent.describe()));
+        waiting
+    }
+
+    /// What is said when a flush gave up on `events` events.
+    pub fn not_sent(&self, events: u64) -> String {
+        format!(
+            "{}: {events} event{} not sent: the receiver did not take them",
+            self.describe(),
+            if events == 1 { "" } else { "s" }
+        )
     }
 
     /// What a batching output needs every so often (sealing a batch that is
@@ -325,6 +330,8 @@ pub struct Outputs {
     lowest: u8,
     /// Whether one of them batches (see `batching`).
     batching: bool,
+    /// Counts the lists set (see `generation`).
+    generation: u64,
     lines: Lines,
 }
 
@@ -340,6 +347,7 @@ impl Outputs {
             list: Vec::new(),
             lowest: NONE_PRINTED,
             batching: false,
+            generation: 0,
             lines: Lines {
                 clock: Clock::new(),
                 text: Vec::new(),
@@ -386,6 +394,7 @@ impl Outputs {
             .list
             .iter()
             .any(|o| matches!(o.target, Target::Fluent(_)));
+        self.generation += 1;
         Ok(())
     }
 
@@ -393,6 +402,7 @@ impl Outputs {
         self.list.clear();
         self.lowest = NONE_PRINTED;
         self.batching = false;
+        self.generation += 1;
     }
 
     /// The lowest priority any output prints.
@@ -430,6 +440,12 @@ impl Outputs {
             .iter_mut()
             .filter_map(|o| o.tick(false, said))
             .min()
+    }
+
+    /// Which list of outputs this is: a flush that waits between steps
+    /// stops when the list changed under it.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Whether an output batches, and so needs the logger's ticker.

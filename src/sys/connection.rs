@@ -46,11 +46,6 @@ impl Connection {
         }
     }
 
-    /// Whether a connection is there (or being made).
-    pub fn is_up(&self) -> bool {
-        self.stream.is_some()
-    }
-
     /// Makes a connection unless one is there or one was tried this second;
     /// true when one is there (or being made) afterwards. A connection the
     /// program closed is let go of (not closed: the descriptor is someone
@@ -125,24 +120,10 @@ impl Connection {
         }
     }
 
-    /// Waits at most `ms` milliseconds for the connection to take more
-    /// (`to_write`) or to have something to read, or to fail: for a flush,
-    /// never for a message.
-    pub fn wait(&self, ms: u64, to_write: bool) {
-        let Some(fd) = self.stream.as_ref().map(Fd::raw) else {
-            return;
-        };
-        let mut p = libc::pollfd {
-            fd,
-            events: if to_write {
-                libc::POLLOUT
-            } else {
-                libc::POLLIN
-            },
-            revents: 0,
-        };
-        // SAFETY: one initialised pollfd; an EINTR is a short wait.
-        unsafe { libc::poll(&mut p, 1, ms.min(i32::MAX as u64) as c_int) };
+    /// The connection's descriptor, to wait on (poll) without holding what
+    /// owns it: a number that may be reused by then, which a wait harms not.
+    pub fn raw(&self) -> Option<c_int> {
+        self.stream.as_ref().map(Fd::raw)
     }
 
     /// Reads what the peer has sent now into `buf`: how much (0 when
@@ -166,4 +147,20 @@ impl Connection {
             }
         }
     }
+}
+
+/// Waits at most `ms` milliseconds for `fd` to take more (`to_write`) or to
+/// have something to read, or to fail: for a flush, never for a message.
+pub fn wait(fd: c_int, ms: u64, to_write: bool) {
+    let mut p = libc::pollfd {
+        fd,
+        events: if to_write {
+            libc::POLLOUT
+        } else {
+            libc::POLLIN
+        },
+        revents: 0,
+    };
+    // SAFETY: one initialised pollfd; an EINTR is a short wait.
+    unsafe { libc::poll(&mut p, 1, ms.min(i32::MAX as u64) as c_int) };
 }

@@ -48,6 +48,21 @@ use wire::{encode_event, parse_ack, parse_hex, put_hex_fixed, EVENT_MAX};
 const SEAL_MAX: usize = 64;
 /// How much of the receiver's acknowledgements is read at once.
 const ACKS_MAX: usize = 4096;
+/// What a flush still waits for on one output.
+#[derive(Debug, Clone, Copy)]
+pub struct Waiting {
+    /// Grows as batches are written and let go of: the flush waits while
+    /// it moves.
+    pub progress: usize,
+    /// The connection to wait on (None while there is none: one is tried
+    /// each second).
+    pub fd: Option<i32>,
+    /// Wait to write (else to read acknowledgements).
+    pub to_write: bool,
+    /// The events not sent yet.
+    pub events: u64,
+}
+
 /// A sealed batch.
 #[derive(Debug, Clone, Copy)]
 struct Batch {
@@ -81,6 +96,9 @@ pub struct Fluent {
     open: Option<Open>,
     /// Bytes of the queue's front written on this connection.
     written: usize,
+    /// Bytes of batches done with (written, or acknowledged) since the
+    /// output opened: with `written`, what a flush sees move.
+    gone: usize,
     /// What the receiver sent that is not read through yet.
     acks: Vec<u8>,
     /// The event being encoded.
@@ -140,6 +158,7 @@ impl Fluent {
             sealed_len: 0,
             open: None,
             written: 0,
+            gone: 0,
             acks,
             event,
             chunk_base,
@@ -286,36 +305,22 @@ impl Fluent {
         self.pump();
     }
 
-    /// Seals the open batch and writes the queue, waiting for the receiver
-    /// to take it (and acknowledge it, with `?ack`) while it makes progress:
-    /// at most `idle_ms` without any, `total_ms` in all. For `vlog_flush`,
-    /// `vlog_shutdown` and exit, never for a message. Returns the events
-    /// still queued.
-    pub fn drain(&mut self, idle_ms: u64, total_ms: u64) -> u64 {
-        self.tick(true);
-        let start = sys::monotonic_ns();
-        let mut last_progress = start;
-        let mut seen = (self.written, self.sealed_len);
-        while self.pending() {
-            let now = sys::monotonic_ns();
-            if (self.written, self.sealed_len) != seen {
-                seen = (self.written, self.sealed_len);
-                last_progress = now;
-            }
-            let deadline = (last_progress + idle_ms * 1_000_000).min(start + total_ms * 1_000_000);
-            if now >= deadline {
-                break;
-            }
-            let left = (deadline - now).div_ceil(1_000_000);
-            if self.conn.is_up() {
-                self.conn.wait(left, self.written < self.sealed_len);
-            } else {
-                // A connection is tried once a second: wait for the next try.
-                std::thread::sleep(std::time::Duration::from_millis(left.min(50)));
-            }
+    /// One step of a flush (`vlog_flush`, `vlog_shutdown`, exit): the open
+    /// batch sealed (`first`), what the socket takes written, and what is
+    /// still to be sent, for the caller to wait on without the lock (see
+    /// `logger::ticker::drain`). None when everything went.
+    pub fn drain_step(&mut self, first: bool) -> Option<Waiting> {
+        if first {
+            self.tick(true);
+        } else {
             self.pump();
         }
-        self.queued_events()
+        self.pending().then(|| Waiting {
+            progress: self.gone + self.written,
+            fd: self.conn.raw(),
+            to_write: self.written < self.sealed_len,
+            events: self.queued_events(),
+        })
     }
 
     /// The shortest time between ticks this output needs (ms).
@@ -366,6 +371,7 @@ impl Fluent {
             self.sealed.pop_front();
         }
         if done > 0 {
+            self.gone += done;
             self.queue.drain(..done);
             self.sealed_len -= done;
             self.written -= done;
