@@ -1,6 +1,8 @@
 //! A stream connection of vlog's to a collector that never waits, for an
-//! output that keeps its own queue (`output::fluent`): made without waiting,
-//! written and read with what the socket takes and has now.
+//! output that keeps its own queue (`output::fluent`, and syslog's TCP
+//! collector through `net::StreamTarget`): made without waiting, at most
+//! once a second after a failure, written and read with what the socket
+//! takes and has now, let go of when the program closed it.
 
 use std::ffi::c_int;
 use std::io;
@@ -28,6 +30,9 @@ pub struct Connection {
     tried_at: Option<u64>,
     /// The program closed the connection since the last `take_replaced`.
     replaced: bool,
+    /// Connections made so far: a caller with bytes for the last one
+    /// (a frame cut short) sees a new one by it.
+    made: u64,
 }
 
 impl std::fmt::Debug for Connection {
@@ -43,6 +48,7 @@ impl Connection {
             stream: None,
             tried_at: None,
             replaced: false,
+            made: 0,
         }
     }
 
@@ -61,6 +67,7 @@ impl Connection {
         if self.stream.is_none() && self.tried_at != Some(coarse_seconds()) {
             self.tried_at = Some(coarse_seconds());
             self.stream = self.connect().ok();
+            self.made += 1;
         }
         self.stream.is_some()
     }
@@ -118,6 +125,11 @@ impl Connection {
             }
             other => other,
         }
+    }
+
+    /// How many connections were made (or tried) so far.
+    pub fn made(&self) -> u64 {
+        self.made
     }
 
     /// The connection's descriptor, to wait on (poll) without holding what

@@ -5,8 +5,9 @@
 use std::ffi::c_int;
 use std::io;
 
-use super::fd::{send_some, Fd};
-use super::{coarse_seconds, write_all_fd};
+use super::connection::{Connection, Peer};
+use super::fd::Fd;
+use super::write_all_fd;
 
 /// An unbound, non-blocking, close-on-exec datagram socket and the address
 /// it sends to: a Unix socket (journald's, /dev/log) or a UDP collector. A
@@ -155,23 +156,19 @@ impl DatagramTarget {
 }
 
 /// A TCP connection to a log collector that never makes the logging thread
-/// wait: non-blocking connect, sends that take what the socket buffer has room
-/// for, what it cannot take yet (a frame cut short, frames sent while
-/// connecting) queued within 64 KiB and sent first next time, and a new
-/// connection tried at most once a second after the collector went away. A
-/// connection the program closed (see `super::fd`) is made anew.
+/// wait (a [`Connection`]): what the socket cannot take yet (a frame cut
+/// short, frames sent while connecting) queued within 64 KiB and sent first
+/// next time; what was queued for a connection that broke is counted lost.
 pub struct StreamTarget {
     addr: std::net::SocketAddr,
-    stream: Option<Fd>,
-    tried_at: Option<u64>,
+    conn: Connection,
     /// What the socket could not take yet, and how many frames (or frame
-    /// ends) that is.
+    /// ends) that is, for the connection `for_connection` made.
     pending: Vec<u8>,
     queued: u64,
+    for_connection: u64,
     /// Queued frames lost with a broken connection, not yet counted.
     dropped: u64,
-    /// The program closed the connection since the last `take_replaced`.
-    replaced: bool,
 }
 
 impl std::fmt::Debug for StreamTarget {
@@ -193,34 +190,28 @@ impl StreamTarget {
             .map_err(|_| io::Error::from_raw_os_error(libc::ENOMEM))?;
         Ok(StreamTarget {
             addr,
-            stream: None,
-            tried_at: None,
+            conn: Connection::new(Peer::Tcp(addr)),
             pending,
             queued: 0,
+            for_connection: 0,
             dropped: 0,
-            replaced: false,
         })
     }
 
     /// Connects now (without waiting for the connection to be made).
     pub fn start(&mut self) {
-        if self.stream.is_none() {
-            self.connect();
-        }
+        self.ensure();
     }
 
-    fn connect(&mut self) {
-        self.tried_at = Some(coarse_seconds());
-        self.forget_pending();
-        let (family, storage, len) = socket_addr(&self.addr);
-        let Ok(fd) = new_socket(family, libc::SOCK_STREAM) else {
-            return;
-        };
-        // SAFETY: `storage` holds a sockaddr of `len` bytes for this family.
-        let rc = unsafe { libc::connect(fd.raw(), (&raw const storage).cast(), len) };
-        if rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EINPROGRESS) {
-            self.stream = Some(fd);
+    /// A connection, if one is there or can be tried now; what was queued
+    /// for an earlier one is let go of (its frames counted lost).
+    fn ensure(&mut self) -> bool {
+        let up = self.conn.ensure();
+        if self.conn.made() != self.for_connection {
+            self.for_connection = self.conn.made();
+            self.forget_pending();
         }
+        up
     }
 
     /// The collector's address.
@@ -231,8 +222,7 @@ impl StreamTarget {
     /// Drops the connection (closing only this process's descriptor) and
     /// any unsent rest; the next send connects anew.
     pub fn disconnect(&mut self) {
-        self.stream = None;
-        self.tried_at = None;
+        self.conn.disconnect();
         self.pending.clear();
         self.queued = 0;
     }
@@ -246,7 +236,7 @@ impl StreamTarget {
     /// Whether the program closed the connection since the last call: to
     /// be reported.
     pub fn take_replaced(&mut self) -> bool {
-        std::mem::take(&mut self.replaced)
+        self.conn.take_replaced()
     }
 
     fn forget_pending(&mut self) {
@@ -259,32 +249,16 @@ impl StreamTarget {
     /// socket takes only part of it, with the rest kept for the next call.
     /// An error means the frame was not sent.
     pub fn send(&mut self, frame: &[u8]) -> io::Result<()> {
-        if self.stream.as_ref().is_some_and(|fd| !fd.is_ours()) {
-            // Not ours to close: someone else's now.
-            if let Some(fd) = self.stream.take() {
-                fd.abandon();
-            }
-            self.replaced = true;
-            self.tried_at = None;
-        }
-        if self.stream.is_none() && self.tried_at != Some(coarse_seconds()) {
-            self.connect();
-        }
-        let Some(fd) = self.stream.as_ref().map(Fd::raw) else {
+        if !self.ensure() {
             return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
-        };
-        let send = |buf: &[u8]| match send_some(fd, buf, libc::MSG_DONTWAIT) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
-            // A signal before anything was sent: the same as a full socket.
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
-            other => other,
-        };
+        }
+        let conn = &mut self.conn;
         let pending = &mut self.pending;
         let queued = &mut self.queued;
-        let mut flushed = || -> io::Result<bool> {
+        let result = (|| -> io::Result<()> {
             while !pending.is_empty() {
-                match send(pending)? {
-                    0 => return Ok(false),
+                match conn.write_some(pending)? {
+                    0 => break,
                     n => {
                         pending.drain(..n);
                         if pending.is_empty() {
@@ -293,10 +267,11 @@ impl StreamTarget {
                     }
                 }
             }
-            Ok(true)
-        };
-        let result = flushed().and_then(|done| {
-            let sent = if done { send(frame)? } else { 0 };
+            let sent = if pending.is_empty() {
+                conn.write_some(frame)?
+            } else {
+                0
+            };
             // What the socket cannot take yet (still connecting, or its
             // buffer full) waits here, within the bound, for the next send.
             let rest = &frame[sent..];
@@ -312,12 +287,12 @@ impl StreamTarget {
                 // Half a frame that cannot be kept: the stream is out of step.
                 Err(io::Error::from_raw_os_error(libc::EMSGSIZE))
             }
-        });
+        })();
         match result {
             Err(e) if e.kind() != io::ErrorKind::WouldBlock => {
                 // Gone, refused, reset: a new connection next second; what
                 // was queued for this one is lost, and counted.
-                self.stream = None;
+                self.conn.lost();
                 self.forget_pending();
                 Err(e)
             }
