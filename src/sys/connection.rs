@@ -1,8 +1,8 @@
 //! A stream connection of vlog's to a collector that never waits, for an
-//! output that keeps its own queue (`output::fluent`, and syslog's TCP
-//! collector through `net::StreamTarget`): made without waiting, at most
-//! once a second after a failure, written and read with what the socket
-//! takes and has now, let go of when the program closed it.
+//! output that keeps its own queue (`output::fluent`), and syslog's TCP
+//! collector on it with a queue of frames (`StreamTarget`): made without
+//! waiting, at most once a second after a failure, written and read with
+//! what the socket takes and has now, let go of when the program closed it.
 
 use std::ffi::c_int;
 use std::io;
@@ -175,4 +175,150 @@ pub fn wait(fd: c_int, ms: u64, to_write: bool) {
     };
     // SAFETY: one initialised pollfd; an EINTR is a short wait.
     unsafe { libc::poll(&mut p, 1, ms.min(i32::MAX as u64) as c_int) };
+}
+
+/// A TCP connection to a log collector that never makes the logging thread
+/// wait (a [`Connection`]): what the socket cannot take yet (a frame cut
+/// short, frames sent while connecting) queued within 64 KiB and sent first
+/// next time; what was queued for a connection that broke is counted lost.
+pub struct StreamTarget {
+    addr: std::net::SocketAddr,
+    conn: Connection,
+    /// What the socket could not take yet, and how many frames (or frame
+    /// ends) that is, for the connection `for_connection` made.
+    pending: Vec<u8>,
+    queued: u64,
+    for_connection: u64,
+    /// Queued frames lost with a broken connection, not yet counted.
+    dropped: u64,
+}
+
+impl std::fmt::Debug for StreamTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StreamTarget({})", self.addr)
+    }
+}
+
+/// How much a collector connection queues when the socket cannot take more.
+const PENDING_MAX: usize = 64 * 1024;
+
+impl StreamTarget {
+    /// A connection to `addr`, not made yet: [`StreamTarget::start`] or the
+    /// first send makes it. Fails only without the memory for its queue.
+    pub fn new(addr: std::net::SocketAddr) -> io::Result<StreamTarget> {
+        let mut pending = Vec::new();
+        pending
+            .try_reserve_exact(PENDING_MAX)
+            .map_err(|_| io::Error::from_raw_os_error(libc::ENOMEM))?;
+        Ok(StreamTarget {
+            addr,
+            conn: Connection::new(Peer::Tcp(addr)),
+            pending,
+            queued: 0,
+            for_connection: 0,
+            dropped: 0,
+        })
+    }
+
+    /// Connects now (without waiting for the connection to be made).
+    pub fn start(&mut self) {
+        self.ensure();
+    }
+
+    /// A connection, if one is there or can be tried now; what was queued
+    /// for an earlier one is let go of (its frames counted lost).
+    fn ensure(&mut self) -> bool {
+        let up = self.conn.ensure();
+        if self.conn.made() != self.for_connection {
+            self.for_connection = self.conn.made();
+            self.forget_pending();
+        }
+        up
+    }
+
+    /// The collector's address.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    /// Drops the connection (closing only this process's descriptor) and
+    /// any unsent rest; the next send connects anew.
+    pub fn disconnect(&mut self) {
+        self.conn.disconnect();
+        self.pending.clear();
+        self.queued = 0;
+    }
+
+    /// Queued frames that a broken connection took with it, since the last
+    /// call.
+    pub fn take_dropped(&mut self) -> u64 {
+        std::mem::take(&mut self.dropped)
+    }
+
+    /// Whether the program closed the connection since the last call: to
+    /// be reported.
+    pub fn take_replaced(&mut self) -> bool {
+        self.conn.take_replaced()
+    }
+
+    fn forget_pending(&mut self) {
+        self.dropped += self.queued;
+        self.queued = 0;
+        self.pending.clear();
+    }
+
+    /// Sends `frame` (the octet count prefix included), whole or, when the
+    /// socket takes only part of it, with the rest kept for the next call.
+    /// An error means the frame was not sent.
+    pub fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        if !self.ensure() {
+            return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
+        }
+        let conn = &mut self.conn;
+        let pending = &mut self.pending;
+        let queued = &mut self.queued;
+        let result = (|| -> io::Result<()> {
+            while !pending.is_empty() {
+                match conn.write_some(pending)? {
+                    0 => break,
+                    n => {
+                        pending.drain(..n);
+                        if pending.is_empty() {
+                            *queued = 0;
+                        }
+                    }
+                }
+            }
+            let sent = if pending.is_empty() {
+                conn.write_some(frame)?
+            } else {
+                0
+            };
+            // What the socket cannot take yet (still connecting, or its
+            // buffer full) waits here, within the bound, for the next send.
+            let rest = &frame[sent..];
+            if rest.is_empty() {
+                Ok(())
+            } else if pending.len() + rest.len() <= PENDING_MAX {
+                pending.extend_from_slice(rest);
+                *queued += 1;
+                Ok(())
+            } else if sent == 0 {
+                Err(io::ErrorKind::WouldBlock.into())
+            } else {
+                // Half a frame that cannot be kept: the stream is out of step.
+                Err(io::Error::from_raw_os_error(libc::EMSGSIZE))
+            }
+        })();
+        match result {
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => {
+                // Gone, refused, reset: a new connection next second; what
+                // was queued for this one is lost, and counted.
+                self.conn.lost();
+                self.forget_pending();
+                Err(e)
+            }
+            other => other,
+        }
+    }
 }
