@@ -4,10 +4,11 @@
 //! the next message. Started when the configuration has such an output (and
 //! in a forked child, which has none of its parent's threads, by its first
 //! message printed), told to stop when none is left and at shutdown, and
-//! never waited for: it may be waiting for the lock held by the thread that
-//! stops it, and ends once it has the lock and sees it was stopped. At exit
-//! the batching outputs send what they hold, waiting while their receivers
-//! take it (a second without progress, five in all).
+//! never waited for there: it may be waiting for the lock held by the thread
+//! that stops it, and ends once it has the lock and sees it was stopped. At
+//! exit the batching outputs send what they hold, waiting while their
+//! receivers take it (a second without progress, five in all), and the
+//! ticker is stopped and joined without the lock.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex, Once};

@@ -11,8 +11,8 @@
 //! between and nothing allocated. Events gather in a batch, sent as one
 //! PackedForward message, `[TAG, bin(events), {"size": N, "chunk": ID}]`
 //! (the chunk only with `?ack`), when the batch reaches its size, when its
-//! first event is its age old (the logger's ticker asks), on `vlog_flush`
-//! and `vlog_shutdown`, and at exit.
+//! first event is its age old (the logger's ticker asks, and so does the
+//! next event's time), on `vlog_flush` and `vlog_shutdown`, and at exit.
 //!
 //! One buffer, reserved when the output is opened (the queue size), holds
 //! the batches in order:
@@ -48,6 +48,7 @@ use wire::{encode_event, parse_ack, parse_hex, put_hex_fixed, EVENT_MAX};
 const SEAL_MAX: usize = 64;
 /// How much of the receiver's acknowledgements is read at once.
 const ACKS_MAX: usize = 4096;
+
 /// What a flush still waits for on one output.
 #[derive(Debug, Clone, Copy)]
 pub struct Waiting {
