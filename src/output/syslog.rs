@@ -50,12 +50,13 @@ pub struct Syslog {
     frame: Vec<u8>,
 }
 
-/// Resolves a collector's HOST:PORT to its first address.
-pub fn resolve(addr: &str) -> Result<SocketAddr, ConfigError> {
+/// Resolves a collector's HOST:PORT to its first address; `what` names it
+/// in the error ("syslog collector", "fluent receiver").
+pub fn resolve(addr: &str, what: &str) -> Result<SocketAddr, ConfigError> {
     addr.to_socket_addrs()
-        .map_err(|e| ConfigError::new(format!("cannot resolve syslog collector '{addr}': {e}")))?
+        .map_err(|e| ConfigError::new(format!("cannot resolve {what} '{addr}': {e}")))?
         .next()
-        .ok_or_else(|| ConfigError::new(format!("syslog collector '{addr}' has no address")))
+        .ok_or_else(|| ConfigError::new(format!("{what} '{addr}' has no address")))
 }
 
 impl Syslog {
@@ -67,12 +68,12 @@ impl Syslog {
                 Socket::Local(DatagramTarget::unix(LOCAL_SOCKET).map_err(socket_error)?)
             }
             Transport::Udp(addr) => {
-                let addr = resolve(addr)?;
+                let addr = resolve(addr, "syslog collector")?;
                 Socket::Udp(DatagramTarget::udp(&addr).map_err(socket_error)?, addr)
             }
-            Transport::Tcp(addr) => {
-                Socket::Tcp(StreamTarget::new(resolve(addr)?).map_err(socket_error)?)
-            }
+            Transport::Tcp(addr) => Socket::Tcp(
+                StreamTarget::new(resolve(addr, "syslog collector")?).map_err(socket_error)?,
+            ),
         };
         let mut frame = Vec::new();
         if let Socket::Tcp(_) = socket {
@@ -244,10 +245,10 @@ mod tests {
     #[test]
     fn collectors_resolve() {
         assert_eq!(
-            resolve("[::1]:6514").unwrap(),
+            resolve("[::1]:6514", "syslog collector").unwrap(),
             "[::1]:6514".parse::<SocketAddr>().unwrap()
         );
-        assert!(resolve("no.such.host.invalid:514")
+        assert!(resolve("no.such.host.invalid:514", "syslog collector")
             .unwrap_err()
             .message
             .contains("cannot resolve"));

@@ -31,7 +31,6 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::ToSocketAddrs;
 
 mod wire;
 
@@ -118,15 +117,7 @@ impl Fluent {
     ) -> Result<Fluent, ConfigError> {
         let (peer, name) = match peer {
             FluentPeer::Tcp(addr) => {
-                let resolved = addr
-                    .to_socket_addrs()
-                    .map_err(|e| {
-                        ConfigError::new(format!("cannot resolve fluent receiver '{addr}': {e}"))
-                    })?
-                    .next()
-                    .ok_or_else(|| {
-                        ConfigError::new(format!("fluent receiver '{addr}' has no address"))
-                    })?;
+                let resolved = super::syslog::resolve(addr, "fluent receiver")?;
                 (Peer::Tcp(resolved), format!("fluent tcp://{resolved}"))
             }
             FluentPeer::Unix(path) => {
