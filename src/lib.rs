@@ -95,6 +95,11 @@ pub mod internal {
     pub use crate::ring::published::walk as walk_this_ring;
     pub use crate::sys::signal;
 
+    /// A priority as the command-line tools take it (`--priority`).
+    pub fn parse_priority(v: &str) -> Result<Priority, String> {
+        Priority::parse_field(v).ok_or_else(|| "use 1-4, or debug, info, warning, error".into())
+    }
+
     /// Sets vlog up from the environment, as a C program's first call does.
     pub fn start() {
         let _ = crate::logger::configure(|s| {

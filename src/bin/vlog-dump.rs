@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use vlog::internal::{
-    contains_match, for_people, parse_time, put_fields_text, put_json_string, put_timestamp, read,
-    read_ring, read_rings_in_file, render_json, render_line, starts_with_magic, Clock, Entry,
-    Image, Priority, Record,
+    contains_match, for_people, parse_priority, parse_time, put_fields_text, put_json_string,
+    put_timestamp, read, read_ring, read_rings_in_file, render_json, render_line,
+    starts_with_magic, Clock, Entry, Image, Priority, Record,
 };
 
 /// Every record read intact.
@@ -75,10 +75,6 @@ struct Options {
     /// Ring files, ring images (PATH.ring) or core files
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-}
-
-fn parse_priority(v: &str) -> Result<Priority, String> {
-    Priority::parse_field(v).ok_or_else(|| "use 1-4, or debug, info, warning, error".into())
 }
 
 fn parse_when(v: &str) -> Result<u64, String> {

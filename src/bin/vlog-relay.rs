@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use vlog::internal::{
-    for_people, from_env, render_line, set_filters, shutdown, signal, start, walk_this_ring, Clock,
-    Entry, Field, Notes, Priority, Relay, Value, Watch, TAIL_MAX,
+    for_people, from_env, parse_priority, render_line, set_filters, shutdown, signal, start,
+    walk_this_ring, Clock, Entry, Field, Notes, Priority, Relay, Value, Watch, TAIL_MAX,
 };
 
 /// vlog-relay's own failure: a bad option or `VLOG_*` variable, no pipe or
@@ -91,10 +91,6 @@ struct Options {
         allow_hyphen_values = true
     )]
     command: Vec<OsString>,
-}
-
-fn parse_priority(v: &str) -> Result<Priority, String> {
-    Priority::parse_field(v).ok_or_else(|| "use 1-4, or debug, info, warning, error".into())
 }
 
 /// Says `what` on stderr as vlog-relay's.
