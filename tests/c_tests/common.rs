@@ -175,6 +175,16 @@ fn build_full(
     exe
 }
 
+/// Takes the test run's own `VLOG_*` variables out of `cmd`'s environment:
+/// a program gets only those its test gives it.
+pub(crate) fn without_vlog_env(cmd: &mut Command) {
+    for (key, _) in std::env::vars() {
+        if key.starts_with("VLOG_") {
+            cmd.env_remove(key);
+        }
+    }
+}
+
 /// Runs a program with only the given `VLOG_*` variables set.
 pub(crate) fn run(exe: &Path, env: &[(&str, &str)]) -> Output {
     run_with(exe, &[], env)
@@ -184,11 +194,7 @@ pub(crate) fn run(exe: &Path, env: &[(&str, &str)]) -> Output {
 pub(crate) fn run_with(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = command(exe);
     cmd.args(args);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("VLOG_") {
-            cmd.env_remove(key);
-        }
-    }
+    without_vlog_env(&mut cmd);
     cmd.envs(env.iter().copied()).current_dir(work());
     // A program just written can be busy for a moment: another test thread's
     // fork may hold its descriptor until that child execs.
@@ -284,11 +290,7 @@ pub(crate) fn scratch_dir(name: &str) -> PathBuf {
 pub(crate) fn run_within(seconds: u64, exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = command(exe);
     cmd.args(args).current_dir(work());
-    for (key, _) in std::env::vars() {
-        if key.starts_with("VLOG_") {
-            cmd.env_remove(key);
-        }
-    }
+    without_vlog_env(&mut cmd);
     cmd.envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());

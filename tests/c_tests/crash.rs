@@ -31,11 +31,7 @@ pub(crate) fn crash(
         .arg(crash_exe())
         .args(args)
         .current_dir(&dir);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("VLOG_") {
-            cmd.env_remove(key);
-        }
-    }
+    without_vlog_env(&mut cmd);
     cmd.envs(env.iter().copied());
     let child = cmd
         .stdout(std::process::Stdio::piped())

@@ -376,11 +376,7 @@ fn fluent_waits_for_a_receiver_that_comes_later() {
         .current_dir(work())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for (key, _) in std::env::vars() {
-        if key.starts_with("VLOG_") {
-            cmd.env_remove(key);
-        }
-    }
+    without_vlog_env(&mut cmd);
     let program = cmd.spawn().unwrap();
     std::thread::sleep(Duration::from_millis(800));
     let rx = Receiver::start(&dir, false, port, &[]);

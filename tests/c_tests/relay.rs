@@ -55,11 +55,7 @@ fn start_relay(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
             Ok(())
         });
     }
-    for (key, _) in std::env::vars() {
-        if key.starts_with("VLOG_") {
-            cmd.env_remove(key);
-        }
-    }
+    without_vlog_env(&mut cmd);
     cmd.envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -495,11 +491,7 @@ fn vlog_relay_waits_for_its_child_even_started_with_sigchld_ignored() {
         cmd.args(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        for (key, _) in std::env::vars() {
-            if key.starts_with("VLOG_") {
-                cmd.env_remove(key);
-            }
-        }
+        without_vlog_env(&mut cmd);
         finish_within(60, cmd.spawn().unwrap(), "vlog-relay, SIGCHLD ignored")
     };
     let out = sh(&["/bin/sh", "-c", "exit 3"]);
