@@ -7,7 +7,7 @@ CFLAGS ?= -O2 -g -Wall -Wextra -Werror
 LIBS = -lpthread -ldl -lm
 STATIC_LIB = target/release/libvlog.a
 
-.PHONY: all lib demo test clean install uninstall
+.PHONY: all lib demo demo-control test clean install uninstall
 
 all: lib
 
@@ -41,6 +41,12 @@ demo: examples/daemon
 	@target/release/vlog-dump --source disk examples/daemon.ring | tail -4
 	@echo '$$ target/release/vlog-dump --stats examples/daemon.ring'
 	@target/release/vlog-dump --stats examples/daemon.ring
+
+# The demo daemon serving requests, its filters changed and its ring taken
+# through its control socket with vlog-ctl (README "Changing a running
+# daemon").
+demo-control: examples/daemon
+	@examples/control-demo.sh
 
 test:
 	$(CARGO) test
@@ -125,7 +131,7 @@ bench-c/soak: lib c-tests/soak.c c-tests/check.h include/vlog.h include/vlog_gen
 soak: bench-c/soak
 	for t in 2 8 64; do bench-c/soak $$t $(SOAK_SECONDS) || exit 1; done
 
-# Installs the library, headers, pkg-config file, vlog-dump, vlog-relay and the man pages under
+# Installs the library, headers, pkg-config file, vlog-dump, vlog-relay, vlog-ctl and the man pages under
 # DESTDIR/PREFIX; `make uninstall` with the same variables removes them.
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -148,8 +154,9 @@ MAN3_ALIASES = $(foreach n,$(MAN3_NAMES),$(MANDIR)/man3/$(n).3)
 INSTALLED = $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.so $(LIBDIR)/libvlog.a \
 	$(LIBDIR)/pkgconfig/vlog.pc $(DESTDIR)$(PREFIX)/include/vlog.h \
 	$(DESTDIR)$(PREFIX)/include/vlog_gen.h $(DESTDIR)$(PREFIX)/bin/vlog-dump \
-	$(DESTDIR)$(PREFIX)/bin/vlog-relay $(MANDIR)/man1/vlog-dump.1 \
-	$(MANDIR)/man1/vlog-relay.1 $(MANDIR)/man3/vlog.3 $(MANDIR)/man7/vlog.7 \
+	$(DESTDIR)$(PREFIX)/bin/vlog-relay $(DESTDIR)$(PREFIX)/bin/vlog-ctl \
+	$(MANDIR)/man1/vlog-dump.1 $(MANDIR)/man1/vlog-relay.1 $(MANDIR)/man1/vlog-ctl.1 \
+	$(MANDIR)/man3/vlog.3 $(MANDIR)/man7/vlog.7 \
 	$(MAN3_ALIASES)
 
 install: lib
@@ -164,7 +171,8 @@ install: lib
 	install -m 0644 include/vlog.h include/vlog_gen.h $(DESTDIR)$(PREFIX)/include/
 	install -m 0755 target/release/vlog-dump $(DESTDIR)$(PREFIX)/bin/vlog-dump
 	install -m 0755 target/release/vlog-relay $(DESTDIR)$(PREFIX)/bin/vlog-relay
-	install -m 0644 man/vlog-dump.1 man/vlog-relay.1 $(MANDIR)/man1/
+	install -m 0755 target/release/vlog-ctl $(DESTDIR)$(PREFIX)/bin/vlog-ctl
+	install -m 0644 man/vlog-dump.1 man/vlog-relay.1 man/vlog-ctl.1 $(MANDIR)/man1/
 	install -m 0644 man/vlog.3 $(MANDIR)/man3/
 	install -m 0644 man/vlog.7 $(MANDIR)/man7/
 	for name in $(MAN3_NAMES); do echo '.so man3/vlog.3' > $(MANDIR)/man3/$$name.3; done

@@ -6,8 +6,14 @@
  * invariant and crashes: the crash handler writes the ring, the debug
  * messages that led there included, to the dump file, and the ring file it
  * kept is read back with vlog-dump after it is gone.
+ *
+ * `daemon --serve` serves requests until SIGTERM instead, for
+ * `make demo-control`: a running daemon whose filters are changed and whose
+ * ring is taken through its control socket (VLOG_CONTROL), with vlog-ctl.
  */
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <vlog.h>
@@ -16,10 +22,36 @@
 
 VLOG_INIT("daemon.main");
 
-int main(void)
+static volatile sig_atomic_t stopping;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stopping = 1;
+}
+
+/* Requests, one every 50 ms, until SIGTERM. */
+static int serve(void)
+{
+    signal(SIGTERM, on_term);
+    VLOG_INFO("storage daemon serving, pid %d", (int)getpid());
+    for (int id = 100; !stopping; id++) {
+        struct request req;
+        if (net_receive(id, &req) == 0 && disk_submit(&req) != 0)
+            VLOG_ERROR("request %d failed", id);
+        usleep(50 * 1000);
+    }
+    VLOG_INFO("storage daemon stopping");
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     vlog_stats stats;
     int failed = 0;
+
+    if (argc > 1 && strcmp(argv[1], "--serve") == 0)
+        return serve();
 
     VLOG_INFO("storage daemon starting, pid %d", (int)getpid());
 

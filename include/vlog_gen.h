@@ -421,6 +421,62 @@ int vlog_flush(void);
 const char *vlog_last_error(void);
 
 /**
+ * Opens the control socket `spec` names, in `VLOG_CONTROL` syntax (an
+ * absolute path, or `auto` for `$RUNTIME_DIRECTORY/vlog.sock`, else
+ * `/run/IDENT/vlog.sock` as root and `$XDG_RUNTIME_DIR/IDENT/vlog.sock`
+ * otherwise; then `?group=GROUP` to let that group use it too), served by
+ * a thread of vlog's. The socket is made 0600 (0660 with a group) in a
+ * directory only its user or root may write to; a file already at the
+ * path is never followed or removed unless it is a socket of this user
+ * that nobody listens on. Only the process's effective user, root and the
+ * group may use it (SO_PEERCRED on each connection). A socket open
+ * already is closed first. The file is removed by `vlog_control_stop`,
+ * `vlog_shutdown` and at exit. A forked child does not serve its parent's
+ * socket; it may open its own. Returns 0, or -1 with `vlog_last_error()`
+ * set and nothing made.
+ * NULL: `auto`; ownership: the string is not kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_control_start(const char *spec);
+
+/**
+ * Opens the control socket as `vlog_control_start` does, to be served by
+ * the program's own event loop instead of a thread: returns a descriptor
+ * (an epoll one, vlog's) that is readable when there is something to do;
+ * the loop then calls `vlog_control_handle`. While a client is connected
+ * it is also readable every 100 ms. Returns -1 with `vlog_last_error()`
+ * set and nothing made on failure.
+ * NULL: `auto`; ownership: the descriptor stays vlog's (never close it;
+ * `vlog_control_stop` does); errors: -1 and vlog_last_error();
+ * async-signal-safe: no.
+ */
+int vlog_control_open(const char *spec);
+
+/**
+ * Serves what the control socket has now, without waiting: connections
+ * accepted (or refused), requests read, commands run, replies written as
+ * far as the sockets take them. Returns the descriptor to poll from now
+ * on: the one `vlog_control_open` gave, unless the program closed it
+ * (then a new one; a program that closes every descriptor calls this to
+ * learn it). Returns -1 with `vlog_last_error()` set when no control
+ * socket is open, or when called from a signal handler that interrupted
+ * this call.
+ * NULL: takes no pointer; ownership: the descriptor stays vlog's; errors:
+ * -1 and vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_control_handle(void);
+
+/**
+ * Closes the control socket (served by a thread or by the program's
+ * loop): its file removed if it is still the one vlog made, its thread
+ * stopped and waited for, its connections closed. Does nothing when none
+ * is open. Returns 0 (-1 only on an internal error).
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 on an
+ * internal error; async-signal-safe: no.
+ */
+int vlog_control_stop(void);
+
+/**
  * Installs the crash handler now, with the dump going where `VLOG_DUMP`
  * says (stderr by default, and also when `VLOG_DUMP=off`: calling this is
  * an explicit request). `vlog_init()` does this unless `VLOG_DUMP=off`. On
@@ -486,8 +542,9 @@ int vlog_get_stats(struct vlog_stats *stats);
 int vlog_init(void);
 
 /**
- * Flushes (as `vlog_flush`, a fluent output's batches sent first) and
- * closes the outputs, frees the ring and forgets every source:
+ * Closes the control socket (as `vlog_control_stop`), flushes (as
+ * `vlog_flush`, a fluent output's batches sent first) and closes the
+ * outputs, frees the ring and forgets every source:
  * vlog returns to its state before the first call, and a later call starts
  * it again from the environment. Safe to call more than once. Called from
  * a signal handler that interrupted vlog on the same thread, it does

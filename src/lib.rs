@@ -8,8 +8,9 @@
 //! ffi/       the C boundary: every exported function, one module per C noun
 //! relay/     a child's output, line by line, recorded as messages
 //! logger/    the global state and its lock; emit (the recorded call), apply
-//!            (configuration), levels (the sources' cached levels), fork
-//! config/    the environment and the filters, parsed
+//!            (configuration), levels (the sources' cached levels), fork,
+//!            ticker, control (the control socket)
+//! config/    the environment, the filters and a reader's selection, parsed
 //! crash/     the crash handler, its dump, where dumps go, alternate stacks
 //! output/    the outputs as objects: file, journald, syslog, and their spec
 //! ring/      the ring: layout, records, dictionary, writer, readers, images
@@ -73,6 +74,7 @@ static ALLOCATOR: sys::alloc::Allocator = sys::alloc::Allocator;
 #[doc(hidden)]
 pub mod internal {
     pub use crate::config::filter::{contains_match, Filters};
+    pub use crate::config::select::{parse_priority, parse_when, Selection};
     pub use crate::config::{from_env, parse_size};
     pub use crate::crash::target::{parse_dump_signal, DumpTarget};
     pub use crate::error::for_people;
@@ -95,11 +97,6 @@ pub mod internal {
     pub use crate::ring::published::walk as walk_this_ring;
     pub use crate::sys::signal;
 
-    /// A priority as the command-line tools take it (`--priority`).
-    pub fn parse_priority(v: &str) -> Result<Priority, String> {
-        Priority::parse_field(v).ok_or_else(|| "use 1-4, or debug, info, warning, error".into())
-    }
-
     /// Sets vlog up from the environment, as a C program's first call does.
     pub fn start() {
         let _ = crate::logger::configure(|s| {
@@ -115,6 +112,7 @@ pub mod internal {
 
     /// What `vlog_shutdown` does: the outputs flushed and closed.
     pub fn shutdown() {
+        crate::logger::control::stop();
         crate::logger::ticker::drain();
         crate::logger::enter(|s| s.shutdown());
     }

@@ -56,8 +56,10 @@ fn installed_library_builds_with_pkg_config_alone() {
         "usr/include/vlog_gen.h",
         "usr/bin/vlog-dump",
         "usr/bin/vlog-relay",
+        "usr/bin/vlog-ctl",
         "usr/share/man/man1/vlog-dump.1",
         "usr/share/man/man1/vlog-relay.1",
+        "usr/share/man/man1/vlog-ctl.1",
         "usr/share/man/man3/vlog.3",
         "usr/share/man/man7/vlog.7",
     ] {
@@ -67,6 +69,7 @@ fn installed_library_builds_with_pkg_config_alone() {
     for page in [
         "man1/vlog-dump.1",
         "man1/vlog-relay.1",
+        "man1/vlog-ctl.1",
         "man3/vlog.3",
         "man7/vlog.7",
     ] {
@@ -160,7 +163,7 @@ fn installed_library_builds_with_pkg_config_alone() {
             "{name}: {elf}"
         );
     }
-    for program in ["vlog-dump", "vlog-relay"] {
+    for program in ["vlog-dump", "vlog-relay", "vlog-ctl"] {
         let help = Command::new(destdir.join("usr/bin").join(program))
             .arg("--help")
             .output()

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use vlog::internal::{
-    contains_match, for_people, parse_priority, parse_time, put_fields_text, put_json_string,
-    put_timestamp, read, read_ring, read_rings_in_file, render_json, render_line,
-    starts_with_magic, Clock, Entry, Image, Priority, Record,
+    for_people, parse_priority, parse_when, put_json_string, put_timestamp, read, read_ring,
+    read_rings_in_file, render_json, render_line, starts_with_magic, Clock, Entry, Image, Priority,
+    Record, Selection,
 };
 
 /// Every record read intact.
@@ -75,29 +75,22 @@ struct Options {
     /// Ring files, ring images (PATH.ring) or core files
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-}
-
-fn parse_when(v: &str) -> Result<u64, String> {
-    parse_time(v)
-        .ok_or_else(|| "use 'YYYY-MM-DD HH:MM:SS[.fff]' (UTC) or @SECONDS since the epoch".into())
+    /// What the options above select, made once.
+    #[arg(skip)]
+    selection: Selection,
 }
 
 impl Options {
-    fn selects(&self, rec: &Record) -> bool {
-        self.priority.is_none_or(|p| rec.priority >= p)
-            && self
-                .source
-                .as_ref()
-                .is_none_or(|m| contains_match(m.as_bytes(), rec.source))
-            && self.since.is_none_or(|t| rec.time_ns >= t)
-            && self.until.is_none_or(|t| rec.time_ns <= t)
-            && self.grep.as_ref().is_none_or(|g| {
-                let g = g.as_bytes();
-                let within = |hay: &[u8]| g.is_empty() || hay.windows(g.len()).any(|w| w == g);
-                let mut fields = Vec::new();
-                put_fields_text(rec.fields, &mut fields);
-                within(rec.message) || within(&fields)
-            })
+    /// The records the options select, the rule the control socket's dump
+    /// follows too.
+    fn selection(&self) -> Selection {
+        Selection {
+            priority: self.priority,
+            source: self.source.clone(),
+            since: self.since,
+            until: self.until,
+            grep: self.grep.clone(),
+        }
     }
 }
 
@@ -146,7 +139,7 @@ fn show(
     read(image, |entry| match entry {
         Entry::Record(rec) => {
             last_seq = Some(rec.seq);
-            if after.is_some_and(|a| rec.seq <= a) || !o.selects(&rec) {
+            if after.is_some_and(|a| rec.seq <= a) || !o.selection.selects(&rec) {
                 return;
             }
             counts.records += 1;
@@ -392,7 +385,8 @@ fn holds(image: &Image, seq: u64) -> bool {
 }
 
 fn main() -> ExitCode {
-    let options = Options::parse();
+    let mut options = Options::parse();
+    options.selection = options.selection();
     if options.follow && options.files.len() != 1 {
         eprintln!("vlog-dump: --follow takes one FILE; see vlog-dump --help");
         return ExitCode::from(2);

@@ -38,6 +38,20 @@ impl Filters {
             .map(Filters)
     }
 
+    /// The filters as `VLOG_FILTERS` writes them (priorities as numbers,
+    /// libvirt's form), which parse back to the same list.
+    pub fn as_env(&self) -> String {
+        let tokens: Vec<String> = self
+            .0
+            .iter()
+            .map(|f| match f.wanted {
+                Wanted::From(p) => format!("{}:{}", p as u8, f.pattern),
+                Wanted::Off => format!("off:{}", f.pattern),
+            })
+            .collect();
+        tokens.join(" ")
+    }
+
     /// What the first matching filter wants of `source`, if any matches.
     pub fn lookup(&self, source: &[u8]) -> Option<Wanted> {
         self.0

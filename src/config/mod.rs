@@ -6,6 +6,7 @@
 //! sizes) and the bottom of the crate.
 
 pub mod filter;
+pub mod select;
 
 use crate::crash::target::{parse_dump_signal, DumpTarget};
 use crate::error::ConfigError;
@@ -28,6 +29,69 @@ pub fn parse_size(s: &str) -> Result<usize, ConfigError> {
     })
 }
 
+/// Parses `VLOG_LEVEL` (and the control socket's `level`): exact `1`..`4`
+/// or a name.
+pub fn parse_level(s: &str) -> Result<Priority, ConfigError> {
+    Priority::parse_level(s).ok_or_else(|| {
+        ConfigError::new(format!(
+            "invalid level '{s}': use 1-4 or debug, info, warning, error"
+        ))
+    })
+}
+
+/// `VLOG_CONTROL` (and `vlog_control_start`'s argument): where the control
+/// socket goes (`PATH`, absolute, or `auto` for the default place) and,
+/// after `?group=`, a group whose members may use it too.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ControlSpec {
+    /// None: the default place (`auto`).
+    pub path: Option<std::path::PathBuf>,
+    pub group: Option<String>,
+}
+
+impl ControlSpec {
+    pub fn parse(s: &str) -> Result<ControlSpec, ConfigError> {
+        let (place, query) = match s.split_once('?') {
+            Some((place, query)) => (place, Some(query)),
+            None => (s, None),
+        };
+        let path = match place {
+            "auto" => None,
+            p if p.starts_with('/') && p.len() <= 107 => Some(std::path::PathBuf::from(p)),
+            _ => {
+                return Err(ConfigError::new(format!(
+                    "invalid control socket '{s}': use an absolute path of at most 107 bytes, \
+                     or auto, then ?group=GROUP if any"
+                )))
+            }
+        };
+        let group = match query.map(|q| q.split_once('=')) {
+            None => None,
+            Some(Some(("group", g))) if !g.is_empty() && !g.contains(['&', '?', ' ']) => {
+                Some(g.to_owned())
+            }
+            Some(_) => {
+                return Err(ConfigError::new(format!(
+                    "invalid control socket '{s}': the one option is ?group=GROUP"
+                )))
+            }
+        };
+        Ok(ControlSpec { path, group })
+    }
+
+    /// The value as `VLOG_CONTROL` writes it.
+    pub fn as_env(&self) -> String {
+        let place = self
+            .path
+            .as_ref()
+            .map_or_else(|| "auto".to_owned(), |p| p.display().to_string());
+        match &self.group {
+            Some(g) => format!("{place}?group={g}"),
+            None => place,
+        }
+    }
+}
+
 /// What the environment asked for. `None` means the variable is unset (or empty),
 /// so the built-in default applies.
 #[derive(Default)]
@@ -40,6 +104,7 @@ pub struct EnvConfig {
     pub buffer_file: Option<std::path::PathBuf>,
     pub dump: Option<DumpTarget>,
     pub dump_signal: Option<std::ffi::c_int>,
+    pub control: Option<ControlSpec>,
 }
 
 /// Reads the `VLOG_*` variables. A bad value is reported through `warn` (one line
@@ -50,11 +115,9 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>, mut warn: impl FnMut(&str)
     let read = |name: &str| get(name).filter(|v| !v.is_empty());
 
     if let Some(v) = read("VLOG_LEVEL") {
-        match Priority::parse_level(&v) {
-            Some(p) => config.level = Some(p),
-            None => warn(&format!(
-                "ignoring VLOG_LEVEL: invalid level '{v}': use 1-4 or debug, info, warning, error"
-            )),
+        match parse_level(&v) {
+            Ok(p) => config.level = Some(p),
+            Err(e) => warn(&format!("ignoring VLOG_LEVEL: {e}")),
         }
     }
     if let Some(v) = read("VLOG_FILTERS") {
@@ -93,6 +156,12 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>, mut warn: impl FnMut(&str)
         match parse_dump_signal(&v) {
             Ok(sig) => config.dump_signal = Some(sig),
             Err(e) => warn(&format!("ignoring VLOG_DUMP_SIGNAL: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_CONTROL") {
+        match ControlSpec::parse(&v) {
+            Ok(c) => config.control = Some(c),
+            Err(e) => warn(&format!("ignoring VLOG_CONTROL: {e}")),
         }
     }
     config
@@ -137,6 +206,30 @@ mod tests {
         assert!(warnings[0].contains("VLOG_LEVEL") && warnings[0].contains("'loud'"));
         assert!(warnings[1].contains("VLOG_FILTERS") && warnings[1].contains("'9'"));
         assert!(warnings[2].contains("VLOG_BUFFER_SIZE") && warnings[2].contains("'12Q'"));
+    }
+
+    #[test]
+    fn control_specs() {
+        let c = ControlSpec::parse("/run/d/vlog.sock?group=wheel").unwrap();
+        assert_eq!(
+            c.path.as_deref(),
+            Some(std::path::Path::new("/run/d/vlog.sock"))
+        );
+        assert_eq!(c.group.as_deref(), Some("wheel"));
+        assert_eq!(c.as_env(), "/run/d/vlog.sock?group=wheel");
+        assert_eq!(ControlSpec::parse("auto").unwrap(), ControlSpec::default());
+        let long = format!("/{}", "a".repeat(107));
+        for bad in [
+            "",
+            "rel/path",
+            "auto?",
+            "auto?group=",
+            "auto?user=x",
+            long.as_str(),
+        ] {
+            assert!(ControlSpec::parse(bad).is_err(), "{bad}");
+        }
+        assert!(parse_level("5").unwrap_err().message.contains("'5'"));
     }
 
     #[test]

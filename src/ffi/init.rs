@@ -65,8 +65,9 @@ pub extern "C-unwind" fn vlog_init() -> c_int {
     })
 }
 
-/// Flushes (as `vlog_flush`, a fluent output's batches sent first) and
-/// closes the outputs, frees the ring and forgets every source:
+/// Closes the control socket (as `vlog_control_stop`), flushes (as
+/// `vlog_flush`, a fluent output's batches sent first) and closes the
+/// outputs, frees the ring and forgets every source:
 /// vlog returns to its state before the first call, and a later call starts
 /// it again from the environment. Safe to call more than once. Called from
 /// a signal handler that interrupted vlog on the same thread, it does
@@ -77,6 +78,7 @@ pub extern "C-unwind" fn vlog_init() -> c_int {
 pub extern "C-unwind" fn vlog_shutdown() {
     no_cancel(|| {
         guarded((), || {
+            logger::control::stop();
             logger::ticker::drain();
             logger::enter(|s| s.shutdown());
         })

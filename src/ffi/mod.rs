@@ -10,6 +10,7 @@
 //! | `write` | `vlog_write`, `vlog_write_fields`, `vlog_field`, `VLOG_PRIO_*`, `VLOG_MESSAGE_MAX` |
 //! | `dump` | `vlog_dump`, `vlog_get_stats`, `vlog_stats` |
 //! | `crash` | `vlog_install_crash_handler`, `vlog_set_dump_signal` |
+//! | `control` | `vlog_control_start`, `vlog_control_open`, `vlog_control_handle`, `vlog_control_stop` |
 //! | `relay` | `vlog_relay_new`, `vlog_relay_feed`, `vlog_relay_watch`, `vlog_relay_tail`, `vlog_relay_get_stats`, `vlog_relay_close`, `vlog_relay`, `vlog_relay_stats`, `VLOG_RELAY_TAIL_MAX` |
 //! | `source` | `vlog_source_unregister`, `vlog_source_enabled` (the macros'), `vlog_source`, `vlog_default_source` |
 //! | `site` | the macros' machinery: `vlog_site`, `vlog_site_prepare`, `vlog_record`, `vlog_format_is_safe`, `VLOG_SITE_*`, `VLOG_ARG_*`, `VLOG_CLASS_*` |
@@ -34,6 +35,7 @@ use crate::source::{vlog_source, Live};
 use crate::sys::cancel;
 
 pub mod config;
+pub mod control;
 pub mod crash;
 pub mod dump;
 pub mod init;

@@ -123,6 +123,11 @@ impl State {
         if let Err(e) = self.install_crash_handler(false) {
             diag::warn(&format!("no crash dumps: {e}"));
         }
+        if let Some(spec) = env.control {
+            if let Err(e) = self.start_control(&spec, true) {
+                diag::warn(&format!("ignoring VLOG_CONTROL: {e}"));
+            }
+        }
     }
 
     /// What a signal handler left for the logger (see `crash::on_entry`):
@@ -349,6 +354,9 @@ impl State {
     pub fn shutdown(&mut self) {
         let _ = self.flush();
         self.stop_ticker();
+        // Joined by vlog_shutdown before, without the lock; here only when
+        // a call left it running.
+        drop(self.stop_control());
         self.sources.clear();
         vlog_default_source.set_level(UNKNOWN);
         let old = self.ring.take();

@@ -17,6 +17,7 @@
 //! The top of the core: imports every stage below it; only `ffi` imports it.
 
 pub mod apply;
+pub mod control;
 pub mod emit;
 pub mod fork;
 pub mod levels;
@@ -69,6 +70,8 @@ pub struct State {
     buffer_file: Option<PathBuf>,
     /// The thread that lets batching outputs send (see `ticker`).
     ticker: Option<ticker::Ticker>,
+    /// The control socket's thread, when one serves it (see `control`).
+    control: Option<control::Thread>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State::new());
@@ -104,6 +107,7 @@ impl State {
             dump_files: None,
             buffer_file: None,
             ticker: None,
+            control: None,
         }
     }
 }
@@ -242,6 +246,38 @@ fn note(ring: Option<&mut Ring>, event: &str) {
             }
             .clipped(),
         );
+    }
+}
+
+impl State {
+    /// Reports a change an operator made (through the control socket): an
+    /// info record of source `vlog` with `fields`, kept in the ring whatever
+    /// the filters say, and printed by the outputs that print info.
+    pub fn announce(&mut self, func: &[u8], message: &str, fields: &[crate::fields::Field]) {
+        let mut encoded = Vec::new();
+        crate::fields::encode(fields.iter().copied(), &mut encoded);
+        let rec = Record {
+            seq: 0,
+            time_ns: sys::realtime_ns(),
+            tid: sys::thread_id(),
+            line: 0,
+            priority: Priority::Info,
+            source: b"vlog",
+            file: b"",
+            func,
+            message: message.as_bytes(),
+            fields: &encoded,
+        }
+        .clipped();
+        let seq = self.ring.as_mut().map_or(0, |ring| ring.append(&rec));
+        if self.outputs.prints(rec.priority) {
+            let mut said = Vec::new();
+            self.outputs
+                .print(&Record { seq, ..rec }, |e| said.push(e.to_owned()));
+            for event in said {
+                note(self.ring.as_mut(), &event);
+            }
+        }
     }
 }
 

@@ -11,7 +11,7 @@
 //! ticker is stopped and joined without the lock.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, Mutex, Once};
+use std::sync::{Arc, Barrier, Once};
 
 use super::{enter, note, State};
 use crate::sys::connection;
@@ -47,16 +47,8 @@ impl Ticker {
             // Detached: the thread ends on its own.
             drop(self.thread.take());
         } else {
-            // A forked child's copy of its parent's: no such thread here,
-            // so no pthread call on it, and what it shares with the thread
-            // is kept where a leak checker finds it.
-            static PARENTS: Mutex<Vec<Ticker>> = Mutex::new(Vec::new());
-            let mut kept = PARENTS.lock().unwrap_or_else(|p| p.into_inner());
-            if kept.try_reserve(1).is_ok() {
-                kept.push(self);
-            } else {
-                std::mem::forget(self);
-            }
+            // A forked child's copy of its parent's: no such thread here.
+            watch::keep_parents(self);
         }
     }
 

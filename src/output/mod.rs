@@ -51,6 +51,8 @@ enum Target {
 #[derive(Debug)]
 pub struct Output {
     pub priority: Priority,
+    /// The token it was opened from, for `show` on the control socket.
+    spec: Spec,
     /// The text line or JSON, for stderr and files.
     form: Form,
     target: Target,
@@ -107,13 +109,19 @@ impl Lines {
 
 impl Output {
     pub fn stderr(priority: Priority) -> Output {
-        Output::new(priority, Form::Text, Target::Stderr)
+        let spec = Spec {
+            priority,
+            dest: Dest::Stderr,
+            form: Form::Text,
+        };
+        Output::new(spec, Target::Stderr)
     }
 
-    fn new(priority: Priority, form: Form, target: Target) -> Output {
+    fn new(spec: Spec, target: Target) -> Output {
         Output {
-            priority,
-            form,
+            priority: spec.priority,
+            form: spec.form,
+            spec,
             target,
             failing: None,
         }
@@ -131,7 +139,7 @@ impl Output {
                 Target::Fluent(Fluent::open(peer, tag, *options)?)
             }
         };
-        Ok(Output::new(spec.priority, spec.form, target))
+        Ok(Output::new(spec.clone(), target))
     }
 
     /// Prints `rec` (text: a deferred message is rendered before). Returns
@@ -396,6 +404,12 @@ impl Outputs {
             .any(|o| matches!(o.target, Target::Fluent(_)));
         self.generation += 1;
         Ok(())
+    }
+
+    /// The outputs in force as `VLOG_OUTPUTS` writes them.
+    pub fn as_env(&self) -> String {
+        let tokens: Vec<String> = self.list.iter().map(|o| o.spec.as_env()).collect();
+        tokens.join(" ")
     }
 
     pub fn clear(&mut self) {

@@ -109,6 +109,53 @@ impl Spec {
     }
 }
 
+impl Spec {
+    /// The token as `VLOG_OUTPUTS` writes it (the priority as a number,
+    /// libvirt's form; a fluent output's options only where they are not
+    /// the defaults), which parses back to this spec.
+    pub fn as_env(&self) -> String {
+        let p = self.priority as u8;
+        match (&self.dest, self.form) {
+            (Dest::Stderr, Form::Json) => format!("{p}:json:stderr"),
+            (Dest::Stderr, _) => format!("{p}:stderr"),
+            (Dest::File(path), Form::Json) => format!("{p}:json:{}", path.display()),
+            (Dest::File(path), _) => format!("{p}:file:{}", path.display()),
+            (Dest::Journald, _) => format!("{p}:journald"),
+            (Dest::Syslog { transport, ident }, _) => match transport {
+                Transport::Local => format!("{p}:syslog:{ident}"),
+                Transport::Udp(addr) => format!("{p}:syslog:{ident}@udp://{addr}"),
+                Transport::Tcp(addr) => format!("{p}:syslog:{ident}@tcp://{addr}"),
+            },
+            (Dest::Fluent { peer, tag, options }, _) => {
+                let url = match peer {
+                    FluentPeer::Tcp(addr) => format!("tcp://{addr}"),
+                    FluentPeer::Unix(path) => format!("unix:{}", path.display()),
+                };
+                let d = FluentOptions::default();
+                let mut opts = Vec::new();
+                if options.ack {
+                    opts.push("ack".to_owned());
+                }
+                if options.batch != d.batch {
+                    opts.push(format!("size={}", options.batch));
+                }
+                if options.age_ms != d.age_ms {
+                    opts.push(format!("age={}", options.age_ms));
+                }
+                if options.queue != d.queue {
+                    opts.push(format!("queue={}", options.queue));
+                }
+                let query = if opts.is_empty() {
+                    String::new()
+                } else {
+                    format!("?{}", opts.join("&"))
+                };
+                format!("{p}:fluent:{tag}@{url}{query}")
+            }
+        }
+    }
+}
+
 /// Where a syslog output sends: the local socket, or HOST:PORT (resolved
 /// when the output is opened).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -323,6 +370,21 @@ fn parse_fluent(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_form_written_back_parses_to_itself() {
+        let all = "1:stderr 2:json:/tmp/a.json 3:file:/tmp/a.log 4:journald \
+                   1:syslog:d 2:syslog:d@udp://h:514 3:syslog:d@tcp://[::1]:601 \
+                   1:fluent:a.b@tcp://h:24224 2:fluent:t@unix:/run/f.sock?ack&size=8192&age=5&queue=1048576";
+        let specs = parse_list(all).unwrap();
+        assert_eq!(specs.len(), 9);
+        let written: Vec<String> = specs.iter().map(Spec::as_env).collect();
+        assert_eq!(parse_list(&written.join(" ")).unwrap(), specs);
+        assert_eq!(
+            parse_list("debug:json:stderr").unwrap()[0].as_env(),
+            "1:json:stderr"
+        );
+    }
 
     #[test]
     fn targets() {

@@ -14,7 +14,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use super::layout::Header;
-use super::reader::{self, Entry};
+use super::reader::{self, Cursor, Entry, Region};
 use super::view::View;
 use super::writer::Ring;
 
@@ -74,6 +74,35 @@ pub fn read<R>(f: impl FnOnce(Option<View>) -> R) -> R {
 /// does; false when there is no ring.
 pub fn walk(visit: impl FnMut(Entry)) -> bool {
     read(|view| view.map(|v| reader::read(&v, visit)).is_some())
+}
+
+/// Where a reader that goes on across calls stopped (`follow`, a dump sent
+/// a part at a time): the ring it read, and where in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Place {
+    ring: usize,
+    cursor: Cursor,
+}
+
+/// Visits the current ring's records after `place`, at most about `budget`
+/// bytes of the ring (see [`reader::read_from`]), and moves `place` past
+/// them. A ring that replaced the one `place` was in is read from its
+/// oldest record. Some(true) when the walk reached the newest record, None
+/// without a ring. No allocation, no lock.
+pub fn walk_from(place: &mut Place, budget: u64, visit: impl FnMut(Entry)) -> Option<bool> {
+    read(|view| {
+        let view = view?;
+        let ring = view.id();
+        if place.ring != ring {
+            *place = Place {
+                ring,
+                cursor: Cursor::default(),
+            };
+        }
+        let tail = view.tail();
+        place.cursor = reader::read_from(&view, place.cursor, budget, visit);
+        Some(place.cursor.pos().is_some_and(|pos| pos >= tail))
+    })
 }
 
 /// In a forked child, which has only the forking thread: no reader can be

@@ -74,49 +74,92 @@ pub enum Entry<'a> {
 /// bounded by the data size, whatever the region says: each step moves at
 /// least 8 bytes forward, positions never overflow, and a walk that took
 /// more steps than the data area has words ends, reported as damage.
-pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
+pub fn read(region: &(impl Region + ?Sized), visit: impl FnMut(Entry)) {
+    read_from(region, Cursor::default(), u64::MAX, visit);
+}
+
+/// Where a walk ended, for the next to go on from (`vlog-ctl follow`, and a
+/// dump sent a part at a time): the position of the next record and the
+/// sequence number expected there. The default starts at the oldest record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cursor {
+    pos: Option<u64>,
+    expected: Option<u64>,
+}
+
+impl Cursor {
+    /// The position of the next record, once a walk has been made.
+    pub fn pos(&self) -> Option<u64> {
+        self.pos
+    }
+}
+
+/// [`read`] from `from`, and only so far: the walk ends at the first record
+/// boundary at least `budget` bytes of the ring past where it began (so a
+/// part is at most `budget` plus one record). Records overwritten since
+/// `from` are reported as [`Entry::Overwritten`]; a cursor from a
+/// different ring (beyond its tail) starts again at the oldest record.
+pub fn read_from(
+    region: &(impl Region + ?Sized),
+    from: Cursor,
+    budget: u64,
+    mut visit: impl FnMut(Entry),
+) -> Cursor {
     let size = region.data_size();
+    let ended = |pos: u64| Cursor {
+        pos: Some(pos),
+        expected: None,
+    };
     if size < 8 {
-        return;
+        return from;
     }
     // Head before tail: both only grow, so the pair is ordered, though the
     // writer may have lapped the ring in between.
-    let mut pos = region.head();
+    let head = region.head();
     let tail = region.tail();
-    if tail < pos {
+    if tail < head {
         visit(Entry::Damaged {
             seq: 0,
             damage: Damage::Malformed,
         });
-        return;
+        return ended(tail);
     }
-    if tail - pos > size {
+    let (mut pos, mut expected) = match from.pos {
+        Some(p) if p > tail => (head, None),
+        Some(p) => (p, from.expected),
+        None => (head, None),
+    };
+    if pos < head || tail - pos > size {
         let head = region.head();
         visit(Entry::Overwritten {
             bytes: head.saturating_sub(pos),
         });
         pos = head;
+        expected = None;
         if tail < pos || tail - pos > size {
-            return;
+            return ended(tail);
         }
     }
+    let start = pos;
     // Stack buffers for one record and its rendered text, filled anew for
     // each record (clearing them per record cost more than the rest of the
     // walk).
     let mut buf = [0u8; RECORD_MAX];
     let mut text = [0u8; MESSAGE_MAX];
-    let mut expected: Option<u64> = None;
     // Every step but a jump to a moved head goes 8 bytes forward or more
     // within at most `size` bytes; a live ring's writer may lap the reader a
     // few times. More than this is not a ring's walk.
     let mut steps_left = 4 * (size / 8) + 64;
     while pos < tail {
+        if pos - start >= budget {
+            break;
+        }
         if steps_left == 0 {
             visit(Entry::Damaged {
                 seq: expected.unwrap_or(0),
                 damage: Damage::Malformed,
             });
-            return;
+            return ended(tail);
         }
         steps_left -= 1;
         let off = (pos % size) as usize;
@@ -150,10 +193,10 @@ pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
                 seq: expected.unwrap_or(0),
                 damage: Damage::Malformed,
             });
-            return;
+            return ended(tail);
         };
         let Some(next) = pos.checked_add(len as u64) else {
-            return;
+            return ended(tail);
         };
         if is_pad {
             pos = next;
@@ -211,6 +254,10 @@ pub fn read(region: &(impl Region + ?Sized), mut visit: impl FnMut(Entry)) {
             }
         }
         pos = next;
+    }
+    Cursor {
+        pos: Some(pos),
+        expected,
     }
 }
 

@@ -41,6 +41,11 @@ impl<'a> View<'a> {
         crate::sys::write_all_raw(fd, start, len)
     }
 
+    /// Which ring this is, to tell it from one that replaced it.
+    pub fn id(&self) -> usize {
+        (self.header as *const Header).addr()
+    }
+
     pub fn stats(&self) -> Stats {
         let h = self.header;
         Stats {

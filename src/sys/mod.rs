@@ -11,6 +11,7 @@ pub mod alloc;
 pub mod cancel;
 pub mod connection;
 pub mod fd;
+pub mod listen;
 pub mod net;
 pub mod signal;
 pub mod watch;

@@ -5,6 +5,7 @@
 
 use std::ffi::c_int;
 use std::io;
+use std::sync::Mutex;
 
 use super::fd::Fd;
 
@@ -28,6 +29,11 @@ impl Waker {
             (Ok(read), Ok(write)) => Ok(Waker { read, write }),
             (Err(e), _) | (_, Err(e)) => Err(e),
         }
+    }
+
+    /// The end to wait on.
+    pub fn fd(&self) -> &Fd {
+        &self.read
     }
 
     /// Wakes the thread waiting in [`wait`] (for good: the byte stays).
@@ -143,6 +149,20 @@ pub fn duplicate(fd: c_int) -> io::Result<Fd> {
         return Err(io::Error::last_os_error());
     }
     Fd::own(dup)
+}
+
+/// Keeps what a forked child copied of a thread of its parent's (its
+/// handle, what it shares with it): that thread is not in this process, so
+/// nothing of it is joined, detached or freed, and it stays where a leak
+/// checker finds it.
+pub fn keep_parents<T: Send + 'static>(copy: T) {
+    static KEPT: Mutex<Vec<Box<dyn Send>>> = Mutex::new(Vec::new());
+    let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+    if kept.try_reserve(1).is_ok() {
+        kept.push(Box::new(copy));
+    } else {
+        std::mem::forget(copy);
+    }
 }
 
 /// Starts a thread named `name` running `f` with every signal blocked; the

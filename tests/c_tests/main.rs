@@ -14,6 +14,7 @@
 //! | `outputs` | files, rotation, JSON, failing outputs, kept descriptors |
 //! | `fluent` | the fluent output against a Forward protocol receiver |
 //! | `relay` | a child's output relayed line by line |
+//! | `control` | the control socket, vlog-ctl, and who may use them |
 //! | `real_daemons` | journald and rsyslogd, started by the test |
 //!
 //! `VLOG_C_TESTS_TOOL=asan` or `=valgrind` runs every program under that
@@ -26,6 +27,7 @@ mod support;
 mod common;
 
 mod api;
+mod control;
 mod crash;
 mod environment;
 mod fluent;

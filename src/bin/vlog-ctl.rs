@@ -1,0 +1,305 @@
+//! vlog-ctl: talks to a running program's control socket (`VLOG_CONTROL`,
+//! `vlog_control_start`): changes its filters, outputs and level, shows its
+//! configuration and counters, dumps or follows its ring.
+//!
+//! It sends one request line and prints the reply's body on stdout; an
+//! error the program answers goes to stderr, and the exit status says what
+//! happened (see `--help`).
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// The program answered, and did what was asked.
+const OK: u8 = 0;
+/// The program answered with an error (a bad value, a refusal).
+const REFUSED: u8 = 1;
+/// The command line was wrong.
+const USAGE: u8 = 2;
+/// The socket could not be reached, or the connection broke.
+const UNREACHABLE: u8 = 3;
+
+/// How long a reply (or the next part of a dump) may take.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+const AFTER_HELP: &str = "\
+Commands:
+  filters STRING    replace the filters (VLOG_FILTERS syntax; \"\" for none)
+  outputs STRING    replace the outputs (VLOG_OUTPUTS syntax; \"\" for the default)
+  level PRIO        set the default level (1-4, debug, info, warning, error)
+  show              the configuration in force, as environment variables
+  stats             the ring's and the outputs' counters
+  dump [OPTIONS]    the ring, oldest record first
+  follow [OPTIONS]  new records as they are recorded, until interrupted
+  reopen            reopen the file outputs (after log rotation)
+  help              the commands, as the program knows them
+OPTIONS of dump and follow, as vlog-dump's: --priority PRIO, --source MATCH,
+  --since TIME, --until TIME, --grep TEXT, --json.
+
+Examples:
+  vlog-ctl /run/myd/vlog.sock filters \"1:qemu 3:util\"
+  vlog-ctl --pid $(pidof myd) dump --priority debug --source qemu
+  vlog-ctl /run/myd/vlog.sock follow --json
+
+Exit status: 0 when the program did what was asked; 1 when it answered with
+an error (the value it rejected, or a refusal of this user); 2 for a usage
+error; 3 when the socket could not be reached or the connection broke.";
+
+/// Talks to a running program's vlog control socket.
+#[derive(Parser)]
+#[command(name = "vlog-ctl", version, after_help = AFTER_HELP)]
+struct Options {
+    /// The control socket of process PID (found among its listening
+    /// sockets; the one named vlog.sock when it has several)
+    #[arg(short, long, value_name = "PID")]
+    pid: Option<u32>,
+    /// JSON replies: one object, or one per record for dump and follow
+    #[arg(long)]
+    json: bool,
+    /// SOCKET (unless --pid), then COMMAND and its arguments
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    words: Vec<String>,
+}
+
+/// A word as the control socket reads an option's value: in double quotes
+/// when it has a space, a quote or a backslash in it (or is empty).
+fn quoted(word: &str) -> String {
+    if !word.is_empty() && !word.contains([' ', '"', '\\']) {
+        return word.to_owned();
+    }
+    let mut out = String::from("\"");
+    for c in word.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+/// The request line for `command` and its arguments.
+fn request(command: &str, args: &[String], json: bool) -> Result<String, String> {
+    let mut line = String::new();
+    if json {
+        line.push_str("--json ");
+    }
+    line.push_str(command);
+    match command {
+        "filters" | "outputs" | "level" => {
+            if args.is_empty() {
+                return Err(format!("{command} needs its new value (\"\" for none)"));
+            }
+            let value = args.join(" ");
+            line.push(' ');
+            line.push_str(if value.is_empty() { "\"\"" } else { &value });
+        }
+        "dump" | "follow" => {
+            for a in args {
+                line.push(' ');
+                line.push_str(&quoted(a));
+            }
+        }
+        "show" | "stats" | "reopen" | "help" => {
+            if !args.is_empty() {
+                return Err(format!("{command} takes no argument"));
+            }
+        }
+        _ => {
+            return Err(format!(
+                "unknown command '{command}': use filters, outputs, level, show, stats, dump, \
+                 follow, reopen or help"
+            ))
+        }
+    }
+    if line.contains(['\n', '\r']) {
+        return Err("an argument holds a line break".to_owned());
+    }
+    Ok(line)
+}
+
+/// The inode numbers of the sockets process `pid` has open.
+fn socket_inodes(pid: u32) -> Result<Vec<u64>, String> {
+    let dir = format!("/proc/{pid}/fd");
+    let entries = std::fs::read_dir(&dir).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => format!("no process {pid}"),
+        io::ErrorKind::PermissionDenied => format!(
+            "cannot look at process {pid}'s descriptors ({e}): only its user or root may \
+             control it"
+        ),
+        _ => format!("cannot read {dir}: {e}"),
+    })?;
+    let mut inodes = Vec::new();
+    for entry in entries.flatten() {
+        if let Ok(target) = std::fs::read_link(entry.path()) {
+            let target = target.to_string_lossy();
+            if let Some(n) = target
+                .strip_prefix("socket:[")
+                .and_then(|t| t.strip_suffix(']'))
+                .and_then(|t| t.parse().ok())
+            {
+                inodes.push(n);
+            }
+        }
+    }
+    Ok(inodes)
+}
+
+/// Finds the control socket of process `pid`: among the Unix stream
+/// sockets it listens on with a path, the only one, or the one named
+/// vlog.sock.
+fn find_socket(pid: u32) -> Result<PathBuf, String> {
+    let inodes = socket_inodes(pid)?;
+    let table = format!("/proc/{pid}/net/unix");
+    let text = std::fs::read_to_string(&table).map_err(|e| format!("cannot read {table}: {e}"))?;
+    // Num RefCount Protocol Flags Type St Inode Path; a listening socket
+    // has __SO_ACCEPTCON (0x10000) in its flags; a stream one is type 1.
+    let mut found: Vec<PathBuf> = text
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let flags = u32::from_str_radix(f.get(3)?, 16).ok()?;
+            let kind = u32::from_str_radix(f.get(4)?, 16).ok()?;
+            let inode: u64 = f.get(6)?.parse().ok()?;
+            let path = f.get(7).filter(|p| p.starts_with('/'))?;
+            (flags & 0x10000 != 0 && kind == 1 && inodes.contains(&inode))
+                .then(|| PathBuf::from(path))
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    if found.len() > 1 {
+        let named: Vec<PathBuf> = found
+            .iter()
+            .filter(|p| p.file_name().is_some_and(|n| n == "vlog.sock"))
+            .cloned()
+            .collect();
+        if named.len() == 1 {
+            return Ok(named[0].clone());
+        }
+        let list: Vec<String> = found.iter().map(|p| p.display().to_string()).collect();
+        return Err(format!(
+            "process {pid} listens on several sockets ({}): name the control socket",
+            list.join(", ")
+        ));
+    }
+    found.pop().ok_or_else(|| {
+        format!(
+            "process {pid} has no control socket (start it with VLOG_CONTROL=PATH, or have \
+             it call vlog_control_start)"
+        )
+    })
+}
+
+fn fail(code: u8, message: &str) -> ExitCode {
+    eprintln!("vlog-ctl: {message}");
+    ExitCode::from(code)
+}
+
+fn main() -> ExitCode {
+    let options = Options::parse();
+    let mut words = options.words.clone();
+    // --json may come after the command too (`follow --json`).
+    let json = options.json || words.iter().skip(1).any(|w| w == "--json");
+    words.retain(|w| w != "--json");
+    let socket = match options.pid {
+        Some(pid) => match find_socket(pid) {
+            Ok(path) => path,
+            Err(e) => return fail(UNREACHABLE, &e),
+        },
+        None => PathBuf::from(words.remove(0)),
+    };
+    let Some(command) = words.first().cloned() else {
+        return fail(USAGE, "no command given; see vlog-ctl --help");
+    };
+    let line = match request(&command, &words[1..], json) {
+        Ok(line) => line,
+        Err(e) => return fail(USAGE, &format!("{e}; see vlog-ctl --help")),
+    };
+    let stream = match UnixStream::connect(&socket) {
+        Ok(s) => s,
+        Err(e) => return fail(UNREACHABLE, &format!("{}: {e}", socket.display())),
+    };
+    let timeout = (command != "follow").then_some(REPLY_TIMEOUT);
+    if let Err(e) = stream.set_read_timeout(timeout).and_then(|()| {
+        let mut w = &stream;
+        w.write_all(format!("{line}\n").as_bytes())
+    }) {
+        return fail(UNREACHABLE, &format!("{}: {e}", socket.display()));
+    }
+    let mut reader = BufReader::new(&stream);
+    let mut status = String::new();
+    match reader.read_line(&mut status) {
+        Ok(0) => {
+            return fail(
+                UNREACHABLE,
+                "the program closed the connection without a reply",
+            )
+        }
+        Ok(_) => {}
+        Err(e) => return fail(UNREACHABLE, &format!("no reply: {e}")),
+    }
+    let failed = if json {
+        status.starts_with("{\"ok\":false")
+    } else {
+        status.starts_with("error: ")
+    };
+    if failed {
+        let why = status.trim_end();
+        return fail(REFUSED, why.strip_prefix("error: ").unwrap_or(why));
+    }
+    let mut stdout = io::stdout().lock();
+    // A JSON reply is its status object, unless records follow it.
+    let streamed = command == "dump" || command == "follow";
+    if json && !streamed {
+        let _ = stdout.write_all(status.as_bytes());
+    }
+    let copied = io::copy(&mut reader, &mut stdout).and_then(|_| stdout.flush());
+    match copied {
+        Ok(()) => ExitCode::from(OK),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(OK),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            fail(
+                UNREACHABLE,
+                "the reply stopped coming (10 s without a byte)",
+            )
+        }
+        Err(e) => fail(UNREACHABLE, &format!("the reply was cut short: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests() {
+        let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            request("filters", &s(&["1:qemu"]), false).unwrap(),
+            "filters 1:qemu"
+        );
+        assert_eq!(
+            request("filters", &s(&[""]), false).unwrap(),
+            "filters \"\""
+        );
+        assert_eq!(
+            request("dump", &s(&["--grep", "disk full"]), true).unwrap(),
+            "--json dump --grep \"disk full\""
+        );
+        assert!(request("show", &s(&["x"]), false).is_err());
+        assert!(request("level", &[], false).is_err());
+        assert!(request("filters", &s(&["a\nb"]), false).is_err());
+        assert!(request("frob", &[], false).is_err());
+    }
+}

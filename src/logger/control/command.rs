@@ -1,0 +1,411 @@
+//! The control socket's requests: one line, `[--json] COMMAND [ARGUMENT]`,
+//! and what each does. A reply starts with a status line, `ok` or
+//! `error: WHY` (with `--json`, `{"ok":true,...}` or
+//! `{"ok":false,"error":"WHY"}`), then its body. The configuration
+//! commands take the environment's syntax, parsers and error texts, and
+//! change all or nothing; each change is said once as an info record of
+//! source `vlog` naming the peer.
+
+use super::client::Stream;
+use super::server::{Reply, Request};
+use crate::config;
+use crate::config::select::Selection;
+use crate::error::ConfigError;
+use crate::fields::{Field, Value};
+use crate::logger::{configure, enter, State};
+use crate::stats;
+use crate::text::json::put_json_string;
+
+const HELP: &str = "\
+commands (one per connection; --json first for JSON replies):
+  filters STRING   replace the filters (VLOG_FILTERS syntax; \"\" for none)
+  outputs STRING   replace the outputs (VLOG_OUTPUTS syntax; \"\" for the default)
+  level PRIO       set the default level (1-4, debug, info, warning, error)
+  show             the configuration in force, as environment variables
+  stats            the ring's and the outputs' counters
+  dump [OPTIONS]   the ring, oldest record first
+  follow [OPTIONS] new records as they are recorded, until the client leaves
+  reopen           reopen the file outputs (after log rotation)
+OPTIONS, as vlog-dump's: --priority PRIO, --source MATCH, --since TIME,
+  --until TIME, --grep TEXT (quote a value with spaces: \"...\")
+";
+
+/// What a reply is made of before it is written out.
+enum Answer {
+    /// A body of `name value` pairs: lines of text, or members of a JSON
+    /// object.
+    Pairs(Vec<(&'static str, String)>),
+    Text(String),
+    Stream(Stream),
+}
+
+/// Runs one request (taking the logger's lock for as long as a
+/// configuration call takes) and makes its reply.
+pub fn run(request: Request) -> Reply {
+    let (mut json, command, rest) = split(&request.line);
+    // `dump --json` and `follow --json` (vlog-dump's way) too.
+    if matches!(command, "dump" | "follow")
+        && words(rest).is_ok_and(|w| w.iter().any(|w| w == "--json"))
+    {
+        json = true;
+    }
+    let answer = answer(command, rest, &request, json);
+    Reply {
+        id: request.id,
+        head: head(json, &answer),
+        stream: answer.ok().and_then(|a| match a {
+            Answer::Stream(s) => Some(s),
+            _ => None,
+        }),
+    }
+}
+
+/// `--json`, the command word, and what follows it.
+fn split(line: &str) -> (bool, &str, &str) {
+    let line = line.trim_start_matches(' ');
+    let (json, line) = match line.strip_prefix("--json") {
+        Some(rest) if rest.is_empty() || rest.starts_with(' ') => (true, rest.trim_start()),
+        _ => (false, line),
+    };
+    let (command, rest) = line.split_once(' ').unwrap_or((line, ""));
+    (json, command, rest)
+}
+
+fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, String> {
+    let none = |what: &str| -> Result<(), String> {
+        if rest.trim().is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{what} takes no argument"))
+        }
+    };
+    match command {
+        "filters" => change(r, "filters", rest, |s, v| {
+            let old = s.filters.as_env();
+            s.set_filters(v)?;
+            Ok((old, s.filters.as_env()))
+        }),
+        "outputs" => change(r, "outputs", rest, |s, v| {
+            let old = outputs_env(s);
+            s.set_outputs(v)?;
+            Ok((old, outputs_env(s)))
+        }),
+        "level" => change(r, "level", rest, |s, v| {
+            let level = config::parse_level(v)?;
+            let old = (s.level as u8).to_string();
+            s.set_level(level);
+            Ok((old, (level as u8).to_string()))
+        }),
+        "show" => none("show").and_then(|()| {
+            enter(|s| show(s))
+                .map(Answer::Pairs)
+                .ok_or_else(|| "vlog is busy on this thread".to_owned())
+        }),
+        "stats" => none("stats").and_then(|()| {
+            enter(|s| s.stats())
+                .map(|ring| {
+                    Answer::Pairs(vec![
+                        ("buffer_size", ring.size.to_string()),
+                        ("records", ring.recorded.to_string()),
+                        ("lost", ring.lost.to_string()),
+                        (
+                            "dropped_nested",
+                            stats::get(&stats::NESTED_DROPPED).to_string(),
+                        ),
+                        (
+                            "output_lines_lost",
+                            stats::get(&stats::LINES_LOST).to_string(),
+                        ),
+                        ("bad_fields", stats::get(&stats::BAD_FIELDS).to_string()),
+                    ])
+                })
+                .ok_or_else(|| "vlog is busy on this thread".to_owned())
+        }),
+        "dump" | "follow" => {
+            let (selection, json_too) = options(rest)?;
+            let end = enter(|s| s.stats().recorded).unwrap_or(0);
+            Ok(Answer::Stream(Stream::new(
+                selection,
+                json || json_too,
+                command == "follow",
+                end,
+            )))
+        }
+        "reopen" => none("reopen").and_then(|()| {
+            configure(|s| s.reopen())
+                .map(|()| Answer::Pairs(Vec::new()))
+                .map_err(|e| e.to_string())
+        }),
+        "help" | "" => Ok(Answer::Text(HELP.to_owned())),
+        _ => Err(format!(
+            "unknown command '{command}': use filters, outputs, level, show, stats, dump, \
+             follow, reopen or help"
+        )),
+    }
+}
+
+/// A configuration change: `set` parses the argument and applies it, all
+/// or nothing, returning the value before and after; the change is said as
+/// a record naming the peer.
+fn change(
+    r: &Request,
+    what: &'static str,
+    rest: &str,
+    set: impl FnOnce(&mut State, &str) -> Result<(String, String), ConfigError>,
+) -> Result<Answer, String> {
+    let value = unquoted(rest.trim_matches(' '));
+    if value.is_empty() && !rest.contains("\"\"") {
+        return Err(format!(
+            "{what} needs its new value, in the environment's syntax (\"\" for none)"
+        ));
+    }
+    let peer = &r.peer;
+    configure(|s| {
+        let (old, new) = set(s, value)?;
+        let message = format!(
+            "{what} changed from '{old}' to '{new}' through the control socket by uid {}, \
+             pid {}",
+            peer.uid, peer.pid
+        );
+        s.announce(
+            b"control",
+            &message,
+            &[
+                Field {
+                    name: b"PEER_UID",
+                    value: Value::Int(peer.uid.into()),
+                },
+                Field {
+                    name: b"PEER_PID",
+                    value: Value::Int(peer.pid.into()),
+                },
+            ],
+        );
+        Ok(Answer::Pairs(vec![(env_name(what), new)]))
+    })
+    .map_err(|e| e.to_string())
+}
+
+fn env_name(what: &str) -> &'static str {
+    match what {
+        "filters" => "VLOG_FILTERS",
+        "outputs" => "VLOG_OUTPUTS",
+        _ => "VLOG_LEVEL",
+    }
+}
+
+/// A value written in double quotes loses them (as a shell would take
+/// them off): `filters "1:qemu 3:util"` typed at socat.
+fn unquoted(v: &str) -> &str {
+    v.strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .filter(|inner| !inner.contains('"'))
+        .unwrap_or(v)
+}
+
+/// The outputs in force as `VLOG_OUTPUTS` writes them: "" while they are
+/// the default (stderr at the default level).
+fn outputs_env(s: &State) -> String {
+    if s.default_outputs {
+        String::new()
+    } else {
+        s.outputs.as_env()
+    }
+}
+
+/// The configuration in force, as the environment variables that make it.
+fn show(s: &State) -> Vec<(&'static str, String)> {
+    let signal = s.dump_signal.map_or_else(String::new, |sig| match sig {
+        libc::SIGUSR1 => "USR1".to_owned(),
+        libc::SIGUSR2 => "USR2".to_owned(),
+        n => n.to_string(),
+    });
+    vec![
+        ("VLOG_LEVEL", (s.level as u8).to_string()),
+        ("VLOG_FILTERS", s.filters.as_env()),
+        ("VLOG_OUTPUTS", outputs_env(s)),
+        ("VLOG_BUFFER_SIZE", s.stats().size.to_string()),
+        (
+            "VLOG_BUFFER_FILE",
+            s.buffer_file
+                .as_ref()
+                .map_or_else(String::new, |p| p.display().to_string()),
+        ),
+        ("VLOG_DUMP", s.dump.as_env()),
+        ("VLOG_DUMP_SIGNAL", signal),
+        ("VLOG_CONTROL", s.control_env().unwrap_or_default()),
+    ]
+}
+
+/// A dump's or a follow's options: vlog-dump's, `--json` among them.
+fn options(rest: &str) -> Result<(Selection, bool), String> {
+    let words = words(rest)?;
+    let mut selection = Selection::default();
+    let mut json = false;
+    let mut it = words.iter();
+    while let Some(w) = it.next() {
+        let Some(name) = w.strip_prefix("--") else {
+            return Err(format!("'{w}' is not an option (see help)"));
+        };
+        if name == "json" {
+            json = true;
+            continue;
+        }
+        let value = it.next().ok_or_else(|| format!("--{name} needs a value"))?;
+        selection.set(name, value)?;
+    }
+    Ok((selection, json))
+}
+
+/// Words separated by spaces; a word in double quotes may hold spaces, and
+/// `\"` and `\\` inside it.
+fn words(s: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut chars = s.chars().peekable();
+    loop {
+        while chars.peek() == Some(&' ') {
+            chars.next();
+        }
+        let Some(&c) = chars.peek() else {
+            return Ok(out);
+        };
+        let mut word = String::new();
+        if c == '"' {
+            chars.next();
+            loop {
+                match chars.next() {
+                    None => return Err("a quote is not closed".to_owned()),
+                    Some('"') => break,
+                    Some('\\') => match chars.next() {
+                        Some(e @ ('"' | '\\')) => word.push(e),
+                        _ => return Err("use \\\" or \\\\ inside quotes".to_owned()),
+                    },
+                    Some(c) => word.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ' ' {
+                    break;
+                }
+                word.push(c);
+                chars.next();
+            }
+        }
+        out.push(word);
+    }
+}
+
+/// The status line and the body of a reply that is not a stream.
+fn head(json: bool, answer: &Result<Answer, String>) -> Vec<u8> {
+    let mut out = Vec::new();
+    match (answer, json) {
+        (Err(why), false) => {
+            out.extend_from_slice(b"error: ");
+            out.extend_from_slice(why.replace('\n', " ").as_bytes());
+            out.push(b'\n');
+        }
+        (Err(why), true) => {
+            out.extend_from_slice(b"{\"ok\":false,\"error\":");
+            put_json_string(why.as_bytes(), &mut out);
+            out.extend_from_slice(b"}\n");
+        }
+        (Ok(answer), false) => {
+            out.extend_from_slice(b"ok\n");
+            match answer {
+                Answer::Pairs(pairs) => {
+                    for (name, value) in pairs {
+                        let line = if name.starts_with("VLOG_") {
+                            format!("{name}={}\n", shell_quoted(value))
+                        } else {
+                            format!("{name} {value}\n")
+                        };
+                        out.extend_from_slice(line.as_bytes());
+                    }
+                }
+                Answer::Text(text) => out.extend_from_slice(text.as_bytes()),
+                Answer::Stream(_) => {}
+            }
+        }
+        (Ok(answer), true) => {
+            out.extend_from_slice(b"{\"ok\":true");
+            match answer {
+                Answer::Pairs(pairs) => {
+                    for (name, value) in pairs {
+                        out.push(b',');
+                        put_json_string(name.as_bytes(), &mut out);
+                        out.push(b':');
+                        match value.parse::<u64>() {
+                            Ok(n) if !name.starts_with("VLOG_") => {
+                                out.extend_from_slice(n.to_string().as_bytes())
+                            }
+                            _ => put_json_string(value.as_bytes(), &mut out),
+                        }
+                    }
+                }
+                Answer::Text(text) => {
+                    out.extend_from_slice(b",\"help\":");
+                    put_json_string(text.as_bytes(), &mut out);
+                }
+                Answer::Stream(_) => {}
+            }
+            out.extend_from_slice(b"}\n");
+        }
+    }
+    out
+}
+
+/// `value` as a shell reads it back: bare when it is made of characters a
+/// shell leaves alone, in single quotes otherwise.
+fn shell_quoted(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_./:@%+,=-".contains(&b));
+    if plain {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_lines_split() {
+        assert_eq!(
+            split("filters 1:qemu 3:util"),
+            (false, "filters", "1:qemu 3:util")
+        );
+        assert_eq!(split("--json show"), (true, "show", ""));
+        assert_eq!(split("--jsonx"), (false, "--jsonx", ""));
+        assert_eq!(unquoted("\"1:qemu 3:x\""), "1:qemu 3:x");
+        assert_eq!(unquoted("\"a\"b\""), "\"a\"b\"");
+    }
+
+    #[test]
+    fn words_and_options() {
+        assert_eq!(
+            words(r#"--grep "disk \"full\"" --source  qemu"#).unwrap(),
+            ["--grep", "disk \"full\"", "--source", "qemu"]
+        );
+        assert!(words("\"open").is_err());
+        let (sel, json) = options("--priority 2 --json --since \"2026-12-01 10:00:00\"").unwrap();
+        assert!(json && sel.priority.is_some() && sel.since.is_some());
+        assert!(options("--priority").unwrap_err().contains("needs a value"));
+        assert!(options("qemu").unwrap_err().contains("not an option"));
+        assert!(options("--until yesterday")
+            .unwrap_err()
+            .contains("'yesterday'"));
+    }
+
+    #[test]
+    fn values_quoted_for_a_shell() {
+        assert_eq!(shell_quoted("3"), "3");
+        assert_eq!(shell_quoted(""), "''");
+        assert_eq!(shell_quoted("1:qemu 3:util"), "'1:qemu 3:util'");
+        assert_eq!(shell_quoted("it's"), r"'it'\''s'");
+    }
+}

@@ -1,0 +1,328 @@
+//! The control socket: a running daemon's filters, outputs and level
+//! changed, its configuration shown, its ring streamed back, through a Unix
+//! socket that only the daemon's own user, root and a group it names may
+//! use (`VLOG_CONTROL`, `vlog_control_start`; `vlog-ctl` speaks to it).
+//!
+//! - `server`: the socket, the connections, and one round of serving them
+//!   without waiting (`Server::round`).
+//! - `client`: one connection: its request read (bounded in size and
+//!   time), its reply written as the socket takes it, a dump or a follow
+//!   read from the ring a part at a time.
+//! - `command`: the requests, and what each does.
+//!
+//! Served by a thread of vlog's (`Thread`, started by `VLOG_CONTROL` or
+//! `vlog_control_start`), or by the program's own event loop: it polls one
+//! descriptor (`vlog_control_open`) and calls `vlog_control_handle` when it
+//! is readable. Both serve through [`serve`].
+//!
+//! # Locks
+//!
+//! The server's state is behind `SERVER`, the logger's behind its own lock
+//! (`STATE`). The lock order is STATE, then SERVER (a server is started by
+//! the first configuration, which holds STATE), and nothing takes STATE
+//! while it holds SERVER: a round collects the requests under SERVER, lets
+//! it go, runs each command under STATE (for as long as a configuration
+//! call takes), and takes SERVER again to hand the replies over. So no
+//! client, however slow, makes a logging thread wait: the logger's lock is
+//! never held while a client is read or written to, and a dump reads the
+//! ring without any lock. A fork takes both, in that order
+//! (`logger::fork`).
+//!
+//! A call that would nest on one thread (a signal handler that interrupted
+//! a round and calls in again) is refused, never left waiting for its own
+//! thread.
+
+mod client;
+mod command;
+mod server;
+
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Mutex, MutexGuard, Once};
+
+use super::{configure, note, State};
+use crate::config::ControlSpec;
+use crate::error::ConfigError;
+use crate::sys::watch::{self, Waker};
+use crate::{diag, sys};
+use server::Server;
+
+static SERVER: Mutex<Option<Server>> = Mutex::new(None);
+
+thread_local! {
+    /// This thread holds SERVER (a signal handler that calls in is refused).
+    static SERVING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// How long the thread waits between looks at its descriptors (a program
+/// that closed them all is noticed this soon).
+const LOOK_MS: u64 = 1000;
+
+/// The thread that serves the socket, kept in the logger's state.
+pub struct Thread {
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+    /// The process that started it: a forked child has no such thread.
+    pid: u32,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Thread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "control::Thread(pid {})", self.pid)
+    }
+}
+
+impl Thread {
+    /// Tells the thread to stop, and waits for it (never under the
+    /// logger's lock: the thread may be waiting for it). A forked child's
+    /// copy of its parent's is kept, untouched: no such thread is here.
+    pub fn stop_and_join(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if self.pid != sys::process_id() {
+            watch::keep_parents(self);
+            return;
+        }
+        self.waker.wake();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// SERVER, taken by a thread that does not hold it already.
+pub struct Serving(MutexGuard<'static, Option<Server>>);
+
+impl Serving {
+    fn take() -> Option<Serving> {
+        if SERVING.with(|s| s.replace(true)) {
+            return None;
+        }
+        Some(Serving(SERVER.lock().unwrap_or_else(|p| p.into_inner())))
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        SERVING.with(|s| s.set(false));
+    }
+}
+
+/// Runs `f` on this process's server under SERVER; None without one (or
+/// when this thread holds SERVER already). A server copied from a parent
+/// by fork is dropped here first: its descriptors closed, its socket file
+/// left to the parent.
+fn with_server<R>(f: impl FnOnce(&mut Server) -> R) -> Option<R> {
+    let mut serving = Serving::take()?;
+    if serving.0.as_ref().is_some_and(|s| !s.is_this_process()) {
+        *serving.0 = None;
+    }
+    serving.0.as_mut().map(f)
+}
+
+fn nested() -> ConfigError {
+    ConfigError::new(
+        "called while this thread was already serving the control socket (from a signal \
+         handler that interrupted it?): nothing was done",
+    )
+}
+
+/// One round: what the connections and the socket have now, the commands
+/// they asked for run, the replies handed over; never waits. What the
+/// server has to say of itself (a descriptor the program closed) is said
+/// as a vlog record.
+pub fn serve() -> Result<(), ConfigError> {
+    let (requests, said) = with_server(|s| s.round()).ok_or_else(no_server)?;
+    let replies: Vec<_> = requests.into_iter().map(command::run).collect();
+    if !said.is_empty() {
+        let _ = super::enter(|s| said.iter().for_each(|e| note(s.ring.as_mut(), e)));
+    }
+    if !replies.is_empty() {
+        with_server(|s| s.deliver(replies)).ok_or_else(no_server)?;
+    }
+    Ok(())
+}
+
+fn no_server() -> ConfigError {
+    if SERVING.with(Cell::get) {
+        nested()
+    } else {
+        ConfigError::new("no control socket is open (see vlog_control_open)")
+    }
+}
+
+/// The descriptor a program's event loop polls for the server (readable
+/// when a round has something to do).
+pub fn poll_fd() -> Result<c_int, ConfigError> {
+    with_server(|s| s.poll_fd()).ok_or_else(no_server)
+}
+
+impl State {
+    /// Opens the control socket `spec` names, served by a thread of vlog's
+    /// (`thread`) or by the program's loop. A socket open already is
+    /// closed first (its thread returned, to be joined without the lock).
+    /// Nothing is left of a socket that cannot be made.
+    pub fn start_control(
+        &mut self,
+        spec: &ControlSpec,
+        thread: bool,
+    ) -> Result<(c_int, Option<Thread>), ConfigError> {
+        self.ensure_init();
+        let path = Server::resolve(spec)?;
+        // A socket of ours already at that path is closed first, or the
+        // new one would find it in use.
+        let mut old = None;
+        if with_server(|s| s.is_at(&path)) == Some(true) {
+            old = self.stop_control();
+        }
+        let mut server = Server::open(spec, path)?;
+        let old = old.or_else(|| self.stop_control());
+        let fd = server.poll_fd();
+        let waker = if thread {
+            let waker = Waker::new()
+                .map_err(|e| ConfigError::new(format!("cannot start the control thread: {e}")))?;
+            let waker = Arc::new(waker);
+            server.set_waker(Arc::clone(&waker));
+            Some(waker)
+        } else {
+            None
+        };
+        register_at_exit();
+        // In place before the thread starts: it serves what it finds.
+        let mut serving = Serving::take().ok_or_else(nested)?;
+        *serving.0 = Some(server);
+        drop(serving);
+        if let Some(waker) = waker {
+            match spawn(waker) {
+                Ok(started) => self.control = Some(started),
+                Err(e) => {
+                    if let Some(mut serving) = Serving::take() {
+                        *serving.0 = None;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok((fd, old))
+    }
+
+    /// Closes the control socket (its file removed) and tells its thread
+    /// to stop; the thread is returned, to be joined without the lock.
+    pub fn stop_control(&mut self) -> Option<Thread> {
+        if let Some(mut serving) = Serving::take() {
+            *serving.0 = None;
+        }
+        let thread = self.control.take();
+        if let Some(t) = &thread {
+            t.stop.store(true, Ordering::SeqCst);
+            t.waker.wake();
+        }
+        thread
+    }
+
+    /// The control socket as `VLOG_CONTROL` writes it, if one is open.
+    pub fn control_env(&self) -> Option<String> {
+        // Taken under STATE: the lock order allows it.
+        with_server(|s| s.spec_env())
+    }
+}
+
+/// Stops the control socket from outside the logger's lock, and waits for
+/// its thread (`vlog_control_stop`, `vlog_shutdown`, exit).
+pub fn stop() {
+    if let Some(Some(thread)) = super::enter(|s| s.stop_control()) {
+        thread.stop_and_join();
+    }
+}
+
+/// Starts the control socket from a configuration call: the thread of a
+/// socket it replaced is joined after the lock is let go.
+pub fn start(spec: &ControlSpec, thread: bool) -> Result<c_int, ConfigError> {
+    let (fd, old) = configure(|s| s.start_control(spec, thread))?;
+    if let Some(old) = old {
+        old.stop_and_join();
+    }
+    Ok(fd)
+}
+
+fn register_at_exit() {
+    static AT_EXIT: Once = Once::new();
+    AT_EXIT.call_once(|| {
+        if !sys::at_exit(stop_at_exit) {
+            diag::warn(
+                "cannot register vlog's exit handler: the control socket's file stays after exit",
+            );
+        }
+    });
+}
+
+extern "C" fn stop_at_exit() {
+    let _ = crate::panic::catch(stop);
+}
+
+fn spawn(waker: Arc<Waker>) -> Result<Thread, ConfigError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    // The thread's start (std's, which allocates) is over before this
+    // returns, as the ticker's is.
+    let started = Arc::new(Barrier::new(2));
+    let go = Arc::clone(&started);
+    let thread = watch::spawn_quiet("vlog-control", move || {
+        go.wait();
+        run(&stopped)
+    })
+    .map_err(|e| ConfigError::new(format!("cannot start the control thread: {e}")))?;
+    started.wait();
+    Ok(Thread {
+        stop,
+        waker,
+        pid: sys::process_id(),
+        thread: Some(thread),
+    })
+}
+
+/// The thread: waits on the server's descriptor without any lock, then
+/// serves a round.
+fn run(stop: &AtomicBool) {
+    loop {
+        let fd = match with_server(|s| s.poll_fd()) {
+            Some(fd) if !stop.load(Ordering::SeqCst) => fd,
+            _ => return,
+        };
+        sys::listen::wait_on(fd, LOOK_MS);
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Err(message) = crate::panic::catch(serve) {
+            // A bug in vlog: said, and the socket served no more (as the
+            // ticker stops on one).
+            diag::warn(&format!(
+                "internal error in the control thread ({message}): the control socket is \
+                 not served any more"
+            ));
+            return;
+        }
+    }
+}
+
+/// In `logger::fork`'s prepare, after the logger's lock: SERVER, held
+/// across fork unless this thread holds it already (a fork from a signal
+/// handler that interrupted a round).
+pub fn before_fork() -> Option<Serving> {
+    Serving::take()
+}
+
+/// In a forked child, with SERVER held across the fork: the parent's
+/// server is the parent's. Its descriptors are closed here (so that the
+/// child, which has no server thread, does not keep the parent's socket
+/// open), its socket file left as it is; the thread's handle in the
+/// logger's state is kept, untouched.
+pub fn after_fork_child(held: Option<Serving>, state: &mut State) {
+    if let Some(mut serving) = held {
+        *serving.0 = None;
+    }
+    if let Some(thread) = state.control.take() {
+        watch::keep_parents(thread);
+    }
+}

@@ -1,0 +1,321 @@
+//! The control socket: every command from a client's side, the socket
+//! file's rules, hostile requests, fork, a program that closes every
+//! descriptor, four threads logging while the filters change, a program's
+//! own loop serving it, dump and follow while the ring wraps (all in
+//! `c-tests/control.c`); then vlog-ctl against a running daemon, and who
+//! may use the socket, with clients of other users (setpriv).
+
+use crate::common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A directory of the test's own, 0700 (a socket's directory must be
+/// writable by nobody else).
+fn private_dir(name: &str) -> PathBuf {
+    let dir = scratch_dir(name);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+fn mode(name: &str) {
+    let dir = private_dir(&format!("control-{name}"));
+    let exe = build("control", Link::Static);
+    let out = run_within(90, &exe, &[name, dir.to_str().unwrap()], &[]);
+    assert_ok(&format!("control {name}"), &out);
+}
+
+#[test]
+fn every_command_answers_with_the_environments_parsers_and_errors() {
+    mode("commands");
+}
+
+#[test]
+fn the_socket_file_is_made_safely_and_never_takes_anothers() {
+    mode("files");
+}
+
+#[test]
+fn oversized_silent_and_stalled_clients_hold_up_nobody() {
+    mode("hostile");
+}
+
+#[test]
+fn a_forked_child_does_not_serve_its_parents_socket() {
+    if tool() == Tool::Valgrind {
+        // As in the fork tests: memcheck counts the parent's threads'
+        // records in the child's heap as the child's leaks.
+        say_skipped(
+            "under Valgrind: the parent's control thread's records read as the child's leaks",
+        );
+        return;
+    }
+    mode("fork");
+}
+
+#[test]
+fn a_program_that_closes_every_descriptor_gets_a_new_socket_and_keeps_its_files() {
+    mode("closes-all");
+}
+
+#[test]
+fn filters_changed_under_four_logging_threads_apply_to_the_next_message() {
+    mode("threads");
+}
+
+#[test]
+fn a_programs_own_loop_serves_it_and_a_signal_handler_cannot_deadlock_it() {
+    mode("own-loop");
+}
+
+#[test]
+fn dump_and_follow_while_the_ring_wraps() {
+    mode("wraps");
+}
+
+// ---- vlog-ctl against a running daemon ---------------------------------
+
+/// `c-tests/control.c serve`: logs every 20 ms with its socket at
+/// `dir/ctl.sock` (VLOG_CONTROL), until killed.
+struct Daemon {
+    child: Child,
+}
+
+impl Daemon {
+    fn start(exe: &Path, dir: &Path, control: &str, user: Option<u32>) -> Daemon {
+        let ready = dir.join("ready");
+        let _ = std::fs::remove_file(&ready);
+        let mut cmd = match user {
+            Some(uid) => {
+                let mut c = Command::new("setpriv");
+                c.arg(format!("--reuid={uid}"))
+                    .arg(format!("--regid={uid}"))
+                    .arg("--clear-groups")
+                    .arg(exe);
+                c
+            }
+            None => command(exe),
+        };
+        without_vlog_env(&mut cmd);
+        let child = cmd
+            .args(["serve", dir.to_str().unwrap()])
+            .env("VLOG_CONTROL", control)
+            .env("VLOG_BUFFER_SIZE", "1M")
+            .env("VLOG_OUTPUTS", "4:stderr")
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut daemon = Daemon { child };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ready.exists() {
+            if let Some(status) = daemon.child.try_wait().unwrap() {
+                panic!("the daemon ended: {status}");
+            }
+            assert!(Instant::now() < deadline, "the daemon did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        daemon
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn vlog_ctl_as(user: Option<(u32, Option<u32>)>, args: &[&str]) -> Output {
+    let exe = env!("CARGO_BIN_EXE_vlog-ctl");
+    let mut cmd = match user {
+        Some((uid, group)) => {
+            let mut c = Command::new("setpriv");
+            c.arg(format!("--reuid={uid}"))
+                .arg(format!("--regid={uid}"));
+            match group {
+                Some(g) => c.arg(format!("--groups={g}")),
+                None => c.arg("--clear-groups"),
+            };
+            c.arg(copied_ctl(exe));
+            c
+        }
+        None => Command::new(exe),
+    };
+    cmd.args(args).stdin(Stdio::null()).output().unwrap()
+}
+
+fn vlog_ctl(args: &[&str]) -> Output {
+    vlog_ctl_as(None, args)
+}
+
+/// vlog-ctl copied where any user may run it (the build directory may be
+/// under a home only its owner may enter).
+fn copied_ctl(exe: &str) -> PathBuf {
+    let dir = open_dir("vlog-ctl-bin");
+    let copy = dir.join("vlog-ctl");
+    if !copy.exists() {
+        std::fs::copy(exe, &copy).unwrap();
+    }
+    copy
+}
+
+/// A directory under /tmp that every user may enter (0755), made afresh
+/// per run.
+fn open_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(format!("/tmp/vlog-test-{}-{name}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn ok_stdout(args: &[&str]) -> String {
+    let out = vlog_ctl(args);
+    assert_ok(&format!("vlog-ctl {args:?}"), &out);
+    text(&out.stdout)
+}
+
+#[test]
+fn vlog_ctl_changes_a_running_daemons_filters_and_takes_its_ring() {
+    let dir = private_dir("control-ctl");
+    let exe = build("control", Link::Static);
+    let sock = dir.join("ctl.sock");
+    let daemon = Daemon::start(&exe, &dir, sock.to_str().unwrap(), None);
+    let s = sock.to_str().unwrap();
+
+    let shown = ok_stdout(&[s, "show"]);
+    assert!(
+        shown.starts_with("VLOG_LEVEL=3\nVLOG_FILTERS=''\n"),
+        "{shown}"
+    );
+    assert!(shown.contains(&format!("VLOG_CONTROL={s}\n")), "{shown}");
+    assert!(!ok_stdout(&[s, "dump"]).contains("tick"));
+
+    assert_eq!(
+        ok_stdout(&[s, "filters", "1:qemu"]),
+        "VLOG_FILTERS=1:qemu\n"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let dumped = ok_stdout(&[s, "dump", "--source", "qemu"]);
+    assert!(dumped.contains(": debug : qemu.monitor : say:"), "{dumped}");
+    assert!(!dumped.contains("request"), "{dumped}");
+    let json = ok_stdout(&[s, "dump", "--json", "--grep", "served"]);
+    assert!(json.lines().all(|l| l.starts_with("{\"seq\":")), "{json}");
+    assert!(ok_stdout(&[s, "--json", "show"]).starts_with("{\"ok\":true,\"VLOG_LEVEL\":\"3\""));
+
+    // The same through --pid.
+    let pid = daemon.pid().to_string();
+    assert!(ok_stdout(&["--pid", &pid, "stats"]).starts_with("buffer_size 1048576\nrecords "));
+    // The change is in the ring, naming who made it.
+    let changes = ok_stdout(&[s, "dump", "--source", "vlog"]);
+    assert!(
+        changes.contains("filters changed from '' to '1:qemu' through the control socket by uid"),
+        "{changes}"
+    );
+
+    // follow --json: new records, as they come.
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_vlog-ctl"))
+        .args([s, "follow", "--json", "--source", "qemu"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(follow.stdout.take().unwrap()));
+    for _ in 0..5 {
+        let line = lines.next().unwrap().unwrap();
+        assert!(
+            line.starts_with("{\"seq\":") && line.contains("\"source\":\"qemu.monitor\""),
+            "{line}"
+        );
+    }
+    follow.kill().unwrap();
+    follow.wait().unwrap();
+
+    // Errors and exit codes.
+    let bad = vlog_ctl(&[s, "filters", "9:qemu"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(text(&bad.stderr).contains("invalid priority '9' in filter '9:qemu'"));
+    assert_eq!(vlog_ctl(&[s, "frobnicate"]).status.code(), Some(2));
+    assert_eq!(vlog_ctl(&[s]).status.code(), Some(2));
+    let gone = vlog_ctl(&[dir.join("none.sock").to_str().unwrap(), "show"]);
+    assert_eq!(gone.status.code(), Some(3));
+    assert!(text(&gone.stderr).contains("No such file or directory"));
+    let nobody = vlog_ctl(&["--pid", "999999999", "show"]);
+    assert_eq!(nobody.status.code(), Some(3));
+    assert!(text(&nobody.stderr).contains("no process 999999999"));
+    let me = std::process::id().to_string();
+    let none = vlog_ctl(&["--pid", &me, "show"]);
+    assert!(
+        text(&none.stderr).contains("has no control socket"),
+        "{}",
+        text(&none.stderr)
+    );
+
+    drop(daemon);
+}
+
+/// Whether this run may make processes of other users (root).
+fn can_change_user() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
+    if !root || !setpriv {
+        needs_installed("clients of other users need root and setpriv (util-linux)");
+    }
+    root && setpriv
+}
+
+#[test]
+fn only_the_daemons_user_root_and_its_group_may_use_the_socket() {
+    if !can_change_user() {
+        return;
+    }
+    let exe = build("control", Link::Static);
+    // A root daemon whose socket lets group 65530 in.
+    let dir = open_dir("control-uids");
+    let sock = dir.join("ctl.sock");
+    let spec = format!("{}?group=65530", sock.display());
+    let daemon = Daemon::start(&exe, &dir, &spec, None);
+    let s = sock.to_str().unwrap();
+    assert!(ok_stdout(&[s, "show"]).contains("?group=65530"));
+    // A member of the group may; another user may not reach the file.
+    let member = vlog_ctl_as(Some((65534, Some(65530))), &[s, "filters", "1:qemu"]);
+    assert_ok("vlog-ctl as a member of the group", &member);
+    let other = vlog_ctl_as(Some((65534, None)), &[s, "show"]);
+    assert_eq!(other.status.code(), Some(3), "{}", text(&other.stderr));
+    assert!(text(&other.stderr).contains("Permission denied"));
+    // With the file opened to everyone by mistake, the credentials still
+    // refuse: one line, and the connection closed.
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let refused = vlog_ctl_as(Some((65534, None)), &[s, "filters", "1:*"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        text(&refused.stderr),
+        "vlog-ctl: refused: uid 65534 may not control this process (uid 0, root and group 65530 may)\n"
+    );
+    assert!(ok_stdout(&[s, "show"]).contains("VLOG_FILTERS=1:qemu\n"));
+    drop(daemon);
+
+    // A daemon of user 65534: its own user may, and root.
+    let dir = open_dir("control-nobody");
+    let own = dir.join("own");
+    let _ = std::fs::create_dir(&own);
+    std::os::unix::fs::chown(&own, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let copy = dir.join("control");
+    std::fs::copy(&exe, &copy).unwrap();
+    let sock = own.join("ctl.sock");
+    let daemon = Daemon::start(&copy, &own, sock.to_str().unwrap(), Some(65534));
+    let s = sock.to_str().unwrap();
+    let same = vlog_ctl_as(Some((65534, None)), &[s, "level", "debug"]);
+    assert_ok("vlog-ctl as the daemon's user", &same);
+    assert!(ok_stdout(&[s, "show"]).starts_with("VLOG_LEVEL=1\n"));
+    let meta = std::fs::symlink_metadata(&sock).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    drop(daemon);
+    let _ = std::fs::remove_dir_all(open_dir("control-uids"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
