@@ -269,7 +269,12 @@ static void files(const char *dir)
     CHECK(fd >= 0 && write(fd, "mine", 4) == 4);
     close(fd);
     refused(plain, "is a file: left as it is");
-    CHECK(check_slurp_fd(open(plain, O_RDONLY)) != NULL);
+    fd = open(plain, O_RDONLY);
+    CHECK(fd >= 0);
+    r = check_slurp_fd(fd);
+    CHECK(strcmp(r, "mine") == 0);
+    free(r);
+    close(fd);
     at(link, sizeof link, dir, "link");
     at(target, sizeof target, dir, "target.sock");
     CHECK(symlink(target, link) == 0);
@@ -307,6 +312,30 @@ static void files(const char *dir)
     close(fd);
     CHECK(vlog_control_stop() == 0);
     CHECK(exists(stale));
+
+    /* A link in the directory's path is resolved once: the socket is made
+     * where it pointed then, and removed from there after the link was
+     * turned elsewhere, and a file where it points now is left alone. */
+    {
+        char real[512], other[512], via[512], planted[600], made[600];
+        at(real, sizeof real, dir, "real");
+        at(other, sizeof other, dir, "other");
+        at(via, sizeof via, dir, "via");
+        CHECK(mkdir(real, 0700) == 0 && mkdir(other, 0700) == 0);
+        CHECK(symlink(real, via) == 0);
+        at(path, sizeof path, via, "ctl.sock");
+        at(made, sizeof made, real, "ctl.sock");
+        at(planted, sizeof planted, other, "ctl.sock");
+        CHECK(vlog_control_start(path) == 0);
+        CHECK(exists(made));
+        CHECK(unlink(via) == 0 && symlink(other, via) == 0);
+        fd = open(planted, O_CREAT | O_WRONLY, 0600);
+        CHECK(fd >= 0);
+        close(fd);
+        CHECK(vlog_control_stop() == 0);
+        CHECK(!exists(made));
+        CHECK(exists(planted));
+    }
 
     /* A group: the socket is 0660 and the group's. */
     {
@@ -463,8 +492,12 @@ static void forked(const char *dir)
         r = ask_at(child_sock, "filters 1:child");
         CHECK_HAS(r, "ok\n");
         free(r);
-        /* exit(3) removes the child's socket, and only the child's. */
-        exit(0);
+        /* Closing it removes the child's socket, and only the child's
+         * (exit does the same: the `exits` mode). */
+        CHECK(vlog_control_stop() == 0);
+        CHECK(!exists(child_sock));
+        CHECK(exists(sock));
+        _exit(0);
     }
     CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     CHECK(!exists(child_sock));
@@ -767,6 +800,17 @@ static void wraps(const char *dir)
     CHECK(vlog_control_stop() == 0);
 }
 
+/* ---- exit removes the socket file ---------------------------------- */
+
+static void exits(const char *dir)
+{
+    at(sock, sizeof sock, dir, "ctl.sock");
+    CHECK(vlog_control_start(sock) == 0);
+    expect("show", "ok\n");
+    /* The driver checks that the file is gone once the process is. */
+    exit(0);
+}
+
 /* ---- a daemon for vlog-ctl ------------------------------------------ */
 
 static void serve(const char *dir)
@@ -810,6 +854,8 @@ int main(int argc, char **argv)
         own_loop(dir);
     else if (strcmp(mode, "wraps") == 0)
         wraps(dir);
+    else if (strcmp(mode, "exits") == 0)
+        exits(dir);
     else if (strcmp(mode, "serve") == 0)
         serve(dir);
     else {

@@ -470,9 +470,10 @@ int vlog_control_handle(void);
  * Closes the control socket (served by a thread or by the program's
  * loop): its file removed if it is still the one vlog made, its thread
  * stopped and waited for, its connections closed. Does nothing when none
- * is open. Returns 0 (-1 only on an internal error).
- * NULL: takes no pointer; ownership: nothing kept; errors: -1 on an
- * internal error; async-signal-safe: no.
+ * is open. Returns 0, or -1 with `vlog_last_error()` set when called from
+ * a signal handler that interrupted vlog on this thread (nothing done).
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
  */
 int vlog_control_stop(void);
 

@@ -112,7 +112,7 @@ pub mod internal {
 
     /// What `vlog_shutdown` does: the outputs flushed and closed.
     pub fn shutdown() {
-        crate::logger::control::stop();
+        let _ = crate::logger::control::stop();
         crate::logger::ticker::drain();
         crate::logger::enter(|s| s.shutdown());
     }

@@ -166,7 +166,11 @@ fn find_socket(pid: u32) -> Result<PathBuf, String> {
             let flags = u32::from_str_radix(f.get(3)?, 16).ok()?;
             let kind = u32::from_str_radix(f.get(4)?, 16).ok()?;
             let inode: u64 = f.get(6)?.parse().ok()?;
-            let path = f.get(7).filter(|p| p.starts_with('/'))?;
+            // The path is the rest of the line (it may hold spaces).
+            let path = f
+                .get(7..)
+                .map(|p| p.join(" "))
+                .filter(|p| p.starts_with('/'))?;
             (flags & 0x10000 != 0 && kind == 1 && inodes.contains(&inode))
                 .then(|| PathBuf::from(path))
         })

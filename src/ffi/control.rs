@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use super::{config_call, config_str, guarded, no_cancel};
+use super::{config_call, config_str, no_cancel};
 use crate::config::ControlSpec;
 use crate::error::ConfigError;
 use crate::logger::control;
@@ -103,15 +103,11 @@ pub extern "C-unwind" fn vlog_control_handle() -> c_int {
 /// Closes the control socket (served by a thread or by the program's
 /// loop): its file removed if it is still the one vlog made, its thread
 /// stopped and waited for, its connections closed. Does nothing when none
-/// is open. Returns 0 (-1 only on an internal error).
-/// NULL: takes no pointer; ownership: nothing kept; errors: -1 on an
-/// internal error; async-signal-safe: no.
+/// is open. Returns 0, or -1 with `vlog_last_error()` set when called from
+/// a signal handler that interrupted vlog on this thread (nothing done).
+/// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+/// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_control_stop() -> c_int {
-    no_cancel(|| {
-        guarded(-1, || {
-            control::stop();
-            0
-        })
-    })
+    no_cancel(|| config_call(control::stop))
 }

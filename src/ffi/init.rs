@@ -78,7 +78,7 @@ pub extern "C-unwind" fn vlog_init() -> c_int {
 pub extern "C-unwind" fn vlog_shutdown() {
     no_cancel(|| {
         guarded((), || {
-            logger::control::stop();
+            let _ = logger::control::stop();
             logger::ticker::drain();
             logger::enter(|s| s.shutdown());
         })

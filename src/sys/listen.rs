@@ -10,6 +10,9 @@
 //! socket of this user that nobody listens on any more (a crashed run's),
 //! and never otherwise. The file is removed later only by the process that
 //! made it, and only while it is still the file it made (device and inode).
+//! The directory is resolved once (no link left in its path) and the socket
+//! bound there, so a link in the path given cannot be turned elsewhere
+//! between the check and the bind.
 
 use std::ffi::{c_int, CString};
 use std::io;
@@ -109,10 +112,12 @@ pub fn listen(path: &Path, group: Option<u32>) -> io::Result<Listener> {
     if !path.is_absolute() {
         return Err(io::Error::other("the socket's path must be absolute"));
     }
-    let dir = path
-        .parent()
-        .ok_or_else(|| io::Error::other("the socket's path has no directory"))?;
-    check_directory(dir)?;
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::other("the socket's path has no directory"));
+    };
+    let dir = std::fs::canonicalize(dir)?;
+    check_directory(&dir)?;
+    let path = &dir.join(name);
     let c = c_path(path)?;
     let (_, storage, len) = unix_addr(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::other("the socket's path is longer than 107 bytes"))?;

@@ -19,11 +19,18 @@ fn private_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn mode(name: &str) {
+fn mode(name: &str) -> PathBuf {
     let dir = private_dir(&format!("control-{name}"));
     let exe = build("control", Link::Static);
     let out = run_within(90, &exe, &[name, dir.to_str().unwrap()], &[]);
     assert_ok(&format!("control {name}"), &out);
+    dir
+}
+
+#[test]
+fn the_socket_file_is_removed_at_exit() {
+    let dir = mode("exits");
+    assert!(!dir.join("ctl.sock").exists());
 }
 
 #[test]

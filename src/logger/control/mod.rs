@@ -168,6 +168,9 @@ impl State {
         spec: &ControlSpec,
         thread: bool,
     ) -> Result<(c_int, Option<Thread>), ConfigError> {
+        if SERVING.with(Cell::get) {
+            return Err(nested());
+        }
         self.ensure_init();
         let path = Server::resolve(spec)?;
         // A socket of ours already at that path is closed first, or the
@@ -229,10 +232,24 @@ impl State {
 }
 
 /// Stops the control socket from outside the logger's lock, and waits for
-/// its thread (`vlog_control_stop`, `vlog_shutdown`, exit).
-pub fn stop() {
-    if let Some(Some(thread)) = super::enter(|s| s.stop_control()) {
-        thread.stop_and_join();
+/// its thread (`vlog_control_stop`, `vlog_shutdown`, exit). Refused from a
+/// signal handler that interrupted a round on this thread: the thread to
+/// be waited for could be waiting for the SERVER this thread holds.
+pub fn stop() -> Result<(), ConfigError> {
+    if SERVING.with(Cell::get) {
+        return Err(nested());
+    }
+    match super::enter(|s| s.stop_control()) {
+        Some(thread) => {
+            if let Some(thread) = thread {
+                thread.stop_and_join();
+            }
+            Ok(())
+        }
+        None => Err(ConfigError::new(
+            "called while this thread was already inside vlog (from a signal handler that \
+             interrupted it?): nothing was done",
+        )),
     }
 }
 
