@@ -101,6 +101,15 @@ FLUENT_PEER = $(if $(shell command -v go >/dev/null && test -d /usr/share/gocode
 bench-fluent: bench-c/fluent bench-c/drain $(FLUENT_PEER)
 	bench-c/fluent.py bench-c/fluent bench-c/drain bench-c/fluentgo/fluentgo
 
+bench-c/control: lib bench-c/control.c bench-c/harness.h c-tests/count_alloc.h include/vlog.h include/vlog_gen.h
+	$(CC) $(CFLAGS) -Iinclude bench-c/control.c -o $@ $(STATIC_LIB) $(LIBS)
+
+# What the control socket costs a logging thread while clients dump,
+# follow or stall (BENCHMARKS.md).
+.PHONY: bench-control
+bench-control: bench-c/control
+	bench-c/control.py bench-c/control
+
 .PHONY: bench-dump
 bench-dump: bench-c/dump_time
 	bench-c/dump_time

@@ -13,6 +13,7 @@ VLOG_INIT("test.cancel");
 
 static pthread_barrier_t ready, go;
 static char log_path[256];
+static char control_dir[64], control_path[128];
 static volatile int calls_done;
 static vlog_relay *relay;
 
@@ -31,6 +32,11 @@ static void *deferred(void *arg)
     CHECK(vlog_set_outputs(spec) == 0);
     calls_done++;
     CHECK(vlog_flush() == 0);
+    calls_done++;
+    /* The control socket: bind, connect (to a stale socket), close. */
+    CHECK(vlog_control_start(control_path) == 0);
+    CHECK(vlog_control_handle() > 2);
+    CHECK(vlog_control_stop() == 0);
     calls_done++;
     VLOG_DEBUG("recorded with a cancel pending %d", 3);
     calls_done++;
@@ -79,6 +85,10 @@ int main(void)
         CHECK(vlog_set_outputs(spec) == 0);
     }
 
+    strcpy(control_dir, "/tmp/vlog-cancel-XXXXXX");
+    CHECK(mkdtemp(control_dir) != NULL);
+    snprintf(control_path, sizeof control_path, "%s/ctl.sock", control_dir);
+
     relay = vlog_relay_new("test.cancel.relay", VLOG_PRIO_INFO);
     CHECK(relay != NULL);
 
@@ -91,12 +101,13 @@ int main(void)
     pthread_barrier_wait(&go);
     CHECK(pthread_join(thread, &result) == 0);
     CHECK(result == PTHREAD_CANCELED);
-    CHECK(calls_done == 5);
+    CHECK(calls_done == 6);
     text = check_slurp_path(log_path);
     CHECK(strstr(text, "printed with a cancel pending") != NULL);
     CHECK(strstr(text, "relayed with a cancel pending") != NULL);
     vlog_relay_close(relay);
     free(text);
+    CHECK(rmdir(control_dir) == 0);
 
     /* Asynchronous cancellation while the thread logs at full rate. */
     CHECK(pthread_barrier_destroy(&ready) == 0);

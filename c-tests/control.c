@@ -229,6 +229,24 @@ static void commands(const char *dir)
     CHECK(vlog_control_stop() == 0);
     CHECK(vlog_control_handle() == -1);
     CHECK_ERROR("no control socket is open");
+    /* NULL is `auto`: $RUNTIME_DIRECTORY/vlog.sock (systemd's). */
+    {
+        char rt[512], made[600];
+        at(rt, sizeof rt, dir, "runtime");
+        CHECK(mkdir(rt, 0700) == 0);
+        at(made, sizeof made, rt, "vlog.sock");
+        CHECK(setenv("RUNTIME_DIRECTORY", rt, 1) == 0);
+        CHECK(vlog_control_start(NULL) == 0);
+        CHECK(exists(made));
+        r = ask_at(made, "show");
+        CHECK_HAS(r, "vlog.sock\n");
+        free(r);
+        CHECK(vlog_control_start("auto") == 0);
+        CHECK(vlog_control_stop() == 0);
+        CHECK(!exists(made));
+        CHECK(unsetenv("RUNTIME_DIRECTORY") == 0);
+    }
+
     /* Started again, then ended by vlog_shutdown. */
     CHECK(vlog_control_start(sock) == 0);
     expect("show", "ok\n");

@@ -20,6 +20,7 @@ static vlog_source other = VLOG_SOURCE_INITIALIZER("test.other");
 extern void *__libc_malloc(size_t);
 
 static volatile sig_atomic_t armed, handled, in_handler;
+static char control_path[128];
 static volatile int done;
 
 /* Raises the signal on the first allocation after `armed` is set: inside
@@ -84,6 +85,14 @@ static void every_entry_point(int round)
     CHECK(vlog_init() == 0);
     CHECK(vlog_source_enabled(&other, VLOG_PRIO_ERROR) >= 0);
     vlog_source_unregister(&other);
+    /* The control socket: opened on a thread or for a loop, served, closed. */
+    if (round % 20 == 0)
+        CHECK(vlog_control_start(control_path) == 0);
+    if (round % 20 == 5)
+        CHECK(vlog_control_open(control_path) > 2);
+    CHECK(vlog_control_handle() >= -1);
+    if (round % 20 == 10)
+        CHECK(vlog_control_stop() == 0);
     if (round % 50 == 0)
         CHECK(vlog_set_buffer_size(round % 100 ? 32768 : 65536) == 0);
     if (round % 200 == 0) {
@@ -101,7 +110,11 @@ int main(void)
     pid_t child;
     int status;
 
+    char control_dir[64] = "/tmp/vlog-reentrant-XXXXXX";
+
     alarm(120);
+    CHECK(mkdtemp(control_dir) != NULL);
+    snprintf(control_path, sizeof control_path, "%s/ctl.sock", control_dir);
     /* Registered before vlog's own (at its first call below), so it runs
      * after vlog's prepare handler has taken the lock. */
     CHECK(pthread_atfork(prepare_raises, NULL, NULL) == 0);
@@ -125,6 +138,13 @@ int main(void)
         armed = 1;
         CHECK(vlog_set_outputs("4:file:/dev/null 4:stderr") == 0);
         CHECK(!armed);
+        armed = 1;
+        CHECK(vlog_control_start(control_path) == 0);
+        CHECK(!armed);
+        /* Serving an idle socket and closing it allocate nothing: the
+         * storm below interrupts them. */
+        CHECK(vlog_control_handle() > 2);
+        CHECK(vlog_control_stop() == 0);
         CHECK(vlog_get_stats(&after) == 0);
         CHECK(after.dropped_nested >= before.dropped_nested + 2);
     } else {
@@ -132,8 +152,9 @@ int main(void)
         after = before;
     }
 
-    /* From inside fork, while vlog's prepare handler holds the lock; the
-     * child can log at once. */
+    /* From inside fork, while vlog's prepare handler holds the lock (and
+     * the control socket's); the child can log at once. */
+    CHECK(vlog_control_start(control_path) == 0);
     before = after;
     child = fork();
     CHECK(child >= 0);
@@ -145,6 +166,7 @@ int main(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     CHECK(vlog_get_stats(&after) == 0);
     CHECK(after.dropped_nested == before.dropped_nested + 1);
+    CHECK(vlog_control_stop() == 0);
 
     /* At random moments, in every entry point. */
     CHECK(pthread_create(&thread, NULL, bomber, &self) == 0);
@@ -152,6 +174,8 @@ int main(void)
         every_entry_point(round);
     done = 1;
     CHECK(pthread_join(thread, NULL) == 0);
+    CHECK(vlog_control_stop() == 0);
+    CHECK(rmdir(control_dir) == 0);
     printf("%d handler calls\n", (int)handled);
     CHECK(handled > 3); /* the storm reached the handler too */
     puts("ok");

@@ -34,6 +34,33 @@ fn the_socket_file_is_removed_at_exit() {
 }
 
 #[test]
+fn a_bad_vlog_control_is_warned_about_and_makes_nothing() {
+    let dir = private_dir("control-bad-env");
+    let exe = build("control", Link::Static);
+    for (value, said) in [
+        (
+            "relative/ctl.sock",
+            "ignoring VLOG_CONTROL: invalid control socket 'relative/ctl.sock'",
+        ),
+        (
+            "/nonexistent-dir/ctl.sock",
+            "ignoring VLOG_CONTROL: cannot open the control socket",
+        ),
+    ] {
+        // `exits` opens its own socket after the first call read this.
+        let out = run_within(
+            30,
+            &exe,
+            &["exits", dir.to_str().unwrap()],
+            &[("VLOG_CONTROL", value)],
+        );
+        assert_ok("control exits", &out);
+        assert!(text(&out.stderr).contains(said), "{}", text(&out.stderr));
+    }
+    assert!(!Path::new("/nonexistent-dir").exists());
+}
+
+#[test]
 fn every_command_answers_with_the_environments_parsers_and_errors() {
     mode("commands");
 }
