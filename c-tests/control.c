@@ -400,7 +400,7 @@ static void hostile(const char *dir)
 
     /* Binary junk and a request with no command word. */
     expect("\x01\x02\xff", "error: unknown command");
-    expect("", "commands (one per connection");
+    expect("", "one command per connection");
 
     /* More clients than served at once are told so; the others wait. */
     for (i = 0; i < 20; i++)

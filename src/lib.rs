@@ -91,6 +91,9 @@ pub mod internal {
     pub use crate::text::line::{put_fields_text, render_line};
     pub use crate::text::time::{parse_time, put_timestamp, Clock};
 
+    // For vlog-ctl.
+    pub use crate::logger::control::COMMANDS as CONTROL_COMMANDS;
+
     // For vlog-relay.
     pub use crate::relay::watch::Watch;
     pub use crate::relay::{Notes, Relay, TAIL_MAX};

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use vlog::internal::CONTROL_COMMANDS;
 
 /// The program answered, and did what was asked.
 const OK: u8 = 0;
@@ -26,20 +27,11 @@ const UNREACHABLE: u8 = 3;
 /// How long a reply (or the next part of a dump) may take.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
-const AFTER_HELP: &str = "\
-Commands:
-  filters STRING    replace the filters (VLOG_FILTERS syntax; \"\" for none)
-  outputs STRING    replace the outputs (VLOG_OUTPUTS syntax; \"\" for the default)
-  level PRIO        set the default level (1-4, debug, info, warning, error)
-  show              the configuration in force, as environment variables
-  stats             the ring's and the outputs' counters
-  dump [OPTIONS]    the ring, oldest record first
-  follow [OPTIONS]  new records as they are recorded, until interrupted
-  reopen            reopen the file outputs (after log rotation)
-  help              the commands, as the program knows them
-OPTIONS of dump and follow, as vlog-dump's: --priority PRIO, --source MATCH,
-  --since TIME, --until TIME, --grep TEXT, --json.
-
+/// What `--help` says after the options: the commands (the library's
+/// list, which the program's `help` gives too), examples, exit status.
+fn after_help() -> String {
+    format!(
+        "Commands:\n{CONTROL_COMMANDS}
 Examples:
   vlog-ctl /run/myd/vlog.sock filters \"1:qemu 3:util\"
   vlog-ctl --pid $(pidof myd) dump --priority debug --source qemu
@@ -47,11 +39,13 @@ Examples:
 
 Exit status: 0 when the program did what was asked; 1 when it answered with
 an error (the value it rejected, or a refusal of this user); 2 for a usage
-error; 3 when the socket could not be reached or the connection broke.";
+error; 3 when the socket could not be reached or the connection broke."
+    )
+}
 
 /// Talks to a running program's vlog control socket.
 #[derive(Parser)]
-#[command(name = "vlog-ctl", version, after_help = AFTER_HELP)]
+#[command(name = "vlog-ctl", version, after_help = after_help())]
 struct Options {
     /// The control socket of process PID (found among its listening
     /// sockets; the one named vlog.sock when it has several)

@@ -11,11 +11,11 @@
 //! ticker is stopped and joined without the lock.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, Once};
+use std::sync::{Arc, Once};
 
 use super::{enter, note, State};
 use crate::sys::connection;
-use crate::sys::watch::{self, Waker};
+use crate::sys::watch::{self, Waker, Worker};
 use crate::{diag, sys};
 
 /// How long a batching output waits at `vlog_flush`, `vlog_shutdown` and
@@ -24,46 +24,8 @@ use crate::{diag, sys};
 pub const DRAIN_IDLE_MS: u64 = 1000;
 pub const DRAIN_TOTAL_MS: u64 = 5000;
 
-pub struct Ticker {
-    stop: Arc<AtomicBool>,
-    waker: Arc<Waker>,
-    /// The process that started it: a forked child has no such thread.
-    pid: u32,
-    /// Joined only at exit, without the lock (see `drain_at_exit`).
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl std::fmt::Debug for Ticker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Ticker(pid {})", self.pid)
-    }
-}
-
-impl Ticker {
-    fn stop(mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if self.pid == sys::process_id() {
-            self.waker.wake();
-            // Detached: the thread ends on its own.
-            drop(self.thread.take());
-        } else {
-            // A forked child's copy of its parent's: no such thread here.
-            watch::keep_parents(self);
-        }
-    }
-
-    /// At exit, without the lock: stopped, and waited for, so that the
-    /// process ends with its memory its own (a thread still running then is
-    /// what a leak checker cannot look into).
-    fn stop_and_join(mut self) {
-        let thread = self.thread.take();
-        let ours = self.pid == sys::process_id();
-        self.stop();
-        if let (Some(thread), true) = (thread, ours) {
-            let _ = thread.join();
-        }
-    }
-}
+/// The ticker's thread.
+pub type Ticker = Worker;
 
 impl State {
     /// Starts the ticker if an output batches and none runs in this
@@ -131,7 +93,7 @@ impl State {
 /// message was printed, for a forked child's first.
 #[inline(always)]
 pub fn keep(ticker: &mut Option<Ticker>, batching: bool) {
-    let running = ticker.as_ref().is_some_and(|t| t.pid == sys::process_id());
+    let running = ticker.as_ref().is_some_and(Worker::is_here);
     if batching != running {
         restart(ticker, batching);
     }
@@ -209,26 +171,10 @@ fn start() -> std::io::Result<Ticker> {
             diag::warn("cannot register vlog's exit handler: a fluent output's last batch may be lost at exit");
         }
     });
-    let stop = Arc::new(AtomicBool::new(false));
-    let waker = Arc::new(Waker::new()?);
-    let (stopped, woken) = (Arc::clone(&stop), Arc::clone(&waker));
-    // The thread's start (std's, which allocates) is over before this
-    // returns: a program's messages after the configuration call never
-    // meet it.
-    let started = Arc::new(Barrier::new(2));
-    let go = Arc::clone(&started);
-    // Never joined under the lock (see the overview).
-    let thread = watch::spawn_quiet("vlog-ticker", move || {
-        go.wait();
-        run(&stopped, &woken)
-    })?;
-    started.wait();
-    Ok(Ticker {
-        stop,
-        waker,
-        pid: sys::process_id(),
-        thread: Some(thread),
-    })
+    // Its start is over before this returns: a program's messages after
+    // the configuration call never meet it. Never joined under the lock
+    // (see the overview).
+    Worker::spawn("vlog-ticker", Arc::new(Waker::new()?), run)
 }
 
 fn run(stop: &AtomicBool, waker: &Waker) {

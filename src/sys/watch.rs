@@ -5,7 +5,8 @@
 
 use std::ffi::c_int;
 use std::io;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
 
 use super::fd::Fd;
 
@@ -149,6 +150,88 @@ pub fn duplicate(fd: c_int) -> io::Result<Fd> {
         return Err(io::Error::last_os_error());
     }
     Fd::own(dup)
+}
+
+/// A thread of vlog's that runs until it is told to stop (the logger's
+/// ticker, the control socket's server): started with every signal blocked
+/// and its start over (std's, which allocates) before `spawn` returns, told
+/// to stop by a flag and its waker, and never joined or detached by a
+/// forked child, which has no such thread (its copy of the handle is kept,
+/// see [`keep_parents`]).
+pub struct Worker {
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+    /// The process that started it.
+    pid: u32,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Worker(pid {})", self.pid)
+    }
+}
+
+impl Worker {
+    /// Starts thread `name` running `f` with the stop flag and `waker`.
+    pub fn spawn(
+        name: &str,
+        waker: Arc<Waker>,
+        f: impl FnOnce(&AtomicBool, &Waker) + Send + 'static,
+    ) -> io::Result<Worker> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stopped, woken) = (Arc::clone(&stop), Arc::clone(&waker));
+        let started = Arc::new(Barrier::new(2));
+        let go = Arc::clone(&started);
+        let thread = spawn_quiet(name, move || {
+            go.wait();
+            f(&stopped, &woken)
+        })?;
+        started.wait();
+        Ok(Worker {
+            stop,
+            waker,
+            pid: super::process_id(),
+            thread: Some(thread),
+        })
+    }
+
+    /// Whether the thread is in this process (not a forked child's copy).
+    #[inline(always)]
+    pub fn is_here(&self) -> bool {
+        self.pid == super::process_id()
+    }
+
+    /// Sets the stop flag and wakes the thread; it ends on its own.
+    pub fn tell_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if self.is_here() {
+            self.waker.wake();
+        }
+    }
+
+    /// Told to stop, and let go of (detached): for a caller that must not
+    /// wait (it holds a lock the thread may be waiting for).
+    pub fn stop(mut self) {
+        self.tell_stop();
+        if self.is_here() {
+            drop(self.thread.take());
+        } else {
+            keep_parents(self);
+        }
+    }
+
+    /// Told to stop, and waited for (without any lock the thread takes).
+    pub fn stop_and_join(mut self) {
+        self.tell_stop();
+        if !self.is_here() {
+            keep_parents(self);
+            return;
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Keeps what a forked child copied of a thread of its parent's (its

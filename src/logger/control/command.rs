@@ -16,18 +16,20 @@ use crate::logger::{configure, enter, State};
 use crate::stats;
 use crate::text::json::put_json_string;
 
-const HELP: &str = "\
-commands (one per connection; --json first for JSON replies):
-  filters STRING   replace the filters (VLOG_FILTERS syntax; \"\" for none)
-  outputs STRING   replace the outputs (VLOG_OUTPUTS syntax; \"\" for the default)
-  level PRIO       set the default level (1-4, debug, info, warning, error)
-  show             the configuration in force, as environment variables
-  stats            the ring's and the outputs' counters
-  dump [OPTIONS]   the ring, oldest record first
-  follow [OPTIONS] new records as they are recorded, until the client leaves
-  reopen           reopen the file outputs (after log rotation)
-OPTIONS, as vlog-dump's: --priority PRIO, --source MATCH, --since TIME,
-  --until TIME, --grep TEXT (quote a value with spaces: \"...\")
+/// The commands, as `help` and `vlog-ctl --help` list them.
+pub const COMMANDS: &str =
+    "  filters STRING    replace the filters (VLOG_FILTERS syntax; \"\" for none)
+  outputs STRING    replace the outputs (VLOG_OUTPUTS syntax; \"\" for the default)
+  level PRIO        set the default level (1-4, debug, info, warning, error)
+  show              the configuration in force, as environment variables
+  stats             the ring's and the outputs' counters
+  dump [OPTIONS]    the ring, oldest record first
+  follow [OPTIONS]  new records as they are recorded, until the client leaves
+  reopen            reopen the file outputs (after log rotation)
+  help              the commands
+OPTIONS of dump and follow, as vlog-dump's: --priority PRIO, --source MATCH,
+  --since TIME, --until TIME, --grep TEXT (a value with spaces in \"...\"),
+  --json
 ";
 
 /// What a reply is made of before it is written out.
@@ -136,7 +138,9 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
                 .map(|()| Answer::Pairs(Vec::new()))
                 .map_err(|e| e.to_string())
         }),
-        "help" | "" => Ok(Answer::Text(HELP.to_owned())),
+        "help" | "" => Ok(Answer::Text(format!(
+            "one command per connection; --json first for JSON replies:\n{COMMANDS}"
+        ))),
         _ => Err(format!(
             "unknown command '{command}': use filters, outputs, level, show, stats, dump, \
              follow, reopen or help"

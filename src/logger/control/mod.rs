@@ -36,15 +36,17 @@ mod client;
 mod command;
 mod server;
 
+pub use command::COMMANDS;
+
 use std::cell::Cell;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier, Mutex, MutexGuard, Once};
+use std::sync::{Arc, Mutex, MutexGuard, Once};
 
 use super::{configure, note, State};
 use crate::config::ControlSpec;
 use crate::error::ConfigError;
-use crate::sys::watch::{self, Waker};
+use crate::sys::watch::{self, Waker, Worker};
 use crate::{diag, sys};
 use server::Server;
 
@@ -59,37 +61,9 @@ thread_local! {
 /// that closed them all is noticed this soon).
 const LOOK_MS: u64 = 1000;
 
-/// The thread that serves the socket, kept in the logger's state.
-pub struct Thread {
-    stop: Arc<AtomicBool>,
-    waker: Arc<Waker>,
-    /// The process that started it: a forked child has no such thread.
-    pid: u32,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl std::fmt::Debug for Thread {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "control::Thread(pid {})", self.pid)
-    }
-}
-
-impl Thread {
-    /// Tells the thread to stop, and waits for it (never under the
-    /// logger's lock: the thread may be waiting for it). A forked child's
-    /// copy of its parent's is kept, untouched: no such thread is here.
-    pub fn stop_and_join(mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if self.pid != sys::process_id() {
-            watch::keep_parents(self);
-            return;
-        }
-        self.waker.wake();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
+/// The thread that serves the socket, kept in the logger's state; stopped
+/// and joined without the lock (it may be waiting for it).
+pub type Thread = Worker;
 
 /// SERVER, taken by a thread that does not hold it already.
 pub struct Serving(MutexGuard<'static, Option<Server>>);
@@ -218,8 +192,7 @@ impl State {
         }
         let thread = self.control.take();
         if let Some(t) = &thread {
-            t.stop.store(true, Ordering::SeqCst);
-            t.waker.wake();
+            t.tell_stop();
         }
         thread
     }
@@ -279,29 +252,13 @@ extern "C" fn stop_at_exit() {
 }
 
 fn spawn(waker: Arc<Waker>) -> Result<Thread, ConfigError> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let stopped = Arc::clone(&stop);
-    // The thread's start (std's, which allocates) is over before this
-    // returns, as the ticker's is.
-    let started = Arc::new(Barrier::new(2));
-    let go = Arc::clone(&started);
-    let thread = watch::spawn_quiet("vlog-control", move || {
-        go.wait();
-        run(&stopped)
-    })
-    .map_err(|e| ConfigError::new(format!("cannot start the control thread: {e}")))?;
-    started.wait();
-    Ok(Thread {
-        stop,
-        waker,
-        pid: sys::process_id(),
-        thread: Some(thread),
-    })
+    Worker::spawn("vlog-control", waker, run)
+        .map_err(|e| ConfigError::new(format!("cannot start the control thread: {e}")))
 }
 
 /// The thread: waits on the server's descriptor without any lock, then
 /// serves a round.
-fn run(stop: &AtomicBool) {
+fn run(stop: &AtomicBool, _waker: &Waker) {
     loop {
         let fd = match with_server(|s| s.poll_fd()) {
             Some(fd) if !stop.load(Ordering::SeqCst) => fd,
