@@ -247,6 +247,12 @@ impl Client {
 
     /// What it can do now without waiting; its request line, once whole.
     pub fn step(&mut self, now_ms: u64) -> Option<String> {
+        // The program may have closed it since the round began (another
+        // thread's close_range): never read or write someone else's.
+        if !self.fd.is_ours() {
+            self.phase = Phase::Done;
+            return None;
+        }
         let request = match &mut self.phase {
             Phase::Reading => self.read_request(now_ms),
             Phase::Running | Phase::Done => None,

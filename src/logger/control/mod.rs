@@ -147,8 +147,16 @@ impl State {
         }
         self.ensure_init();
         let path = Server::resolve(spec)?;
+        // What can fail is made before anything in force is touched.
+        let waker = match thread {
+            true => Some(Arc::new(Waker::new().map_err(|e| {
+                ConfigError::new(format!("cannot start the control thread: {e}"))
+            })?)),
+            false => None,
+        };
         // A socket of ours already at that path is closed first, or the
-        // new one would find it in use.
+        // new one would find it in use (if the new one then cannot be
+        // made, none is open).
         let mut old = None;
         if with_server(|s| s.is_at(&path)) == Some(true) {
             old = self.stop_control();
@@ -156,15 +164,9 @@ impl State {
         let mut server = Server::open(spec, path)?;
         let old = old.or_else(|| self.stop_control());
         let fd = server.poll_fd();
-        let waker = if thread {
-            let waker = Waker::new()
-                .map_err(|e| ConfigError::new(format!("cannot start the control thread: {e}")))?;
-            let waker = Arc::new(waker);
-            server.set_waker(Arc::clone(&waker));
-            Some(waker)
-        } else {
-            None
-        };
+        if let Some(waker) = &waker {
+            server.set_waker(Arc::clone(waker));
+        }
         register_at_exit();
         // In place before the thread starts: it serves what it finds.
         let mut serving = Serving::take().ok_or_else(nested)?;

@@ -276,7 +276,7 @@ impl Server {
     fn tidy(&mut self) {
         let poller = &self.poller;
         self.clients.retain(|c| {
-            if c.done() {
+            if c.done() && c.fd().is_ours() {
                 poller.delete(c.fd());
             }
             !c.done()
