@@ -114,19 +114,19 @@ impl Stream {
             clock,
         } = self;
         let caught = published::walk_from(place, PART, |entry| match entry {
+            Entry::Record(rec) if !*follow && rec.seq >= *end => ended = true,
             Entry::Record(rec) => {
-                if !*follow && rec.seq >= *end {
-                    ended = true;
-                } else if ended || last.is_some_and(|l| rec.seq <= l) {
+                if ended || last.is_some_and(|l| rec.seq <= l) {
+                    return;
+                }
+                *last = Some(rec.seq);
+                if !selection.selects(&rec) {
+                    return;
+                }
+                if *json {
+                    render_json(&rec, Some(crate::sys::process_id()), clock, out);
                 } else {
-                    *last = Some(rec.seq);
-                    if selection.selects(&rec) {
-                        if *json {
-                            render_json(&rec, Some(crate::sys::process_id()), clock, out);
-                        } else {
-                            render_line(&rec, clock, out);
-                        }
-                    }
+                    render_line(&rec, clock, out);
                 }
             }
             Entry::Overwritten { bytes } => say(
