@@ -104,11 +104,24 @@ bench-fluent: bench-c/fluent bench-c/drain $(FLUENT_PEER)
 bench-c/control: lib bench-c/control.c bench-c/harness.h c-tests/count_alloc.h include/vlog.h include/vlog_gen.h
 	$(CC) $(CFLAGS) -Iinclude bench-c/control.c -o $@ $(STATIC_LIB) $(LIBS)
 
+bench-c/control_fork: lib bench-c/control_fork.c include/vlog.h include/vlog_gen.h
+	$(CC) $(CFLAGS) -Iinclude bench-c/control_fork.c -o $@ $(STATIC_LIB) $(LIBS)
+
 # What the control socket costs a logging thread while clients dump,
-# follow or stall (BENCHMARKS.md).
+# follow or stall, how long a fork waits while clients dump, and how fast a
+# dump is (BENCHMARKS.md).
 .PHONY: bench-control
-bench-control: bench-c/control
+bench-control: bench-c/control bench-c/control_fork
 	bench-c/control.py bench-c/control
+	@echo
+	@echo "| dumping clients | fork median ms | fork longest ms | recorded call longest ms |"
+	@echo "| ---: | ---: | ---: | ---: |"
+	@for n in 0 1 4 16; do bench-c/control_fork fork $$n || exit 1; done
+	@echo
+	@echo "| request | bytes | ms |"
+	@echo "| --- | ---: | ---: |"
+	@bench-c/control_fork dump
+	@bench-c/control_fork dump "--source nomatch"
 
 .PHONY: bench-dump
 bench-dump: bench-c/dump_time

@@ -27,6 +27,11 @@ pub const STALL_MS: u64 = 10_000;
 /// How much of the ring one part of a dump reads; a part is read only
 /// when less than this is waiting to be sent.
 const PART: u64 = 64 * 1024;
+/// How many parts one round reads for all its connections together: the
+/// server's lock, which a fork and a configuration call may wait for while
+/// they hold the logger's, is held for a few parts' rendering (about 3 ms a
+/// MiB of ring) at most, not for every client's dump at once.
+pub const ROUND_PARTS: u32 = 4;
 
 /// What a connection is doing.
 enum Phase {
@@ -189,6 +194,9 @@ pub struct Client {
     pub waits_for: u32,
     /// It is told it may not be served, and closed.
     refused: bool,
+    /// Its stream has more in the ring than the round's parts let it read
+    /// (see `has_more`).
+    more: bool,
 }
 
 impl Client {
@@ -205,6 +213,7 @@ impl Client {
             progress_ms: now_ms,
             waits_for: READABLE,
             refused: false,
+            more: false,
         }
     }
 
@@ -225,6 +234,13 @@ impl Client {
         }
     }
 
+    /// Whether its stream has more to read that nothing else will wake it
+    /// for: its socket took everything sent, and the round's parts ran
+    /// out before the stream caught up.
+    pub fn has_more(&self) -> bool {
+        self.more && self.sent == self.out.len()
+    }
+
     /// Whether it waits for time alone (a request's deadline, a follow).
     pub fn needs_ticks(&self) -> bool {
         !matches!(self.phase, Phase::Running)
@@ -232,7 +248,7 @@ impl Client {
 
     /// The reply to its request: `head` (the status line, and a whole
     /// reply's body), then `stream` if any.
-    pub fn reply(&mut self, head: &[u8], stream: Option<Stream>, now_ms: u64) {
+    pub fn reply(&mut self, head: &[u8], stream: Option<Stream>, now_ms: u64, parts: &mut u32) {
         if !matches!(self.phase, Phase::Running) {
             return;
         }
@@ -242,11 +258,12 @@ impl Client {
             Some(s) => Phase::Streaming(Box::new(s)),
             None => Phase::Writing,
         };
-        self.step(now_ms);
+        self.step(now_ms, parts);
     }
 
-    /// What it can do now without waiting; its request line, once whole.
-    pub fn step(&mut self, now_ms: u64) -> Option<String> {
+    /// What it can do now without waiting, reading at most `parts` parts
+    /// of the ring (and taking them off); its request line, once whole.
+    pub fn step(&mut self, now_ms: u64, parts: &mut u32) -> Option<String> {
         // The program may have closed it since the round began (another
         // thread's close_range): never read or write someone else's.
         if !self.fd.is_ours() {
@@ -270,14 +287,18 @@ impl Client {
             }
             Phase::Streaming(stream) => {
                 let mut ended = false;
-                // A few parts per round, then the others' turn.
-                for _ in 0..16 {
-                    if self.out.len() - self.sent >= PART as usize {
+                self.more = true;
+                while self.out.len() - self.sent < PART as usize {
+                    if *parts == 0 {
                         break;
                     }
+                    *parts -= 1;
                     match stream.part(&mut self.out) {
                         Part::More => {}
-                        Part::CaughtUp => break,
+                        Part::CaughtUp => {
+                            self.more = false;
+                            break;
+                        }
                         Part::Ended => {
                             ended = true;
                             break;
@@ -287,6 +308,7 @@ impl Client {
                 let follow = stream.follow;
                 self.flush(now_ms);
                 if ended {
+                    self.more = false;
                     self.phase = Phase::Writing;
                     self.finish_if_sent(now_ms);
                 } else if follow && self.left() {
@@ -367,7 +389,7 @@ impl Client {
         self.refused = true;
         self.out.extend_from_slice(line.as_bytes());
         self.phase = Phase::Writing;
-        self.step(now_ms);
+        self.step(now_ms, &mut 0);
     }
 
     pub fn refused(&self) -> bool {
@@ -379,7 +401,7 @@ impl Client {
         self.out
             .extend_from_slice(format!("error: {why}\n").as_bytes());
         self.phase = Phase::Writing;
-        self.step(now_ms);
+        self.step(now_ms, &mut 0);
     }
 
     /// Whether a follower (or a lingering client) has left: the end of its

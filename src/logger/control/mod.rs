@@ -26,7 +26,10 @@
 //! client, however slow, makes a logging thread wait: the logger's lock is
 //! never held while a client is read or written to, and a dump reads the
 //! ring without any lock. A fork takes both, in that order
-//! (`logger::fork`).
+//! (`logger::fork`). While clients read fast, rounds follow each other
+//! closely, and a thread that wants SERVER while it holds STATE (a fork,
+//! a configuration call) is let in first (`URGENT`): it waits for the round
+//! in progress at most, and a round reads at most `ROUND_PARTS` parts.
 //!
 //! A call that would nest on one thread (a signal handler that interrupted
 //! a round and calls in again) is refused, never left waiting for its own
@@ -40,7 +43,7 @@ pub use command::COMMANDS;
 
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 
 use super::{configure, note, State};
@@ -68,12 +71,34 @@ pub type Thread = Worker;
 /// SERVER, taken by a thread that does not hold it already.
 pub struct Serving(MutexGuard<'static, Option<Server>>);
 
+/// Threads waiting for SERVER that hold the logger's lock, or are about to
+/// fork (which holds it): a round, which may take SERVER again and again
+/// while clients read fast, lets them have it first, so that a fork or a
+/// configuration call (and every logging thread behind it) never waits
+/// for more than the round in progress.
+static URGENT: AtomicUsize = AtomicUsize::new(0);
+
 impl Serving {
+    /// SERVER for a caller that must not be kept waiting (see `URGENT`).
     fn take() -> Option<Serving> {
         if SERVING.with(|s| s.replace(true)) {
             return None;
         }
-        Some(Serving(SERVER.lock().unwrap_or_else(|p| p.into_inner())))
+        URGENT.fetch_add(1, Ordering::SeqCst);
+        let guard = SERVER.lock().unwrap_or_else(|p| p.into_inner());
+        URGENT.fetch_sub(1, Ordering::SeqCst);
+        Some(Serving(guard))
+    }
+
+    /// SERVER for a round: after every urgent caller waiting for it.
+    fn take_in_turn() -> Option<Serving> {
+        if SERVING.with(Cell::get) {
+            return None;
+        }
+        while URGENT.load(Ordering::SeqCst) > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+        Serving::take()
     }
 }
 
@@ -88,7 +113,15 @@ impl Drop for Serving {
 /// by fork is dropped here first: its descriptors closed, its socket file
 /// left to the parent.
 fn with_server<R>(f: impl FnOnce(&mut Server) -> R) -> Option<R> {
-    let mut serving = Serving::take()?;
+    on_server(Serving::take()?, f)
+}
+
+/// [`with_server`] for a round: after the urgent callers.
+fn in_turn<R>(f: impl FnOnce(&mut Server) -> R) -> Option<R> {
+    on_server(Serving::take_in_turn()?, f)
+}
+
+fn on_server<R>(mut serving: Serving, f: impl FnOnce(&mut Server) -> R) -> Option<R> {
     if serving.0.as_ref().is_some_and(|s| !s.is_this_process()) {
         *serving.0 = None;
     }
@@ -107,13 +140,13 @@ fn nested() -> ConfigError {
 /// server has to say of itself (a descriptor the program closed) is said
 /// as a vlog record.
 pub fn serve() -> Result<(), ConfigError> {
-    let (requests, said) = with_server(|s| s.round()).ok_or_else(no_server)?;
+    let (requests, said) = in_turn(|s| s.round()).ok_or_else(no_server)?;
     let replies: Vec<_> = requests.into_iter().map(command::run).collect();
     if !said.is_empty() {
         let _ = super::enter(|s| said.iter().for_each(|e| note(s.ring.as_mut(), e)));
     }
     if !replies.is_empty() {
-        with_server(|s| s.deliver(replies)).ok_or_else(no_server)?;
+        in_turn(|s| s.deliver(replies)).ok_or_else(no_server)?;
     }
     Ok(())
 }
@@ -262,7 +295,7 @@ fn spawn(waker: Arc<Waker>) -> Result<Thread, ConfigError> {
 /// serves a round.
 fn run(stop: &AtomicBool, _waker: &Waker) {
     loop {
-        let fd = match with_server(|s| s.poll_fd()) {
+        let fd = match in_turn(|s| s.poll_fd()) {
             Some(fd) if !stop.load(Ordering::SeqCst) => fd,
             _ => return,
         };

@@ -15,7 +15,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::client::{Client, Stream};
+use super::client::{Client, Stream, ROUND_PARTS};
 use crate::config::ControlSpec;
 use crate::error::ConfigError;
 use crate::sys;
@@ -29,6 +29,10 @@ pub const CLIENTS_MAX: usize = 16;
 const REFUSALS_MAX: usize = 4;
 /// The timer's period while anything waits for time.
 const TICK_MS: u64 = 100;
+/// ... and while a stream has more in the ring than its round's parts let
+/// it read: soon, yet with a wait between rounds, in which a fork or a
+/// configuration call waiting for the server's lock takes it.
+const MORE_MS: u64 = 1;
 /// How long accepting pauses after it failed (out of descriptors, say).
 const ACCEPT_PAUSE_MS: u64 = 1000;
 
@@ -54,7 +58,8 @@ pub struct Server {
     listener: Option<Listener>,
     poller: Poller,
     timer: Timer,
-    ticking: bool,
+    /// The timer's period now (0: stopped).
+    ticking: u64,
     /// The thread's waker, when a thread serves (registered so that a stop
     /// wakes it).
     waker: Option<Arc<Waker>>,
@@ -112,7 +117,7 @@ impl Server {
             listener: Some(listener),
             poller,
             timer,
-            ticking: false,
+            ticking: 0,
             waker: None,
             clients: Vec::new(),
             next_id: 0,
@@ -170,7 +175,7 @@ impl Server {
         for c in self.clients.iter().filter(|c| c.fd().is_ours()) {
             self.poller.add(c.fd(), c.waits_for)?;
         }
-        self.ticking = false;
+        self.ticking = 0;
         Ok(())
     }
 
@@ -189,13 +194,21 @@ impl Server {
         }
         self.accept(now);
         let mut requests = Vec::new();
+        let mut parts = ROUND_PARTS;
         for c in &mut self.clients {
-            if let Some(line) = c.step(now) {
+            if let Some(line) = c.step(now, &mut parts) {
                 requests.push(Request {
                     id: c.id,
                     line,
                     peer: c.peer.clone(),
                 });
+            }
+        }
+        if parts == 0 {
+            // The parts ran out: the next round starts with the next
+            // connection, so that every stream gets its turn.
+            if !self.clients.is_empty() {
+                self.clients.rotate_left(1);
             }
         }
         self.tidy();
@@ -205,9 +218,10 @@ impl Server {
     /// Hands each reply to its connection, if it is still there.
     pub fn deliver(&mut self, replies: Vec<Reply>) {
         let now = now_ms();
+        let mut parts = ROUND_PARTS;
         for r in replies {
             if let Some(c) = self.clients.iter_mut().find(|c| c.id == r.id) {
-                c.reply(&r.head, r.stream, now);
+                c.reply(&r.head, r.stream, now, &mut parts);
             }
         }
         self.tidy();
@@ -287,9 +301,15 @@ impl Server {
                 c.waits_for = wants;
             }
         }
-        let tick = self.paused_until.is_some() || self.clients.iter().any(Client::needs_ticks);
+        let tick = if self.clients.iter().any(Client::has_more) {
+            MORE_MS
+        } else if self.paused_until.is_some() || self.clients.iter().any(Client::needs_ticks) {
+            TICK_MS
+        } else {
+            0
+        };
         if tick != self.ticking {
-            self.timer.every(if tick { TICK_MS } else { 0 });
+            self.timer.every(tick);
             self.ticking = tick;
         }
     }
