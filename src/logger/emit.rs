@@ -438,7 +438,9 @@ fn encode_fields<'b>(list: &[Field], buf: &'b mut Vec<u8>) -> &'b [u8] {
             .map(|f| fields::checked(f.name, f.value, report)),
         buf,
     );
-    if fields::decode(buf).is_some_and(|f| !f.is_empty()) {
+    // Just encoded from checked names: a count of 0 (no room for any)
+    // is the one encoding not to keep.
+    if buf.first().is_some_and(|&count| count > 0) {
         buf
     } else {
         b""

@@ -259,6 +259,18 @@ impl<'a> Iterator for Parser<'a> {
 /// length): a format vlog refuses to hand to printf, which would write through
 /// the argument.
 pub fn writes_back(fmt: &[u8]) -> bool {
+    // A table, not a search of the list for each byte: the function forms
+    // and libvlog-syslog.so check every format at every call.
+    const BETWEEN: [bool; 256] = {
+        let mut table = [false; 256];
+        let chars = b"-+ #0'123456789.*$hlLqjztI";
+        let mut k = 0;
+        while k < chars.len() {
+            table[chars[k] as usize] = true;
+            k += 1;
+        }
+        table
+    };
     let mut i = 0;
     while i < fmt.len() {
         if fmt[i] != b'%' {
@@ -267,7 +279,7 @@ pub fn writes_back(fmt: &[u8]) -> bool {
         }
         i += 1;
         // Skip what may stand between '%' and the conversion character.
-        while i < fmt.len() && b"-+ #0'123456789.*$hlLqjztI".contains(&fmt[i]) {
+        while i < fmt.len() && BETWEEN[fmt[i] as usize] {
             i += 1;
         }
         match fmt.get(i) {
