@@ -12,10 +12,14 @@ STATIC_LIB = target/release/libvlog.a
 all: lib
 
 # libvlog.so.0, the name programs linked with -lvlog look for at run time
-# (the soname), beside cargo's libvlog.so.
+# (the soname), beside cargo's libvlog.so; and libvlog-syslog.so, the
+# library a daemon that logs with syslog(3) is started with (LD_PRELOAD).
+PRELOAD_LIB = target/release/libvlog-syslog.so
+
 lib:
 	$(CARGO) build --release
 	ln -sf libvlog.so target/release/libvlog.so.0
+	CC="$(CC)" preload/build.sh $(STATIC_LIB) $(PRELOAD_LIB)
 
 examples/daemon: lib examples/daemon.c examples/net.c examples/disk.c examples/daemon.h include/vlog.h include/vlog_gen.h
 	$(CC) $(CFLAGS) -Iinclude examples/daemon.c examples/net.c examples/disk.c -o $@ $(STATIC_LIB) $(LIBS)
@@ -153,7 +157,7 @@ bench-c/soak: lib c-tests/soak.c c-tests/check.h include/vlog.h include/vlog_gen
 soak: bench-c/soak
 	for t in 2 8 64; do bench-c/soak $$t $(SOAK_SECONDS) || exit 1; done
 
-# Installs the library, headers, pkg-config file, vlog-dump, vlog-relay, vlog-ctl and the man pages under
+# Installs the library, libvlog-syslog.so, headers, pkg-config file, vlog-dump, vlog-relay, vlog-ctl and the man pages under
 # DESTDIR/PREFIX; `make uninstall` with the same variables removes them.
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -174,11 +178,12 @@ MAN3_NAMES = $(filter-out vlog,$(shell sed -n '/^\.SH NAME/,/\\-/p' man/vlog.3 \
 	| sed -e '1d' -e 's/\\-.*//' | tr ',' ' '))
 MAN3_ALIASES = $(foreach n,$(MAN3_NAMES),$(MANDIR)/man3/$(n).3)
 INSTALLED = $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.so $(LIBDIR)/libvlog.a \
+	$(LIBDIR)/libvlog-syslog.so \
 	$(LIBDIR)/pkgconfig/vlog.pc $(DESTDIR)$(PREFIX)/include/vlog.h \
 	$(DESTDIR)$(PREFIX)/include/vlog_gen.h $(DESTDIR)$(PREFIX)/bin/vlog-dump \
 	$(DESTDIR)$(PREFIX)/bin/vlog-relay $(DESTDIR)$(PREFIX)/bin/vlog-ctl \
 	$(MANDIR)/man1/vlog-dump.1 $(MANDIR)/man1/vlog-relay.1 $(MANDIR)/man1/vlog-ctl.1 \
-	$(MANDIR)/man3/vlog.3 $(MANDIR)/man7/vlog.7 \
+	$(MANDIR)/man3/vlog.3 $(MANDIR)/man7/vlog.7 $(MANDIR)/man7/vlog-syslog.7 \
 	$(MAN3_ALIASES)
 
 install: lib
@@ -187,6 +192,7 @@ install: lib
 	install -m 0755 target/release/libvlog.so $(LIBDIR)/libvlog.so.0
 	ln -sf libvlog.so.0 $(LIBDIR)/libvlog.so
 	install -m 0644 $(STATIC_LIB) $(LIBDIR)/libvlog.a
+	install -m 0755 $(PRELOAD_LIB) $(LIBDIR)/libvlog-syslog.so
 	if [ -n "$(STRIP)" ]; then \
 		$(STRIP) --strip-debug $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.a && \
 		$(OBJCOPY) -R .llvmbc -R .llvmcmd $(LIBDIR)/libvlog.a; fi
@@ -196,7 +202,7 @@ install: lib
 	install -m 0755 target/release/vlog-ctl $(DESTDIR)$(PREFIX)/bin/vlog-ctl
 	install -m 0644 man/vlog-dump.1 man/vlog-relay.1 man/vlog-ctl.1 $(MANDIR)/man1/
 	install -m 0644 man/vlog.3 $(MANDIR)/man3/
-	install -m 0644 man/vlog.7 $(MANDIR)/man7/
+	install -m 0644 man/vlog.7 man/vlog-syslog.7 $(MANDIR)/man7/
 	for name in $(MAN3_NAMES); do echo '.so man3/vlog.3' > $(MANDIR)/man3/$$name.3; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@RPATH@|$(RPATH)|' \
 		pkgconfig/vlog.pc.in \

@@ -98,7 +98,7 @@ int main(void)
     reject_outputs("1:file", "'1:file'");
     reject_outputs("1:file:/tmp/a:b", "'1:file:/tmp/a:b'");
     reject_outputs("1:journald:x", "'1:journald:x'");
-    reject_outputs("1:syslog", "'1:syslog'");
+    reject_outputs("1:syslog:", "'1:syslog:'");
     reject_outputs("1:file:/nonexistent-dir/x.log", "/nonexistent-dir/x.log");
     reject_outputs("1:bogus", "'bogus'");
 

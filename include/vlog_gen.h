@@ -354,7 +354,8 @@ int vlog_set_filters(const char *filters);
 /**
  * Replaces the outputs with `outputs`, in `VLOG_OUTPUTS` syntax
  * (`PRIO:stderr`, `PRIO:file:PATH`, `PRIO:json:PATH`, `PRIO:json:stderr`,
- * `PRIO:journald`, `PRIO:syslog:IDENT`, `PRIO:syslog:IDENT@udp://HOST:PORT`,
+ * `PRIO:journald`, `PRIO:syslog:IDENT`, `PRIO:syslog` (the program's own
+ * syslog(3) destination), `PRIO:syslog:IDENT@udp://HOST:PORT`,
  * `PRIO:syslog:IDENT@tcp://HOST:PORT`, `PRIO:fluent:TAG@tcp://HOST:PORT`,
  * `PRIO:fluent:TAG@unix:/PATH` with options after `?`, as vlog(7) says;
  * "" restores the default, stderr at the default level). The whole string is parsed, then every file and
@@ -729,6 +730,79 @@ void vlog_source_unregister(const struct vlog_source *src);
  * `vlog_source_unregister(src)`; errors: none (0); async-signal-safe: no.
  */
 int vlog_source_enabled(const struct vlog_source *src, int prio);
+
+/**
+ * Internal, for libvlog-syslog.so's constructor: marks the process as one
+ * whose syslog(3) calls vlog takes (the defaults become the preload's:
+ * every message recorded, and sent on where glibc would have sent it),
+ * then starts vlog as `vlog_init` does: the environment read, the ring
+ * made, the crash handler installed. Returns 0, or 1 in a setuid/setgid
+ * process (AT_SECURE), where the library only passes messages on to
+ * glibc and vlog is not started.
+ * NULL: takes no pointer; ownership: nothing kept; errors: bad variables
+ * warned about on stderr, as vlog_init; async-signal-safe: no.
+ */
+int vlog__syslog_start(void);
+
+/**
+ * Internal, for libvlog-syslog.so's openlog(3): keeps `ident` (the
+ * pointer, as glibc does: its bytes are read at each message), `option`
+ * and `facility` with glibc's rules, and makes the ident's source the
+ * one messages are recorded under.
+ * Nothing here waits: a call from a signal handler that interrupted
+ * another keeps the source in force. An ident seen before takes no lock
+ * and allocates nothing; a new one allocates its source once (malloc).
+ * NULL: `ident` NULL keeps the ident in force; ownership: `ident` must
+ * stay valid until the next openlog or closelog, as for glibc; errors:
+ * none (a source that cannot be made now leaves the one before);
+ * async-signal-safe: no.
+ */
+void vlog__syslog_openlog(const char *ident, int option, int facility);
+
+/**
+ * Internal, for libvlog-syslog.so's closelog(3): forgets the ident, as
+ * glibc does (messages are then the program's name's).
+ * NULL: takes no pointer; ownership: the ident is no longer read;
+ * errors: none; async-signal-safe: yes.
+ */
+void vlog__syslog_closelog(void);
+
+/**
+ * Internal, for libvlog-syslog.so's setlogmask(3): sets the mask unless
+ * `mask` is 0, and returns the one before, as glibc does.
+ * NULL: takes no pointer; ownership: nothing kept; errors: none;
+ * async-signal-safe: yes.
+ */
+int vlog__syslog_setlogmask(int mask);
+
+/**
+ * Internal, for libvlog-syslog.so's sigaction(2) and signal(2): when vlog
+ * holds `sig` (a fatal signal its crash handler took), the program's handler
+ * `act` (a `struct sigaction`) becomes the one vlog calls after its
+ * dump, `old` gets the
+ * program's previous one, and 1 is returned; otherwise 0, and the call is
+ * the kernel's to make.
+ * NULL: `act` NULL only asks, `old` NULL is not written; ownership:
+ * `*act` is copied; errors: none (0); async-signal-safe: yes.
+ */
+int vlog__syslog_sigaction(int sig, const void *act, void *old);
+
+/**
+ * Internal, for libvlog-syslog.so's syslog(3) and its other forms:
+ * records a message the mask and the filters let through, already
+ * formatted: `len` bytes at `msg`, `full_len` the length before it was
+ * cut. `pri` is the call's (a facility of 0 is openlog's), kept in the
+ * fields SYSLOG_FACILITY and SYSLOG_SEVERITY; the record's priority is
+ * the severity's (see vlog-syslog(7)). Returns 1 if recorded, 0 if not (a
+ * filter, or a call from a signal handler that interrupted vlog on this
+ * thread, which is counted), -1 on an internal error. errno is left as it
+ * was. Not async-signal-safe, as glibc's syslog is not, but a call from a
+ * signal handler that interrupted vlog on this thread is dropped and
+ * counted, never waited for.
+ * NULL: `msg` is "(null)"; ownership: the bytes are copied; errors: -1,
+ * never errno; async-signal-safe: no.
+ */
+int vlog__syslog_write(int pri, const char *msg, size_t len, size_t full_len);
 
 /**
  * Records a finished message of `len` bytes at `msg` (it need not be

@@ -7,6 +7,7 @@
 //! ```text
 //! ffi/       the C boundary: every exported function, one module per C noun
 //! relay/     a child's output, line by line, recorded as messages
+//! preload    syslog(3) calls taken over by libvlog-syslog.so, as records
 //! logger/    the global state and its lock; emit (the recorded call), apply
 //!            (configuration), levels (the sources' cached levels), fork,
 //!            ticker, control (the control socket)
@@ -47,6 +48,8 @@ mod logger;
 mod output;
 /// cbindgen:ignore
 mod panic;
+/// cbindgen:ignore
+mod preload;
 /// cbindgen:ignore
 mod priority;
 /// cbindgen:ignore
@@ -89,7 +92,7 @@ pub mod internal {
     pub use crate::ring::{find_rings, read, Damage, Entry, Image, ImageError, Ring};
     pub use crate::text::json::{put_json_string, render_json};
     pub use crate::text::line::{put_fields_text, render_line};
-    pub use crate::text::time::{parse_time, put_timestamp, Clock};
+    pub use crate::text::time::{parse_time, put_rfc3164, put_timestamp, Clock};
 
     // For vlog-ctl.
     pub use crate::logger::control::COMMANDS as CONTROL_COMMANDS;

@@ -74,7 +74,7 @@ impl Priority {
 
     /// The priority of a syslog severity (0-7, the `<N>` prefix of kernel
     /// and sd-daemon lines): emergency to error are errors, notice is info.
-    pub fn from_syslog_severity(severity: u8) -> Priority {
+    pub const fn from_syslog_severity(severity: u8) -> Priority {
         match severity & 7 {
             0..=3 => Priority::Error,
             4 => Priority::Warning,

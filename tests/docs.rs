@@ -30,7 +30,10 @@ fn api_names() -> Vec<String> {
             continue;
         }
         let head = &line[..line.find('(').unwrap()];
-        if let Some(name) = words(head).last().filter(|w| w.starts_with("vlog")) {
+        if let Some(name) = words(head)
+            .last()
+            .filter(|w| w.starts_with("vlog") && !w.starts_with("vlog__"))
+        {
             names.push(name.clone());
         }
     }

@@ -51,6 +51,7 @@ fn installed_library_builds_with_pkg_config_alone() {
         "usr/lib/libvlog.so.0",
         "usr/lib/libvlog.so",
         "usr/lib/libvlog.a",
+        "usr/lib/libvlog-syslog.so",
         "usr/lib/pkgconfig/vlog.pc",
         "usr/include/vlog.h",
         "usr/include/vlog_gen.h",
@@ -62,6 +63,7 @@ fn installed_library_builds_with_pkg_config_alone() {
         "usr/share/man/man1/vlog-ctl.1",
         "usr/share/man/man3/vlog.3",
         "usr/share/man/man7/vlog.7",
+        "usr/share/man/man7/vlog-syslog.7",
     ] {
         assert!(destdir.join(file).exists(), "{file} not installed");
     }
@@ -72,6 +74,7 @@ fn installed_library_builds_with_pkg_config_alone() {
         "man1/vlog-ctl.1",
         "man3/vlog.3",
         "man7/vlog.7",
+        "man7/vlog-syslog.7",
     ] {
         let out = Command::new("man")
             .args(["--warnings", "-l"])

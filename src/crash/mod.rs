@@ -13,6 +13,7 @@
 //! the bottom of the crate: never the logger, whose lock a crashing thread
 //! may hold.
 
+pub mod adopt;
 pub mod altstack;
 pub mod dump;
 pub mod handback;

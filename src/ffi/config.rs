@@ -51,7 +51,8 @@ pub extern "C-unwind" fn vlog_set_filters(filters: *const c_char) -> c_int {
 
 /// Replaces the outputs with `outputs`, in `VLOG_OUTPUTS` syntax
 /// (`PRIO:stderr`, `PRIO:file:PATH`, `PRIO:json:PATH`, `PRIO:json:stderr`,
-/// `PRIO:journald`, `PRIO:syslog:IDENT`, `PRIO:syslog:IDENT@udp://HOST:PORT`,
+/// `PRIO:journald`, `PRIO:syslog:IDENT`, `PRIO:syslog` (the program's own
+/// syslog(3) destination), `PRIO:syslog:IDENT@udp://HOST:PORT`,
 /// `PRIO:syslog:IDENT@tcp://HOST:PORT`, `PRIO:fluent:TAG@tcp://HOST:PORT`,
 /// `PRIO:fluent:TAG@unix:/PATH` with options after `?`, as vlog(7) says;
 /// "" restores the default, stderr at the default level). The whole string is parsed, then every file and

@@ -13,6 +13,7 @@
 //! | `control` | `vlog_control_start`, `vlog_control_open`, `vlog_control_handle`, `vlog_control_stop` |
 //! | `relay` | `vlog_relay_new`, `vlog_relay_feed`, `vlog_relay_watch`, `vlog_relay_tail`, `vlog_relay_get_stats`, `vlog_relay_close`, `vlog_relay`, `vlog_relay_stats`, `VLOG_RELAY_TAIL_MAX` |
 //! | `source` | `vlog_source_unregister`, `vlog_source_enabled` (the macros'), `vlog_source`, `vlog_default_source` |
+//! | `syslog` | libvlog-syslog.so's: `vlog__syslog_start`, `vlog__syslog_openlog`, `vlog__syslog_closelog`, `vlog__syslog_setlogmask`, `vlog__syslog_write`, and the statics its filter reads |
 //! | `site` | the macros' machinery: `vlog_site`, `vlog_site_prepare`, `vlog_record`, `vlog_format_is_safe`, `VLOG_SITE_*`, `VLOG_ARG_*`, `VLOG_CLASS_*` |
 //!
 //! The modules are declared in that order, which is the order cbindgen
@@ -42,6 +43,7 @@ pub mod init;
 pub mod relay;
 pub mod site;
 pub mod source;
+pub mod syslog;
 pub mod write;
 
 /// The longest error message kept (longer ones are cut, with "...").

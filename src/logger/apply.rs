@@ -47,11 +47,23 @@ impl State {
                 diag::warn,
             )
         };
-        self.level = env.level.unwrap_or(DEFAULT_LEVEL);
+        // A daemon whose syslog(3) calls vlog took over (libvlog-syslog.so)
+        // records every message its mask lets through, and sends each on
+        // where glibc would have (`PRIO:syslog`), unless the variables say
+        // otherwise.
+        let preloaded = sys::syslog::preloaded();
+        let default_level = if preloaded {
+            Priority::Debug
+        } else {
+            DEFAULT_LEVEL
+        };
+        self.level = env.level.unwrap_or(default_level);
         self.filters = env.filters.unwrap_or_default();
+        let default_specs = || preloaded.then(|| spec::parse_list("1:syslog").unwrap_or_default());
         let outputs = env
             .outputs
             .filter(|specs| !specs.is_empty())
+            .or_else(default_specs)
             .and_then(|specs| {
                 Outputs::open(&specs)
                     .map_err(|e| diag::warn(&format!("ignoring VLOG_OUTPUTS: {e}")))

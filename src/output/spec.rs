@@ -122,6 +122,7 @@ impl Spec {
             (Dest::File(path), _) => format!("{p}:file:{}", path.display()),
             (Dest::Journald, _) => format!("{p}:journald"),
             (Dest::Syslog { transport, ident }, _) => match transport {
+                Transport::Program => format!("{p}:syslog"),
                 Transport::Local => format!("{p}:syslog:{ident}"),
                 Transport::Udp(addr) => format!("{p}:syslog:{ident}@udp://{addr}"),
                 Transport::Tcp(addr) => format!("{p}:syslog:{ident}@tcp://{addr}"),
@@ -160,6 +161,9 @@ impl Spec {
 /// when the output is opened).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Transport {
+    /// `PRIO:syslog`: /dev/log as the program's own syslog(3) calls would
+    /// send to it (openlog's ident, options and facility, glibc's form).
+    Program,
     Local,
     Udp(String),
     Tcp(String),
@@ -195,7 +199,7 @@ impl Spec {
         let (wanted, form) = match dest {
             "stderr" | "journald" => (2, ""),
             "file" => (3, ":PATH"),
-            "syslog" => (3, ":IDENT"),
+            "syslog" => (3, ":IDENT (or PRIORITY:syslog alone)"),
             "json" => (3, ":PATH or PRIORITY:json:stderr"),
             "fluent" => (3, ":TAG@tcp://HOST:PORT or PRIORITY:fluent:TAG@unix:/PATH"),
             _ => {
@@ -204,6 +208,17 @@ impl Spec {
                 )))
             }
         };
+        if dest == "syslog" && fields.len() == 2 {
+            // Ours: the program's own syslog(3) destination.
+            return Ok(Spec {
+                priority,
+                dest: Dest::Syslog {
+                    transport: Transport::Program,
+                    ident: String::new(),
+                },
+                form: Form::Syslog,
+            });
+        }
         if dest == "syslog" && fields.len() >= 3 {
             // IDENT, or IDENT@udp://HOST:PORT (whose colons libvirt's field
             // count does not know about).
@@ -424,6 +439,12 @@ mod tests {
         );
         assert_eq!(specs[1].priority, Priority::Info);
         assert!(parse_list("").unwrap().is_empty());
+        // Ours: the program's own syslog(3) destination, beside a syslog
+        // output of another ident (two destinations).
+        let own = parse_list("2:syslog 1:syslog:d").unwrap();
+        assert_eq!(own.len(), 2);
+        assert_eq!(own[0].as_env(), "2:syslog");
+        assert_eq!(parse_list(&own[0].as_env()).unwrap()[0], own[0]);
         let cases = [
             ("stderr", "priority"),
             ("0:stderr", "priority"),
@@ -432,7 +453,7 @@ mod tests {
             ("1:stderr:x", "form"),
             ("1:file", "form"),
             ("1:file:/a:b", "form"),
-            ("1:syslog", "form"),
+            ("1:syslog:", "IDENT must be"),
             ("1:journald:x", "form"),
             ("1:file:", "path"),
             ("1:syslog:a:b", "PRIORITY:syslog:IDENT"),

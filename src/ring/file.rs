@@ -49,7 +49,9 @@ impl Ring {
         let len = layout::region_len(size);
         file.allocate(len as u64)?;
         // Held while the file is in use, so that another process given the
-        // same path joins it instead of replacing it.
+        // same path joins it instead of replacing it. The lock belongs to
+        // the open file, which the mapping keeps open: a program that
+        // closes every descriptor (sshd at its start) keeps it held.
         file.try_lock(false)?;
         // SAFETY: a shared mapping of a file we just created and sized;
         // other processes reading it never trust its contents.

@@ -14,6 +14,7 @@ pub mod fd;
 pub mod listen;
 pub mod net;
 pub mod signal;
+pub mod syslog;
 pub mod watch;
 
 pub use fd::{fd_info, open_private, write_all_fd, write_all_raw, write_no_signal};

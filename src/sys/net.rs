@@ -19,6 +19,8 @@ pub struct DatagramTarget {
     addr_len: libc::socklen_t,
     /// The socket was replaced since the last `take_replaced`.
     replaced: bool,
+    /// Connected to its address (`unix_connected`): sends name no address.
+    connected: bool,
 }
 
 impl std::fmt::Debug for DatagramTarget {
@@ -45,6 +47,40 @@ impl DatagramTarget {
         DatagramTarget::to(family, storage, len)
     }
 
+    /// To the Unix datagram socket at `path`, connected as glibc's
+    /// syslog(3) connects to /dev/log: the path is looked up once, not at
+    /// every send, and a full queue at the other end is this socket's to
+    /// wait on. Fails when nothing listens at `path`.
+    pub fn unix_connected(path: &[u8]) -> io::Result<DatagramTarget> {
+        let (family, storage, len) = unix_addr(path)?;
+        let mut target = DatagramTarget::to(family, storage, len)?;
+        target.connect()?;
+        Ok(target)
+    }
+
+    fn connect(&mut self) -> io::Result<()> {
+        // SAFETY: the address is a sockaddr of `addr_len` bytes.
+        let rc =
+            unsafe { libc::connect(self.fd.raw(), (&raw const self.addr).cast(), self.addr_len) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.connected = true;
+        Ok(())
+    }
+
+    /// Waits at most `ms` milliseconds for a connected socket's peer to
+    /// have room (poll(2), POLLOUT); true if it has.
+    pub fn wait_for_room(&self, ms: c_int) -> bool {
+        let mut pfd = libc::pollfd {
+            fd: self.fd.raw(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
+    }
+
     /// To a UDP collector.
     pub fn udp(addr: &std::net::SocketAddr) -> io::Result<DatagramTarget> {
         let (family, storage, len) = socket_addr(addr);
@@ -62,6 +98,7 @@ impl DatagramTarget {
             addr,
             addr_len,
             replaced: false,
+            connected: false,
         })
     }
 
@@ -79,8 +116,26 @@ impl DatagramTarget {
             let new = new_socket(self.family, libc::SOCK_DGRAM)?;
             std::mem::replace(&mut self.fd, new).abandon();
             self.replaced = true;
+            if self.connected {
+                self.connect()?;
+            }
         }
         match self.send_datagram(payload, None) {
+            // The daemon at the other end was restarted: a new socket,
+            // connected to the new one, and the message sent again once,
+            // as glibc does.
+            Err(e)
+                if self.connected
+                    && matches!(
+                        e.raw_os_error(),
+                        Some(libc::ECONNREFUSED | libc::ENOTCONN | libc::ECONNRESET)
+                    ) =>
+            {
+                let new = new_socket(self.family, libc::SOCK_DGRAM)?;
+                drop(std::mem::replace(&mut self.fd, new));
+                self.connect()?;
+                self.send_datagram(payload, None)
+            }
             Err(e)
                 if self.family == libc::AF_UNIX
                     && matches!(e.raw_os_error(), Some(libc::EMSGSIZE | libc::ENOBUFS)) =>
@@ -121,8 +176,10 @@ impl DatagramTarget {
         // SAFETY: an all-zero msghdr is valid; every pointer set below points
         // at locals that outlive the sendmsg call.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_name = &self.addr as *const libc::sockaddr_storage as *mut libc::c_void;
-        msg.msg_namelen = self.addr_len;
+        if !self.connected {
+            msg.msg_name = &self.addr as *const libc::sockaddr_storage as *mut libc::c_void;
+            msg.msg_namelen = self.addr_len;
+        }
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         if let Some(fd) = pass_fd {

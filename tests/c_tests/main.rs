@@ -15,6 +15,7 @@
 //! | `fluent` | the fluent output against a Forward protocol receiver |
 //! | `relay` | a child's output relayed line by line |
 //! | `control` | the control socket, vlog-ctl, and who may use them |
+//! | `preload` | libvlog-syslog.so in programs that call syslog(3): glibc's bytes, safety, setuid; real sshd and cron against rsyslogd |
 //! | `real_daemons` | journald and rsyslogd, started by the test |
 //!
 //! `VLOG_C_TESTS_TOOL=asan` or `=valgrind` runs every program under that
@@ -33,6 +34,7 @@ mod environment;
 mod fluent;
 mod fork;
 mod outputs;
+mod preload;
 mod real_daemons;
 mod relay;
 mod ring_file;

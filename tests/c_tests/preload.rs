@@ -1,0 +1,1054 @@
+//! libvlog-syslog.so, preloaded into programs that log with syslog(3) and
+//! know nothing of vlog: a test program that makes every call glibc has
+//! (compared byte for byte with glibc on /dev/log and stderr), and real,
+//! unmodified Debian daemons (sshd, cron) against a real rsyslogd.
+//!
+//! Each program runs in a mount namespace of its own whose /dev is an
+//! overlay of the machine's with `/dev/log` naming the test's socket, so
+//! the daemon's syslog(3) reaches the test's receiver and nothing of the
+//! machine's.
+
+use std::os::unix::net::UnixDatagram;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// libvlog-syslog.so, built once from the library this run tests.
+pub(crate) fn preload_lib() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let out = work().join("lib/libvlog-syslog.so");
+        let mut cmd = Command::new(root().join("preload/build.sh"));
+        cmd.arg(work().join("lib/libvlog.a")).arg(&out);
+        run_compiler(cmd);
+        out
+    })
+}
+
+/// A program of `c-tests/` built without vlog, as Debian builds (with
+/// _FORTIFY_SOURCE=2, so it calls the `_chk` forms), or a preload library
+/// (`shared`).
+fn build_plain(name: &str, shared: bool) -> PathBuf {
+    let out = work().join(if shared {
+        format!("{name}.so")
+    } else {
+        format!("{name}-plain")
+    });
+    let tmp = out.with_extension(format!("{}.tmp", std::process::id()));
+    let mut cmd = Command::new(cc());
+    cmd.args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O2"])
+        .arg("-D_FORTIFY_SOURCE=2")
+        .arg(root().join("c-tests").join(format!("{name}.c")));
+    if shared {
+        cmd.args(["-shared", "-fPIC"]);
+    }
+    cmd.arg("-o").arg(&tmp).args(["-lpthread", "-ldl"]);
+    run_compiler(cmd);
+    std::fs::rename(&tmp, &out).unwrap();
+    out
+}
+
+/// Whether this machine lets the tests give a program a /dev/log of their
+/// own (root, mount namespaces, overlayfs); says why not, once per test.
+fn namespaces_work() -> bool {
+    if skipped_under_tool("the preloaded programs do not run under the tool") {
+        return false;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        say_skipped("needs root for a mount namespace with a /dev/log of its own");
+        return false;
+    }
+    static WORKS: OnceLock<Result<(), String>> = OnceLock::new();
+    let works = WORKS.get_or_init(|| {
+        let dir = scratch_dir("preload-probe");
+        let out = in_namespace(&dir, &dir.join("log.sock"), Path::new("/bin/true"), &[])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(text(&out.stderr))
+        }
+    });
+    if let Err(e) = works {
+        say_skipped(&format!(
+            "no mount namespace with an overlay on /dev here: {e}"
+        ));
+        return false;
+    }
+    true
+}
+
+/// `program` run with `env` in a mount namespace whose /dev is an
+/// overlay of the machine's (upper layer in `dir`) with /dev/log a link to
+/// `sock`. The variables are the program's alone: the commands that set
+/// the namespace up do not load a preload library.
+fn in_namespace(dir: &Path, sock: &Path, program: &Path, env: &[(&str, &str)]) -> Command {
+    let script = r#"set -e; dir=$1; sock=$2; shift 2
+mkdir -p "$dir/dev-up" "$dir/dev-work"
+mount -t overlay overlay -o "lowerdir=/dev,upperdir=$dir/dev-up,workdir=$dir/dev-work" /dev
+ln -sfn "$sock" /dev/log
+exec env "$@""#;
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "sh",
+        "-c",
+        script,
+        "sh",
+    ])
+    .arg(dir)
+    .arg(sock)
+    .args(env.iter().map(|(k, v)| format!("{k}={v}")))
+    .arg(program);
+    without_vlog_env(&mut cmd);
+    cmd.env_remove("LD_PRELOAD").current_dir(dir);
+    cmd
+}
+
+/// The test's /dev/log: a datagram socket a thread of the test reads as
+/// fast as it can (a syslog daemon's queue holds as few as 10 messages).
+struct DevLog {
+    dir: PathBuf,
+    sock: PathBuf,
+    got: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+}
+
+impl DevLog {
+    fn new(name: &str) -> DevLog {
+        let dir = scratch_dir(name);
+        let sock = dir.join("log.sock");
+        let socket = UnixDatagram::bind(&sock).unwrap();
+        // Anyone may send, as to /dev/log (the setuid test runs as nobody).
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let keep = got.clone();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 1 << 17];
+            while let Ok(n) = socket.recv(&mut buf) {
+                keep.lock().unwrap().push(buf[..n].to_vec());
+            }
+        });
+        DevLog { dir, sock, got }
+    }
+
+    /// A /dev/log that nobody reads: its queue fills at once.
+    fn stuck(name: &str) -> DevLog {
+        let dir = scratch_dir(name);
+        let sock = dir.join("log.sock");
+        let socket = UnixDatagram::bind(&sock).unwrap();
+        // Kept open, never read, for as long as the test runs.
+        std::mem::forget(socket);
+        DevLog {
+            dir,
+            sock,
+            got: Default::default(),
+        }
+    }
+
+    fn command(&self, program: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut cmd = in_namespace(&self.dir, &self.sock, program, env);
+        cmd.args(args);
+        cmd
+    }
+
+    fn run(&self, program: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.command(program, args, env).output().unwrap()
+    }
+
+    /// The datagrams received so far, once none has come for 300 ms.
+    fn received(&self) -> Vec<Vec<u8>> {
+        let mut seen = usize::MAX;
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let mut got = self.got.lock().unwrap();
+            if got.len() == seen {
+                return std::mem::take(&mut *got);
+            }
+            seen = got.len();
+        }
+    }
+}
+
+/// `bytes` with `[PID]` for the given pid, for comparing two runs.
+fn without_pid(bytes: &[u8], pid: &str) -> String {
+    String::from_utf8_lossy(bytes).replace(&format!("[{pid}]"), "[PID]")
+}
+
+fn first_line(out: &Output) -> String {
+    text(&out.stdout).lines().next().unwrap_or("").to_owned()
+}
+
+/// Every call glibc's syslog(3) has, with and without the preload library:
+/// what reaches /dev/log and stderr is the same, byte for byte (the
+/// timestamps aside, which are checked to be local time); and the ring has
+/// every message the mask let through, under its ident's source, with the
+/// vlog priority of its severity and the facility and severity as fields.
+#[test]
+fn preload_sends_what_glibc_sends() {
+    if !namespaces_work() {
+        return;
+    }
+    let exe = build_plain("syslog_calls", false);
+    let log = DevLog::new("preload-calls");
+    // A zone 5:30 east of UTC, written out (no tzdata needed).
+    let tz = ("TZ", "VLG-5:30");
+    let glibc_run = log.run(&exe, &["calls"], &[tz]);
+    assert_ok("syslog_calls without the preload", &glibc_run);
+    let glibc = log.received();
+    let ring = log.dir.join("calls.ring");
+    let ring_env = ring.to_str().unwrap();
+    let vlog_run = log.run(
+        &exe,
+        &["calls"],
+        &[
+            tz,
+            ("LD_PRELOAD", preload_lib().to_str().unwrap()),
+            ("VLOG_BUFFER_FILE", ring_env),
+        ],
+    );
+    assert_ok("syslog_calls with the preload", &vlog_run);
+    let vlog = log.received();
+    let (glibc_pid, vlog_pid) = (first_line(&glibc_run), first_line(&vlog_run));
+    assert_eq!(glibc.len(), 18, "{glibc:?}");
+    assert_eq!(vlog.len(), glibc.len(), "{vlog:?}");
+    let utc_plus = |secs: u64| {
+        let mut v = Vec::new();
+        vlog::internal::put_rfc3164(secs * 1_000_000_000, &mut v);
+        String::from_utf8(v).unwrap()
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let local_now: Vec<String> = (0..30)
+        .map(|back| utc_plus(now + 5 * 3600 + 1800 - back))
+        .collect();
+    for (g, v) in glibc.iter().zip(&vlog) {
+        let (g, mut v) = (without_pid(g, &glibc_pid), without_pid(v, &vlog_pid));
+        if g.contains(": longest yyy") {
+            // The one difference: a message longer than vlog keeps is cut,
+            // with vlog's marker, where glibc sends it whole.
+            let marker = " [truncated: 10012 bytes]";
+            assert!(v.ends_with(marker) && g.ends_with(&format!("{} end", "y".repeat(10_000))));
+            let kept = v.len() - marker.len() - v.find(": longest ").unwrap();
+            let same = |s: &str| s[s.find(": longest ").unwrap()..][..kept].to_owned();
+            assert!(same(&g) == same(&v), "the long message's start differs");
+            v = format!(
+                "{}{}",
+                &v[..v.find(": longest ").unwrap()],
+                &g[g.find(": longest ").unwrap()..]
+            );
+        }
+        let stamp = |s: &str| s[s.find('>').unwrap() + 1..][..15].to_owned();
+        let rest = |s: &str| s[s.find('>').unwrap() + 16..].to_owned();
+        assert_eq!(
+            g[..g.find('>').unwrap()],
+            v[..v.find('>').unwrap()],
+            "{g}\n{v}"
+        );
+        assert_eq!(rest(&g), rest(&v));
+        assert!(local_now.contains(&stamp(&v)), "{v}: not local time now");
+    }
+    // stderr (LOG_PERROR): the same lines, the long one aside again.
+    let perror = |out: &Output, pid: &str| -> Vec<String> {
+        without_pid(&out.stderr, pid)
+            .lines()
+            .map(|l| match l.find(": longest ") {
+                Some(at) => l[..at + 30].to_owned(),
+                None => l.to_owned(),
+            })
+            .collect()
+    };
+    let (g, v) = (perror(&glibc_run, &glibc_pid), perror(&vlog_run, &vlog_pid));
+    assert!(g.len() == 12 && g == v, "stderr differs");
+    assert_eq!(text(&vlog_run.stdout).lines().nth(1), Some("errno 9"));
+
+    let dump = text(&vlog_dump(&[ring_env]).stdout);
+    let lines: Vec<&str> = dump.lines().collect();
+    assert_eq!(lines.len(), 18, "{dump}");
+    for (source, prio, message, facility, severity) in [
+        ("syslog_calls-plain", "warning", "before openlog 1", 1, 4),
+        ("calls-a", "info", "info with pid yes", 3, 6),
+        (
+            "calls-a",
+            "error",
+            "errno kept for %m: No such file or directory",
+            3,
+            3,
+        ),
+        ("calls-a", "info", "to local3", 19, 5),
+        // The source is the ident openlog was given; the in-place change
+        // reaches /dev/log, as with glibc.
+        ("calls-a", "error", "renamed in place", 3, 2),
+        ("calls-c", "error", "also on stderr", 4, 1),
+        ("calls-c", "debug", "ends in a newline\\n", 4, 7),
+        (
+            "calls-c",
+            "error",
+            "syslog: unknown facility/priority: 10006",
+            4,
+            3,
+        ),
+        ("calls-c", "info", "not masked", 4, 5),
+        ("syslog_calls-plain", "info", "after closelog", 4, 6),
+    ] {
+        let want = format!(
+            ": {prio} : {source} : syslog:0 : {message} [SYSLOG_FACILITY={facility} \
+             SYSLOG_SEVERITY={severity}]"
+        );
+        assert!(
+            lines.iter().any(|l| l.ends_with(&want)),
+            "no '{want}' in:\n{dump}"
+        );
+    }
+    assert!(!dump.contains("masked out"), "{dump}");
+}
+
+/// With the preload library, syslog(3) from a signal handler that
+/// interrupted syslog(3) never deadlocks (the nested message is dropped and
+/// counted, which the control socket shows); from threads, after fork and
+/// from atexit, every message arrives.
+#[test]
+fn preload_is_safe_where_syslog_is_called_from() {
+    if !namespaces_work() {
+        return;
+    }
+    let exe = build_plain("syslog_calls", false);
+    let log = DevLog::new("preload-safety");
+    let lib = preload_lib().to_str().unwrap();
+
+    // A signal handler that logs, every 100 us, while the main loop logs.
+    let ctl = log.dir.join("ctl.sock");
+    let control = ctl.to_str().unwrap();
+    let mut child = log
+        .command(
+            &exe,
+            &["signal"],
+            &[
+                ("LD_PRELOAD", lib),
+                ("VLOG_CONTROL", control),
+                ("VLOG_OUTPUTS", "3:syslog"),
+            ],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    use std::io::{BufRead, Write};
+    let started = Instant::now();
+    out.read_line(&mut line).unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert!(line.starts_with("handled "), "{line}");
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let handled: u64 = line["handled ".len()..].trim().parse().unwrap();
+    let stats = Command::new(env!("CARGO_BIN_EXE_vlog-ctl"))
+        .args([control, "stats"])
+        .output()
+        .unwrap();
+    assert_ok("vlog-ctl stats", &stats);
+    let stats = text(&stats.stdout);
+    let count = |name: &str| -> u64 {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {stats}"))
+            .parse()
+            .unwrap()
+    };
+    child.stdin.take().unwrap().write_all(b"done\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    // Every message was recorded (info: no output prints it) or, when the
+    // handler interrupted one on its thread, dropped and counted.
+    let recorded = count("records");
+    assert!(handled > 0);
+    assert_eq!(
+        recorded + count("dropped_nested"),
+        20_000 + handled,
+        "{stats}"
+    );
+
+    // Threads: every message reaches /dev/log.
+    let threads = log.run(&exe, &["threads"], &[("LD_PRELOAD", lib)]);
+    assert_ok("syslog_calls threads", &threads);
+    let got = log.received();
+    assert_eq!(got.len(), 8000);
+    for t in 0..4 {
+        let mine = got
+            .iter()
+            .filter(|d| String::from_utf8_lossy(d).contains(&format!("thread {t} message ")))
+            .count();
+        assert_eq!(mine, 2000);
+    }
+
+    // fork: the child's message has the child's pid.
+    let forked = log.run(&exe, &["fork"], &[("LD_PRELOAD", lib)]);
+    assert_ok("syslog_calls fork", &forked);
+    let got: Vec<String> = log
+        .received()
+        .iter()
+        .map(|d| String::from_utf8_lossy(d).into_owned())
+        .collect();
+    let pid = first_line(&forked);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert!(got[0].ends_with(&format!("calls-fork[{pid}]: before fork")));
+    assert!(got[1].ends_with(": in the child") && !got[1].contains(&pid));
+    assert!(got[2].contains(&format!("calls-fork[{pid}]: in the parent, child ")));
+
+    // A pending cancel acts where the thread asks, not in syslog(3).
+    let cancel = log.run(&exe, &["cancel"], &[("LD_PRELOAD", lib)]);
+    assert_ok("syslog_calls cancel", &cancel);
+    assert_eq!(
+        text(&cancel.stdout).lines().skip(1).collect::<Vec<_>>(),
+        ["logged with a cancel pending", "cancelled where it asked"]
+    );
+    assert_eq!(log.received().len(), 3);
+
+    // A syslog daemon that takes nothing: the program is never held up for
+    // more than one wait, and says so once.
+    let stuck = DevLog::stuck("preload-stuck");
+    let started = Instant::now();
+    let out = stuck.run(&exe, &["threads"], &[("LD_PRELOAD", lib)]);
+    assert_ok("syslog_calls threads, /dev/log stuck", &out);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr.matches("vlog: cannot write to syslog").count(),
+        1,
+        "{stderr}"
+    );
+
+    // atexit: after vlog's own exit handlers too.
+    let exited = log.run(&exe, &["atexit"], &[("LD_PRELOAD", lib)]);
+    assert_ok("syslog_calls atexit", &exited);
+    let got = log.received();
+    assert_eq!(got.len(), 1);
+    assert!(String::from_utf8_lossy(&got[0]).ends_with("calls-atexit: from atexit"));
+}
+
+/// In a setuid process (AT_SECURE) the library starts nothing and passes
+/// every call to glibc: the environment chooses nothing (no ring file is
+/// made), and /dev/log receives what glibc sends.
+#[test]
+fn preload_passes_through_when_setuid() {
+    if !namespaces_work() {
+        return;
+    }
+    // ld.so ignores LD_PRELOAD paths in a setuid program, so the program is
+    // linked with the library instead: the same code decides.
+    let dir = scratch_dir("preload-setuid");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let lib = preload_lib();
+    let exe = dir.join("syslog_calls-suid");
+    let mut cmd = Command::new(cc());
+    cmd.args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O2"])
+        .arg("-D_FORTIFY_SOURCE=2")
+        .arg(root().join("c-tests/syslog_calls.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(lib)
+        .arg(format!("-Wl,-rpath,{}", lib.parent().unwrap().display()))
+        .arg("-lpthread");
+    run_compiler(cmd);
+    std::os::unix::fs::chown(&exe, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let log = DevLog::new("preload-setuid-log");
+    let ring = dir.join("chosen-by-user.ring");
+    let out = log.run(
+        &exe,
+        &["calls"],
+        &[
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_OUTPUTS", "1:stderr"),
+        ],
+    );
+    assert_ok("syslog_calls (setuid)", &out);
+    assert!(!ring.exists(), "a setuid process obeyed VLOG_BUFFER_FILE");
+    let got = log.received();
+    assert_eq!(got.len(), 18);
+    // glibc's own syslog(3): the message longer than vlog keeps is whole.
+    assert!(
+        got.iter()
+            .any(|d| String::from_utf8_lossy(d).ends_with(&format!("{} end", "y".repeat(10_000)))),
+        "the long message did not come whole"
+    );
+    assert!(
+        !text(&out.stderr).contains(" : calls-a : "),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The crash handler is installed when the library loads, and keeps the
+/// program's own handlers in either order: one installed before it (by an
+/// earlier library's constructor) and one installed after it, even after
+/// the program reset every signal to SIG_DFL; each gets the signal after
+/// the dump, and the program dies of it as without the library.
+#[test]
+fn preload_keeps_the_crash_handler() {
+    if signal_test_skipped() {
+        return;
+    }
+    let exe = build_plain("syslog_calls", false);
+    let early = build_plain("early_handler", true);
+    let dir = scratch_dir("preload-crash");
+    let lib = preload_lib().to_str().unwrap();
+    let crash = |mode: &str, preload: &str| {
+        let dump = dir.join(format!("{mode}.crash"));
+        let _ = std::fs::remove_file(&dump);
+        let mut cmd = Command::new(&exe);
+        without_vlog_env(&mut cmd);
+        cmd.arg(mode).env("VLOG_OUTPUTS", "4:stderr");
+        if !preload.is_empty() {
+            cmd.env("LD_PRELOAD", preload)
+                .env("VLOG_DUMP", format!("file:{}", dump.display()));
+        }
+        let out = cmd.output().unwrap();
+        (out, std::fs::read_to_string(&dump).unwrap_or_default())
+    };
+    let early_first = format!("{} {lib}", early.display());
+    let vlog_first = format!("{lib} {}", early.display());
+    let (plain, _) = crash("segv", "");
+    for (mode, preload, handler) in [
+        ("segv", lib, None),
+        ("handler", lib, Some("the program's own handler ran\n")),
+        (
+            "segv",
+            early_first.as_str(),
+            Some("the earlier handler ran\n"),
+        ),
+        (
+            "segv",
+            vlog_first.as_str(),
+            Some("the earlier handler ran\n"),
+        ),
+    ] {
+        let (out, dump) = crash(mode, preload);
+        assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{mode} {preload}");
+        assert_eq!(out.status.signal(), plain.status.signal());
+        assert!(
+            dump.starts_with("vlog: fatal signal SIGSEGV (11)"),
+            "{dump}"
+        );
+        assert!(
+            dump.contains(": debug : calls-crash : syslog:0 : the last message before the crash"),
+            "{dump}"
+        );
+        let stdout = text(&out.stdout);
+        assert_eq!(
+            stdout.lines().count(),
+            1 + usize::from(handler.is_some()),
+            "{stdout}"
+        );
+        if let Some(handler) = handler {
+            assert!(stdout.ends_with(handler), "{mode} {preload}: {stdout}");
+        }
+    }
+}
+
+/// A real rsyslogd reading the test's /dev/log socket, writing what it
+/// receives (priority and the raw message) to `out.log`; stopped when
+/// dropped.
+struct Rsyslogd {
+    child: std::process::Child,
+    sock: PathBuf,
+    out: PathBuf,
+}
+
+impl Rsyslogd {
+    fn start(dir: &Path) -> Option<Rsyslogd> {
+        let binary = Path::new("/usr/sbin/rsyslogd");
+        if !binary.exists() {
+            return None;
+        }
+        let sock = dir.join("log.sock");
+        let out = dir.join("out.log");
+        let conf = dir.join("rsyslog.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "global(workDirectory=\"{dir}\")\n\
+                 module(load=\"imuxsock\" SysSock.Use=\"off\")\n\
+                 input(type=\"imuxsock\" Socket=\"{sock}\")\n\
+                 template(name=\"t\" type=\"string\" string=\"%pri% %rawmsg%\\n\")\n\
+                 *.* action(type=\"omfile\" file=\"{out}\" template=\"t\")\n",
+                dir = dir.display(),
+                sock = sock.display(),
+                out = out.display(),
+            ),
+        )
+        .ok()?;
+        let child = Command::new(binary)
+            .args(["-n", "-f"])
+            .arg(&conf)
+            .arg("-i")
+            .arg(dir.join("rsyslogd.pid"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let server = Rsyslogd { child, sock, out };
+        for _ in 0..100 {
+            if server.sock.exists() {
+                return Some(server);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    /// What it wrote since `from` bytes, once nothing new has come for
+    /// 500 ms.
+    fn lines_since(&self, from: usize) -> Vec<String> {
+        let mut seen = usize::MAX;
+        loop {
+            std::thread::sleep(Duration::from_millis(500));
+            let all = std::fs::read(&self.out).unwrap_or_default();
+            if all.len() == seen {
+                return String::from_utf8_lossy(&all[from.min(all.len())..])
+                    .lines()
+                    .map(str::to_owned)
+                    .collect();
+            }
+            seen = all.len();
+        }
+    }
+
+    fn written(&self) -> usize {
+        std::fs::metadata(&self.out).map_or(0, |m| m.len() as usize)
+    }
+}
+
+impl Drop for Rsyslogd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A line rsyslogd wrote, for comparing two runs: the priority, and the
+/// message after its timestamp with every number made N (pids, ports).
+fn comparable(line: &str) -> String {
+    let (pri, raw) = line.split_once(' ').unwrap_or((line, ""));
+    let message = raw
+        .find('>')
+        .map_or(raw, |at| raw.get(at + 17..).unwrap_or(""));
+    let mut out = format!("{pri} ");
+    let mut in_number = false;
+    for c in message.chars() {
+        if c.is_ascii_digit() {
+            if !in_number {
+                out.push('N');
+            }
+            in_number = true;
+        } else {
+            out.push(c);
+            in_number = false;
+        }
+    }
+    out
+}
+
+fn sorted(mut lines: Vec<String>) -> Vec<String> {
+    lines.sort();
+    lines
+}
+
+/// A daemon run for the test in its own namespace, with its /dev/log the
+/// test's rsyslogd.
+struct Daemon {
+    child: std::process::Child,
+}
+
+impl Daemon {
+    fn start(dir: &Path, syslog: &Rsyslogd, argv: &[&str], env: &[(&str, &str)]) -> Daemon {
+        let ns = dir.join(format!("ns-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&ns);
+        std::fs::create_dir_all(&ns).unwrap();
+        let mut cmd = in_namespace(&ns, &syslog.sock, Path::new(argv[0]), env);
+        cmd.args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        Daemon {
+            child: cmd.spawn().unwrap(),
+        }
+    }
+
+    /// The daemon's pid: the namespace's shell executes it in place.
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Sends `sig` and returns how the daemon ended, and its stderr.
+    fn kill(mut self, sig: i32) -> (std::process::ExitStatus, String) {
+        // SAFETY: a signal to the test's own child.
+        unsafe { libc::kill(self.pid(), sig) };
+        let out = std::mem::replace(&mut self.child, Command::new("true").spawn().unwrap())
+            .wait_with_output()
+            .unwrap();
+        (out.status, text(&out.stderr))
+    }
+}
+
+/// Waits until `lines` (what rsyslogd has written since `from`) has a line
+/// containing `needle`, at most 10 s.
+fn wait_for(syslog: &Rsyslogd, from: usize, needle: &str) -> bool {
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        let all = std::fs::read(&syslog.out).unwrap_or_default();
+        if String::from_utf8_lossy(&all[from.min(all.len())..]).contains(needle) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// Lines of `dump` (vlog-dump's or a crash dump's text) recorded by `pid`.
+fn by_pid<'a>(dump: &'a str, pid: &str) -> Vec<&'a str> {
+    let mark = format!(": {pid}: ");
+    dump.lines().filter(|l| l.contains(&mark)).collect()
+}
+
+/// The spy's record of a daemon's syslog(3) calls: proof that the daemon
+/// logs through syslog(3) and not through a socket of its own.
+fn spy_calls(dir: &Path, syslog: &Rsyslogd, argv: &[&str], act: impl FnOnce(&Daemon)) -> String {
+    let spy = build_plain("syslog_spy", true);
+    let record = dir.join("spy.txt");
+    let _ = std::fs::remove_file(&record);
+    let daemon = Daemon::start(
+        dir,
+        syslog,
+        argv,
+        &[
+            ("LD_PRELOAD", spy.to_str().unwrap()),
+            ("SYSLOG_SPY", record.to_str().unwrap()),
+        ],
+    );
+    act(&daemon);
+    daemon.kill(libc::SIGTERM);
+    std::fs::read_to_string(&record).unwrap_or_default()
+}
+
+/// OpenSSH's sshd, unmodified, on a loopback port: it closes every
+/// descriptor from 3 up at its start and re-executes itself for each
+/// connection. With the library, its messages still reach a real rsyslogd
+/// as before (the same lines as a run without it); they are in the ring
+/// under source `sshd` with their priorities, the listener's and the
+/// re-executed child's in one ring file; its debug messages are kept in
+/// the ring only when the output asks for info and up; SIGSEGV writes the
+/// crash dump (after closefrom took the dump file's descriptor) and ends
+/// it as without the library; after SIGKILL vlog-dump reads the ring file.
+#[test]
+fn sshd_under_the_preload_library() {
+    if !namespaces_work() {
+        return;
+    }
+    let sshd = Path::new("/usr/sbin/sshd");
+    if !sshd.exists() || !Path::new("/usr/bin/ssh").exists() {
+        needs_installed("no sshd or ssh (apt-get install openssh-server openssh-client)");
+        return;
+    }
+    let dir = scratch_dir("preload-sshd");
+    let Some(syslog) = Rsyslogd::start(&dir) else {
+        needs_installed("cannot start rsyslogd (not installed?)");
+        return;
+    };
+    std::fs::create_dir_all("/run/sshd").unwrap();
+    let key = dir.join("hostkey");
+    let keygen = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert_ok("ssh-keygen", &keygen);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = dir.join("sshd_config");
+    std::fs::write(
+        &config,
+        format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {key}\nPidFile {dir}/sshd.pid\n\
+             LogLevel DEBUG1\nUsePAM no\nStrictModes no\n",
+            key = key.display(),
+            dir = dir.display()
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let argv = ["/usr/sbin/sshd", "-D", "-f", config];
+    let listening = format!("Server listening on 127.0.0.1 port {port}.");
+    // One connection that fails to log in: the listener forks, the child
+    // re-executes sshd and logs the exchange.
+    let visit = |from: usize| {
+        assert!(wait_for(&syslog, from, &listening), "sshd did not start");
+        let ssh = Command::new("ssh")
+            .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"])
+            .args([
+                "-o",
+                "UserKnownHostsFile=/dev/null",
+                "-p",
+                &port.to_string(),
+            ])
+            .args(["nobody@127.0.0.1", "true"])
+            .output()
+            .unwrap();
+        assert!(
+            text(&ssh.stderr).contains("Permission denied"),
+            "{}",
+            text(&ssh.stderr)
+        );
+        assert!(wait_for(
+            &syslog,
+            from,
+            "Connection closed by authenticating user nobody"
+        ));
+        syslog.lines_since(from)
+    };
+
+    // The spy: sshd's messages go through syslog(3) (__syslog_chk).
+    let from = syslog.written();
+    let calls = spy_calls(&dir, &syslog, &argv, |_| {
+        visit(from);
+    });
+    assert!(calls.contains("CALL openlog 32 sshd"), "{calls}");
+    assert!(calls.contains("CALL __syslog_chk 7 %.500s"), "{calls}");
+    assert!(calls.contains("CALL __syslog_chk 6 %.500s"), "{calls}");
+
+    // Without the library, then with it: rsyslogd receives the same lines.
+    let from = syslog.written();
+    let daemon = Daemon::start(&dir, &syslog, &argv, &[]);
+    let plain = visit(from);
+    let (plain_status, _) = daemon.kill(libc::SIGSEGV);
+    let lib = preload_lib().to_str().unwrap();
+    let ring = dir.join("sshd.ring");
+    let crash = dir.join("sshd.crash");
+    let from = syslog.written();
+    let daemon = Daemon::start(
+        &dir,
+        &syslog,
+        &argv,
+        &[
+            ("LD_PRELOAD", lib),
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_DUMP", &format!("file:{}", crash.display())),
+        ],
+    );
+    let listener = daemon.pid().to_string();
+    let vlogged = visit(from);
+    let (status, stderr) = daemon.kill(libc::SIGSEGV);
+    assert!(plain.len() > 20, "{plain:?}");
+    assert_eq!(
+        sorted(plain.iter().map(|l| comparable(l)).collect()),
+        sorted(vlogged.iter().map(|l| comparable(l)).collect()),
+        "rsyslogd received other lines with the library"
+    );
+    assert_eq!(plain_status.signal(), Some(libc::SIGSEGV));
+    assert_eq!(status.signal(), plain_status.signal(), "{stderr}");
+    assert_eq!(status.core_dumped(), plain_status.core_dumped());
+    // The crash dump: the listener's records, and the child's, which share
+    // the ring file.
+    let dump = std::fs::read_to_string(&crash).unwrap();
+    assert!(
+        dump.starts_with("vlog: fatal signal SIGSEGV (11)")
+            && dump.contains(&format!("pid {listener},")),
+        "{dump}"
+    );
+    assert!(
+        dump.contains(&format!(
+            ": info : sshd : syslog:0 : {listening} [SYSLOG_FACILITY=4 SYSLOG_SEVERITY=6]"
+        )),
+        "{dump}"
+    );
+    let child_pid = vlogged
+        .iter()
+        .find(|l| l.contains("Connection closed by authenticating user"))
+        .and_then(|l| l.split("sshd[").nth(1))
+        .and_then(|l| l.split(']').next())
+        .unwrap()
+        .to_owned();
+    assert_ne!(child_pid, listener);
+    let child_lines = by_pid(&dump, &child_pid);
+    assert!(
+        child_lines
+            .iter()
+            .any(|l| l.contains(": debug : sshd : syslog:0 : debug1: ")),
+        "{dump}"
+    );
+    assert!(
+        child_lines.iter().any(|l| l.contains(
+            ": info : sshd : syslog:0 : Connection closed by authenticating user nobody"
+        )),
+        "{dump}"
+    );
+    assert_eq!(
+        by_pid(&dump, &child_pid).len() + by_pid(&dump, &listener).len(),
+        vlogged.len(),
+        "{dump}"
+    );
+
+    // The flight recorder: debug messages in the ring only, info and up to
+    // rsyslogd; then SIGKILL, and the ring file read back.
+    let ring = dir.join("sshd-killed.ring");
+    let from = syslog.written();
+    let daemon = Daemon::start(
+        &dir,
+        &syslog,
+        &argv,
+        &[
+            ("LD_PRELOAD", lib),
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_OUTPUTS", "2:syslog"),
+        ],
+    );
+    let listener = daemon.pid().to_string();
+    let sent = visit(from);
+    daemon.kill(libc::SIGKILL);
+    assert!(sent.iter().all(|l| !l.contains("debug1: ")), "{sent:?}");
+    assert!(sent.iter().any(|l| l.contains(&listening)), "{sent:?}");
+    let dump = text(&vlog_dump_allowing_skips(&[ring.to_str().unwrap()]).stdout);
+    let debug = dump
+        .lines()
+        .filter(|l| l.contains(": debug : sshd : syslog:0 : debug1: "))
+        .count();
+    assert!(debug > 10, "{dump}");
+    assert!(
+        dump.contains(&format!(
+            ": {listener}: info : sshd : syslog:0 : {listening}"
+        )),
+        "{dump}"
+    );
+    assert!(
+        dump.contains(": info : sshd : syslog:0 : Connection closed by authenticating user nobody"),
+        "{dump}"
+    );
+}
+
+/// Debian's cron, unmodified, in the foreground: its messages (facility
+/// cron, ident `cron`) reach a real rsyslogd as before, are in the ring,
+/// and only in the ring when the output prints errors alone; SIGSEGV
+/// writes the crash dump and ends it as without the library; after
+/// SIGKILL vlog-dump reads the ring file.
+#[test]
+fn cron_under_the_preload_library() {
+    if !namespaces_work() {
+        return;
+    }
+    let cron = Path::new("/usr/sbin/cron");
+    if !cron.exists() {
+        needs_installed("no cron (apt-get install cron)");
+        return;
+    }
+    let dir = scratch_dir("preload-cron");
+    let Some(syslog) = Rsyslogd::start(&dir) else {
+        needs_installed("cannot start rsyslogd (not installed?)");
+        return;
+    };
+    // cron keeps one pid file for the machine: runs take turns.
+    let argv = ["/usr/sbin/cron", "-f", "-L", "15"];
+    let started = |from: usize| {
+        assert!(
+            wait_for(&syslog, from, "@reboot jobs"),
+            "cron did not start"
+        );
+        syslog.lines_since(from)
+    };
+    let from = syslog.written();
+    let calls = spy_calls(&dir, &syslog, &argv, |_| {
+        started(from);
+    });
+    assert!(calls.contains("CALL openlog 72 cron"), "{calls}");
+    assert!(
+        calls.contains("CALL __syslog_chk 6 (%s) %s (%s)"),
+        "{calls}"
+    );
+
+    let from = syslog.written();
+    let daemon = Daemon::start(&dir, &syslog, &argv, &[]);
+    let plain = started(from);
+    let (plain_status, _) = daemon.kill(libc::SIGSEGV);
+    let lib = preload_lib().to_str().unwrap();
+    let ring = dir.join("cron.ring");
+    let crash = dir.join("cron.crash");
+    let from = syslog.written();
+    let daemon = Daemon::start(
+        &dir,
+        &syslog,
+        &argv,
+        &[
+            ("LD_PRELOAD", lib),
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_DUMP", &format!("file:{}", crash.display())),
+        ],
+    );
+    let pid = daemon.pid().to_string();
+    let vlogged = started(from);
+    let (status, stderr) = daemon.kill(libc::SIGSEGV);
+    assert!(!plain.is_empty());
+    assert_eq!(
+        sorted(plain.iter().map(|l| comparable(l)).collect()),
+        sorted(vlogged.iter().map(|l| comparable(l)).collect())
+    );
+    assert_eq!(plain_status.signal(), Some(libc::SIGSEGV));
+    assert_eq!(status.signal(), plain_status.signal(), "{stderr}");
+    let dump = std::fs::read_to_string(&crash).unwrap();
+    assert!(
+        dump.starts_with("vlog: fatal signal SIGSEGV (11)"),
+        "{dump}"
+    );
+    let lines = by_pid(&dump, &pid);
+    assert_eq!(lines.len(), vlogged.len(), "{dump}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains(": info : cron : syslog:0 : (CRON) ")
+                && l.ends_with("[SYSLOG_FACILITY=9 SYSLOG_SEVERITY=6]")),
+        "{dump}"
+    );
+
+    // Only errors to rsyslogd: cron's info messages are in the ring alone.
+    let ring = dir.join("cron-killed.ring");
+    let from = syslog.written();
+    let daemon = Daemon::start(
+        &dir,
+        &syslog,
+        &argv,
+        &[
+            ("LD_PRELOAD", lib),
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_OUTPUTS", "4:syslog"),
+        ],
+    );
+    let ring_path = ring.to_str().unwrap().to_owned();
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut dump = String::new();
+    while Instant::now() < until && !dump.contains("@reboot jobs") {
+        std::thread::sleep(Duration::from_millis(100));
+        dump = text(&crate::support::run_vlog_dump(&[&ring_path]).stdout);
+    }
+    daemon.kill(libc::SIGKILL);
+    assert!(
+        dump.contains(": info : cron : syslog:0 : (CRON) INFO (pidfile fd = "),
+        "{dump}"
+    );
+    assert!(syslog.lines_since(from).is_empty());
+    let after = text(&vlog_dump_allowing_skips(&[&ring_path]).stdout);
+    assert!(after.contains("@reboot jobs"), "{after}");
+}
