@@ -68,6 +68,19 @@ bench-c/sanity: lib bench-c/sanity.c include/vlog.h include/vlog_gen.h
 bench-sanity: bench-c/sanity
 	bench-c/callgrind.sh bench-c/sanity
 
+# glibc's syslog(3) against libvlog-syslog.so's, in one run (needs root: a
+# mount namespace gives the run a /dev/log of its own); see BENCHMARKS.md.
+# The program knows nothing of vlog, and is built as Debian builds.
+bench-c/syslog: bench-c/syslog.c
+	$(CC) $(CFLAGS) -D_FORTIFY_SOURCE=2 bench-c/syslog.c -o $@
+
+bench-c/syslog_drain: bench-c/syslog_drain.c
+	$(CC) $(CFLAGS) bench-c/syslog_drain.c -o $@
+
+.PHONY: bench-syslog
+bench-syslog: lib bench-c/syslog bench-c/syslog_drain
+	bench-c/syslog.sh $(PRELOAD_LIB)
+
 # Time to dump a full 4 MiB ring; see BENCHMARKS.md.
 bench-c/dump_time: lib bench-c/dump_time.c include/vlog.h include/vlog_gen.h
 	$(CC) $(CFLAGS) -Iinclude bench-c/dump_time.c -o $@ $(STATIC_LIB) $(LIBS)
