@@ -89,11 +89,25 @@ fn namespaces_work() -> bool {
 /// `sock`. The variables are the program's alone: the commands that set
 /// the namespace up do not load a preload library.
 fn in_namespace(dir: &Path, sock: &Path, program: &Path, env: &[(&str, &str)]) -> Command {
-    let script = r#"set -e; dir=$1; sock=$2; shift 2
+    in_namespace_with(dir, sock, program, env, "")
+}
+
+/// `in_namespace`, running `also` (shell) in the namespace first.
+fn in_namespace_with(
+    dir: &Path,
+    sock: &Path,
+    program: &Path,
+    env: &[(&str, &str)],
+    also: &str,
+) -> Command {
+    let script = format!(
+        r#"set -e; dir=$1; sock=$2; shift 2
 mkdir -p "$dir/dev-up" "$dir/dev-work"
 mount -t overlay overlay -o "lowerdir=/dev,upperdir=$dir/dev-up,workdir=$dir/dev-work" /dev
 ln -sfn "$sock" /dev/log
-exec env "$@""#;
+{also}
+exec env "$@""#
+    );
     let mut cmd = Command::new("unshare");
     cmd.args([
         "--mount",
@@ -102,7 +116,7 @@ exec env "$@""#;
         "--",
         "sh",
         "-c",
-        script,
+        &script,
         "sh",
     ])
     .arg(dir)
@@ -675,10 +689,21 @@ struct Daemon {
 
 impl Daemon {
     fn start(dir: &Path, syslog: &Rsyslogd, argv: &[&str], env: &[(&str, &str)]) -> Daemon {
+        Daemon::start_with(dir, syslog, argv, env, "")
+    }
+
+    /// `start`, with `also` run in the namespace first.
+    fn start_with(
+        dir: &Path,
+        syslog: &Rsyslogd,
+        argv: &[&str],
+        env: &[(&str, &str)],
+        also: &str,
+    ) -> Daemon {
         let ns = dir.join(format!("ns-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&ns);
         std::fs::create_dir_all(&ns).unwrap();
-        let mut cmd = in_namespace(&ns, &syslog.sock, Path::new(argv[0]), env);
+        let mut cmd = in_namespace_with(&ns, &syslog.sock, Path::new(argv[0]), env, also);
         cmd.args(&argv[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -726,11 +751,17 @@ fn by_pid<'a>(dump: &'a str, pid: &str) -> Vec<&'a str> {
 
 /// The spy's record of a daemon's syslog(3) calls: proof that the daemon
 /// logs through syslog(3) and not through a socket of its own.
-fn spy_calls(dir: &Path, syslog: &Rsyslogd, argv: &[&str], act: impl FnOnce(&Daemon)) -> String {
+fn spy_calls(
+    dir: &Path,
+    syslog: &Rsyslogd,
+    argv: &[&str],
+    also: &str,
+    act: impl FnOnce(&Daemon),
+) -> String {
     let spy = build_plain("syslog_spy", true);
     let record = dir.join("spy.txt");
     let _ = std::fs::remove_file(&record);
-    let daemon = Daemon::start(
+    let daemon = Daemon::start_with(
         dir,
         syslog,
         argv,
@@ -738,6 +769,7 @@ fn spy_calls(dir: &Path, syslog: &Rsyslogd, argv: &[&str], act: impl FnOnce(&Dae
             ("LD_PRELOAD", spy.to_str().unwrap()),
             ("SYSLOG_SPY", record.to_str().unwrap()),
         ],
+        also,
     );
     act(&daemon);
     daemon.kill(libc::SIGTERM);
@@ -825,7 +857,7 @@ fn sshd_under_the_preload_library() {
 
     // The spy: sshd's messages go through syslog(3) (__syslog_chk).
     let from = syslog.written();
-    let calls = spy_calls(&dir, &syslog, &argv, |_| {
+    let calls = spy_calls(&dir, &syslog, &argv, "", |_| {
         visit(from);
     });
     assert!(calls.contains("CALL openlog 32 sshd"), "{calls}");
@@ -961,8 +993,11 @@ fn cron_under_the_preload_library() {
         needs_installed("cannot start rsyslogd (not installed?)");
         return;
     };
-    // cron keeps one pid file for the machine: runs take turns.
+    // cron keeps one pid file for the machine, and a file saying it ran
+    // since the machine started: each run gets a /run of its own, so a
+    // cron the machine runs is no matter, and every run starts alike.
     let argv = ["/usr/sbin/cron", "-f", "-L", "15"];
+    let own_run = "mount -t tmpfs tmpfs /run";
     let started = |from: usize| {
         assert!(
             wait_for(&syslog, from, "@reboot jobs"),
@@ -971,7 +1006,7 @@ fn cron_under_the_preload_library() {
         syslog.lines_since(from)
     };
     let from = syslog.written();
-    let calls = spy_calls(&dir, &syslog, &argv, |_| {
+    let calls = spy_calls(&dir, &syslog, &argv, own_run, |_| {
         started(from);
     });
     assert!(calls.contains("CALL openlog 72 cron"), "{calls}");
@@ -981,14 +1016,14 @@ fn cron_under_the_preload_library() {
     );
 
     let from = syslog.written();
-    let daemon = Daemon::start(&dir, &syslog, &argv, &[]);
+    let daemon = Daemon::start_with(&dir, &syslog, &argv, &[], own_run);
     let plain = started(from);
     let (plain_status, _) = daemon.kill(libc::SIGSEGV);
     let lib = preload_lib().to_str().unwrap();
     let ring = dir.join("cron.ring");
     let crash = dir.join("cron.crash");
     let from = syslog.written();
-    let daemon = Daemon::start(
+    let daemon = Daemon::start_with(
         &dir,
         &syslog,
         &argv,
@@ -997,6 +1032,7 @@ fn cron_under_the_preload_library() {
             ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
             ("VLOG_DUMP", &format!("file:{}", crash.display())),
         ],
+        own_run,
     );
     let pid = daemon.pid().to_string();
     let vlogged = started(from);
@@ -1026,7 +1062,7 @@ fn cron_under_the_preload_library() {
     // Only errors to rsyslogd: cron's info messages are in the ring alone.
     let ring = dir.join("cron-killed.ring");
     let from = syslog.written();
-    let daemon = Daemon::start(
+    let daemon = Daemon::start_with(
         &dir,
         &syslog,
         &argv,
@@ -1035,6 +1071,7 @@ fn cron_under_the_preload_library() {
             ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
             ("VLOG_OUTPUTS", "4:syslog"),
         ],
+        own_run,
     );
     let ring_path = ring.to_str().unwrap().to_owned();
     let until = Instant::now() + Duration::from_secs(10);
