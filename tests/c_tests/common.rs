@@ -320,3 +320,23 @@ pub(crate) fn run_within(seconds: u64, exe: &Path, args: &[&str], env: &[(&str, 
     }
     child.wait_with_output().unwrap()
 }
+
+/// A real rsyslogd in the foreground with `config` (written to
+/// `dir/rsyslog.conf`), or None when it is not installed or does not start.
+pub(crate) fn spawn_rsyslogd(dir: &Path, config: &str) -> Option<std::process::Child> {
+    let binary = Path::new("/usr/sbin/rsyslogd");
+    if !binary.exists() {
+        return None;
+    }
+    let conf = dir.join("rsyslog.conf");
+    std::fs::write(&conf, config).ok()?;
+    Command::new(binary)
+        .args(["-n", "-f"])
+        .arg(&conf)
+        .arg("-i")
+        .arg(dir.join("rsyslogd.pid"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()
+}

@@ -584,16 +584,11 @@ struct Rsyslogd {
 
 impl Rsyslogd {
     fn start(dir: &Path) -> Option<Rsyslogd> {
-        let binary = Path::new("/usr/sbin/rsyslogd");
-        if !binary.exists() {
-            return None;
-        }
         let sock = dir.join("log.sock");
         let out = dir.join("out.log");
-        let conf = dir.join("rsyslog.conf");
-        std::fs::write(
-            &conf,
-            format!(
+        let child = spawn_rsyslogd(
+            dir,
+            &format!(
                 "global(workDirectory=\"{dir}\")\n\
                  module(load=\"imuxsock\" SysSock.Use=\"off\")\n\
                  input(type=\"imuxsock\" Socket=\"{sock}\")\n\
@@ -603,17 +598,7 @@ impl Rsyslogd {
                 sock = sock.display(),
                 out = out.display(),
             ),
-        )
-        .ok()?;
-        let child = Command::new(binary)
-            .args(["-n", "-f"])
-            .arg(&conf)
-            .arg("-i")
-            .arg(dir.join("rsyslogd.pid"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
+        )?;
         let server = Rsyslogd { child, sock, out };
         for _ in 0..100 {
             if server.sock.exists() {
@@ -776,6 +761,69 @@ fn spy_calls(
     std::fs::read_to_string(&record).unwrap_or_default()
 }
 
+/// What a daemon's run with the library left, after the comparison with
+/// a run without it (`with_and_without`).
+struct Compared {
+    /// The daemon's pid, and the lines rsyslogd received in the run.
+    pid: String,
+    lines: Vec<String>,
+    /// The crash dump it wrote when killed with SIGSEGV.
+    dump: String,
+}
+
+/// Runs the daemon `argv` without the library, then with it (a ring file
+/// and a crash dump file named after `name` in `dir`), each time doing
+/// `act` (which returns the lines rsyslogd received since the offset it is
+/// given) and then killing it with SIGSEGV: rsyslogd received the same
+/// lines both times (numbers aside, sorted: processes interleave), and the
+/// daemon died of the signal as without the library.
+fn with_and_without(
+    dir: &Path,
+    syslog: &Rsyslogd,
+    argv: &[&str],
+    also: &str,
+    name: &str,
+    act: impl Fn(usize) -> Vec<String>,
+) -> Compared {
+    let from = syslog.written();
+    let daemon = Daemon::start_with(dir, syslog, argv, &[], also);
+    let plain = act(from);
+    let (plain_status, _) = daemon.kill(libc::SIGSEGV);
+    let ring = dir.join(format!("{name}.ring"));
+    let crash = dir.join(format!("{name}.crash"));
+    let from = syslog.written();
+    let daemon = Daemon::start_with(
+        dir,
+        syslog,
+        argv,
+        &[
+            ("LD_PRELOAD", preload_lib().to_str().unwrap()),
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_DUMP", &format!("file:{}", crash.display())),
+        ],
+        also,
+    );
+    let pid = daemon.pid().to_string();
+    let lines = act(from);
+    let (status, stderr) = daemon.kill(libc::SIGSEGV);
+    assert!(!plain.is_empty());
+    assert_eq!(
+        sorted(plain.iter().map(|l| comparable(l)).collect()),
+        sorted(lines.iter().map(|l| comparable(l)).collect()),
+        "{name}: rsyslogd received other lines with the library"
+    );
+    assert_eq!(plain_status.signal(), Some(libc::SIGSEGV));
+    assert_eq!(status.signal(), plain_status.signal(), "{stderr}");
+    assert_eq!(status.core_dumped(), plain_status.core_dumped());
+    let dump = std::fs::read_to_string(&crash).unwrap();
+    assert!(
+        dump.starts_with("vlog: fatal signal SIGSEGV (11)")
+            && dump.contains(&format!("pid {pid},")),
+        "{dump}"
+    );
+    Compared { pid, lines, dump }
+}
+
 /// OpenSSH's sshd, unmodified, on a loopback port: it closes every
 /// descriptor from 3 up at its start and re-executes itself for each
 /// connection. With the library, its messages still reach a real rsyslogd
@@ -865,44 +913,14 @@ fn sshd_under_the_preload_library() {
     assert!(calls.contains("CALL __syslog_chk 6 %.500s"), "{calls}");
 
     // Without the library, then with it: rsyslogd receives the same lines.
-    let from = syslog.written();
-    let daemon = Daemon::start(&dir, &syslog, &argv, &[]);
-    let plain = visit(from);
-    let (plain_status, _) = daemon.kill(libc::SIGSEGV);
-    let lib = preload_lib().to_str().unwrap();
-    let ring = dir.join("sshd.ring");
-    let crash = dir.join("sshd.crash");
-    let from = syslog.written();
-    let daemon = Daemon::start(
-        &dir,
-        &syslog,
-        &argv,
-        &[
-            ("LD_PRELOAD", lib),
-            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
-            ("VLOG_DUMP", &format!("file:{}", crash.display())),
-        ],
-    );
-    let listener = daemon.pid().to_string();
-    let vlogged = visit(from);
-    let (status, stderr) = daemon.kill(libc::SIGSEGV);
-    assert!(plain.len() > 20, "{plain:?}");
-    assert_eq!(
-        sorted(plain.iter().map(|l| comparable(l)).collect()),
-        sorted(vlogged.iter().map(|l| comparable(l)).collect()),
-        "rsyslogd received other lines with the library"
-    );
-    assert_eq!(plain_status.signal(), Some(libc::SIGSEGV));
-    assert_eq!(status.signal(), plain_status.signal(), "{stderr}");
-    assert_eq!(status.core_dumped(), plain_status.core_dumped());
-    // The crash dump: the listener's records, and the child's, which share
-    // the ring file.
-    let dump = std::fs::read_to_string(&crash).unwrap();
-    assert!(
-        dump.starts_with("vlog: fatal signal SIGSEGV (11)")
-            && dump.contains(&format!("pid {listener},")),
-        "{dump}"
-    );
+    // The crash dump has the listener's records and the child's, which
+    // share the ring file.
+    let Compared {
+        pid: listener,
+        lines: vlogged,
+        dump,
+    } = with_and_without(&dir, &syslog, &argv, "", "sshd", visit);
+    assert!(vlogged.len() > 20, "{vlogged:?}");
     assert!(
         dump.contains(&format!(
             ": info : sshd : syslog:0 : {listening} [SYSLOG_FACILITY=4 SYSLOG_SEVERITY=6]"
@@ -938,6 +956,7 @@ fn sshd_under_the_preload_library() {
 
     // The flight recorder: debug messages in the ring only, info and up to
     // rsyslogd; then SIGKILL, and the ring file read back.
+    let lib = preload_lib().to_str().unwrap();
     let ring = dir.join("sshd-killed.ring");
     let from = syslog.written();
     let daemon = Daemon::start(
@@ -1015,40 +1034,11 @@ fn cron_under_the_preload_library() {
         "{calls}"
     );
 
-    let from = syslog.written();
-    let daemon = Daemon::start_with(&dir, &syslog, &argv, &[], own_run);
-    let plain = started(from);
-    let (plain_status, _) = daemon.kill(libc::SIGSEGV);
-    let lib = preload_lib().to_str().unwrap();
-    let ring = dir.join("cron.ring");
-    let crash = dir.join("cron.crash");
-    let from = syslog.written();
-    let daemon = Daemon::start_with(
-        &dir,
-        &syslog,
-        &argv,
-        &[
-            ("LD_PRELOAD", lib),
-            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
-            ("VLOG_DUMP", &format!("file:{}", crash.display())),
-        ],
-        own_run,
-    );
-    let pid = daemon.pid().to_string();
-    let vlogged = started(from);
-    let (status, stderr) = daemon.kill(libc::SIGSEGV);
-    assert!(!plain.is_empty());
-    assert_eq!(
-        sorted(plain.iter().map(|l| comparable(l)).collect()),
-        sorted(vlogged.iter().map(|l| comparable(l)).collect())
-    );
-    assert_eq!(plain_status.signal(), Some(libc::SIGSEGV));
-    assert_eq!(status.signal(), plain_status.signal(), "{stderr}");
-    let dump = std::fs::read_to_string(&crash).unwrap();
-    assert!(
-        dump.starts_with("vlog: fatal signal SIGSEGV (11)"),
-        "{dump}"
-    );
+    let Compared {
+        pid,
+        lines: vlogged,
+        dump,
+    } = with_and_without(&dir, &syslog, &argv, own_run, "cron", started);
     let lines = by_pid(&dump, &pid);
     assert_eq!(lines.len(), vlogged.len(), "{dump}");
     assert!(
@@ -1060,6 +1050,7 @@ fn cron_under_the_preload_library() {
     );
 
     // Only errors to rsyslogd: cron's info messages are in the ring alone.
+    let lib = preload_lib().to_str().unwrap();
     let ring = dir.join("cron-killed.ring");
     let from = syslog.written();
     let daemon = Daemon::start_with(

@@ -137,19 +137,14 @@ struct Rsyslogd {
 
 impl Rsyslogd {
     fn start(dir: &Path, port: u16, local: bool) -> Option<Rsyslogd> {
-        let binary = Path::new("/usr/sbin/rsyslogd");
-        if !binary.exists() {
-            return None;
-        }
-        let conf = dir.join("rsyslog.conf");
         let imuxsock = if local {
             "module(load=\"imuxsock\" SysSock.Name=\"/dev/log\")"
         } else {
             ""
         };
-        std::fs::write(
-            &conf,
-            format!(
+        let child = spawn_rsyslogd(
+            dir,
+            &format!(
                 "global(workDirectory=\"{dir}\")\n{imuxsock}\n\
                  module(load=\"imudp\")\nmodule(load=\"imtcp\")\n\
                  input(type=\"imudp\" address=\"127.0.0.1\" port=\"{port}\")\n\
@@ -159,17 +154,7 @@ impl Rsyslogd {
                  *.* action(type=\"omfile\" file=\"{dir}/out.log\" template=\"t\")\n",
                 dir = dir.display()
             ),
-        )
-        .ok()?;
-        let child = Command::new(binary)
-            .args(["-n", "-f"])
-            .arg(&conf)
-            .arg("-i")
-            .arg(dir.join("rsyslogd.pid"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
+        )?;
         let server = Rsyslogd { child, local };
         for _ in 0..100 {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
