@@ -51,16 +51,20 @@ static void (*glibc_vsyslog_chk)(int, int, const char *, va_list);
 static int (*glibc_sigaction)(int, const struct sigaction *, struct sigaction *);
 static sighandler_t (*glibc_signal)(int, sighandler_t);
 
+/* Stored and read atomically: a call on another thread may look for them
+ * while the constructor's start() is still finding them. */
+#define VLOG_SYSLOG_FIND(slot, name) \
+    __atomic_store_n(&(slot), (__typeof__(slot))dlsym(RTLD_NEXT, name), __ATOMIC_RELEASE)
+#define VLOG_SYSLOG_GLIBC(slot) __atomic_load_n(&(slot), __ATOMIC_ACQUIRE)
+
 static void find_glibc(void)
 {
-    glibc_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(
-        RTLD_NEXT, "sigaction");
-    glibc_signal = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
-    glibc_openlog = (void (*)(const char *, int, int))dlsym(RTLD_NEXT, "openlog");
-    glibc_closelog = (void (*)(void))dlsym(RTLD_NEXT, "closelog");
-    glibc_setlogmask = (int (*)(int))dlsym(RTLD_NEXT, "setlogmask");
-    glibc_vsyslog_chk =
-        (void (*)(int, int, const char *, va_list))dlsym(RTLD_NEXT, "__vsyslog_chk");
+    VLOG_SYSLOG_FIND(glibc_sigaction, "sigaction");
+    VLOG_SYSLOG_FIND(glibc_signal, "signal");
+    VLOG_SYSLOG_FIND(glibc_openlog, "openlog");
+    VLOG_SYSLOG_FIND(glibc_closelog, "closelog");
+    VLOG_SYSLOG_FIND(glibc_setlogmask, "setlogmask");
+    VLOG_SYSLOG_FIND(glibc_vsyslog_chk, "__vsyslog_chk");
 }
 
 /*
@@ -79,17 +83,13 @@ static int start(void);
 
 int __wrap_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    int (*glibc)(int, const struct sigaction *, struct sigaction *) =
-        __atomic_load_n(&glibc_sigaction, __ATOMIC_ACQUIRE);
-
-    if (glibc == NULL)
-        glibc = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(
-            RTLD_NEXT, "sigaction");
-    if (glibc == NULL) {
+    if (VLOG_SYSLOG_GLIBC(glibc_sigaction) == NULL)
+        VLOG_SYSLOG_FIND(glibc_sigaction, "sigaction");
+    if (VLOG_SYSLOG_GLIBC(glibc_sigaction) == NULL) {
         errno = ENOSYS;
         return -1;
     }
-    return glibc(sig, act, old);
+    return VLOG_SYSLOG_GLIBC(glibc_sigaction)(sig, act, old);
 }
 
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -107,15 +107,26 @@ sighandler_t signal(int sig, sighandler_t handler)
 {
     struct sigaction act, old;
 
-    if (start() != RUNNING || handler == SIG_ERR || !vlog__syslog_sigaction(sig, NULL, &old))
-        return glibc_signal != NULL ? glibc_signal(sig, handler) : SIG_ERR;
+    if (start() != RUNNING || handler == SIG_ERR || !vlog__syslog_sigaction(sig, NULL, &old)) {
+        if (VLOG_SYSLOG_GLIBC(glibc_signal) == NULL)
+            VLOG_SYSLOG_FIND(glibc_signal, "signal");
+        if (VLOG_SYSLOG_GLIBC(glibc_signal) == NULL) {
+            errno = ENOSYS;
+            return SIG_ERR;
+        }
+        return VLOG_SYSLOG_GLIBC(glibc_signal)(sig, handler);
+    }
     memset(&act, 0, sizeof act);
     act.sa_handler = handler;
     sigemptyset(&act.sa_mask);
     sigaddset(&act.sa_mask, sig);
     act.sa_flags = SA_RESTART;
+    /* vlog holds the signal (it said so above, and only a fatal signal's
+     * handler running now could have handed it back since). */
     if (!vlog__syslog_sigaction(sig, &act, &old))
-        return glibc_signal != NULL ? glibc_signal(sig, handler) : SIG_ERR;
+        return VLOG_SYSLOG_GLIBC(glibc_signal) != NULL
+                   ? VLOG_SYSLOG_GLIBC(glibc_signal)(sig, handler)
+                   : SIG_ERR;
     return old.sa_handler;
 }
 
@@ -134,7 +145,8 @@ static int start(void)
         return seen;
     errno_was = errno;
     find_glibc();
-    seen = vlog__syslog_start() == 0 || glibc_vsyslog_chk == NULL ? RUNNING : PASSING;
+    seen = vlog__syslog_start() == 0 || VLOG_SYSLOG_GLIBC(glibc_vsyslog_chk) == NULL ? RUNNING
+                                                                                  : PASSING;
     __atomic_store_n(&state, seen, __ATOMIC_RELEASE);
     errno = errno_was;
     return seen;
@@ -163,8 +175,8 @@ static void vlog_syslog_emit(int pri, int flag, const char *fmt, va_list ap)
         errno_was = errno;
         /* AT_SECURE, or vlog still starting on another thread (or below
          * this call, from a signal handler): glibc's own syslog. */
-        if (glibc_vsyslog_chk != NULL)
-            glibc_vsyslog_chk(pri, flag, fmt, ap);
+        if (VLOG_SYSLOG_GLIBC(glibc_vsyslog_chk) != NULL)
+            VLOG_SYSLOG_GLIBC(glibc_vsyslog_chk)(pri, flag, fmt, ap);
         errno = errno_was;
         return;
     }
@@ -229,8 +241,8 @@ void openlog(const char *ident, int option, int facility)
 
     if (start() == RUNNING)
         vlog__syslog_openlog(ident, option, facility);
-    else if (glibc_openlog != NULL)
-        glibc_openlog(ident, option, facility);
+    else if (VLOG_SYSLOG_GLIBC(glibc_openlog) != NULL)
+        VLOG_SYSLOG_GLIBC(glibc_openlog)(ident, option, facility);
     errno = errno_was;
 }
 
@@ -240,8 +252,8 @@ void closelog(void)
 
     if (start() == RUNNING)
         vlog__syslog_closelog();
-    else if (glibc_closelog != NULL)
-        glibc_closelog();
+    else if (VLOG_SYSLOG_GLIBC(glibc_closelog) != NULL)
+        VLOG_SYSLOG_GLIBC(glibc_closelog)();
     errno = errno_was;
 }
 
@@ -249,7 +261,8 @@ int setlogmask(int mask)
 {
     if (start() == RUNNING)
         return vlog__syslog_setlogmask(mask);
-    return glibc_setlogmask != NULL ? glibc_setlogmask(mask) : 0xff;
+    return VLOG_SYSLOG_GLIBC(glibc_setlogmask) != NULL ? VLOG_SYSLOG_GLIBC(glibc_setlogmask)(mask)
+                                                         : 0xff;
 }
 
 void syslog(int pri, const char *fmt, ...)
