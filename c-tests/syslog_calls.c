@@ -11,6 +11,8 @@
  *   syslog_calls cancel    a thread with a cancel pending logs 3 messages,
  *                          and is cancelled only where it asks
  *   syslog_calls fork      a message before fork, one from each side
+ *   syslog_calls key       openlog and syslog from a thread-key destructor,
+ *                          as the thread exits
  *   syslog_calls atexit    a message from an atexit handler
  *   syslog_calls handler   every signal reset to SIG_DFL, then a SIGSEGV
  *                          handler of its own installed, then a crash
@@ -180,6 +182,32 @@ static void cancels(void)
     printf("%s\n", result == PTHREAD_CANCELED ? "cancelled where it asked" : "not cancelled");
 }
 
+static pthread_key_t key;
+
+static void at_thread_exit(void *value)
+{
+    openlog("calls-key", 0, LOG_DAEMON);
+    syslog(LOG_INFO, "from a key destructor: %s", (const char *)value);
+    closelog();
+}
+
+static void *set_key(void *arg)
+{
+    (void)arg;
+    pthread_setspecific(key, "exiting");
+    syslog(LOG_INFO, "before the thread exits");
+    return NULL;
+}
+
+static void keys(void)
+{
+    pthread_t t;
+
+    pthread_key_create(&key, at_thread_exit);
+    pthread_create(&t, NULL, set_key, NULL);
+    pthread_join(t, NULL);
+}
+
 static void forks(void)
 {
     pid_t child;
@@ -253,6 +281,8 @@ int main(int argc, char **argv)
         forks();
     else if (strcmp(mode, "cancel") == 0)
         cancels();
+    else if (strcmp(mode, "key") == 0)
+        keys();
     else if (strcmp(mode, "atexit") == 0) {
         openlog("calls-atexit", 0, LOG_DAEMON);
         atexit(at_exit);

@@ -330,8 +330,10 @@ fn preload_sends_what_glibc_sends() {
 
 /// With the preload library, syslog(3) from a signal handler that
 /// interrupted syslog(3) never deadlocks (the nested message is dropped and
-/// counted, which the control socket shows); from threads, after fork and
-/// from atexit, every message arrives.
+/// counted, which the control socket shows); from threads, after fork, from
+/// a thread-key destructor and from atexit, every message arrives; a
+/// pending cancel does not act inside it; a /dev/log that reads nothing
+/// holds the program up once, for 20 ms.
 #[test]
 fn preload_is_safe_where_syslog_is_called_from() {
     if !namespaces_work() {
@@ -429,6 +431,20 @@ fn preload_is_safe_where_syslog_is_called_from() {
         ["logged with a cancel pending", "cancelled where it asked"]
     );
     assert_eq!(log.received().len(), 3);
+
+    // From a thread-key destructor, as the thread exits.
+    let key = log.run(&exe, &["key"], &[("LD_PRELOAD", lib)]);
+    assert_ok("syslog_calls key", &key);
+    let got: Vec<String> = log
+        .received()
+        .iter()
+        .map(|d| String::from_utf8_lossy(d).into_owned())
+        .collect();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(
+        got[1].ends_with("calls-key: from a key destructor: exiting"),
+        "{got:?}"
+    );
 
     // A syslog daemon that takes nothing: the program is never held up for
     // more than one wait, and says so once.
