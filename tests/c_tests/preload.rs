@@ -38,7 +38,11 @@ fn build_plain(name: &str, shared: bool) -> PathBuf {
     } else {
         format!("{name}-plain")
     });
-    let tmp = out.with_extension(format!("{}.tmp", std::process::id()));
+    // Tests build the same program at once: each links its own file and
+    // renames it into place.
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = out.with_extension(format!("{}.{n}.tmp", std::process::id()));
     let mut cmd = Command::new(cc());
     cmd.args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O2"])
         .arg("-D_FORTIFY_SOURCE=2")
@@ -55,7 +59,15 @@ fn build_plain(name: &str, shared: bool) -> PathBuf {
 /// Whether this machine lets the tests give a program a /dev/log of their
 /// own (root, mount namespaces, overlayfs); says why not, once per test.
 fn namespaces_work() -> bool {
-    if skipped_under_tool("the preloaded programs do not run under the tool") {
+    namespaces_work_under(false)
+}
+
+/// `namespaces_work`, for a test whose programs run under valgrind in its
+/// pass (`valgrind_too`); ASan's runtime must come before every other
+/// library, which a preloaded one cannot give it.
+fn namespaces_work_under(valgrind_too: bool) -> bool {
+    let why = "the preloaded programs do not run under the tool";
+    if !(valgrind_too && tool() == Tool::Valgrind) && skipped_under_tool(why) {
         return false;
     }
     // SAFETY: geteuid has no preconditions.
@@ -169,9 +181,23 @@ impl DevLog {
         }
     }
 
+    /// `program` with `args` and `env` in the namespace; under valgrind in
+    /// its pass (which reports through exit status 97).
     fn command(&self, program: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
-        let mut cmd = in_namespace(&self.dir, &self.sock, program, env);
-        cmd.args(args);
+        if tool() != Tool::Valgrind {
+            let mut cmd = in_namespace(&self.dir, &self.sock, program, env);
+            cmd.args(args);
+            return cmd;
+        }
+        let mut cmd = in_namespace(&self.dir, &self.sock, Path::new("valgrind"), env);
+        cmd.args([
+            "-q",
+            "--error-exitcode=97",
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite",
+        ])
+        .arg(program)
+        .args(args);
         cmd
     }
 
@@ -209,7 +235,7 @@ fn first_line(out: &Output) -> String {
 /// vlog priority of its severity and the facility and severity as fields.
 #[test]
 fn preload_sends_what_glibc_sends() {
-    if !namespaces_work() {
+    if !namespaces_work_under(true) {
         return;
     }
     let exe = build_plain("syslog_calls", false);
@@ -336,7 +362,7 @@ fn preload_sends_what_glibc_sends() {
 /// holds the program up once, for 20 ms.
 #[test]
 fn preload_is_safe_where_syslog_is_called_from() {
-    if !namespaces_work() {
+    if !namespaces_work_under(true) {
         return;
     }
     let exe = build_plain("syslog_calls", false);

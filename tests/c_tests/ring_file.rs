@@ -67,10 +67,14 @@ fn sigkill_leaves_every_committed_record_in_the_ring_file() {
         .unwrap()
         .parse()
         .unwrap();
-    assert_eq!(
-        last_seq.unwrap() + 1,
-        recorded,
-        "every committed record is there"
+    // A record is counted (next_seq) just before its end is published (the
+    // tail): a kill between the two leaves one record readers do not reach
+    // (DESIGN.md, section 6). One lock: at most one record is being
+    // appended at any moment.
+    let read = last_seq.unwrap() + 1;
+    assert!(
+        read == recorded || read + 1 == recorded,
+        "every committed record is there: {read} read, {recorded} recorded"
     );
 }
 
