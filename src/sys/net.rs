@@ -70,7 +70,8 @@ impl DatagramTarget {
     }
 
     /// Waits at most `ms` milliseconds for a connected socket's peer to
-    /// have room (poll(2), POLLOUT); true if it has.
+    /// have room (poll(2), POLLOUT); true if it has, or if a signal cut
+    /// the wait short (the caller tries again, within its own time).
     pub fn wait_for_room(&self, ms: c_int) -> bool {
         let mut pfd = libc::pollfd {
             fd: self.fd.raw(),
@@ -78,7 +79,8 @@ impl DatagramTarget {
             revents: 0,
         };
         // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
+        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+        rc > 0 || (rc < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted)
     }
 
     /// To a UDP collector.
