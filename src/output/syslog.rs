@@ -313,7 +313,7 @@ pub fn render_program(rec: &Record, pid: u32, out: &mut Vec<u8>) -> usize {
     put_rfc3164(local.max(0) as u64 * 1_000_000_000, out);
     out.put(b" ");
     let ident_at = out.len();
-    out.put(openlog::ident());
+    openlog::with_ident(|ident| out.put(ident));
     if openlog::option() & libc::LOG_PID != 0 {
         out.put(b"[");
         put_decimal(pid as u64, 1, out);

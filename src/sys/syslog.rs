@@ -56,10 +56,12 @@ pub fn facility() -> c_int {
     FACILITY.load(Ordering::Relaxed)
 }
 
-/// The ident glibc would write now: openlog's string as it is at this
-/// moment, or the program's short name. Read at each message, as glibc
-/// reads it; at most 1024 bytes.
-pub fn ident() -> &'static [u8] {
+/// Runs `f` with the ident glibc would write now: openlog's string as it
+/// is at this moment, or the program's short name. Read at each message,
+/// as glibc reads it; at most 1024 bytes. (A closure, not a slice to
+/// keep: the string is the program's, valid only while openlog's contract
+/// holds.)
+pub fn with_ident<R>(f: impl FnOnce(&[u8]) -> R) -> R {
     let ident = IDENT.load(Ordering::Acquire);
     let ident = if ident.is_null() {
         program_name()
@@ -69,10 +71,11 @@ pub fn ident() -> &'static [u8] {
     // SAFETY: openlog's contract (glibc's too) is that the ident stays a
     // valid string while it is in use; strnlen reads no further than its
     // NUL or the bound. The program's name lives as long as the process.
-    unsafe {
+    let bytes = unsafe {
         let len = libc::strnlen(ident, 1024);
         std::slice::from_raw_parts(ident.cast::<u8>(), len)
-    }
+    };
+    f(bytes)
 }
 
 extern "C" {
