@@ -14,6 +14,8 @@
  *   syslog_calls key       openlog and syslog from a thread-key destructor,
  *                          as the thread exits
  *   syslog_calls atexit    a message from an atexit handler
+ *   syslog_calls restart   a message, then (after a line on stdin: the
+ *                          syslog daemon was restarted) another
  *   syslog_calls handler   every signal reset to SIG_DFL, then a SIGSEGV
  *                          handler of its own installed, then a crash
  *   syslog_calls segv      a crash, with no handler of its own
@@ -266,6 +268,17 @@ static void crash(int own_handler)
     *(volatile int *)(long)(sig = 0) = 1;
 }
 
+static void restarts(void)
+{
+    char line[16];
+
+    openlog("calls-restart", LOG_PID, LOG_DAEMON);
+    syslog(LOG_INFO, "before the restart");
+    if (fgets(line, sizeof line, stdin) == NULL)
+        return;
+    syslog(LOG_INFO, "after the restart");
+}
+
 static void at_exit(void)
 {
     syslog(LOG_INFO, "from atexit");
@@ -289,6 +302,8 @@ int main(int argc, char **argv)
         cancels();
     else if (strcmp(mode, "key") == 0)
         keys();
+    else if (strcmp(mode, "restart") == 0)
+        restarts();
     else if (strcmp(mode, "atexit") == 0) {
         openlog("calls-atexit", 0, LOG_DAEMON);
         atexit(at_exit);

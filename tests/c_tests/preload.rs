@@ -146,25 +146,51 @@ struct DevLog {
     dir: PathBuf,
     sock: PathBuf,
     got: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+    /// The reading thread's socket, to close it (`restart`).
+    socket: Option<UnixDatagram>,
 }
 
 impl DevLog {
     fn new(name: &str) -> DevLog {
         let dir = scratch_dir(name);
         let sock = dir.join("log.sock");
+        DevLog::reading(dir, sock)
+    }
+
+    /// A socket bound at `sock`, read by a thread of its own.
+    fn reading(dir: PathBuf, sock: PathBuf) -> DevLog {
         let socket = UnixDatagram::bind(&sock).unwrap();
         // Anyone may send, as to /dev/log (the setuid test runs as nobody).
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
         let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let keep = got.clone();
+        let reader = socket.try_clone().unwrap();
         std::thread::spawn(move || {
             let mut buf = vec![0u8; 1 << 17];
-            while let Ok(n) = socket.recv(&mut buf) {
+            while let Ok(n) = reader.recv(&mut buf) {
+                if n == 0 {
+                    break;
+                }
                 keep.lock().unwrap().push(buf[..n].to_vec());
             }
         });
-        DevLog { dir, sock, got }
+        DevLog {
+            dir,
+            sock,
+            got,
+            socket: Some(socket),
+        }
+    }
+
+    /// The syslog daemon restarted: its socket closed and its file
+    /// removed, a new one bound at the same path and read like the first.
+    fn restart(mut self) -> DevLog {
+        if let Some(socket) = self.socket.take() {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+        std::fs::remove_file(&self.sock).unwrap();
+        DevLog::reading(self.dir.clone(), self.sock.clone())
     }
 
     /// A /dev/log that nobody reads: its queue fills at once.
@@ -173,11 +199,11 @@ impl DevLog {
         let sock = dir.join("log.sock");
         let socket = UnixDatagram::bind(&sock).unwrap();
         // Kept open, never read, for as long as the test runs.
-        std::mem::forget(socket);
         DevLog {
             dir,
             sock,
             got: Default::default(),
+            socket: Some(socket),
         }
     }
 
@@ -448,6 +474,24 @@ fn preload_is_safe_where_syslog_is_called_from() {
     assert!(got[0].ends_with(&format!("calls-fork[{pid}]: before fork")));
     assert!(got[1].ends_with(": in the child") && !got[1].contains(&pid));
     assert!(got[2].contains(&format!("calls-fork[{pid}]: in the parent, child ")));
+
+    // The syslog daemon restarted between two messages: the second goes to
+    // the new one, as glibc sends it there.
+    let mut child = log
+        .command(&exe, &["restart"], &[("LD_PRELOAD", lib)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let first = log.received();
+    assert_eq!(first.len(), 1);
+    assert!(String::from_utf8_lossy(&first[0]).ends_with(": before the restart"));
+    let log = log.restart();
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    let second = log.received();
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert!(String::from_utf8_lossy(&second[0]).ends_with(": after the restart"));
 
     // A pending cancel acts where the thread asks, not in syslog(3).
     let cancel = log.run(&exe, &["cancel"], &[("LD_PRELOAD", lib)]);
