@@ -26,7 +26,15 @@ int main(void)
     CHECK(vlog_set_buffer_size(16 * 1024) == 0);
     CHECK(vlog_set_filters("1:test.concurrent") == 0);
     CHECK(pthread_create(&thread, NULL, writer, NULL) == 0);
-    usleep(10000);
+    /* The dumps begin once the writer has (on a loaded machine it may not
+     * have run at all in the first milliseconds). */
+    for (int wait = 0; wait < 10000; wait++) {
+        struct vlog_stats stats;
+        CHECK(vlog_get_stats(&stats) == 0);
+        if (stats.records >= 100)
+            break;
+        usleep(1000);
+    }
 
     for (int round = 0; round < 300; round++) {
         int records;
