@@ -231,6 +231,17 @@ impl DevLog {
         self.command(program, args, env).output().unwrap()
     }
 
+    /// The datagrams received, once `n` have come (30 s at most: a program
+    /// still running may be slow to start, under valgrind above all) and
+    /// then none for 300 ms.
+    fn received_at_least(&self, n: usize) -> Vec<Vec<u8>> {
+        let until = Instant::now() + Duration::from_secs(30);
+        while self.got.lock().unwrap().len() < n && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.received()
+    }
+
     /// The datagrams received so far, once none has come for 300 ms.
     fn received(&self) -> Vec<Vec<u8>> {
         let mut seen = usize::MAX;
@@ -483,13 +494,13 @@ fn preload_is_safe_where_syslog_is_called_from() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let first = log.received();
+    let first = log.received_at_least(1);
     assert_eq!(first.len(), 1);
     assert!(String::from_utf8_lossy(&first[0]).ends_with(": before the restart"));
     let log = log.restart();
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();
     assert!(child.wait().unwrap().success());
-    let second = log.received();
+    let second = log.received_at_least(1);
     assert_eq!(second.len(), 1, "{second:?}");
     assert!(String::from_utf8_lossy(&second[0]).ends_with(": after the restart"));
 
