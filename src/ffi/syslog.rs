@@ -10,7 +10,7 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 
-use super::{config_call, guarded, no_cancel};
+use super::{config_call, guarded, may_act_anywhere, no_cancel};
 use crate::logger::{self, emit::Outcome};
 use crate::preload;
 use crate::source::{vlog_source, Live};
@@ -174,30 +174,40 @@ pub extern "C-unwind" fn vlog__syslog_write(
     len: usize,
     full_len: usize,
 ) -> c_int {
-    no_cancel(|| {
-        keeping_errno(|| {
-            guarded(-1, || {
-                let pri = if pri & openlog::FACILITY_MASK == 0 {
-                    pri | openlog::facility()
-                } else {
-                    pri
-                };
-                let text: &[u8] = if msg.is_null() {
-                    b"(null)"
-                } else {
-                    // SAFETY: the caller passes `len` readable bytes at `msg`.
-                    unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
-                };
-                let source = vlog__syslog_source.load(Ordering::Acquire);
-                let source = if source.is_null() {
-                    Live::default_source()
-                } else {
-                    // SAFETY: only `use_source` stores here, and only sources
-                    // of `preload::source_for`, which are kept for ever.
-                    unsafe { Live::new(&*source) }
-                };
-                c_int::from(preload::record(source, pri, text, full_len) == Outcome::Recorded)
-            })
+    // As vlog_write_fields: only a thread whose cancellation could act at
+    // any instruction needs it off for the whole call; the outputs turn it
+    // off around their writes themselves.
+    if may_act_anywhere() {
+        return no_cancel(|| write(pri, msg, len, full_len));
+    }
+    write(pri, msg, len, full_len)
+}
+
+/// The body of [`vlog__syslog_write`].
+#[inline(never)]
+fn write(pri: c_int, msg: *const c_char, len: usize, full_len: usize) -> c_int {
+    keeping_errno(|| {
+        guarded(-1, || {
+            let pri = if pri & openlog::FACILITY_MASK == 0 {
+                pri | openlog::facility()
+            } else {
+                pri
+            };
+            let text: &[u8] = if msg.is_null() {
+                b"(null)"
+            } else {
+                // SAFETY: the caller passes `len` readable bytes at `msg`.
+                unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
+            };
+            let source = vlog__syslog_source.load(Ordering::Acquire);
+            let source = if source.is_null() {
+                Live::default_source()
+            } else {
+                // SAFETY: only `use_source` stores here, and only sources
+                // of `preload::source_for`, which are kept for ever.
+                unsafe { Live::new(&*source) }
+            };
+            c_int::from(preload::record(source, pri, text, full_len) == Outcome::Recorded)
         })
     })
 }
