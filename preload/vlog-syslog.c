@@ -26,12 +26,17 @@
 #include <string.h>
 #include <syslog.h>
 
+/* vlog's functions and data are this library's own (the version script
+ * exports none of them): hidden, they are reached directly, not through
+ * the GOT and PLT, which the filter checked at every call would pay. */
+#pragma GCC visibility push(hidden)
 #include "vlog.h"
 
 /* What the core keeps for this file (src/ffi/syslog.rs). */
 extern int vlog__syslog_mask;
 extern vlog_source *vlog__syslog_source;
 extern const int vlog__syslog_priority[8];
+#pragma GCC visibility pop
 
 /* glibc's INTERNALLOG: how it logs a call with a bad priority. */
 #define VLOG_SYSLOG_INTERNAL (LOG_ERR | LOG_CONS | LOG_PERROR | LOG_PID)
