@@ -16,8 +16,9 @@
  *                              file is written.
  *   descriptors cycles DIR     2,000 vlog_init/vlog_shutdown cycles with
  *                              VLOG_DUMP=file: leave no descriptor open.
- *   descriptors rejected DIR   a refused vlog_set_outputs (and VLOG_OUTPUTS)
- *                              creates no file and opens no connection.
+ *   descriptors rejected DIR   a refused vlog_set_outputs creates no file
+ *                              and opens no connection; VLOG_OUTPUTS leaves
+ *                              out the output that cannot be opened.
  */
 #include "check.h"
 
@@ -250,9 +251,11 @@ static int rejected(void)
     struct stat st;
     char *text;
 
-    /* VLOG_OUTPUTS names DIR/env-new, then a file that cannot be opened. */
+    /* VLOG_OUTPUTS names DIR/env-new, then a file that cannot be opened:
+     * that one is left out (one warning, the test's to count), and
+     * env-new is in force. */
     CHECK(vlog_init() == 0);
-    CHECK(stat(check_path(dir, "env-new"), &st) == -1 && errno == ENOENT);
+    CHECK(stat(check_path(dir, "env-new"), &st) == 0);
 
     fd = listener(&port);
     kept = daemon_file("kept");

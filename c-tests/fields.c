@@ -44,7 +44,8 @@ int main(int argc, char **argv)
     /* Only in the ring (debug, now recorded): formatted at the call, fields kept. */
     CHECK(vlog_set_filters("1:test.fields") == 0);
     VLOG_FIELDS(VLOG_PRIO_DEBUG, (VLOG_FIELD_INT("N", 1)), "ring only %d", 1);
-    /* Bad names: kept as VLOG_BAD_FIELD_NAME, counted, reported once. */
+    /* Bad names: the first kept as VLOG_BAD_FIELD_NAME, the second left
+     * out; both counted, the first reported once. */
     VLOG_FIELDS(VLOG_PRIO_WARN, (VLOG_FIELD_STR("bad-name", "x"), VLOG_FIELD_STR("_HIDDEN", "y")),
                 "bad names");
     CHECK(vlog_get_stats(&st) == 0 && st.bad_fields == 2);
@@ -59,7 +60,9 @@ int main(int argc, char **argv)
     }
     /* More than 32 fields: the first 32 are kept. */
     for (int i = 0; i < 40; i++) {
-        vlog_field f = VLOG_FIELD_INT("I", i);
+        static char names[40][8];
+        snprintf(names[i], sizeof names[i], "I%d", i);
+        vlog_field f = VLOG_FIELD_INT(names[i], i);
         many[i] = f;
     }
     CHECK(vlog_fields(NULL, VLOG_PRIO_WARN, __FILE__, __LINE__, __func__, many, 40, "many") == 1);
@@ -68,10 +71,10 @@ int main(int argc, char **argv)
     CHECK(strstr(text, " : started guest1 [VM=guest1 VCPUS=4 DELTA=-7]\n") != NULL);
     CHECK(strstr(text, " : odd values [PATH=/tmp/a b\\n\"q\"\\x1b[2J\\xff NULL_VALUE=(null)]\n") != NULL);
     CHECK(strstr(text, " : ring only 1 [N=1]\n") != NULL);
-    CHECK(strstr(text, " : bad names [VLOG_BAD_FIELD_NAME=bad-name VLOG_BAD_FIELD_NAME=_HIDDEN]\n") != NULL);
+    CHECK(strstr(text, " : bad names [VLOG_BAD_FIELD_NAME=bad-name]\n") != NULL);
     CHECK(strstr(text, " : function form [FORM=function]\n") != NULL);
-    CHECK(strstr(text, " : many [I=0 I=1 ") != NULL && check_count(text, " I=") == 31 &&
-          strstr(text, " I=31]\n") != NULL);
+    CHECK(strstr(text, " : many [I0=0 I1=1 ") != NULL && check_count(text, " I") == 31 &&
+          strstr(text, " I31=31]\n") != NULL);
     CHECK(strstr(text, "dropped") == NULL && strstr(text, "null fields") == NULL);
     free(text);
     text = check_slurp_path(argv[1]);

@@ -181,8 +181,8 @@ typedef struct vlog_stats {
    */
   uint64_t output_lines_lost;
   /**
-   * Structured fields whose name was not valid (kept as
-   * VLOG_BAD_FIELD_NAME).
+   * Structured fields not kept as given: a name not valid or reserved
+   * (the first kept as VLOG_BAD_FIELD_NAME), or given twice.
    */
   uint64_t bad_fields;
 } vlog_stats;
@@ -407,7 +407,8 @@ int vlog_adopt_stderr(void);
  * now, waiting while the receiver takes them (at most a second without
  * progress, five in all; other threads log on meanwhile, vlog's lock is
  * not held while it waits). Then file outputs are made durable
- * (fdatasync). Returns 0, or -1 with `vlog_last_error()` set.
+ * (fdatasync, also without vlog's lock: logging goes on while the disk
+ * takes it). Returns 0, or -1 with `vlog_last_error()` set.
  * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
  * vlog_last_error(); async-signal-safe: no.
  */
@@ -834,11 +835,15 @@ int vlog_write(const struct vlog_source *src,
  * As vlog_write, with `nfields` structured fields at `fields`. The fields
  * of a recorded message are stored in the ring record beside the text, shown by vlog_dump and vlog-dump, and
  * printed by every output (text lines: ` [NAME=value ...]`; JSON outputs: a
- * "fields" object). A field whose name is not valid is kept as
- * VLOG_BAD_FIELD_NAME with the name as its value, counted in
- * vlog_stats.bad_fields and reported once on stderr (a message the filters
- * drop is neither stored nor counted); at most 32 fields and 4 KiB of them
- * are kept. Returns 1 if recorded, 0 if filtered out, -1 on a
+ * "fields" object), each name once. A name that is not valid, or that
+ * journald or vlog gives every entry (MESSAGE, PRIORITY,
+ * SYSLOG_IDENTIFIER, CODE_LINE, OBJECT_PID, VLOG_SOURCE, ...: vlog(7),
+ * FIELDS), is not kept under it: the first such becomes
+ * VLOG_BAD_FIELD_NAME with the name as its value, later ones are left out;
+ * a name given twice keeps its first value. Each field not kept is counted
+ * in vlog_stats.bad_fields, the first reported once on stderr (a message
+ * the filters drop is neither stored nor counted); at most 32 fields and
+ * 4 KiB of them are kept. Returns 1 if recorded, 0 if filtered out, -1 on a
  * NULL `fields` with `nfields` > 0 (vlog_last_error says so) or an internal
  * error. errno is left as it was. Never allocates once running; takes one
  * lock.

@@ -4,7 +4,11 @@
 //!
 //! Names follow journald's rules, so they can be passed on unchanged: 1 to 64
 //! bytes of uppercase letters, digits and underscores, not starting with an
-//! underscore (journald keeps those for itself) or a digit. Encoded:
+//! underscore (journald keeps those for itself) or a digit; and a field
+//! never takes a name that journald or vlog gives the entry itself
+//! ([`RESERVED`]), which would let it speak for the entry (`journalctl -t`,
+//! its priority). A record's names are made unique when it is made
+//! ([`encode_checked`]), so every output carries each key once. Encoded:
 //!
 //! ```text
 //! u8 count, then per field: u8 name length, name, then
@@ -40,23 +44,117 @@ pub struct Field<'a> {
 /// What a field with a bad name becomes: the message keeps a trace of it.
 pub const BAD_FIELD: &[u8] = b"VLOG_BAD_FIELD_NAME";
 
-/// A field as the caller gave it, made fit to keep: a bad name is replaced
-/// by [`BAD_FIELD`] with the name as its value, and counted
-/// (`vlog_stats.bad_fields`). `report` is called with the first bad name
-/// of the process, to say so once.
-pub fn checked<'a>(name: &'a [u8], value: Value<'a>, report: impl FnOnce(&[u8])) -> Field<'a> {
+/// Names no field of a caller's (nor a relayed child's) may take: journald's
+/// own and trusted fields, those `journalctl -u` matches, and the ones vlog
+/// gives every entry. Given to a field, they would add a second value to
+/// the entry's own (the entry would then also answer `journalctl -t NAME`,
+/// or `-u UNIT`), or be read as vlog's. (See also [`RESERVED_PREFIXES`].)
+pub const RESERVED: &[&[u8]] = &[
+    b"MESSAGE",
+    b"MESSAGE_ID",
+    b"PRIORITY",
+    b"SYSLOG_IDENTIFIER",
+    b"SYSLOG_FACILITY",
+    b"SYSLOG_PID",
+    b"SYSLOG_TIMESTAMP",
+    b"SYSLOG_RAW",
+    b"CODE_FILE",
+    b"CODE_LINE",
+    b"CODE_FUNC",
+    b"ERRNO",
+    b"UNIT",
+    b"USER_UNIT",
+    b"INVOCATION_ID",
+    b"USER_INVOCATION_ID",
+    b"VLOG_SOURCE",
+    BAD_FIELD,
+];
+
+/// Prefixes no field's name may start with: journald's fields about
+/// another process (`OBJECT_PID`, and the `OBJECT_SYSTEMD_UNIT` that
+/// `journalctl -u` matches), and systemd-coredump's.
+pub const RESERVED_PREFIXES: &[&[u8]] = &[b"OBJECT_", b"COREDUMP_"];
+
+/// Whether `name` is one of the [`RESERVED`] names or starts with one of
+/// the [`RESERVED_PREFIXES`].
+pub fn is_reserved(name: &[u8]) -> bool {
+    RESERVED.contains(&name) || RESERVED_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// Who named a record's fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Names {
+    /// A caller, or a child through a relay: names are checked.
+    Caller,
+    /// vlog itself (libvlog-syslog.so's `SYSLOG_FACILITY`): trusted.
+    Vlog,
+}
+
+/// Why a caller's field was not kept under its name, for the one report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    Invalid,
+    Reserved,
+}
+
+/// Encodes a caller's fields into `out` (see [`encode`]), each name once:
+/// a name that is not valid, or [`RESERVED`], is not kept; the first such
+/// becomes [`BAD_FIELD`] with the name as its value, the others are
+/// dropped; a name given again is dropped (the first value is kept). Each
+/// field not kept is counted (`vlog_stats.bad_fields`), and `report` is
+/// called for the first refused name of the process, to say so once.
+/// Fields from vlog itself ([`Names::Vlog`]) are kept as they are.
+pub fn encode_checked(
+    list: &[Field],
+    names: Names,
+    out: &mut Vec<u8>,
+    report: impl FnOnce(&[u8], Refusal),
+) {
     static REPORTED: AtomicBool = AtomicBool::new(false);
-    if valid_name(name) {
-        return Field { name, value };
+    let mut kept = [Field {
+        name: b"",
+        value: Value::Int(0),
+    }; MAX_FIELDS];
+    let mut n = 0;
+    let mut marked = false;
+    let mut dropped = 0;
+    let mut report = Some(report);
+    for field in list.iter().take(MAX_FIELDS) {
+        let refused = match names {
+            Names::Vlog => None,
+            Names::Caller if !valid_name(field.name) => Some(Refusal::Invalid),
+            Names::Caller if is_reserved(field.name) => Some(Refusal::Reserved),
+            Names::Caller => None,
+        };
+        let field = match refused {
+            Some(why) => {
+                dropped += 1;
+                if !REPORTED.swap(true, Ordering::Relaxed) {
+                    if let Some(report) = report.take() {
+                        report(field.name, why);
+                    }
+                }
+                if std::mem::replace(&mut marked, true) {
+                    continue;
+                }
+                Field {
+                    name: BAD_FIELD,
+                    value: Value::Str(field.name),
+                }
+            }
+            None => *field,
+        };
+        if kept[..n].iter().any(|k| k.name == field.name) {
+            dropped += u64::from(refused.is_none());
+            continue;
+        }
+        kept[n] = field;
+        n += 1;
     }
-    stats::add(&stats::BAD_FIELDS, 1);
-    if !REPORTED.swap(true, Ordering::Relaxed) {
-        report(name);
+    if dropped > 0 {
+        stats::add(&stats::BAD_FIELDS, dropped);
     }
-    Field {
-        name: BAD_FIELD,
-        value: Value::Str(name),
-    }
+    encode(kept[..n].iter().copied(), out);
 }
 
 /// True for a name journald would accept as it is.
@@ -186,6 +284,64 @@ mod tests {
         for bad in ["", "_VM", "1VM", "vm", "V-M", "V M", "É", &"A".repeat(65)] {
             assert!(!valid_name(bad.as_bytes()), "{bad}");
         }
+    }
+
+    #[test]
+    fn refused_and_repeated_names_are_kept_once() {
+        let list = [
+            Field {
+                name: b"REQUEST",
+                value: Value::Str(b"first"),
+            },
+            Field {
+                name: b"PRIORITY",
+                value: Value::Str(b"0"),
+            },
+            Field {
+                name: b"REQUEST",
+                value: Value::Str(b"second"),
+            },
+            Field {
+                name: b"a-bad-name",
+                value: Value::Int(1),
+            },
+            Field {
+                name: b"VLOG_BAD_FIELD_NAME",
+                value: Value::Int(2),
+            },
+        ];
+        let before = stats::get(&stats::BAD_FIELDS);
+        let mut buf = Vec::new();
+        let mut said = None;
+        encode_checked(&list, Names::Caller, &mut buf, |n, why| {
+            said = Some((n.to_vec(), why))
+        });
+        let kept: Vec<Field> = decode(&buf).unwrap().iter().collect();
+        assert_eq!(
+            kept,
+            [
+                list[0],
+                Field {
+                    name: BAD_FIELD,
+                    value: Value::Str(b"PRIORITY")
+                }
+            ]
+        );
+        assert!(stats::get(&stats::BAD_FIELDS) >= before + 4);
+        if let Some((name, why)) = said {
+            assert_eq!(
+                (name.as_slice(), why),
+                (&b"PRIORITY"[..], Refusal::Reserved)
+            );
+        }
+        // vlog's own are kept as they are.
+        let own = [Field {
+            name: b"SYSLOG_FACILITY",
+            value: Value::Int(3),
+        }];
+        buf.clear();
+        encode_checked(&own, Names::Vlog, &mut buf, |_, _| {});
+        assert_eq!(decode(&buf).unwrap().iter().collect::<Vec<_>>(), own);
     }
 
     #[test]

@@ -32,6 +32,8 @@
 /// cbindgen:ignore
 mod config;
 /// cbindgen:ignore
+mod control;
+/// cbindgen:ignore
 mod crash;
 /// cbindgen:ignore
 mod deferred;
@@ -91,11 +93,11 @@ pub mod internal {
     pub use crate::ring::layout::starts_with_magic;
     pub use crate::ring::{find_rings, read, Damage, Entry, Image, ImageError, Ring};
     pub use crate::text::json::{put_json_string, render_json};
-    pub use crate::text::line::{put_fields_text, render_line};
+    pub use crate::text::line::{put_fields_text, put_for_terminal, render_line};
     pub use crate::text::time::{parse_time, put_rfc3164, put_timestamp, Clock};
 
     // For vlog-ctl.
-    pub use crate::logger::control::COMMANDS as CONTROL_COMMANDS;
+    pub use crate::control::COMMANDS as CONTROL_COMMANDS;
 
     // For vlog-relay.
     pub use crate::relay::watch::Watch;
@@ -105,6 +107,7 @@ pub mod internal {
 
     /// Sets vlog up from the environment, as a C program's first call does.
     pub fn start() {
+        crate::control::install();
         let _ = crate::logger::configure(|s| {
             s.ensure_init();
             Ok(())
@@ -118,8 +121,9 @@ pub mod internal {
 
     /// What `vlog_shutdown` does: the outputs flushed and closed.
     pub fn shutdown() {
-        let _ = crate::logger::control::stop();
+        let _ = crate::control::stop();
         crate::logger::ticker::drain();
+        let _ = crate::logger::apply::flush();
         crate::logger::enter(|s| s.shutdown());
     }
 }

@@ -9,7 +9,7 @@
 
 use std::sync::Mutex;
 
-use crate::fields::{Field, Value};
+use crate::fields::{Field, Names, Value};
 use crate::logger::emit::{self, Call, Message, Outcome};
 use crate::priority::Priority;
 use crate::source::{Live, OwnedSource};
@@ -81,6 +81,8 @@ pub fn record(source: Live, pri: i32, text: &[u8], full_len: usize) -> Outcome {
             text,
             full_len: full_len.max(text.len()),
             fields: &fields,
+            // SYSLOG_FACILITY: the call's own, as journald's would be.
+            names: Names::Vlog,
         },
     };
     emit::emit(&call)

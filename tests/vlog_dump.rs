@@ -35,7 +35,7 @@ fn scratch(name: &str) -> PathBuf {
 fn ring_file(name: &str) -> PathBuf {
     let path = scratch(name);
     let _ = std::fs::remove_file(&path);
-    let mut ring = Ring::create_file(&path, 64 * 1024, None).unwrap();
+    let mut ring = Ring::create_file(&path, 64 * 1024, None, true).unwrap();
     let base = parse_time("2026-11-30 00:00:00").unwrap();
     for i in 0..100u64 {
         let msg = format!("message {i}");
@@ -202,7 +202,7 @@ fn bad_input_is_a_clear_error_never_a_panic() {
 fn follow_prints_records_as_they_arrive() {
     let path = scratch("follow.ring");
     let _ = std::fs::remove_file(&path);
-    let mut ring = Ring::create_file(&path, 64 * 1024, None).unwrap();
+    let mut ring = Ring::create_file(&path, 64 * 1024, None, true).unwrap();
     let rec = |msg: &'static str| plain(msg.as_bytes(), b"");
     ring.append(&rec("before follow"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_vlog-dump"))
@@ -293,7 +293,7 @@ fn stats_in_json_files_named_fields_searched() {
 fn grep_searches_structured_fields() {
     let path = scratch("fields.ring");
     let _ = std::fs::remove_file(&path);
-    let mut ring = Ring::create_file(&path, 64 * 1024, None).unwrap();
+    let mut ring = Ring::create_file(&path, 64 * 1024, None, true).unwrap();
     let mut fields = Vec::new();
     let vm = vlog::internal::Field {
         name: b"VM",

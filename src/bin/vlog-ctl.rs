@@ -5,15 +5,22 @@
 //! It sends one request line and prints the reply's body on stdout; an
 //! error the program answers goes to stderr, and the exit status says what
 //! happened (see `--help`).
+//!
+//! Whatever answers is untrusted (`--pid` of another user's process may be
+//! anything that listens): what is printed has what a terminal would obey
+//! escaped (`put_for_terminal`, as every text vlog prints), the status line
+//! and a reply that is not a stream are bounded, and with `--pid` the
+//! socket must be served by that process.
 
 use std::io::{self, BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use vlog::internal::CONTROL_COMMANDS;
+use vlog::internal::{put_for_terminal, CONTROL_COMMANDS};
 
 /// The program answered, and did what was asked.
 const OK: u8 = 0;
@@ -26,6 +33,11 @@ const UNREACHABLE: u8 = 3;
 
 /// How long a reply (or the next part of a dump) may take.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest status line (`ok`, `error: WHY`, `--json`'s object).
+const STATUS_MAX: usize = 4096;
+/// The longest reply that is not a stream (show, stats, help, a change),
+/// and the longest line of a stream (a record's line is far shorter).
+const REPLY_MAX: usize = 1 << 20;
 
 /// What `--help` says after the options: the commands (the library's
 /// list, which the program's `help` gives too), examples, exit status.
@@ -195,8 +207,138 @@ fn find_socket(pid: u32) -> Result<PathBuf, String> {
 }
 
 fn fail(code: u8, message: &str) -> ExitCode {
-    eprintln!("vlog-ctl: {message}");
+    let mut line = b"vlog-ctl: ".to_vec();
+    put_for_terminal(message.replace('\n', " ").as_bytes(), &mut line);
+    line.push(b'\n');
+    let _ = io::stderr().write_all(&line);
     ExitCode::from(code)
+}
+
+/// The pid of the process that serves the socket `stream` is connected to
+/// (SO_PEERCRED: the one that listened).
+fn server_pid(stream: &UnixStream) -> io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` is a valid out-buffer of `len` bytes for SO_PEERCRED.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred.pid as u32)
+}
+
+/// Connects to the socket at `path`, waiting at most `REPLY_TIMEOUT`: a
+/// server whose queue of connections is full (one that never accepts)
+/// gets no longer.
+fn connect(path: &std::path::Path) -> io::Result<UnixStream> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    // SAFETY: an all-zero sockaddr_un is valid; filled below within
+    // sun_path, keeping its NUL.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    if bytes.len() >= addr.sun_path.len() {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (dst, &b) in addr.sun_path.iter_mut().zip(bytes) {
+        *dst = b as libc::c_char;
+    }
+    let len = (std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1) as libc::socklen_t;
+    let flags = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+    // SAFETY: plain socket creation; the result is checked.
+    let raw = unsafe { libc::socket(libc::AF_UNIX, flags, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a socket just made, owned by the stream from here.
+    let stream = unsafe { UnixStream::from_raw_fd(raw) };
+    let deadline = std::time::Instant::now() + REPLY_TIMEOUT;
+    loop {
+        // SAFETY: `addr` is a sockaddr_un of `len` bytes.
+        if unsafe { libc::connect(raw, (&raw const addr).cast(), len) } == 0 {
+            break;
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            // A full queue of connections: tried again, until the deadline.
+            Some(libc::EAGAIN) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Some(libc::EAGAIN) => {
+                return Err(io::Error::other(
+                    "the socket took no connection for 10 s (its server accepts none)",
+                ))
+            }
+            Some(libc::EINTR) => {}
+            _ => return Err(e),
+        }
+    }
+    stream.set_nonblocking(false)?;
+    Ok(stream)
+}
+
+/// One line of the reply, at most `max` bytes with its newline: None at
+/// the end of the reply, Err(None) for a line longer than `max`. With a
+/// deadline, every read waits only for what is left of it.
+fn read_line(
+    reader: &mut BufReader<&UnixStream>,
+    max: usize,
+    deadline: Option<std::time::Instant>,
+) -> Result<Option<Vec<u8>>, Option<io::Error>> {
+    let mut line = Vec::new();
+    loop {
+        if let Some(deadline) = deadline {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(Some(io::ErrorKind::TimedOut.into()));
+            }
+            reader
+                .get_ref()
+                .set_read_timeout(Some(left))
+                .map_err(Some)?;
+        }
+        let available = reader.fill_buf().map_err(Some)?;
+        if available.is_empty() {
+            return Ok((!line.is_empty()).then_some(line));
+        }
+        let (take, end) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        if line.len() + take > max {
+            return Err(None);
+        }
+        line.extend_from_slice(&available[..take]);
+        reader.consume(take);
+        if end {
+            return Ok(Some(line));
+        }
+    }
+}
+
+/// What a read error of the reply means for people.
+fn cut_short(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            "the reply stopped coming (10 s without a byte, or 10 s in all for a reply that \
+             is not a dump or a follow)"
+                .to_owned()
+        }
+        _ => format!("the reply was cut short: {e}"),
+    }
 }
 
 fn main() -> ExitCode {
@@ -219,60 +361,115 @@ fn main() -> ExitCode {
         Ok(line) => line,
         Err(e) => return fail(USAGE, &format!("{e}; see vlog-ctl --help")),
     };
-    let stream = match UnixStream::connect(&socket) {
+    let stream = match connect(&socket) {
         Ok(s) => s,
         Err(e) => return fail(UNREACHABLE, &format!("{}: {e}", socket.display())),
     };
+    if let Some(pid) = options.pid {
+        match server_pid(&stream) {
+            Ok(server) if server == pid => {}
+            Ok(server) => {
+                return fail(
+                    UNREACHABLE,
+                    &format!(
+                        "{} is served by process {server}, not by process {pid}",
+                        socket.display()
+                    ),
+                )
+            }
+            Err(e) => return fail(UNREACHABLE, &format!("{}: {e}", socket.display())),
+        }
+    }
     let timeout = (command != "follow").then_some(REPLY_TIMEOUT);
-    if let Err(e) = stream.set_read_timeout(timeout).and_then(|()| {
-        let mut w = &stream;
-        w.write_all(format!("{line}\n").as_bytes())
-    }) {
+    if let Err(e) = stream
+        .set_read_timeout(timeout)
+        .and_then(|()| stream.set_write_timeout(Some(REPLY_TIMEOUT)))
+        .and_then(|()| {
+            let mut w = &stream;
+            w.write_all(format!("{line}\n").as_bytes())
+        })
+    {
         return fail(UNREACHABLE, &format!("{}: {e}", socket.display()));
     }
+    // The status line has 10 s in all; then a dump or a follow may take as
+    // long as the ring takes to send (10 s without a byte ends a dump), and
+    // any other reply has what is left of the 10 s.
+    let streamed = command == "dump" || command == "follow";
+    let deadline = std::time::Instant::now() + REPLY_TIMEOUT;
     let mut reader = BufReader::new(&stream);
-    let mut status = String::new();
-    match reader.read_line(&mut status) {
-        Ok(0) => {
+    let status = match read_line(&mut reader, STATUS_MAX, Some(deadline)) {
+        Ok(Some(status)) => status,
+        Ok(None) => {
             return fail(
                 UNREACHABLE,
                 "the program closed the connection without a reply",
             )
         }
-        Ok(_) => {}
-        Err(e) => return fail(UNREACHABLE, &format!("no reply: {e}")),
-    }
+        Err(None) => {
+            return fail(
+                UNREACHABLE,
+                &format!(
+                    "the reply's status line is longer than {STATUS_MAX} bytes: not a vlog \
+                     control socket?"
+                ),
+            )
+        }
+        Err(Some(e)) => return fail(UNREACHABLE, &format!("no reply: {}", cut_short(&e))),
+    };
     let failed = if json {
-        status.starts_with("{\"ok\":false")
+        status.starts_with(b"{\"ok\":false")
     } else {
-        status.starts_with("error: ")
+        status.starts_with(b"error: ")
     };
     if failed {
-        let why = status.trim_end();
+        let why = String::from_utf8_lossy(&status);
+        let why = why.trim_end();
         return fail(REFUSED, why.strip_prefix("error: ").unwrap_or(why));
     }
     let mut stdout = io::stdout().lock();
-    // A JSON reply is its status object, unless records follow it.
-    let streamed = command == "dump" || command == "follow";
-    if json && !streamed {
-        let _ = stdout.write_all(status.as_bytes());
-    }
-    let copied = io::copy(&mut reader, &mut stdout).and_then(|_| stdout.flush());
-    match copied {
-        Ok(()) => ExitCode::from(OK),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(OK),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-            ) =>
-        {
-            fail(
-                UNREACHABLE,
-                "the reply stopped coming (10 s without a byte)",
-            )
+    let deadline = if streamed {
+        if let Err(e) = stream.set_read_timeout(timeout) {
+            return fail(UNREACHABLE, &format!("{}: {e}", socket.display()));
         }
-        Err(e) => fail(UNREACHABLE, &format!("the reply was cut short: {e}")),
+        None
+    } else {
+        Some(deadline)
+    };
+    // A JSON reply is its status object, unless records follow it.
+    let mut shown = Vec::new();
+    if json && !streamed {
+        put_for_terminal(&status, &mut shown);
+    }
+    let mut total = 0;
+    loop {
+        if stdout
+            .write_all(&shown)
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            // Whoever reads stdout went away (`| head`): done.
+            return ExitCode::from(OK);
+        }
+        shown.clear();
+        let line = match read_line(&mut reader, REPLY_MAX, deadline) {
+            Ok(Some(line)) => line,
+            Ok(None) => return ExitCode::from(OK),
+            Err(None) => {
+                return fail(
+                    UNREACHABLE,
+                    &format!("a line of the reply is longer than {REPLY_MAX} bytes: stopped"),
+                )
+            }
+            Err(Some(e)) => return fail(UNREACHABLE, &cut_short(&e)),
+        };
+        total += line.len();
+        if !streamed && total > REPLY_MAX {
+            return fail(
+                UNREACHABLE,
+                &format!("the reply is longer than {REPLY_MAX} bytes: stopped"),
+            );
+        }
+        put_for_terminal(&line, &mut shown);
     }
 }
 

@@ -20,8 +20,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use vlog::internal::{
-    for_people, from_env, parse_priority, render_line, set_filters, shutdown, signal, start,
-    walk_this_ring, Clock, Entry, Field, Notes, Priority, Relay, Value, Watch, TAIL_MAX,
+    for_people, from_env, parse_priority, put_for_terminal, render_line, set_filters, shutdown,
+    signal, start, walk_this_ring, Clock, Entry, Field, Notes, Priority, Relay, Value, Watch,
+    TAIL_MAX,
 };
 
 /// vlog-relay's own failure: a bad option or `VLOG_*` variable, no pipe or
@@ -445,7 +446,9 @@ fn print_last(relayed: &Relayed, n: usize, what: &str) {
             "vlog-relay: {what}; there is no ring (VLOG_BUFFER_SIZE=0), so here are the \
              last {len} bytes it wrote on stderr:"
         );
-        let _ = err.write_all(&printable(&tail[..len]));
+        let mut shown = Vec::with_capacity(4 * len);
+        put_for_terminal(&tail[..len], &mut shown);
+        let _ = err.write_all(&shown);
         let _ = writeln!(err);
         return;
     }
@@ -460,19 +463,4 @@ fn print_last(relayed: &Relayed, n: usize, what: &str) {
     for line in kept {
         let _ = err.write_all(&line);
     }
-}
-
-/// Bytes a terminal may show: tabs and newlines kept, other control bytes
-/// as `?`.
-fn printable(bytes: &[u8]) -> Vec<u8> {
-    bytes
-        .iter()
-        .map(|&b| {
-            if b == b'\n' || b == b'\t' || (b >= b' ' && b != 0x7f) {
-                b
-            } else {
-                b'?'
-            }
-        })
-        .collect()
 }

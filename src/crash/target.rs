@@ -92,10 +92,9 @@ impl DumpTarget {
         let DumpTarget::File(path) = self else {
             return Ok(DumpFiles::default());
         };
-        let dump =
-            sys::open_private(path, Private::Append { nonblocking: false }).map_err(|e| {
-                ConfigError::new(format!("cannot open dump file '{}': {e}", path.display()))
-            })?;
+        let dump = sys::open_private(path, Private::Dump).map_err(|e| {
+            ConfigError::new(format!("cannot open dump file '{}': {e}", path.display()))
+        })?;
         let mut image_path = path.as_os_str().to_owned();
         image_path.push(".ring");
         let image_path = PathBuf::from(image_path);
@@ -216,7 +215,9 @@ impl Slot {
         }
         // SAFETY: published paths are interned for the life of the process.
         let path = unsafe { CStr::from_ptr(path) };
-        let reopened = sys::fd::open_private_c(path, how).ok().filter(usable)?;
+        let reopened = sys::private::open_private_c(path, how)
+            .ok()
+            .filter(usable)?;
         Some(Handle {
             raw: reopened.raw(),
             reopened: Some(reopened),
@@ -279,7 +280,7 @@ impl Handle {
 /// a socket or a file that must not receive the ring). Async-signal-safe.
 pub fn dump_handle() -> Option<Handle> {
     if PUBLISHED.load(Ordering::SeqCst) != 0 {
-        if let Some(h) = DUMP.open(Private::Append { nonblocking: false }, |_| true) {
+        if let Some(h) = DUMP.open(Private::Dump, |_| true) {
             return Some(h);
         }
         if DUMP.get().is_some_and(|(fd, ..)| fd >= 0) {
@@ -299,5 +300,5 @@ pub fn image_handle() -> Option<Handle> {
     if PUBLISHED.load(Ordering::SeqCst) == 0 {
         return None;
     }
-    IMAGE.open(Private::ReadWrite, is_ring_or_empty)
+    IMAGE.open(Private::Image, is_ring_or_empty)
 }

@@ -121,7 +121,8 @@ pub extern "C-unwind" fn vlog_adopt_stderr() -> c_int {
 /// now, waiting while the receiver takes them (at most a second without
 /// progress, five in all; other threads log on meanwhile, vlog's lock is
 /// not held while it waits). Then file outputs are made durable
-/// (fdatasync). Returns 0, or -1 with `vlog_last_error()` set.
+/// (fdatasync, also without vlog's lock: logging goes on while the disk
+/// takes it). Returns 0, or -1 with `vlog_last_error()` set.
 /// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
@@ -129,7 +130,7 @@ pub extern "C-unwind" fn vlog_flush() -> c_int {
     no_cancel(|| {
         config_call(|| {
             logger::ticker::drain();
-            logger::configure(|s| s.flush())
+            logger::apply::flush()
         })
     })
 }

@@ -5,8 +5,8 @@ use std::ffi::{c_char, c_int};
 
 use super::{config_call, config_str, no_cancel};
 use crate::config::ControlSpec;
+use crate::control;
 use crate::error::ConfigError;
-use crate::logger::control;
 
 /// The socket `spec` names (NULL: `auto`).
 ///

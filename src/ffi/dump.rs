@@ -24,8 +24,8 @@ pub struct vlog_stats {
     /// Lines that an output could not write (a full disk, a reader gone, a
     /// full pipe, fd 2 closed); the messages are still in the ring.
     pub output_lines_lost: u64,
-    /// Structured fields whose name was not valid (kept as
-    /// VLOG_BAD_FIELD_NAME).
+    /// Structured fields not kept as given: a name not valid or reserved
+    /// (the first kept as VLOG_BAD_FIELD_NAME), or given twice.
     pub bad_fields: u64,
 }
 

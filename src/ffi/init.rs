@@ -78,8 +78,9 @@ pub extern "C-unwind" fn vlog_init() -> c_int {
 pub extern "C-unwind" fn vlog_shutdown() {
     no_cancel(|| {
         guarded((), || {
-            let _ = logger::control::stop();
+            let _ = crate::control::stop();
             logger::ticker::drain();
+            let _ = logger::apply::flush();
             logger::enter(|s| s.shutdown());
         })
     })

@@ -93,6 +93,7 @@ fn last_error_ptr() -> *const c_char {
 /// Runs a configuration call: 0 on success; -1 with the thread's last error
 /// set when it fails or panics.
 fn config_call(f: impl FnOnce() -> Result<(), ConfigError>) -> c_int {
+    crate::control::install();
     match panic::catch(f) {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => {

@@ -139,6 +139,7 @@ pub extern "C-unwind" fn vlog_relay_new(
     source: *const c_char,
     default_prio: c_int,
 ) -> *mut vlog_relay {
+    crate::control::install();
     keeping_errno(|| {
         guarded(std::ptr::null_mut(), || {
             if source.is_null() {

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 use super::{c_bytes, guarded, may_act_anywhere, measured, no_cancel, source_arg};
 use crate::deferred::{self, kind, Captured, MAX_ARGS};
+use crate::fields::Names;
 use crate::logger;
 use crate::logger::emit::{self, Call, CallSite, Message, Outcome, SiteCall};
 use crate::priority::Priority;
@@ -132,6 +133,7 @@ pub extern "C-unwind" fn vlog_site_prepare(
     line: c_int,
     func: *const c_char,
 ) -> c_int {
+    crate::control::install();
     no_cancel(|| {
         if site.is_null() || fmt.is_null() {
             return VLOG_SITE_FORMAT;
@@ -431,6 +433,7 @@ fn record_mismatch(site: &vlog_site, src: *const vlog_source, prio: c_int) -> c_
             text,
             full_len: text.len(),
             fields: &[],
+            names: Names::Caller,
         },
     };
     outcome_code(emit::emit(&call))

@@ -56,6 +56,7 @@ pub extern "C-unwind" fn vlog__syslog_start() -> c_int {
     if sys::secure_mode() {
         return 1;
     }
+    crate::control::install();
     no_cancel(|| {
         openlog::mark_preloaded();
         guarded((), || {

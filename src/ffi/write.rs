@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_int, CStr};
 
 use super::{c_bytes, guarded, may_act_anywhere, no_cancel, set_last_error, source_arg};
-use crate::fields::{Field, Value, MAX_FIELDS};
+use crate::fields::{Field, Names, Value, MAX_FIELDS};
 use crate::logger::emit::{self, Call, Message, Outcome};
 use crate::priority::Priority;
 use crate::source::vlog_source;
@@ -89,11 +89,15 @@ pub extern "C-unwind" fn vlog_write(
 /// As vlog_write, with `nfields` structured fields at `fields`. The fields
 /// of a recorded message are stored in the ring record beside the text, shown by vlog_dump and vlog-dump, and
 /// printed by every output (text lines: ` [NAME=value ...]`; JSON outputs: a
-/// "fields" object). A field whose name is not valid is kept as
-/// VLOG_BAD_FIELD_NAME with the name as its value, counted in
-/// vlog_stats.bad_fields and reported once on stderr (a message the filters
-/// drop is neither stored nor counted); at most 32 fields and 4 KiB of them
-/// are kept. Returns 1 if recorded, 0 if filtered out, -1 on a
+/// "fields" object), each name once. A name that is not valid, or that
+/// journald or vlog gives every entry (MESSAGE, PRIORITY,
+/// SYSLOG_IDENTIFIER, CODE_LINE, OBJECT_PID, VLOG_SOURCE, ...: vlog(7),
+/// FIELDS), is not kept under it: the first such becomes
+/// VLOG_BAD_FIELD_NAME with the name as its value, later ones are left out;
+/// a name given twice keeps its first value. Each field not kept is counted
+/// in vlog_stats.bad_fields, the first reported once on stderr (a message
+/// the filters drop is neither stored nor counted); at most 32 fields and
+/// 4 KiB of them are kept. Returns 1 if recorded, 0 if filtered out, -1 on a
 /// NULL `fields` with `nfields` > 0 (vlog_last_error says so) or an internal
 /// error. errno is left as it was. Never allocates once running; takes one
 /// lock.
@@ -141,6 +145,9 @@ fn write_fields(
     fields: *const vlog_field,
     nfields: usize,
 ) -> c_int {
+    // A program that logs only through the function forms may start vlog
+    // here: its VLOG_CONTROL is served.
+    crate::control::install();
     if nfields > 0 && fields.is_null() {
         set_last_error("fields is NULL but nfields is not 0");
         return -1;
@@ -181,6 +188,7 @@ fn write_fields(
                     text,
                     full_len: full_len.max(text.len()),
                     fields: &list[..n],
+                    names: Names::Caller,
                 },
             };
             c_int::from(emit::emit(&call) == Outcome::Recorded)

@@ -60,15 +60,21 @@ impl State {
         self.level = env.level.unwrap_or(default_level);
         self.filters = env.filters.unwrap_or_default();
         let default_specs = || preloaded.then(|| spec::parse_list("1:syslog").unwrap_or_default());
+        // An output that cannot be opened (a file another user planted,
+        // say) is left out with one warning; the others are in force.
         let outputs = env
             .outputs
             .filter(|specs| !specs.is_empty())
             .or_else(default_specs)
-            .and_then(|specs| {
-                Outputs::open(&specs)
-                    .map_err(|e| diag::warn(&format!("ignoring VLOG_OUTPUTS: {e}")))
-                    .ok()
-            });
+            .map(|specs| {
+                Outputs::open_each(&specs, |token, e| {
+                    diag::warn(&format!(
+                        "ignoring the output '{token}' of VLOG_OUTPUTS: {e}; the others are \
+                         in force"
+                    ))
+                })
+            })
+            .filter(|list| !list.is_empty());
         let set = match outputs {
             Some(list) => self
                 .outputs
@@ -136,8 +142,12 @@ impl State {
             diag::warn(&format!("no crash dumps: {e}"));
         }
         if let Some(spec) = env.control {
-            if let Err(e) = self.start_control(&spec, true) {
-                diag::warn(&format!("ignoring VLOG_CONTROL: {e}"));
+            match super::above::get() {
+                Some(above) => (above.start_from_env)(&spec),
+                None => diag::warn(
+                    "ignoring VLOG_CONTROL: this program has no control socket (vlog was started \
+                     from Rust without control::install)",
+                ),
             }
         }
     }
@@ -316,7 +326,7 @@ impl State {
             (_, Some(path)) => {
                 let previous = self.ring.as_ref().map(|r| (r.view(), r.stats()));
                 let previous = previous.as_ref().map(|(v, s)| (v as &dyn Region, *s));
-                Some(Ring::create_file(path, size, previous).map_err(failed)?)
+                Some(Ring::create_file(path, size, previous, true).map_err(failed)?)
             }
             (_, None) => {
                 let mut ring = Ring::new(size).map_err(failed)?;
@@ -351,24 +361,20 @@ impl State {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// The file outputs' data to disk. (A batching output's queue is sent
-    /// before, without the lock: `ticker::drain`.)
-    pub fn flush(&mut self) -> Result<(), ConfigError> {
-        for out in self.outputs.iter() {
-            out.sync()
-                .map_err(|e| ConfigError::new(format!("cannot flush {}: {e}", out.describe())))?;
-        }
-        Ok(())
+    /// Descriptors of the file outputs, for [`flush`] to make their data
+    /// durable without the lock; each with its output's name.
+    fn files_to_sync(&mut self) -> Vec<(std::io::Result<sys::Fd>, String)> {
+        self.outputs
+            .iter()
+            .filter_map(|out| out.for_sync().map(|fd| (fd, out.describe())))
+            .collect()
     }
 
     /// Back to the state before the first call: outputs closed, ring freed,
-    /// sources forgotten.
+    /// sources forgotten. (Their data was made durable before, without
+    /// the lock: [`flush`].)
     pub fn shutdown(&mut self) {
-        let _ = self.flush();
         self.stop_ticker();
-        // Joined by vlog_shutdown before, without the lock; here only when
-        // a call left it running.
-        drop(self.stop_control());
         self.sources.clear();
         vlog_default_source.set_level(UNKNOWN);
         let old = self.ring.take();
@@ -382,6 +388,21 @@ impl State {
     pub fn stats(&self) -> ring::Stats {
         self.ring.as_ref().map(Ring::stats).unwrap_or_default()
     }
+}
+
+/// The file outputs' data to disk (`vlog_flush`, `vlog_shutdown`). The
+/// disk may take its time: the descriptors are taken under the lock, and
+/// synced without it, so no logging thread waits for the disk. (A batching
+/// output's queue is sent before, without the lock too: `ticker::drain`.)
+pub fn flush() -> Result<(), ConfigError> {
+    let files = super::configure(|s| Ok(s.files_to_sync()))?;
+    let mut first_error = None;
+    for (fd, name) in files {
+        if let Err(e) = fd.and_then(|fd| crate::output::file::sync(&fd)) {
+            first_error.get_or_insert(ConfigError::new(format!("cannot flush {name}: {e}")));
+        }
+    }
+    first_error.map_or(Ok(()), Err)
 }
 
 /// Steps down after a panic was caught at the C boundary, and says so once

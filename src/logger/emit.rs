@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::{enter, note, ticker, Entered, State};
 use crate::deferred::{self, Captured};
-use crate::fields::{self, Field};
+use crate::fields::{self, Field, Names, Refusal};
 use crate::priority::Priority;
 use crate::record::{Record, MESSAGE_MAX};
 use crate::ring::sites::Site;
@@ -35,7 +35,8 @@ pub trait CallSite {
 /// What a call hands over, every pointer already made a slice.
 pub enum Message<'a> {
     /// A finished message: its text, the length it had before the caller
-    /// cut it (at least `text.len()`), and its structured fields.
+    /// cut it (at least `text.len()`), and its structured fields, named by
+    /// a caller (checked) or by vlog.
     Text {
         file: &'a [u8],
         line: u32,
@@ -43,6 +44,7 @@ pub enum Message<'a> {
         text: &'a [u8],
         full_len: usize,
         fields: &'a [Field<'a>],
+        names: Names,
     },
     /// The raw arguments of a deferred call site that the general path
     /// takes (see [`SiteCall`]); its names, line and format are the site's.
@@ -159,7 +161,7 @@ impl State {
             fields: field_buf,
             message,
             rendered,
-            ticker,
+            threads,
             ..
         } = self;
         let site;
@@ -171,13 +173,14 @@ impl State {
                 text,
                 full_len,
                 fields,
+                names,
             } => {
                 let body = if *full_len > text.len() || text.len() > MESSAGE_MAX {
                     truncated(text, *full_len, message)
                 } else {
                     text
                 };
-                let fields = encode_fields(fields, field_buf);
+                let fields = encode_fields(fields, *names, field_buf);
                 (*file, *line, *func, body, fields, false)
             }
             Message::Args {
@@ -259,7 +262,7 @@ impl State {
             Record { seq, ..rec }
         };
         outputs.print(&shown, |event| note(ring.as_mut(), event));
-        ticker::keep(ticker, outputs.batching());
+        ticker::keep(threads, outputs.needs());
         Outcome::Recorded
     }
 
@@ -329,7 +332,7 @@ impl State {
             ring,
             outputs,
             rendered,
-            ticker,
+            threads,
             ..
         } = self;
         let site = call.site.describe();
@@ -358,7 +361,7 @@ impl State {
         }
         .clipped();
         outputs.print(&rec, |event| note(ring.as_mut(), event));
-        ticker::keep(ticker, outputs.batching());
+        ticker::keep(threads, outputs.needs());
     }
 }
 
@@ -418,26 +421,29 @@ fn truncated<'b>(text: &[u8], full_len: usize, buf: &'b mut Vec<u8>) -> &'b [u8]
     message.finish()
 }
 
-/// The fields encoded into `buf` (bad names made fit, see
-/// `fields::checked`), or nothing for none.
-fn encode_fields<'b>(list: &[Field], buf: &'b mut Vec<u8>) -> &'b [u8] {
+/// The fields encoded into `buf` (refused and repeated names resolved, see
+/// `fields::encode_checked`), or nothing for none.
+fn encode_fields<'b>(list: &[Field], names: Names, buf: &'b mut Vec<u8>) -> &'b [u8] {
     if list.is_empty() {
         return b"";
     }
     buf.clear();
-    let report = |name: &[u8]| {
+    let report = |name: &[u8], why: Refusal| {
+        let why = match why {
+            Refusal::Invalid => {
+                "is not a valid field name (use A-Z, 0-9 and _, not first _ or \
+                                 digit, at most 64)"
+            }
+            Refusal::Reserved => "is a name journald or vlog gives every entry itself",
+        };
         diag::warn(&format!(
-            "invalid field name '{}' (use A-Z, 0-9 and _, not first _ or digit, at most 64): \
-             kept as {}; later ones are counted in vlog_stats.bad_fields",
+            "'{}' {why}: the field is kept as {} (its name as the value); later ones, and \
+             names given twice, are counted in vlog_stats.bad_fields",
             String::from_utf8_lossy(name),
             String::from_utf8_lossy(fields::BAD_FIELD)
         ))
     };
-    fields::encode(
-        list.iter()
-            .map(|f| fields::checked(f.name, f.value, report)),
-        buf,
-    );
+    fields::encode_checked(list, names, buf, report);
     // Just encoded from checked names: a count of 0 (no room for any)
     // is the one encoding not to keep.
     if buf.first().is_some_and(|&count| count > 0) {
@@ -475,6 +481,7 @@ mod tests {
                 text,
                 full_len,
                 fields: &[],
+                names: Names::Caller,
             },
         }
     }

@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::sync::{MutexGuard, Once};
 
-use super::{control, lock, State, INSIDE};
+use super::{above, lock, State, INSIDE};
 use crate::crash;
 use crate::ring::published;
 use crate::{diag, panic, sys};
@@ -14,9 +14,6 @@ thread_local! {
     /// The lock, held by the forking thread from `prepare` until the parent
     /// or child handler releases it.
     static FORK_GUARD: RefCell<Option<MutexGuard<'static, State>>> = const { RefCell::new(None) };
-    /// The control socket's lock, taken after the logger's (the lock order
-    /// of `control`), held likewise.
-    static CONTROL_GUARD: RefCell<Option<control::Serving>> = const { RefCell::new(None) };
 }
 
 // A panic must not unwind into libc's fork; these run in the middle of it,
@@ -42,8 +39,10 @@ extern "C" fn prepare() {
         }
         let guard = lock();
         FORK_GUARD.with(|slot| *slot.borrow_mut() = Some(guard));
-        let serving = control::before_fork();
-        CONTROL_GUARD.with(|slot| *slot.borrow_mut() = serving);
+        // The control socket's lock, after the logger's (its lock order).
+        if let Some(above) = above::get() {
+            (above.before_fork)();
+        }
     });
 }
 
@@ -59,17 +58,11 @@ fn release() -> Option<MutexGuard<'static, State>> {
     guard
 }
 
-/// What `prepare` took of the control socket's lock.
-fn release_control() -> Option<control::Serving> {
-    CONTROL_GUARD
-        .try_with(|slot| slot.borrow_mut().take())
-        .ok()
-        .flatten()
-}
-
 extern "C" fn parent() {
     panic::swallow(|| {
-        drop(release_control());
+        if let Some(above) = above::get() {
+            (above.after_fork_parent)();
+        }
         drop(release());
     });
 }
@@ -82,11 +75,12 @@ extern "C" fn child() {
         sys::forget_ids_after_fork();
         sys::alloc::after_fork();
         crash::after_fork();
-        let serving = release_control();
+        // The control socket is the parent's; the child opens its own if
+        // it asks.
+        if let Some(above) = above::get() {
+            (above.after_fork_child)();
+        }
         if let Some(mut state) = release() {
-            // The control socket is the parent's; the child opens its own
-            // if it asks.
-            control::after_fork_child(serving, &mut state);
             // A TCP connection to a collector is the parent's: two processes
             // writing one stream could interleave frames. The child makes
             // its own.

@@ -1,7 +1,9 @@
 //! The logger: the global state (configuration, the registry of sources, the
 //! ring, the outputs) behind one lock, and the calls that use it. The
 //! recorded call reads top to bottom in `emit`; configuration is `apply`; the
-//! sources' cached levels are `levels`; fork handling is `fork`.
+//! sources' cached levels are `levels`; fork handling is `fork`; what the
+//! control socket, a stage above with a lock of its own, does at the
+//! logger's moments is `above`.
 //!
 //! The lock is std's Mutex, a bare futex word on Linux. parking_lot keeps a
 //! process-wide table of parked threads whose bucket locks a fork can leave
@@ -14,10 +16,11 @@
 //! that interrupts it and logs is dropped and counted instead of waiting for
 //! a lock its own thread holds.
 //!
-//! The top of the core: imports every stage below it; only `ffi` imports it.
+//! Imports every stage below it; `control`, `relay`, `preload` and `ffi`
+//! import it.
 
+pub mod above;
 pub mod apply;
-pub mod control;
 pub mod emit;
 pub mod fork;
 pub mod levels;
@@ -68,10 +71,8 @@ pub struct State {
     dump_files: Option<DumpFiles>,
     /// The file the ring lives in (`VLOG_BUFFER_FILE`), if any.
     buffer_file: Option<PathBuf>,
-    /// The thread that lets batching outputs send (see `ticker`).
-    ticker: Option<ticker::Ticker>,
-    /// The control socket's thread, when one serves it (see `control`).
-    control: Option<control::Thread>,
+    /// The threads the outputs need (see `ticker`).
+    threads: ticker::Threads,
 }
 
 static STATE: Mutex<State> = Mutex::new(State::new());
@@ -106,8 +107,7 @@ impl State {
             dump_signal: None,
             dump_files: None,
             buffer_file: None,
-            ticker: None,
-            control: None,
+            threads: ticker::Threads::new(),
         }
     }
 }
@@ -223,6 +223,24 @@ pub fn inside() -> bool {
     INSIDE.with(Cell::get)
 }
 
+/// This thread marked inside vlog while held (what it was is put back):
+/// for a stage above that holds a lock of its own which a forking thread,
+/// holding the logger's lock, may be waiting for (the control socket's). A
+/// signal handler that logs on this thread meanwhile is dropped and
+/// counted: waiting for the logger's lock, it would wait for the forking
+/// thread, which waits for this one.
+pub struct Marked(bool);
+
+pub fn mark_inside() -> Marked {
+    Marked(INSIDE.with(|inside| inside.replace(true)))
+}
+
+impl Drop for Marked {
+    fn drop(&mut self) {
+        INSIDE.with(|inside| inside.set(self.0));
+    }
+}
+
 /// Reports an event of vlog's own (an output failing, recovering, rotated;
 /// a step down): on fd 2 (when it is still stderr) and as a warning record
 /// from source `vlog` in the ring, so a dump shows it whatever became of
@@ -250,6 +268,57 @@ fn note(ring: Option<&mut Ring>, event: &str) {
 }
 
 impl State {
+    /// Reports an event of vlog's own (see [`note`]), for a stage above
+    /// the logger (the control socket's server).
+    pub fn note(&mut self, event: &str) {
+        note(self.ring.as_mut(), event);
+    }
+
+    /// The configuration in force, as the environment variables that make
+    /// it (each parses back to the same value); `VLOG_OUTPUTS` is "" while
+    /// the outputs are the default.
+    pub fn as_env(&self) -> Vec<(&'static str, String)> {
+        let signal = self.dump_signal.map_or_else(String::new, |sig| match sig {
+            libc::SIGUSR1 => "USR1".to_owned(),
+            libc::SIGUSR2 => "USR2".to_owned(),
+            n => n.to_string(),
+        });
+        vec![
+            ("VLOG_LEVEL", (self.level as u8).to_string()),
+            ("VLOG_FILTERS", self.filters.as_env()),
+            ("VLOG_OUTPUTS", self.outputs_env()),
+            ("VLOG_BUFFER_SIZE", self.stats().size.to_string()),
+            (
+                "VLOG_BUFFER_FILE",
+                self.buffer_file
+                    .as_ref()
+                    .map_or_else(String::new, |p| p.display().to_string()),
+            ),
+            ("VLOG_DUMP", self.dump.as_env()),
+            ("VLOG_DUMP_SIGNAL", signal),
+        ]
+    }
+
+    /// The filters in force, as `VLOG_FILTERS` writes them.
+    pub fn filters_env(&self) -> String {
+        self.filters.as_env()
+    }
+
+    /// The outputs in force as `VLOG_OUTPUTS` writes them: "" while they
+    /// are the default (stderr at the default level).
+    pub fn outputs_env(&self) -> String {
+        if self.default_outputs {
+            String::new()
+        } else {
+            self.outputs.as_env()
+        }
+    }
+
+    /// The default level.
+    pub fn level(&self) -> Priority {
+        self.level
+    }
+
     /// Reports a change an operator made (through the control socket): an
     /// info record of source `vlog` with `fields`, kept in the ring whatever
     /// the filters say, and printed by the outputs that print info.

@@ -1,19 +1,32 @@
-//! The ticker: while an output batches (`fluent`), a thread of vlog's takes
-//! the lock every so often so that the output can send a batch that is old
-//! enough, read acknowledgements and connect again; a batch never waits for
-//! the next message. Started when the configuration has such an output (and
-//! in a forked child, which has none of its parent's threads, by its first
-//! message printed), told to stop when none is left and at shutdown, and
-//! never waited for there: it may be waiting for the lock held by the thread
-//! that stops it, and ends once it has the lock and sees it was stopped. At
-//! exit the batching outputs send what they hold, waiting while their
-//! receivers take it (a second without progress, five in all), and the
-//! ticker is stopped and joined without the lock.
+//! vlog's threads for its outputs.
+//!
+//! - The ticker: while an output batches (`fluent`) or is a collector
+//!   (syslog over UDP or TCP), a thread of vlog's takes the lock every so
+//!   often so that the output can send a batch that is old enough, write
+//!   what its connection queued, read acknowledgements and connect again;
+//!   nothing waits for the next message.
+//! - The resolver: while a collector's name is still to be looked up, a
+//!   thread of vlog's looks it up (getaddrinfo, which can wait as long as
+//!   the name servers take) without the lock, and takes the lock only to
+//!   hand the address to the output (see `output::address`). No thread that
+//!   logs, and no configuration call, ever waits for a name.
+//!
+//! Each is started when the configuration needs it (and in a forked child,
+//! which has none of its parent's threads, by its first message printed),
+//! told to stop when it is not needed and at shutdown, and never waited for
+//! there: it may be waiting for the lock held by the thread that stops it
+//! (or for a name server), and ends once it sees it was stopped. At exit
+//! the batching outputs send what they hold, waiting while their receivers
+//! take it (a second without progress, five in all), and the ticker is
+//! stopped and joined without the lock.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 
+use std::net::SocketAddr;
+
 use super::{enter, note, State};
+use crate::output::{Lookups, NEEDS_RESOLVER, NEEDS_TICKER};
 use crate::sys::connection;
 use crate::sys::watch::{self, Waker, Worker};
 use crate::{diag, sys};
@@ -24,15 +37,43 @@ use crate::{diag, sys};
 pub const DRAIN_IDLE_MS: u64 = 1000;
 pub const DRAIN_TOTAL_MS: u64 = 5000;
 
-/// The ticker's thread.
-pub type Ticker = Worker;
+/// The ticker's and the resolver's threads, as the outputs need them.
+#[derive(Debug, Default)]
+pub struct Threads {
+    ticker: Option<Worker>,
+    resolver: Option<Worker>,
+}
+
+impl Threads {
+    pub const fn new() -> Threads {
+        Threads {
+            ticker: None,
+            resolver: None,
+        }
+    }
+
+    /// Which of them run in this process (`output::NEEDS_*`).
+    #[inline(always)]
+    fn running(&self) -> u8 {
+        let ticker = self.ticker.as_ref().is_some_and(Worker::is_here);
+        let resolver = self.resolver.as_ref().is_some_and(Worker::is_here);
+        (u8::from(ticker) * NEEDS_TICKER) | (u8::from(resolver) * NEEDS_RESOLVER)
+    }
+}
 
 impl State {
-    /// Starts the ticker if an output batches and none runs in this
-    /// process; stops it if no output batches. After every configuration
+    /// Starts the threads the outputs need and that do not run in this
+    /// process; stops those they do not need. After every configuration
     /// call.
     pub fn keep_ticker(&mut self) {
-        keep(&mut self.ticker, self.outputs.batching());
+        let needs = self.outputs.needs();
+        keep(&mut self.threads, needs);
+        // New names to look up: the resolver, idle, looks now.
+        if needs & NEEDS_RESOLVER != 0 {
+            if let Some(resolver) = &self.threads.resolver {
+                resolver.wake();
+            }
+        }
     }
 
     /// One tick of the outputs; how soon the next is needed (ms).
@@ -81,38 +122,76 @@ impl State {
         }
     }
 
-    /// At shutdown: the ticker told to stop.
+    /// At shutdown: the threads told to stop.
     pub fn stop_ticker(&mut self) {
-        if let Some(old) = self.ticker.take() {
-            old.stop();
+        let threads = [self.threads.ticker.take(), self.threads.resolver.take()];
+        threads.into_iter().flatten().for_each(Worker::stop);
+    }
+
+    /// The collectors' names due, as the resolver takes them.
+    fn lookups(&self) -> Lookups {
+        self.outputs.lookups(now_ms())
+    }
+
+    /// What the resolver found.
+    fn looked_up(&mut self, generation: u64, results: Vec<(usize, Result<SocketAddr, String>)>) {
+        let mut said = Vec::new();
+        self.outputs
+            .looked_up(generation, results, now_ms(), &mut said);
+        for event in said {
+            note(self.ring.as_mut(), &event);
         }
     }
 }
 
+fn now_ms() -> u64 {
+    sys::monotonic_ns() / 1_000_000
+}
+
 /// [`State::keep_ticker`] on the parts of the state it needs: also after a
-/// message was printed, for a forked child's first.
+/// message was printed, for a forked child's first. The ticker runs only
+/// while it is needed; the resolver, once started, stays (idle), so that
+/// one stuck in a name server's time is never joined nor doubled.
 #[inline(always)]
-pub fn keep(ticker: &mut Option<Ticker>, batching: bool) {
-    let running = ticker.as_ref().is_some_and(Worker::is_here);
-    if batching != running {
-        restart(ticker, batching);
+pub fn keep(threads: &mut Threads, needs: u8) {
+    let running = threads.running();
+    if needs & !running != 0 || running & !needs & NEEDS_TICKER != 0 {
+        restart(threads, needs);
     }
 }
 
 #[cold]
-fn restart(ticker: &mut Option<Ticker>, batching: bool) {
-    if let Some(old) = ticker.take() {
-        old.stop();
+fn restart(threads: &mut Threads, needs: u8) {
+    let running = threads.running();
+    if running & NEEDS_TICKER != needs & NEEDS_TICKER {
+        if let Some(old) = threads.ticker.take() {
+            old.stop();
+        }
+        if needs & NEEDS_TICKER != 0 {
+            match start("vlog-ticker", run) {
+                Ok(started) => threads.ticker = Some(started),
+                Err(e) => diag::warn(&format!(
+                    "cannot start vlog's ticker thread ({e}): a fluent output sends its \
+                     batches when full, with the next message after they are old enough, and \
+                     on vlog_flush"
+                )),
+            }
+        }
     }
-    if !batching {
-        return;
-    }
-    match start() {
-        Ok(started) => *ticker = Some(started),
-        Err(e) => diag::warn(&format!(
-            "cannot start vlog's ticker thread ({e}): a fluent output sends its batches \
-             when full, with the next message after they are old enough, and on vlog_flush"
-        )),
+    if needs & !running & NEEDS_RESOLVER != 0 {
+        // A forked child's copy of its parent's is not in the child.
+        if let Some(parents) = threads.resolver.take() {
+            parents.stop();
+        }
+        {
+            match start("vlog-resolver", resolve) {
+                Ok(started) => threads.resolver = Some(started),
+                Err(e) => diag::warn(&format!(
+                    "cannot start vlog's resolver thread ({e}): a collector named by a host \
+                     name gets nothing until it can start"
+                )),
+            }
+        }
     }
 }
 
@@ -159,12 +238,12 @@ pub fn drain() {
         match step.waits.first() {
             Some(&(fd, to_write)) => connection::wait(fd, left, to_write),
             // A connection is tried once a second: the next try.
-            None => std::thread::sleep(std::time::Duration::from_millis(left)),
+            None => sys::nap(left),
         }
     }
 }
 
-fn start() -> std::io::Result<Ticker> {
+fn start(name: &str, run: fn(&AtomicBool, &Waker)) -> std::io::Result<Worker> {
     static AT_EXIT: Once = Once::new();
     AT_EXIT.call_once(|| {
         if !sys::at_exit(drain_at_exit) {
@@ -174,7 +253,49 @@ fn start() -> std::io::Result<Ticker> {
     // Its start is over before this returns: a program's messages after
     // the configuration call never meet it. Never joined under the lock
     // (see the overview).
-    Worker::spawn("vlog-ticker", Arc::new(Waker::new()?), run)
+    Worker::spawn(name, Arc::new(Waker::new()?), run)
+}
+
+/// The resolver: the names due looked up without the lock, one at a time,
+/// their addresses handed over under it; then a wait until the next is
+/// due, or until it is woken (new names, or a stop); idle, it waits a
+/// minute at a time. It never holds the lock while it waits for a name
+/// server.
+fn resolve(stop: &AtomicBool, waker: &Waker) {
+    loop {
+        let Ok(Some(lookups)) = crate::panic::catch(|| enter(|s| s.lookups())) else {
+            return;
+        };
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let results: Vec<_> = lookups
+            .due
+            .iter()
+            .map(|(i, name)| match sys::lookup_refused() {
+                Some(why) => (*i, Err(why)),
+                None => (*i, sys::net::lookup(name)),
+            })
+            .collect();
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        if !results.is_empty() {
+            let done = crate::panic::catch(|| enter(|s| s.looked_up(lookups.generation, results)));
+            if done.is_err() {
+                return;
+            }
+        }
+        let wait = lookups
+            .next_ms
+            .map_or(60_000, |t| t.saturating_sub(now_ms()).clamp(1, 60_000));
+        if watch::sleep(waker, wait) {
+            waker.drain();
+        }
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+    }
 }
 
 fn run(stop: &AtomicBool, waker: &Waker) {
@@ -205,7 +326,7 @@ fn run(stop: &AtomicBool, waker: &Waker) {
 extern "C" fn drain_at_exit() {
     let _ = crate::panic::catch(|| {
         drain();
-        if let Some(Some(ticker)) = enter(|s| s.ticker.take()) {
+        if let Some(Some(ticker)) = enter(|s| s.threads.ticker.take()) {
             ticker.stop_and_join();
         }
     });

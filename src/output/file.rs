@@ -32,7 +32,18 @@ pub struct FileOutput {
 /// O_NONBLOCK, so a FIFO needs a reader now and a full one drops lines
 /// instead of blocking the daemon.
 fn open_log(path: &std::path::Path) -> io::Result<Fd> {
-    sys::open_private(path, Private::Append { nonblocking: true })
+    sys::open_private(path, Private::Log)
+}
+
+/// Makes the lines written to `fd`'s file durable (fdatasync; as long as
+/// the disk takes, so never under the logger's lock). A file that cannot be
+/// synced (a FIFO, a terminal, /dev/null: EINVAL) has nothing to make
+/// durable.
+pub fn sync(fd: &Fd) -> io::Result<()> {
+    match fd.sync_data() {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+        result => result,
+    }
 }
 
 impl FileOutput {
@@ -125,15 +136,14 @@ impl FileOutput {
         Ok(())
     }
 
-    /// Makes the lines written durable. A file that cannot be synced (a
-    /// FIFO, a terminal, /dev/null: EINVAL) has nothing to make durable.
-    pub fn sync(&self) -> io::Result<()> {
-        let Some(fd) = &self.fd else {
-            return Err(sys::fd::not_ours());
-        };
-        match fd.sync_data() {
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
-            result => result,
+    /// A descriptor of the file to make the lines written durable with
+    /// ([`sync`]), waited on without the logger's lock; None for a file
+    /// that has nothing to make durable (a FIFO, a terminal, /dev/null).
+    pub fn for_sync(&self) -> Option<io::Result<Fd>> {
+        match &self.fd {
+            Some(fd) if !fd.info().regular => None,
+            Some(fd) => Some(fd.duplicate()),
+            None => Some(Err(sys::fd::not_ours())),
         }
     }
 

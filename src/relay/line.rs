@@ -156,9 +156,11 @@ impl<const N: usize> Extend<u8> for Small<N> {
 
 /// How a key of the child's becomes a field name journald accepts:
 /// upper-cased, every byte that is not a letter, digit or `_` made `_`, cut
-/// to 64 bytes. A name that would start with a digit or `_`, or is MESSAGE,
-/// PRIORITY or FRAGMENT, or starts with CHILD_, CODE_, SYSLOG_ or VLOG_
-/// (names the relay or the outputs write themselves), gets CHILD_ in front.
+/// to 64 bytes. A name that would start with a digit or `_`, or is one of
+/// the names no field may take (`fields::RESERVED`: MESSAGE, PRIORITY,
+/// UNIT, ...) or FRAGMENT, or starts with CHILD_, CODE_, SYSLOG_, VLOG_
+/// (names the relay or the outputs write themselves) or a reserved prefix
+/// (`fields::RESERVED_PREFIXES`: OBJECT_, COREDUMP_), gets CHILD_ in front.
 pub fn field_name(key: &[u8], out: &mut Vec<u8>) {
     const PREFIX: &[u8] = b"CHILD_";
     let start = out.len();
@@ -172,11 +174,13 @@ pub fn field_name(key: &[u8], out: &mut Vec<u8>) {
     let first = key.first().map(|&b| mapped(b));
     let upper = |n: usize| key.iter().take(n).map(|&b| mapped(b));
     let reserved = matches!(first, None | Some(b'0'..=b'9' | b'_'))
-        || [&b"MESSAGE"[..], b"PRIORITY", b"FRAGMENT"]
+        || crate::fields::RESERVED
             .iter()
+            .chain([&&b"FRAGMENT"[..]])
             .any(|r| r.len() == key.len() && upper(key.len()).eq(r.iter().copied()))
         || [&b"CHILD_"[..], b"CODE_", b"SYSLOG_", b"VLOG_"]
             .iter()
+            .chain(crate::fields::RESERVED_PREFIXES)
             .any(|p| key.len() >= p.len() && upper(p.len()).eq(p.iter().copied()));
     if reserved {
         out.extend_from_slice(PREFIX);

@@ -34,7 +34,7 @@ pub mod line;
 pub mod text;
 pub mod watch;
 
-use crate::fields::{Field, Value, MAX_FIELDS};
+use crate::fields::{Field, Names, Value, MAX_FIELDS};
 use crate::logger::emit::{self, Call, Message, Outcome};
 use crate::priority::Priority;
 use crate::record::{MESSAGE_MAX, NAME_MAX};
@@ -361,6 +361,7 @@ fn record(source: &OwnedSource, priority: Priority, text: &[u8], fields: &[Field
             text,
             full_len: text.len(),
             fields,
+            names: Names::Caller,
         },
     })
 }

@@ -13,39 +13,47 @@ use super::record::{u32_at, u64_at};
 use super::writer::Ring;
 use crate::diag;
 use crate::error::ConfigError;
-use crate::sys::{self, Fd, FdInfo, Private};
+use crate::sys::{self, Fd, Private};
+
+/// Why making a ring file did not work.
+enum Made {
+    Refused(ConfigError),
+    /// Another process made the file at the path meanwhile.
+    Meanwhile,
+}
 
 impl Ring {
-    /// A ring kept in the file at `path`, built in `PATH.<pid>.new` and
-    /// renamed over `path`, carrying over the records of `previous` (the
-    /// ring being replaced, or the ring an earlier run left in the file).
+    /// A ring kept in the file at `path`, built in a new file beside it
+    /// (`sys::private::create_beside`: made by this process, never one
+    /// that was there) and renamed over `path` (`replace`: the ring file of
+    /// this process's user that is there; otherwise only if nothing is
+    /// there), carrying over the records of `previous` (the ring being
+    /// replaced, or the ring an earlier run left in the file).
     pub fn create_file(
         path: &Path,
         size: usize,
         previous: Option<(&dyn Region, Stats)>,
+        replace: bool,
     ) -> std::io::Result<Ring> {
-        // A name of this process's own, so two processes given the same path
-        // never truncate each other's mapping.
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(format!(".{}.new", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        let made = Ring::build_file(Path::new(&tmp), size, previous)
-            .and_then(|ring| std::fs::rename(&tmp, path).map(|()| ring));
+        let (file, tmp) = sys::private::create_beside(path)?;
+        let made = Ring::build_file(file, size, previous)
+            .and_then(|ring| sys::private::rename_over(&tmp, path, replace).map(|()| ring));
         if made.is_err() {
+            // Made by this process, and still there: nobody else may
+            // replace a file of this user's in a sticky directory.
             let _ = std::fs::remove_file(&tmp);
         }
         made
     }
 
-    /// The new ring file at `tmp`: its blocks allocated (a file system
+    /// The new ring file `file`: its blocks allocated (a file system
     /// without room for it refuses it now, instead of SIGBUS later), mapped,
     /// and the records of `previous` carried in.
     fn build_file(
-        tmp: &Path,
+        file: Fd,
         size: usize,
         previous: Option<(&dyn Region, Stats)>,
     ) -> std::io::Result<Ring> {
-        let file = sys::open_private(tmp, Private::CreateNew)?;
         let len = layout::region_len(size);
         file.allocate(len as u64)?;
         // Held while the file is in use, so that another process given the
@@ -75,24 +83,46 @@ impl Ring {
     /// daemon's), or larger than any ring; a file that is not a vlog ring is
     /// never overwritten.
     pub fn open_file(path: &Path, size: usize) -> Result<Ring, ConfigError> {
-        let refuse =
-            |why: String| ConfigError::new(format!("ring file '{}' {why}", path.display()));
-        let create = |previous: Option<(&dyn Region, Stats)>| {
-            Ring::create_file(path, size, previous)
-                .map_err(|e| refuse(format!("cannot be created: {e}")))
-        };
-        match std::fs::symlink_metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return create(None),
-            Err(e) => return Err(refuse(format!("cannot be read: {e}"))),
-            Ok(m) if !m.file_type().is_file() => {
-                return Err(refuse("is not a regular file; not using it".into()))
-            }
-            Ok(_) => {}
+        // Another process that starts at the same moment may make the file
+        // between the look and the rename: that one is then joined.
+        match Ring::open_file_once(path, size) {
+            Err(Made::Meanwhile) => Ring::open_file_once(path, size),
+            other => other,
         }
-        let file = sys::open_private(path, Private::Existing)
-            .map_err(|e| refuse(format!("cannot be opened: {e}")))?;
+        .map_err(|e| match e {
+            Made::Refused(e) => e,
+            Made::Meanwhile => ConfigError::new(format!(
+                "ring file '{}' was made and replaced by others while it was opened; not using it",
+                path.display()
+            )),
+        })
+    }
+
+    fn open_file_once(path: &Path, size: usize) -> Result<Ring, Made> {
+        let refuse = |why: String| {
+            Made::Refused(ConfigError::new(format!(
+                "ring file '{}' {why}",
+                path.display()
+            )))
+        };
+        let create = |previous: Option<(&dyn Region, Stats)>, replace: bool| {
+            Ring::create_file(path, size, previous, replace).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    Made::Meanwhile
+                } else {
+                    refuse(format!("cannot be created: {e}"))
+                }
+            })
+        };
+        // The one rule for files vlog writes refuses, before a byte is
+        // read, a file that is not a regular file, not this process's
+        // user's, writable by its group or others, or another file's name.
+        let file = match sys::open_private(path, Private::Ring) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return create(None, false),
+            Err(e) => return Err(refuse(format!("cannot be used: {e}"))),
+            Ok(file) => file,
+        };
         let info = file.info();
-        trusted(&info).map_err(refuse)?;
         if info.size > REGION_MAX {
             return Err(refuse(format!(
                 "is {} bytes, larger than any vlog ring; not using it",
@@ -132,7 +162,7 @@ impl Ring {
         }
         let old = old.unwrap_or_default();
         let image = Image::parse(&old).ok();
-        create(image.as_ref().map(|i| (i as &dyn Region, i.stats())))
+        create(image.as_ref().map(|i| (i as &dyn Region, i.stats())), true)
     }
 
     /// Joins the ring another running process keeps in `file` (it holds the
@@ -184,25 +214,4 @@ impl Ring {
         ring.keep_file(file);
         Ok(ring)
     }
-}
-
-/// A ring file this process may trust: its own user's, and writable by
-/// nobody else (as OpenSSH refuses such files). Another user's file in a
-/// directory others can write to would carry forged records into the
-/// ring, and be replaced.
-fn trusted(info: &FdInfo) -> Result<(), String> {
-    let euid = sys::effective_uid();
-    if info.uid != euid {
-        return Err(format!(
-            "is owned by uid {}, not by this process's user (uid {euid}); not using it",
-            info.uid
-        ));
-    }
-    if info.mode & 0o022 != 0 {
-        return Err(format!(
-            "is writable by its group or others (mode {:04o}); not using it",
-            info.mode
-        ));
-    }
-    Ok(())
 }

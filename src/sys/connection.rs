@@ -24,7 +24,9 @@ pub enum Peer {
 /// on), written and read with what the socket takes and has now. The caller
 /// keeps its own queue; see `output::fluent`.
 pub struct Connection {
-    peer: Peer,
+    /// None while a collector's name is being looked up (see
+    /// `output::address`): nothing is connected to until it is known.
+    peer: Option<Peer>,
     stream: Option<Fd>,
     /// When a connection was last tried (coarse seconds).
     tried_at: Option<u64>,
@@ -42,7 +44,7 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    pub fn new(peer: Peer) -> Connection {
+    pub fn new(peer: Option<Peer>) -> Connection {
         Connection {
             peer,
             stream: None,
@@ -50,6 +52,12 @@ impl Connection {
             replaced: false,
             made: 0,
         }
+    }
+
+    /// Where it connects, now that it is known (a name was looked up).
+    pub fn set_peer(&mut self, peer: Peer) {
+        self.peer = Some(peer);
+        self.tried_at = None;
     }
 
     /// Makes a connection unless one is there or one was tried this second;
@@ -64,7 +72,7 @@ impl Connection {
             self.replaced = true;
             self.tried_at = None;
         }
-        if self.stream.is_none() && self.tried_at != Some(coarse_seconds()) {
+        if self.stream.is_none() && self.peer.is_some() && self.tried_at != Some(coarse_seconds()) {
             self.tried_at = Some(coarse_seconds());
             self.stream = self.connect().ok();
             self.made += 1;
@@ -74,8 +82,9 @@ impl Connection {
 
     fn connect(&self) -> io::Result<Fd> {
         let (family, storage, len) = match &self.peer {
-            Peer::Tcp(addr) => socket_addr(addr),
-            Peer::Unix(path) => unix_addr(path)?,
+            Some(Peer::Tcp(addr)) => socket_addr(addr),
+            Some(Peer::Unix(path)) => unix_addr(path)?,
+            None => return Err(io::Error::from_raw_os_error(libc::EDESTADDRREQ)),
         };
         let fd = new_socket(family, libc::SOCK_STREAM)?;
         // SAFETY: `storage` holds a sockaddr of `len` bytes for this family.
@@ -88,6 +97,11 @@ impl Connection {
         } else {
             Err(e)
         }
+    }
+
+    /// Whether it knows where to connect.
+    pub fn has_peer(&self) -> bool {
+        self.peer.is_some()
     }
 
     /// Drops the connection (closing only this process's descriptor); the
@@ -179,10 +193,11 @@ pub fn wait(fd: c_int, ms: u64, to_write: bool) {
 
 /// A TCP connection to a log collector that never makes the logging thread
 /// wait (a [`Connection`]): what the socket cannot take yet (a frame cut
-/// short, frames sent while connecting) queued within 64 KiB and sent first
-/// next time; what was queued for a connection that broke is counted lost.
+/// short, frames sent while connecting, or while the collector's name is
+/// being looked up) queued within 64 KiB and sent first next time (or at
+/// the next [`StreamTarget::flush`]); what was queued for a connection that
+/// broke is counted lost.
 pub struct StreamTarget {
-    addr: std::net::SocketAddr,
     conn: Connection,
     /// What the socket could not take yet, and how many frames (or frame
     /// ends) that is, for the connection `for_connection` made.
@@ -195,7 +210,7 @@ pub struct StreamTarget {
 
 impl std::fmt::Debug for StreamTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "StreamTarget({})", self.addr)
+        write!(f, "StreamTarget({:?})", self.conn)
     }
 }
 
@@ -203,16 +218,17 @@ impl std::fmt::Debug for StreamTarget {
 const PENDING_MAX: usize = 64 * 1024;
 
 impl StreamTarget {
-    /// A connection to `addr`, not made yet: [`StreamTarget::start`] or the
-    /// first send makes it. Fails only without the memory for its queue.
-    pub fn new(addr: std::net::SocketAddr) -> io::Result<StreamTarget> {
+    /// A connection to `addr` (None until a name is looked up: see
+    /// [`StreamTarget::set_addr`]), not made yet: [`StreamTarget::start`]
+    /// or the first send makes it. Fails only without the memory for its
+    /// queue.
+    pub fn new(addr: Option<std::net::SocketAddr>) -> io::Result<StreamTarget> {
         let mut pending = Vec::new();
         pending
             .try_reserve_exact(PENDING_MAX)
             .map_err(|_| io::Error::from_raw_os_error(libc::ENOMEM))?;
         Ok(StreamTarget {
-            addr,
-            conn: Connection::new(Peer::Tcp(addr)),
+            conn: Connection::new(addr.map(Peer::Tcp)),
             pending,
             queued: 0,
             for_connection: 0,
@@ -236,9 +252,12 @@ impl StreamTarget {
         up
     }
 
-    /// The collector's address.
-    pub fn addr(&self) -> std::net::SocketAddr {
-        self.addr
+    /// The collector's address, now that its name was looked up: the
+    /// frames queued meanwhile are sent on the connection made now.
+    pub fn set_addr(&mut self, addr: std::net::SocketAddr) {
+        self.conn.set_peer(Peer::Tcp(addr));
+        self.for_connection = self.conn.made() + 1;
+        self.ensure();
     }
 
     /// Drops the connection (closing only this process's descriptor) and
@@ -267,10 +286,33 @@ impl StreamTarget {
         self.pending.clear();
     }
 
+    /// Writes what is queued as far as the socket takes it now, so that
+    /// queued frames do not wait for the next message (vlog's ticker).
+    pub fn flush(&mut self) {
+        if !self.pending.is_empty() && self.conn.has_peer() {
+            let _ = self.send(&[]);
+        }
+    }
+
+    /// Whether it knows where to connect.
+    pub fn has_peer(&self) -> bool {
+        self.conn.has_peer()
+    }
+
     /// Sends `frame` (the octet count prefix included), whole or, when the
     /// socket takes only part of it, with the rest kept for the next call.
     /// An error means the frame was not sent.
     pub fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        if !self.conn.has_peer() {
+            // The name is being looked up: kept for when it resolves.
+            return if self.pending.len() + frame.len() <= PENDING_MAX {
+                self.pending.extend_from_slice(frame);
+                self.queued += 1;
+                Ok(())
+            } else {
+                Err(io::ErrorKind::WouldBlock.into())
+            };
+        }
         if !self.ensure() {
             return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
         }

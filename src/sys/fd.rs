@@ -1,5 +1,6 @@
-//! Descriptors: the one way vlog opens a file of its own, the rule that
-//! keeps a descriptor vlog's, and writes that never raise SIGPIPE.
+//! Descriptors: the rule that keeps a descriptor vlog's, and writes that
+//! never raise SIGPIPE or SIGXFSZ. (The one way vlog opens a file of its
+//! own is `private`.)
 //!
 //! A daemon may close every descriptor above 2 (`close_range`, `closefrom`)
 //! and open its own files, which then get the numbers vlog had. Writing,
@@ -14,10 +15,8 @@
 //! closed, a file of vlog's there would receive the program's own output, and
 //! fd 2 would be refused by the rule for stderr (see `diag`).
 
-use std::ffi::{c_int, CStr, CString};
+use std::ffi::c_int;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 
 /// What kind of file a descriptor is, for how to write to it without
 /// SIGPIPE.
@@ -47,6 +46,9 @@ pub struct FdInfo {
     pub mode: u32,
     /// Whether it is a regular file.
     pub regular: bool,
+    /// Whether it is a character device other than /dev/null, /dev/zero and
+    /// /dev/full (a terminal, for a file vlog opened).
+    pub device: bool,
 }
 
 impl FdInfo {
@@ -71,6 +73,7 @@ fn info_of(st: &libc::stat) -> FdInfo {
         uid: st.st_uid,
         mode: st.st_mode & 0o7777,
         regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
+        device: st.st_mode & libc::S_IFMT == libc::S_IFCHR && !is_null(st.st_rdev),
     }
 }
 
@@ -83,6 +86,13 @@ pub fn fd_info(fd: c_int) -> io::Result<FdInfo> {
         return Err(io::Error::last_os_error());
     }
     Ok(info_of(&st))
+}
+
+/// Whether a character device is one that takes what is written and puts
+/// it nowhere: /dev/null (1:3), /dev/zero (1:5), /dev/full (1:7, which
+/// refuses it: ENOSPC).
+pub(super) fn is_null(rdev: libc::dev_t) -> bool {
+    libc::major(rdev) == 1 && matches!(libc::minor(rdev), 3 | 5 | 7)
 }
 
 /// A descriptor vlog opened, and the file it opened.
@@ -128,6 +138,11 @@ impl Fd {
         self.created
     }
 
+    /// Records that opening the file created it (see `private`).
+    pub(super) fn mark_created(&mut self) {
+        self.created = true;
+    }
+
     /// The file as it is now, if the descriptor still names the file vlog
     /// opened: one fstat(2). Async-signal-safe.
     pub fn check(&self) -> Option<FdInfo> {
@@ -140,6 +155,22 @@ impl Fd {
     /// Async-signal-safe.
     pub fn is_ours(&self) -> bool {
         self.check().is_some()
+    }
+
+    /// A second descriptor of vlog's for the same open file (close-on-exec,
+    /// 3 or above), if this one is still ours: to wait on it (fdatasync)
+    /// without holding what owns this one.
+    pub fn duplicate(&self) -> io::Result<Fd> {
+        if !self.is_ours() {
+            return Err(not_ours());
+        }
+        // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor and changes no
+        // other.
+        let dup = unsafe { libc::fcntl(self.raw, libc::F_DUPFD_CLOEXEC, 3) };
+        if dup < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Fd::own(dup)
     }
 
     /// fdatasync(2), if the descriptor is still ours; [`not_ours`]
@@ -273,82 +304,6 @@ fn above_stdio(raw: c_int) -> io::Result<c_int> {
     result
 }
 
-/// How [`open_private`] opens a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Private {
-    /// Created if missing and written at its end: a log or dump file.
-    /// Non-blocking for log files, so a FIFO needs a reader now and a full
-    /// one drops lines instead of blocking the daemon (regular files ignore
-    /// it).
-    Append { nonblocking: bool },
-    /// Created if missing, read and written: a ring image.
-    ReadWrite,
-    /// Created, read and written, and it must not exist yet: a new ring file.
-    CreateNew,
-    /// Read and written, and it must exist: a ring file left by an earlier
-    /// run, or in use by another process.
-    Existing,
-}
-
-/// Opens a file that vlog writes. Every such file is opened here, so the
-/// promise holds for all of them: created 0600, close-on-exec, never through a
-/// symbolic link (O_NOFOLLOW: a link planted at the path cannot redirect a
-/// privileged daemon's writes), at descriptor 3 or above, its identity kept
-/// (see [`Fd`]). The errors say what a person needs to know (a link, a FIFO
-/// with no reader).
-pub fn open_private(path: &Path, how: Private) -> io::Result<Fd> {
-    let path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::other("the path contains a NUL byte"))?;
-    open_private_c(&path, how).map_err(|e| match e.raw_os_error() {
-        Some(libc::ELOOP) => io::Error::other(format!(
-            "{e} (it is a symbolic link, which vlog does not follow)"
-        )),
-        Some(libc::ENXIO) => io::Error::other(format!("{e} (a FIFO with no reader)")),
-        _ => e,
-    })
-}
-
-/// [`open_private`] for the crash handler: async-signal-safe, errors as
-/// bare errno values.
-pub fn open_private_c(path: &CStr, how: Private) -> io::Result<Fd> {
-    let base = libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    let flags = match how {
-        Private::Append { nonblocking: true } => {
-            base | libc::O_WRONLY | libc::O_APPEND | libc::O_NONBLOCK
-        }
-        Private::Append { nonblocking: false } => base | libc::O_WRONLY | libc::O_APPEND,
-        Private::ReadWrite | Private::CreateNew | Private::Existing => base | libc::O_RDWR,
-    };
-    let open = |flags: c_int| {
-        // SAFETY: a NUL-terminated path; the result is checked.
-        let raw = unsafe { libc::open(path.as_ptr(), flags, 0o600 as libc::c_uint) };
-        if raw < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Fd::own(raw)
-        }
-    };
-    // The file is opened as it is, or else made (O_EXCL), so that vlog
-    // knows which files it created: a configuration refused removes them.
-    let create = |flags: c_int| open(flags | libc::O_CREAT | libc::O_EXCL);
-    let mut fd = if how == Private::CreateNew {
-        create(flags).map(|fd| (fd, true))
-    } else if how == Private::Existing {
-        open(flags).map(|fd| (fd, false))
-    } else {
-        match open(flags) {
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => match create(flags) {
-                // Made by someone else meanwhile.
-                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => open(flags).map(|f| (f, false)),
-                other => other.map(|f| (f, true)),
-            },
-            other => other.map(|f| (f, false)),
-        }
-    }?;
-    fd.0.created = fd.1;
-    Ok(fd.0)
-}
-
 /// Writes all of `buf` to `fd` without ever raising SIGPIPE or SIGXFSZ: a
 /// reader that went away is the error EPIPE, a file at the size limit
 /// (RLIMIT_FSIZE) the error EFBIG, never the end of the process. A
@@ -473,6 +428,7 @@ pub fn write_all_raw(fd: c_int, mut ptr: *const u8, mut len: usize) -> io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::private::{open_private, Private};
 
     fn scratch(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("vlog-fd-{}-{name}", std::process::id()));
@@ -484,14 +440,16 @@ mod tests {
     #[test]
     fn a_descriptor_reused_by_the_program_is_neither_written_nor_closed() {
         let dir = scratch("reused");
-        let fd = open_private(&dir.join("ours"), Private::ReadWrite).unwrap();
+        let fd = open_private(&dir.join("ours"), Private::Image).unwrap();
         assert!(fd.created() && fd.is_ours());
         let raw = fd.raw();
-        // The program closes it and opens a file of its own at that number.
-        // SAFETY: the test's own descriptors.
-        unsafe { libc::close(raw) };
+        // The program closes it and opens a file of its own at that number
+        // (dup2: other tests open files meanwhile).
         let theirs = std::fs::File::create(dir.join("theirs")).unwrap();
-        assert_eq!(std::os::fd::AsRawFd::as_raw_fd(&theirs), raw);
+        let theirs_raw = std::os::fd::AsRawFd::as_raw_fd(&theirs);
+        // SAFETY: the test's own descriptors.
+        let moved = unsafe { libc::dup2(theirs_raw, raw) };
+        assert_eq!(moved, raw);
         assert!(!fd.is_ours());
         drop(fd);
         assert!(fd_info(raw).is_ok(), "the program's file stays open");
@@ -502,8 +460,8 @@ mod tests {
     fn an_existing_file_is_not_counted_as_created() {
         let dir = scratch("existing");
         std::fs::write(dir.join("f"), b"kept").unwrap();
-        let fd = open_private(&dir.join("f"), Private::Append { nonblocking: true }).unwrap();
+        let fd = open_private(&dir.join("f"), Private::Log).unwrap();
         assert!(!fd.created());
-        assert!(open_private(&dir.join("f"), Private::CreateNew).is_err());
+        assert!(open_private(&dir.join("f"), Private::NewRing).is_err());
     }
 }

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::fd::Fd;
 use super::net::{new_socket, unix_addr};
+use super::place::check_directory;
 
 /// Who is at the other end of a connection (SO_PEERCRED, SO_PEERGROUPS).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -71,37 +72,6 @@ fn lstat(path: &CString) -> io::Result<libc::stat> {
         return Err(io::Error::last_os_error());
     }
     Ok(st)
-}
-
-/// Refuses a directory that someone other than this user (or root) could
-/// write a file into: one that belongs to another user, or that its group
-/// or others may write.
-pub fn check_directory(dir: &Path) -> io::Result<()> {
-    let c = c_path(dir)?;
-    // SAFETY: an all-zero stat is a valid out-buffer.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path and a valid out-pointer. The directory
-    // itself may be reached through a link; what is checked is what it is.
-    if unsafe { libc::stat(c.as_ptr(), &mut st) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let me = super::effective_uid();
-    let why = if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
-        "it is not a directory"
-    } else if st.st_uid != me && st.st_uid != 0 {
-        "it belongs to another user"
-    } else if st.st_mode & 0o002 != 0 {
-        "others may write to it"
-    } else if st.st_mode & 0o020 != 0 {
-        "its group may write to it"
-    } else {
-        return Ok(());
-    };
-    Err(io::Error::other(format!(
-        "refusing the directory '{}': {why} (the control socket goes in a directory only \
-         its user, or root, may write to)",
-        dir.display()
-    )))
 }
 
 /// Binds and listens on a new socket at `path` (absolute, at most 107
@@ -315,36 +285,6 @@ fn peer_cred(fd: c_int) -> io::Result<PeerCred> {
         gid: cred.gid,
         groups: groups[..n.min(groups.len())].to_vec(),
     })
-}
-
-/// The id of the group named `name` (or written as a number).
-pub fn group_id(name: &str) -> io::Result<u32> {
-    if let Ok(gid) = name.parse::<u32>() {
-        return Ok(gid);
-    }
-    let c = CString::new(name).map_err(|_| io::Error::other("the group contains a NUL byte"))?;
-    // SAFETY: an all-zero group is a valid out-buffer.
-    let mut grp: libc::group = unsafe { std::mem::zeroed() };
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    let mut found: *mut libc::group = std::ptr::null_mut();
-    // SAFETY: valid buffers of the lengths given; `found` is set to `grp`
-    // or NULL.
-    let rc = unsafe {
-        libc::getgrnam_r(
-            c.as_ptr(),
-            &mut grp,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut found,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::from_raw_os_error(rc));
-    }
-    if found.is_null() {
-        return Err(io::Error::other(format!("no group named '{name}'")));
-    }
-    Ok(grp.gr_gid)
 }
 
 /// What a descriptor registered with a [`Poller`] waits for.

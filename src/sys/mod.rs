@@ -1,6 +1,6 @@
 //! The few operating-system calls std does not offer, each in one small
 //! `unsafe` block: descriptors and the one way vlog opens a file of its own
-//! (`fd`), sockets (`net`; `connection`, a stream for an output with a
+//! (`private`; `fd` keeps a descriptor vlog's), sockets (`net`; `connection`, a stream for an output with a
 //! queue of its own), cancellation (`cancel`), the global allocator
 //! (`alloc`), a reading thread's waits (`watch`), signals taken and sent on
 //! (`signal`), and the thread, clock and process calls below.
@@ -13,12 +13,15 @@ pub mod connection;
 pub mod fd;
 pub mod listen;
 pub mod net;
+pub mod place;
+pub mod private;
 pub mod signal;
 pub mod syslog;
 pub mod watch;
 
-pub use fd::{fd_info, open_private, write_all_fd, write_all_raw, write_no_signal};
-pub use fd::{Fd, FdInfo, FdKind, Private};
+pub use fd::{fd_info, write_all_fd, write_all_raw, write_no_signal};
+pub use fd::{Fd, FdInfo, FdKind};
+pub use private::{open_private, Private};
 
 use std::cell::Cell;
 use std::ffi::c_int;
@@ -27,6 +30,61 @@ use std::ptr::NonNull;
 thread_local! {
     // 0 = not fetched yet. Reset in a forked child, whose thread has a new id.
     static TID: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A `&'static T` set at run time and read without a lock or a `Once`
+/// (which a signal handler could wait on from the thread that runs it):
+/// one atomic pointer. Async-signal-safe.
+pub struct StaticRef<T: 'static>(std::sync::atomic::AtomicPtr<T>);
+
+impl<T: Sync + 'static> StaticRef<T> {
+    pub const fn new() -> StaticRef<T> {
+        StaticRef(std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    /// Sets it (a later `set` replaces it).
+    pub fn set(&self, value: &'static T) {
+        let ptr = (value as *const T).cast_mut();
+        self.0.store(ptr, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn get(&self) -> Option<&'static T> {
+        let ptr = self.0.load(std::sync::atomic::Ordering::Acquire);
+        // SAFETY: only `set` stores here, and only from a `&'static T`,
+        // which is valid for ever and shared (`T: Sync`).
+        unsafe { ptr.cast_const().as_ref() }
+    }
+}
+
+/// The first of descriptors 0, 1 and 2 that is closed, if one is. A name
+/// service look-up (getaddrinfo, getgrnam) opens sockets and files at the
+/// lowest free numbers: with one of these closed, its socket would take the
+/// number where the program's own standard input or output goes, and what
+/// the program writes there would go to a name server. vlog looks nothing
+/// up then.
+pub fn stdio_closed() -> Option<c_int> {
+    // SAFETY: F_GETFD only reads a descriptor's flags.
+    (0..3).find(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0)
+}
+
+/// Why a name is not looked up now (see [`stdio_closed`]), if it is not.
+pub fn lookup_refused() -> Option<String> {
+    stdio_closed().map(|fd| {
+        format!(
+            "descriptor {fd} is closed, and a name look-up would take it (the program's own \
+             output there would go to the name server); give an address, or keep 0, 1 and 2 \
+             open"
+        )
+    })
+}
+
+/// Waits at most `ms` milliseconds, less when a signal handler runs (poll
+/// with no descriptor): the caller measures its own deadline. A sleep that
+/// resumed after each handler could be starved for ever by a storm of
+/// signals (it counts only the time slept between them).
+pub fn nap(ms: u64) {
+    // SAFETY: poll with no descriptors only waits.
+    unsafe { libc::poll(std::ptr::null_mut(), 0, ms.min(i32::MAX as u64) as c_int) };
 }
 
 /// The kernel thread id of the calling thread, cached per thread: the recording

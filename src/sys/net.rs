@@ -264,6 +264,17 @@ pub(super) fn socket_addr(
     }
 }
 
+/// Looks a collector's HOST:PORT up (getaddrinfo: as long as the name
+/// servers take; vlog's resolver thread alone calls it, never under a
+/// lock): its first address, or why there is none.
+pub fn lookup(name: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    match name.to_socket_addrs() {
+        Ok(mut addrs) => addrs.next().ok_or_else(|| "it has no address".to_owned()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// The host's name, for syslog's HOSTNAME field.
 pub fn hostname() -> Vec<u8> {
     let mut buf = [0u8; 256];

@@ -37,6 +37,13 @@ impl Waker {
         &self.read
     }
 
+    /// Takes back every wake-up given so far (a thread that is woken for
+    /// work, not only to stop).
+    pub fn drain(&self) {
+        let mut buf = [0u8; 64];
+        while self.read.is_ours() && read_some(self.read.raw(), &mut buf).is_ok_and(|n| n > 0) {}
+    }
+
     /// Wakes the thread waiting in [`wait`] (for good: the byte stays).
     pub fn wake(&self) {
         if self.write.is_ours() {
@@ -200,6 +207,13 @@ impl Worker {
     #[inline(always)]
     pub fn is_here(&self) -> bool {
         self.pid == super::process_id()
+    }
+
+    /// Wakes the thread (without stopping it), if it is in this process.
+    pub fn wake(&self) {
+        if self.is_here() {
+            self.waker.wake();
+        }
     }
 
     /// Sets the stop flag and wakes the thread; it ends on its own.

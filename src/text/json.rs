@@ -1,7 +1,7 @@
 //! A record as one JSON object on one line, rendered without allocation:
 //! the JSON outputs and `vlog-dump --json` share it. Always valid UTF-8 JSON:
-//! bytes that are not UTF-8 become U+FFFD, control characters are escaped,
-//! and plain ASCII goes by eight bytes at a time.
+//! bytes that are not UTF-8 become U+FFFD, control characters (C0, DEL and
+//! C1) are escaped, and plain ASCII goes by eight bytes at a time.
 
 use super::num::{put_decimal, put_signed};
 use super::plain::{self, all_plain};
@@ -114,12 +114,22 @@ fn put_json_valid(valid: &[u8], out: &mut impl Sink) {
             b'\t' => b"\\t",
             b'\r' => b"\\r",
             0..=0x1f | 0x7f => b"",
+            // A C1 control (U+0080-U+009F), which some terminals obey as
+            // an escape sequence: escaped like C0, so a JSON line shown on
+            // a terminal is as safe as a text line.
+            0xc2 if valid.get(i + 1).is_some_and(|n| (0x80..0xa0).contains(n)) => b"",
             _ => {
                 i += 1;
                 continue;
             }
         };
         out.put(&valid[start..i]);
+        let b = if b == 0xc2 {
+            i += 1;
+            valid[i]
+        } else {
+            b
+        };
         i += 1;
         start = i;
         if escape.is_empty() {
@@ -182,7 +192,7 @@ mod tests {
     #[test]
     fn json_is_valid_utf8_with_escapes() {
         let rec = Record {
-            message: b"quote\" back\\ nl\n ctl\x01 del\x7f bad\xff\xfe \xc3\xa9",
+            message: b"quote\" back\\ nl\n ctl\x01 del\x7f bad\xff\xfe \xc3\xa9 csi\xc2\x9b",
             ..sample()
         };
         let mut v = Vec::new();
@@ -197,7 +207,7 @@ mod tests {
             "{s}"
         );
         assert!(s.ends_with(
-            "\"message\":\"quote\\\" back\\\\ nl\\n ctl\\u0001 del\\u007f bad\u{FFFD}\u{FFFD} \u{e9}\"}\n"
+            "\"message\":\"quote\\\" back\\\\ nl\\n ctl\\u0001 del\\u007f bad\u{FFFD}\u{FFFD} \u{e9} csi\\u009b\"}\n"
         ), "{s}");
     }
 
@@ -215,7 +225,7 @@ mod tests {
                         '\n' => out.extend_from_slice(b"\\n"),
                         '\t' => out.extend_from_slice(b"\\t"),
                         '\r' => out.extend_from_slice(b"\\r"),
-                        c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                        c if (c as u32) < 0x20 || (0x7f..0xa0).contains(&(c as u32)) => {
                             out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
                         }
                         c => out.extend_from_slice(c.to_string().as_bytes()),
@@ -229,7 +239,7 @@ mod tests {
             out
         }
         let mut state = 0x1234_5678_9abc_def1u64;
-        let alphabet = b"ab \"\\\n\x01\x1f\x7f\x80\xc3\xa9\xe2\x82\xac\xff~ ";
+        let alphabet = b"ab \"\\\n\x01\x1f\x7f\x80\xc2\x9b\xc3\xa9\xe2\x82\xac\xff~ ";
         for len in 0..200 {
             let bytes: Vec<u8> = (0..len)
                 .map(|_| {

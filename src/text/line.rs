@@ -60,20 +60,36 @@ pub fn put_fields_text(fields: &[u8], out: &mut impl Sink) {
     out.put(b"]");
 }
 
+/// Writes text that came from outside and is bound for a terminal (a reply
+/// vlog-ctl prints, a command's last bytes vlog-relay shows) with what a
+/// terminal would obey escaped as [`put_escaped`] escapes it (C0 controls,
+/// DEL, C1 controls, bytes that are not UTF-8, as `\r` or `\xHH`), and
+/// its newlines and tabs kept. Unlike a message in a text line, the
+/// backslash is kept: such text is often vlog's own lines, escaped
+/// already. Every text vlog prints goes through one of these two.
+pub fn put_for_terminal(bytes: &[u8], out: &mut impl Sink) {
+    if all_plain(bytes, needs_text_escape) {
+        out.put(bytes);
+    } else {
+        put_escaped_slowly::<true>(bytes, out);
+    }
+}
+
 /// Writes `bytes` escaped as the text line escapes names and messages.
 #[inline(always)]
 pub fn put_escaped(bytes: &[u8], out: &mut impl Sink) {
     if all_plain(bytes, needs_text_escape) {
         out.put(bytes);
     } else {
-        put_escaped_slowly(bytes, out);
+        put_escaped_slowly::<false>(bytes, out);
     }
 }
 
-/// [`put_escaped`] of bytes of which some need an escape: out of line, so
-/// that the plain case saves no registers.
+/// [`put_escaped`] (or, `TERMINAL`, [`put_for_terminal`]) of bytes of
+/// which some need an escape: out of line, so that the plain case saves no
+/// registers.
 #[inline(never)]
-fn put_escaped_slowly(bytes: &[u8], out: &mut impl Sink) {
+fn put_escaped_slowly<const TERMINAL: bool>(bytes: &[u8], out: &mut impl Sink) {
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
@@ -86,6 +102,7 @@ fn put_escaped_slowly(bytes: &[u8], out: &mut impl Sink) {
         }
         let b = bytes[i];
         let kept = match b {
+            b'\\' | b'\n' | b'\t' if TERMINAL => 1,
             b'\\' | 0x7f => 0,
             0x20..=0x7e => 1,
             0x80..=0xff => utf8_kept(&bytes[i..]),
@@ -148,6 +165,13 @@ fn put_byte_escape(b: u8, out: &mut impl Sink) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_for_a_terminal_keeps_newlines_tabs_and_backslashes() {
+        let mut out = Vec::new();
+        put_for_terminal(b"a\x1b]0;t\x07\nb\x9b1m \xc2\x9d\r\t\\n\n\x7f", &mut out);
+        assert_eq!(out, b"a\\x1b]0;t\\x07\nb\\x9b1m \\xc2\\x9d\\r\t\\n\n\\x7f");
+    }
 
     fn line(rec: &Record) -> String {
         let mut v = Vec::new();

@@ -220,7 +220,11 @@ fn structured_fields_reach_every_reader() {
     );
     assert_ok("fields", &out);
     let stderr = text(&out.stderr);
-    assert_eq!(stderr.matches("invalid field name").count(), 1, "{stderr}");
+    assert_eq!(
+        stderr.matches("is not a valid field name").count(),
+        1,
+        "{stderr}"
+    );
     let dumped = dir.join("dump.json");
     std::fs::write(
         &dumped,

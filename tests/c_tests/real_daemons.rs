@@ -8,10 +8,10 @@ use crate::common::*;
 
 /// A journald started here for the test (it runs standalone as root), and
 /// stopped when dropped.
-struct Journald(std::process::Child);
+pub(crate) struct Journald(std::process::Child);
 
 impl Journald {
-    fn start() -> Option<Journald> {
+    pub(crate) fn start() -> Option<Journald> {
         let binary = Path::new("/lib/systemd/systemd-journald");
         // SAFETY: geteuid has no preconditions.
         if !binary.exists() || unsafe { libc::geteuid() } != 0 {
@@ -46,7 +46,7 @@ impl Drop for Journald {
 
 /// Entries journalctl shows for `matches`, as JSON lines, waiting up to 5 s
 /// for `count` of them.
-fn journal_entries(matches: &[&str], count: usize) -> String {
+pub(crate) fn journal_entries(matches: &[&str], count: usize) -> String {
     let mut out = String::new();
     for _ in 0..100 {
         let run = Command::new("journalctl")

@@ -289,7 +289,7 @@ fn a_hostile_ring_file_is_refused_or_read_within_its_size() {
             _ => {
                 use std::os::unix::fs::PermissionsExt;
                 std::fs::set_permissions(&ring, std::fs::Permissions::from_mode(0o666)).unwrap();
-                "writable by its group or others (mode 0666)"
+                "writable by others (mode 0666)"
             }
         };
         let before = std::fs::read(&ring).ok().filter(|_| case != "huge");

@@ -34,6 +34,7 @@ use std::io;
 
 mod wire;
 
+use super::address::Address;
 use super::spec::{FluentOptions, FluentPeer};
 use crate::error::ConfigError;
 use crate::record::Record;
@@ -84,6 +85,9 @@ struct Open {
 #[derive(Debug)]
 pub struct Fluent {
     conn: Connection,
+    /// A receiver's TCP address (a name is looked up by vlog's resolver
+    /// thread; events queue meanwhile); None for a Unix socket.
+    address: Option<Address>,
     name: String,
     tag: Vec<u8>,
     options: FluentOptions,
@@ -115,15 +119,17 @@ impl Fluent {
         tag: &str,
         options: FluentOptions,
     ) -> Result<Fluent, ConfigError> {
-        let (peer, name) = match peer {
+        let (peer, address, name) = match peer {
             FluentPeer::Tcp(addr) => {
-                let resolved = super::syslog::resolve(addr, "fluent receiver")?;
-                (Peer::Tcp(resolved), format!("fluent tcp://{resolved}"))
+                let address = Address::new(addr);
+                let peer = address.get().map(Peer::Tcp);
+                (peer, Some(address), format!("fluent tcp://{addr}"))
             }
             FluentPeer::Unix(path) => {
                 use std::os::unix::ffi::OsStrExt;
                 (
-                    Peer::Unix(path.as_os_str().as_bytes().to_vec()),
+                    Some(Peer::Unix(path.as_os_str().as_bytes().to_vec())),
+                    None,
                     format!("fluent unix:{}", path.display()),
                 )
             }
@@ -141,6 +147,7 @@ impl Fluent {
         let chunk_base = (u64::from(sys::process_id()) << 32) ^ sys::realtime_ns();
         Ok(Fluent {
             conn: Connection::new(peer),
+            address,
             name,
             tag: tag.as_bytes().to_vec(),
             options,
@@ -165,6 +172,29 @@ impl Fluent {
     /// Connects, once the configuration naming it was accepted.
     pub fn start(&mut self) {
         self.conn.ensure();
+    }
+
+    /// The receiver's TCP address, if it has one to look up.
+    pub fn address(&self) -> Option<&Address> {
+        self.address.as_ref()
+    }
+
+    /// The result of looking the receiver's name up: what to say, if
+    /// anything; once it is known, the queue goes to it.
+    pub fn looked_up(
+        &mut self,
+        result: Result<std::net::SocketAddr, String>,
+        now_ms: u64,
+    ) -> Option<String> {
+        let address = self.address.as_mut()?;
+        let said = address.looked_up(result, now_ms, "fluent receiver");
+        if let Some(addr) = address.get() {
+            if !self.conn.has_peer() {
+                self.conn.set_peer(Peer::Tcp(addr));
+                self.pump();
+            }
+        }
+        said
     }
 
     /// Encodes `rec`, adds it to the open batch, and writes

@@ -11,20 +11,24 @@
 //! registered again.
 
 use std::ffi::c_int;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::authority::{self, Role};
 use super::client::{Client, Stream, ROUND_PARTS};
 use crate::config::ControlSpec;
 use crate::error::ConfigError;
 use crate::sys;
 use crate::sys::fd::send_some;
 use crate::sys::listen::{self, Listener, PeerCred, Poller, Timer, READABLE};
+use crate::sys::place;
 use crate::sys::watch::Waker;
 
 /// At most this many connections are served at once; more are told so.
 pub const CLIENTS_MAX: usize = 16;
+/// ... of which members of the group take at most this many: the last
+/// ones are the daemon's user's and root's, which no member can take up.
+const MEMBERS_MAX: usize = 12;
 /// Connections kept beyond those to tell them why they are closed.
 const REFUSALS_MAX: usize = 4;
 /// The timer's period while anything waits for time.
@@ -41,6 +45,11 @@ pub struct Request {
     pub id: u64,
     pub line: String,
     pub peer: PeerCred,
+    pub role: Role,
+    /// The group the socket admits, for what a refusal says.
+    pub group: Option<u32>,
+    /// The socket, as `VLOG_CONTROL` writes it (for `show`).
+    pub socket: String,
 }
 
 /// What a command answers.
@@ -76,12 +85,36 @@ fn now_ms() -> u64 {
 
 impl Server {
     /// Where the socket `spec` names goes (`auto`'s directory made if it
-    /// is missing).
-    pub fn resolve(spec: &ControlSpec) -> Result<PathBuf, ConfigError> {
+    /// is missing: 0700, or 0750 and `group`'s, the group the socket
+    /// admits; see [`Server::group`]).
+    pub fn resolve(spec: &ControlSpec, group: Option<u32>) -> Result<PathBuf, ConfigError> {
         match &spec.path {
             Some(p) => Ok(p.clone()),
-            None => default_path(),
+            None => default_path(group),
         }
+    }
+
+    /// Whether the group `spec` admits is given by name: looking it up may
+    /// ask a directory service (NSS), which is never done under a lock.
+    pub fn group_needs_lookup(spec: &ControlSpec) -> bool {
+        spec.group
+            .as_deref()
+            .is_some_and(|g| g.parse::<u32>().is_err())
+    }
+
+    /// The id of the group `spec` admits, if any (see
+    /// [`Server::group_needs_lookup`]).
+    pub fn group(spec: &ControlSpec) -> Result<Option<u32>, ConfigError> {
+        spec.group
+            .as_deref()
+            .map(place::group_id)
+            .transpose()
+            .map_err(|e| {
+                ConfigError::new(format!(
+                    "cannot admit group '{}': {e}",
+                    spec.group.as_deref().unwrap_or_default()
+                ))
+            })
     }
 
     /// Whether this server's socket is at `path`.
@@ -89,21 +122,24 @@ impl Server {
         self.path == path
     }
 
-    /// Makes the socket `spec` names at `path`, and what it is waited on
-    /// with.
-    pub fn open(spec: &ControlSpec, path: PathBuf) -> Result<Server, ConfigError> {
+    /// Makes the socket `spec` names at `path`, admitting `group` (see
+    /// [`Server::group`]), and what it is waited on with. A group that
+    /// could not reach the socket (a directory on the way it may not
+    /// enter) is refused, saying which.
+    pub fn open(
+        spec: &ControlSpec,
+        path: PathBuf,
+        group: Option<u32>,
+    ) -> Result<Server, ConfigError> {
         let failed = |e: std::io::Error| {
             ConfigError::new(format!(
                 "cannot open the control socket '{}': {e}",
                 path.display()
             ))
         };
-        let group = spec
-            .group
-            .as_deref()
-            .map(listen::group_id)
-            .transpose()
-            .map_err(failed)?;
+        if let Some(gid) = group {
+            place::group_can_reach(&path, gid).map_err(failed)?;
+        }
         let listener = listen::listen(&path, group).map_err(failed)?;
         let poller = Poller::new().map_err(failed)?;
         let timer = Timer::new().map_err(failed)?;
@@ -144,10 +180,6 @@ impl Server {
 
     pub fn poll_fd(&self) -> c_int {
         self.poller.fd().raw()
-    }
-
-    pub fn spec_env(&self) -> String {
-        self.spec.as_env()
     }
 
     fn listener_events(&self) -> u32 {
@@ -201,6 +233,9 @@ impl Server {
                     id: c.id,
                     line,
                     peer: c.peer.clone(),
+                    role: c.role,
+                    group: self.group,
+                    socket: self.spec.as_env(),
                 });
             }
         }
@@ -241,11 +276,16 @@ impl Server {
                     // its one line and is closed once it is read (a few
                     // more connections are kept for that; beyond them,
                     // closed at once).
-                    let why = refusal(&peer, self.group).or_else(|| {
-                        (self.served() >= CLIENTS_MAX).then(|| {
+                    let role = authority::role(&peer, self.group);
+                    let full = match role {
+                        Ok(Role::Member) => self.served(Some(Role::Member)) >= MEMBERS_MAX,
+                        _ => false,
+                    } || self.served(None) >= CLIENTS_MAX;
+                    let why = role.as_ref().err().cloned().or_else(|| {
+                        full.then(|| {
                             format!(
-                                "error: busy: {CLIENTS_MAX} connections are being served; \
-                                 try again\n"
+                                "error: busy: {} connections are being served; try again\n",
+                                self.served(None)
                             )
                         })
                     });
@@ -261,7 +301,8 @@ impl Server {
                         continue;
                     }
                     self.next_id += 1;
-                    let mut client = Client::new(self.next_id, fd, peer, now);
+                    let role = role.unwrap_or(Role::Member);
+                    let mut client = Client::new(self.next_id, fd, peer, role, now);
                     if let Some(why) = why {
                         client.refuse(&why, now);
                     }
@@ -280,9 +321,13 @@ impl Server {
         }
     }
 
-    /// The connections served (not being refused).
-    fn served(&self) -> usize {
-        self.clients.iter().filter(|c| !c.refused()).count()
+    /// The connections served (not being refused), of peers in `role` if
+    /// given.
+    fn served(&self, role: Option<Role>) -> usize {
+        self.clients
+            .iter()
+            .filter(|c| !c.refused() && role.is_none_or(|r| c.role == r))
+            .count()
     }
 
     /// Closes the connections that are done, and registers the others for
@@ -364,26 +409,13 @@ impl Server {
     }
 }
 
-/// Why `peer` may not use the socket (the line it is sent), if it may not:
-/// only this process's effective user, root, and the group named.
-fn refusal(peer: &PeerCred, group: Option<u32>) -> Option<String> {
-    let me = sys::effective_uid();
-    if peer.uid == 0 || peer.uid == me || group.is_some_and(|g| peer.in_group(g)) {
-        return None;
-    }
-    let also = group.map_or_else(String::new, |g| format!(" and group {g}"));
-    Some(format!(
-        "error: refused: uid {} may not control this process (uid {me}, root{also} may)\n",
-        peer.uid
-    ))
-}
-
 /// Where `auto` puts the socket: `$RUNTIME_DIRECTORY/vlog.sock` (systemd's
 /// RuntimeDirectory=; the first one), else `/run/IDENT/vlog.sock` for root
 /// and `$XDG_RUNTIME_DIR/IDENT/vlog.sock` for others, IDENT the program's
-/// name; the last directory made 0700 if it is missing. The environment is
-/// not read in a setuid process.
-fn default_path() -> Result<PathBuf, ConfigError> {
+/// name; the last directory made if it is missing: 0700, or 0750 and
+/// `group`'s, so that the group the socket admits can enter it. The
+/// environment is not read in a setuid process.
+fn default_path(group: Option<u32>) -> Result<PathBuf, ConfigError> {
     const NAME: &str = "vlog.sock";
     let env = |name: &str| {
         (!sys::secure_mode())
@@ -420,14 +452,7 @@ fn default_path() -> Result<PathBuf, ConfigError> {
         ));
     };
     let dir = base.join(&ident);
-    let made = std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .or_else(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => Ok(()),
-            _ => Err(e),
-        });
-    made.map_err(|e| {
+    place::make_directory(&dir, group).map_err(|e| {
         ConfigError::new(format!(
             "cannot make the control socket's directory '{}': {e}",
             dir.display()

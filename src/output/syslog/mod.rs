@@ -16,14 +16,16 @@
 //! 32473 is the enterprise number RFC 5612 sets aside for examples: vlog has
 //! none of its own, and collectors treat the element as opaque.
 
-use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+mod udp;
 
+use std::io;
+use std::net::SocketAddr;
+
+use super::address::Address;
 use super::spec::Transport;
 use crate::error::ConfigError;
 use crate::fields::{self, Value};
 use crate::record::Record;
-use crate::sys;
 use crate::sys::connection::StreamTarget;
 use crate::sys::net::DatagramTarget;
 use crate::sys::syslog as openlog;
@@ -31,6 +33,8 @@ use crate::text::line::{put_escaped, put_fields_text};
 use crate::text::num::{decimal, put_decimal, put_signed};
 use crate::text::time::{put_rfc3164, put_rfc3339};
 use crate::text::Sink;
+use crate::{stats, sys};
+use udp::{Udp, UDP_WAITING_MAX};
 
 /// The local syslog daemon's socket.
 pub const LOCAL_SOCKET: &[u8] = b"/dev/log";
@@ -46,8 +50,9 @@ enum Socket {
     /// descriptor at its start, as sshd does, has not closed it yet).
     Program(Option<DatagramTarget>),
     Local(DatagramTarget),
-    Udp(DatagramTarget, SocketAddr),
-    Tcp(StreamTarget),
+    Udp(Udp),
+    /// Its frames queue in the stream while the name is looked up.
+    Tcp(Address, StreamTarget),
 }
 
 /// One syslog output.
@@ -64,15 +69,6 @@ pub struct Syslog {
     congested: bool,
 }
 
-/// Resolves a collector's HOST:PORT to its first address; `what` names it
-/// in the error ("syslog collector", "fluent receiver").
-pub fn resolve(addr: &str, what: &str) -> Result<SocketAddr, ConfigError> {
-    addr.to_socket_addrs()
-        .map_err(|e| ConfigError::new(format!("cannot resolve {what} '{addr}': {e}")))?
-        .next()
-        .ok_or_else(|| ConfigError::new(format!("{what} '{addr}' has no address")))
-}
-
 impl Syslog {
     pub fn open(transport: &Transport, ident: &str) -> Result<Syslog, ConfigError> {
         let socket_error =
@@ -82,16 +78,31 @@ impl Syslog {
             Transport::Local => {
                 Socket::Local(DatagramTarget::unix(LOCAL_SOCKET).map_err(socket_error)?)
             }
-            Transport::Udp(addr) => {
-                let addr = resolve(addr, "syslog collector")?;
-                Socket::Udp(DatagramTarget::udp(&addr).map_err(socket_error)?, addr)
+            Transport::Udp(name) => {
+                let mut udp = Udp {
+                    address: Address::new(name),
+                    socket: None,
+                    waiting: Vec::new(),
+                };
+                if udp.address.get().is_some() {
+                    udp.start().map_err(socket_error)?;
+                } else {
+                    udp.waiting
+                        .try_reserve_exact(UDP_WAITING_MAX)
+                        .map_err(|e| {
+                            ConfigError::new(format!("cannot make a syslog output: {e}"))
+                        })?;
+                }
+                Socket::Udp(udp)
             }
-            Transport::Tcp(addr) => Socket::Tcp(
-                StreamTarget::new(resolve(addr, "syslog collector")?).map_err(socket_error)?,
-            ),
+            Transport::Tcp(name) => {
+                let address = Address::new(name);
+                let stream = StreamTarget::new(address.get()).map_err(socket_error)?;
+                Socket::Tcp(address, stream)
+            }
         };
         let mut frame = Vec::new();
-        if let Socket::Tcp(_) | Socket::Program(_) = socket {
+        if let Socket::Tcp(..) | Socket::Program(_) = socket {
             frame
                 .try_reserve_exact(crate::text::line::LINE_MAX + 24)
                 .map_err(|e| ConfigError::new(format!("cannot make a syslog output: {e}")))?;
@@ -126,11 +137,11 @@ impl Syslog {
                 render_local(rec, &self.ident, pid, entry);
                 socket.send(entry)
             }
-            Socket::Udp(socket, _) => {
+            Socket::Udp(udp) => {
                 render(rec, &self.ident, &self.hostname, pid, entry);
-                socket.send(entry)
+                udp.send(entry)
             }
-            Socket::Tcp(stream) => {
+            Socket::Tcp(_, stream) => {
                 render(rec, &self.ident, &self.hostname, pid, entry);
                 self.frame.clear();
                 put_decimal(entry.len() as u64, 1, &mut self.frame);
@@ -145,17 +156,67 @@ impl Syslog {
     /// last call.
     pub fn take_dropped(&mut self) -> u64 {
         match &mut self.socket {
-            Socket::Tcp(stream) => stream.take_dropped(),
+            Socket::Tcp(_, stream) => stream.take_dropped(),
             _ => 0,
         }
     }
 
     /// Connects to a TCP collector, once the configuration naming it was
-    /// accepted.
+    /// accepted (and its address is known).
     pub fn start(&mut self) {
-        if let Socket::Tcp(stream) = &mut self.socket {
-            stream.start();
+        if let Socket::Tcp(address, stream) = &mut self.socket {
+            if address.get().is_some() {
+                stream.start();
+            }
         }
+    }
+
+    /// A collector's address, if it has one to look up.
+    pub fn address(&self) -> Option<&Address> {
+        match &self.socket {
+            Socket::Udp(udp) => Some(&udp.address),
+            Socket::Tcp(address, _) => Some(address),
+            _ => None,
+        }
+    }
+
+    /// The result of looking the collector's name up: what to say, if
+    /// anything; once it is known, the socket is made and what waited
+    /// is sent.
+    pub fn looked_up(&mut self, result: Result<SocketAddr, String>, now_ms: u64) -> Option<String> {
+        const WHAT: &str = "syslog collector";
+        match &mut self.socket {
+            Socket::Udp(udp) => {
+                let said = udp.address.looked_up(result, now_ms, WHAT);
+                if let Err(e) = udp.start() {
+                    return Some(format!("cannot make a socket for {}: {e}", self.describe()));
+                }
+                said
+            }
+            Socket::Tcp(address, stream) => {
+                let said = address.looked_up(result, now_ms, WHAT);
+                if let Some(addr) = address.get() {
+                    if !stream.has_peer() {
+                        stream.set_addr(addr);
+                    }
+                }
+                said
+            }
+            _ => None,
+        }
+    }
+
+    /// What vlog's ticker does for a collector: frames a TCP connection
+    /// queued are written as it takes them, not only with the next message.
+    pub fn tick(&mut self) {
+        if let Socket::Tcp(_, stream) = &mut self.socket {
+            stream.flush();
+        }
+    }
+
+    /// Whether the ticker has something to do for it (see `tick`).
+    pub fn is_collector(&self) -> bool {
+        matches!(self.socket, Socket::Udp(_) | Socket::Tcp(..))
     }
 
     /// Whether the program closed this output's socket since the last call
@@ -163,15 +224,16 @@ impl Syslog {
     pub fn take_replaced(&mut self) -> bool {
         match &mut self.socket {
             Socket::Program(socket) => socket.as_mut().is_some_and(|s| s.take_replaced()),
-            Socket::Local(socket) | Socket::Udp(socket, _) => socket.take_replaced(),
-            Socket::Tcp(stream) => stream.take_replaced(),
+            Socket::Local(socket) => socket.take_replaced(),
+            Socket::Udp(udp) => udp.socket.as_mut().is_some_and(|s| s.take_replaced()),
+            Socket::Tcp(_, stream) => stream.take_replaced(),
         }
     }
 
     /// In a forked child: lets go of a collector connection it shares with
     /// the parent (the next message opens the child's own).
     pub fn after_fork(&mut self) {
-        if let Socket::Tcp(stream) = &mut self.socket {
+        if let Socket::Tcp(_, stream) = &mut self.socket {
             stream.disconnect();
         }
     }
@@ -180,8 +242,8 @@ impl Syslog {
         match &self.socket {
             Socket::Program(_) => "syslog (/dev/log, as the program's syslog(3))".to_owned(),
             Socket::Local(_) => "syslog (/dev/log)".to_owned(),
-            Socket::Udp(_, addr) => format!("syslog udp://{addr}"),
-            Socket::Tcp(stream) => format!("syslog tcp://{}", stream.addr()),
+            Socket::Udp(udp) => format!("syslog udp://{}", udp.address.describe()),
+            Socket::Tcp(address, _) => format!("syslog tcp://{}", address.describe()),
         }
     }
 }
@@ -243,14 +305,26 @@ pub fn render(rec: &Record, ident: &[u8], hostname: &[u8], pid: u32, out: &mut i
     put_decimal(pid as u64, 1, out);
     out.put(b" - [");
     out.put(SD_ID);
-    put_param(b"SOURCE", rec.source, out);
+    // vlog's own names are ones no field may take (`fields::RESERVED`), and
+    // a record's field names are unique: no SD-NAME is given twice.
+    put_param(b"VLOG_SOURCE", rec.source, out);
     put_param(b"CODE_FILE", rec.file, out);
     let mut digits = [0u8; 20];
     put_param(b"CODE_LINE", decimal(rec.line as u64, &mut digits), out);
     put_param(b"CODE_FUNC", rec.func, out);
+    let mut given = [([0u8; SD_NAME_MAX], 0); fields::MAX_FIELDS];
+    let mut n = 0;
     for field in fields::decode(rec.fields).iter().flat_map(|f| f.iter()) {
-        // An SD-NAME has at most 32 characters.
-        let name = &field.name[..field.name.len().min(32)];
+        let sd = sd_name(field.name);
+        // Two long names that hash alike: the second is not merged into
+        // the first's, it is left out and counted.
+        if given[..n].contains(&sd) || n == given.len() {
+            stats::add(&stats::BAD_FIELDS, 1);
+            continue;
+        }
+        given[n] = sd;
+        n += 1;
+        let name = &given[n - 1].0[..sd.1];
         match field.value {
             Value::Str(s) => put_param(name, s, out),
             Value::Int(n) => {
@@ -343,6 +417,36 @@ fn perror(line: &[u8], buf: &mut Vec<u8>) {
     }
 }
 
+/// An SD-NAME has at most 32 characters (RFC 5424 6.3.3).
+const SD_NAME_MAX: usize = 32;
+
+/// A field's name as an SD-NAME: as it is up to 32 characters; a longer
+/// one is its first 23, `_` and 8 hex digits of a hash of the whole name
+/// (FNV-1a), so two long names that start alike stay two names. A name of
+/// 32 that already has that shape is hashed too, so that no name can take
+/// the place of another's hash.
+fn sd_name(name: &[u8]) -> ([u8; SD_NAME_MAX], usize) {
+    let mut out = [0u8; SD_NAME_MAX];
+    let hash_shaped = name.len() == SD_NAME_MAX
+        && name[23] == b'_'
+        && name[24..]
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(b));
+    if name.len() <= SD_NAME_MAX && !hash_shaped {
+        out[..name.len()].copy_from_slice(name);
+        return (out, name.len());
+    }
+    let hash = name.iter().fold(0x811c_9dc5u32, |h, &b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    out[..23].copy_from_slice(&name[..23]);
+    out[23] = b'_';
+    for (i, slot) in out[24..].iter_mut().enumerate() {
+        *slot = b"0123456789ABCDEF"[(hash >> (28 - 4 * i)) as usize & 0xf];
+    }
+    (out, SD_NAME_MAX)
+}
+
 /// ` NAME="value"`, the value with `"`, `\` and `]` escaped by a backslash
 /// (RFC 5424 6.3.3) and control bytes and bytes that are not UTF-8 as the
 /// text line escapes them (`\n`, `\x1b`).
@@ -365,18 +469,6 @@ fn put_param(name: &[u8], value: &[u8], out: &mut impl Sink) {
 mod tests {
     use super::*;
     use crate::priority::Priority;
-
-    #[test]
-    fn collectors_resolve() {
-        assert_eq!(
-            resolve("[::1]:6514", "syslog collector").unwrap(),
-            "[::1]:6514".parse::<SocketAddr>().unwrap()
-        );
-        assert!(resolve("no.such.host.invalid:514", "syslog collector")
-            .unwrap_err()
-            .message
-            .contains("cannot resolve"));
-    }
 
     fn sample(fields: &[u8]) -> Record<'_> {
         Record {
@@ -408,9 +500,23 @@ mod tests {
         render(&sample(&list), b"daemon", b"host", 77, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "<28>1 2026-11-30T13:45:12.345678Z host daemon 77 - [vlog@32473 SOURCE=\"qemu\" \
+            "<28>1 2026-11-30T13:45:12.345678Z host daemon 77 - [vlog@32473 VLOG_SOURCE=\"qemu\" \
              CODE_FILE=\"m.c\" CODE_LINE=\"42\" CODE_FUNC=\"f\" VM=\"g\\\"1\\]\\\\\"] hello"
         );
+    }
+
+    #[test]
+    fn long_names_stay_apart() {
+        let one = sd_name(b"A_VERY_LONG_FIELD_NAME_THAT_GOES_ON_ONE");
+        let two = sd_name(b"A_VERY_LONG_FIELD_NAME_THAT_GOES_ON_TWO");
+        assert_eq!((one.1, two.1), (32, 32));
+        assert_ne!(one.0, two.0);
+        assert_eq!(&one.0[..24], b"A_VERY_LONG_FIELD_NAME__");
+        assert_eq!(sd_name(b"SHORT").1, 5);
+        // A name shaped like another's hash does not take its place.
+        let shaped = &one.0[..];
+        assert_ne!(sd_name(shaped).0, one.0);
+        assert_eq!(sd_name(shaped).1, 32);
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! `{"ok":false,"error":"WHY"}`), then its body. The configuration
 //! commands take the environment's syntax, parsers and error texts, and
 //! change all or nothing; each change is said once as an info record of
-//! source `vlog` naming the peer.
+//! source `vlog` naming the peer, the values as its fields. Who may ask
+//! for what is `authority`'s.
 
+use super::authority;
 use super::client::Stream;
 use super::server::{Reply, Request};
 use crate::config;
@@ -51,7 +53,8 @@ pub fn run(request: Request) -> Reply {
     {
         json = true;
     }
-    let answer = answer(command, rest, &request, json);
+    let answer = authority::allows(request.role, &request.peer, request.group, command)
+        .and_then(|()| answer(command, rest, &request, json));
     Reply {
         id: request.id,
         head: head(json, &answer),
@@ -83,25 +86,26 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
     };
     match command {
         "filters" => change(r, "filters", rest, |s, v| {
-            let old = s.filters.as_env();
+            let old = s.filters_env();
             s.set_filters(v)?;
-            Ok((old, s.filters.as_env()))
+            Ok((old, s.filters_env()))
         }),
         "outputs" => change(r, "outputs", rest, |s, v| {
-            let old = outputs_env(s);
+            let old = s.outputs_env();
             s.set_outputs(v)?;
-            Ok((old, outputs_env(s)))
+            Ok((old, s.outputs_env()))
         }),
         "level" => change(r, "level", rest, |s, v| {
             let level = config::parse_level(v)?;
-            let old = (s.level as u8).to_string();
+            let old = (s.level() as u8).to_string();
             s.set_level(level);
             Ok((old, (level as u8).to_string()))
         }),
         "show" => none("show").and_then(|()| {
-            enter(|s| show(s))
-                .map(Answer::Pairs)
-                .ok_or_else(|| "vlog is busy on this thread".to_owned())
+            let mut pairs =
+                enter(|s| s.as_env()).ok_or_else(|| "vlog is busy on this thread".to_owned())?;
+            pairs.push(("VLOG_CONTROL", r.socket.clone()));
+            Ok(Answer::Pairs(pairs))
         }),
         "stats" => none("stats").and_then(|()| {
             enter(|s| s.stats())
@@ -166,15 +170,24 @@ fn change(
     let peer = &r.peer;
     configure(|s| {
         let (old, new) = set(s, value)?;
+        // The values are the peer's: fields, which every output escapes as
+        // values; the message holds only what the kernel said of the peer.
         let message = format!(
-            "{what} changed from '{old}' to '{new}' through the control socket by uid {}, \
-             pid {}",
+            "{what} changed through the control socket by uid {}, pid {}",
             peer.uid, peer.pid
         );
         s.announce(
             b"control",
             &message,
             &[
+                Field {
+                    name: b"OLD",
+                    value: Value::Str(old.as_bytes()),
+                },
+                Field {
+                    name: b"NEW",
+                    value: Value::Str(new.as_bytes()),
+                },
                 Field {
                     name: b"PEER_UID",
                     value: Value::Int(peer.uid.into()),
@@ -205,40 +218,6 @@ fn unquoted(v: &str) -> &str {
         .and_then(|v| v.strip_suffix('"'))
         .filter(|inner| !inner.contains('"'))
         .unwrap_or(v)
-}
-
-/// The outputs in force as `VLOG_OUTPUTS` writes them: "" while they are
-/// the default (stderr at the default level).
-fn outputs_env(s: &State) -> String {
-    if s.default_outputs {
-        String::new()
-    } else {
-        s.outputs.as_env()
-    }
-}
-
-/// The configuration in force, as the environment variables that make it.
-fn show(s: &State) -> Vec<(&'static str, String)> {
-    let signal = s.dump_signal.map_or_else(String::new, |sig| match sig {
-        libc::SIGUSR1 => "USR1".to_owned(),
-        libc::SIGUSR2 => "USR2".to_owned(),
-        n => n.to_string(),
-    });
-    vec![
-        ("VLOG_LEVEL", (s.level as u8).to_string()),
-        ("VLOG_FILTERS", s.filters.as_env()),
-        ("VLOG_OUTPUTS", outputs_env(s)),
-        ("VLOG_BUFFER_SIZE", s.stats().size.to_string()),
-        (
-            "VLOG_BUFFER_FILE",
-            s.buffer_file
-                .as_ref()
-                .map_or_else(String::new, |p| p.display().to_string()),
-        ),
-        ("VLOG_DUMP", s.dump.as_env()),
-        ("VLOG_DUMP_SIGNAL", signal),
-        ("VLOG_CONTROL", s.control_env().unwrap_or_default()),
-    ]
 }
 
 /// A dump's or a follow's options: vlog-dump's, `--json` among them.

@@ -8,6 +8,7 @@
 
 use std::io;
 
+use super::authority::Role;
 use crate::config::select::Selection;
 use crate::ring::published::{self, Place};
 use crate::ring::Entry;
@@ -184,6 +185,8 @@ pub struct Client {
     pub id: u64,
     fd: Fd,
     pub peer: PeerCred,
+    /// What the peer may ask for (see `authority`).
+    pub role: Role,
     accepted_ms: u64,
     input: Vec<u8>,
     phase: Phase,
@@ -200,11 +203,12 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(id: u64, fd: Fd, peer: PeerCred, now_ms: u64) -> Client {
+    pub fn new(id: u64, fd: Fd, peer: PeerCred, role: Role, now_ms: u64) -> Client {
         Client {
             id,
             fd,
             peer,
+            role,
             accepted_ms: now_ms,
             input: Vec::new(),
             phase: Phase::Reading,

@@ -1,0 +1,250 @@
+//! The outputs in force, as one list: opened from a parsed string, set
+//! (all or nothing), printed to in order, ticked, and their collectors'
+//! names handed to the resolver thread and back.
+
+use std::net::SocketAddr;
+
+use super::print::{Lines, Output, Target};
+use super::spec::Spec;
+use crate::error::ConfigError;
+use crate::priority::Priority;
+use crate::record::Record;
+use crate::sys::cancel;
+use crate::text::time::Clock;
+
+/// `Outputs::lowest` when no output prints anything.
+const NONE_PRINTED: u8 = 5;
+
+/// What the outputs in force need of vlog's threads (`logger::ticker`).
+pub const NEEDS_TICKER: u8 = 1;
+pub const NEEDS_RESOLVER: u8 = 2;
+
+/// The names the outputs want looked up now, by the list they belong to.
+pub struct Lookups {
+    pub generation: u64,
+    /// Each output's index in the list, and its collector's HOST:PORT.
+    pub due: Vec<(usize, String)>,
+    /// When the next look-up not due yet will be (ms), if one is.
+    pub next_ms: Option<u64>,
+}
+
+/// The outputs in force, in the order they print.
+#[derive(Debug)]
+pub struct Outputs {
+    list: Vec<Output>,
+    /// The lowest priority any of them prints (5 when there are none): the
+    /// recorded call asks on every message.
+    lowest: u8,
+    /// What they need of vlog's threads (see `needs`).
+    needs: u8,
+    /// Counts the lists set (see `generation`).
+    generation: u64,
+    lines: Lines,
+}
+
+impl Default for Outputs {
+    fn default() -> Outputs {
+        Outputs::new()
+    }
+}
+
+impl Outputs {
+    pub const fn new() -> Outputs {
+        Outputs {
+            list: Vec::new(),
+            lowest: NONE_PRINTED,
+            needs: 0,
+            generation: 0,
+            lines: Lines {
+                clock: Clock::new(),
+                text: Vec::new(),
+                json: Vec::new(),
+                entry: Vec::new(),
+                text_made: false,
+                json_made: false,
+            },
+        }
+    }
+
+    /// Opens every output of a parsed list. One that cannot be opened
+    /// refuses the whole list, and nothing is left of it: what was opened is
+    /// closed, files it created are removed, and no collector was connected
+    /// to (that waits for [`Outputs::set`]).
+    pub fn open(specs: &[Spec]) -> Result<Vec<Output>, ConfigError> {
+        let mut list = Vec::with_capacity(specs.len());
+        for spec in specs {
+            match Output::open(spec) {
+                Ok(out) => list.push(out),
+                Err(e) => {
+                    list.into_iter().for_each(Output::undo);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(list)
+    }
+
+    /// Opens every output of a parsed list that can be opened, for the
+    /// environment at start-up: one that cannot (a file refused, a socket
+    /// not to be had) is left out and said through `refused`, with its
+    /// token; the rest are in force. A daemon's outputs do not all go
+    /// because one file is refused.
+    pub fn open_each(specs: &[Spec], mut refused: impl FnMut(&str, &ConfigError)) -> Vec<Output> {
+        let mut list = Vec::with_capacity(specs.len());
+        for spec in specs {
+            match Output::open(spec) {
+                Ok(out) => list.push(out),
+                Err(e) => refused(&spec.as_env(), &e),
+            }
+        }
+        list
+    }
+
+    /// Replaces the outputs in force, and starts the new ones. Without the
+    /// memory for the lines they print, the list is refused as a whole (and
+    /// nothing is left of it) and the outputs in force stay.
+    pub fn set(&mut self, mut list: Vec<Output>) -> Result<(), ConfigError> {
+        if let Err(e) = self.lines.reserve() {
+            list.into_iter().for_each(Output::undo);
+            return Err(ConfigError::new(format!(
+                "not enough memory for the outputs' lines: {e}"
+            )));
+        }
+        list.iter_mut().for_each(Output::start);
+        self.list = list;
+        self.lowest = self.lowest().map_or(NONE_PRINTED, |p| p as u8);
+        self.generation += 1;
+        self.count_needs();
+        Ok(())
+    }
+
+    /// The outputs in force as `VLOG_OUTPUTS` writes them.
+    pub fn as_env(&self) -> String {
+        let tokens: Vec<String> = self.list.iter().map(|o| o.spec.as_env()).collect();
+        tokens.join(" ")
+    }
+
+    pub fn clear(&mut self) {
+        self.list.clear();
+        self.lowest = NONE_PRINTED;
+        self.needs = 0;
+        self.generation += 1;
+    }
+
+    /// The lowest priority any output prints.
+    pub fn lowest(&self) -> Option<Priority> {
+        self.list.iter().map(|o| o.priority).min()
+    }
+
+    /// Whether some output prints a message of priority `p`.
+    #[inline(always)]
+    pub fn prints(&self, p: Priority) -> bool {
+        p as u8 >= self.lowest
+    }
+
+    /// Prints `rec` to every output whose priority it meets, each form made
+    /// once; `report` gets what is to be reported.
+    pub fn print(&mut self, rec: &Record, mut report: impl FnMut(&str)) {
+        self.lines.text_made = false;
+        self.lines.json_made = false;
+        // Writes and sends are cancellation points: no cancel acts inside
+        // them (see `sys::cancel`; this thread's is not asynchronous, or it
+        // is off already).
+        let cancelability = cancel::off();
+        for out in self.list.iter_mut().filter(|o| rec.priority >= o.priority) {
+            if let Some(event) = out.print(rec, &mut self.lines) {
+                report(&event);
+            }
+        }
+        cancel::restore(cancelability);
+    }
+
+    /// Ticks every batching output (see [`Output::tick`]): how soon the
+    /// next tick is needed (ms), None when no output batches.
+    pub fn tick(&mut self, said: &mut Vec<String>) -> Option<u64> {
+        self.list
+            .iter_mut()
+            .filter_map(|o| o.tick(false, said))
+            .min()
+    }
+
+    /// Which list of outputs this is: a flush that waits between steps
+    /// stops when the list changed under it.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// What the outputs need of vlog's threads: the ticker
+    /// (`NEEDS_TICKER`: an output batches, or is a collector), the resolver
+    /// (`NEEDS_RESOLVER`: a collector's name is still to be looked up).
+    #[inline(always)]
+    pub fn needs(&self) -> u8 {
+        self.needs
+    }
+
+    fn count_needs(&mut self) {
+        let ticked = self.list.iter().any(|o| match &o.target {
+            Target::Fluent(_) => true,
+            Target::Syslog(syslog) => syslog.is_collector(),
+            _ => false,
+        });
+        let names = self
+            .list
+            .iter()
+            .any(|o| o.address().is_some_and(|a| a.get().is_none()));
+        self.needs = (u8::from(ticked) * NEEDS_TICKER) | (u8::from(names) * NEEDS_RESOLVER);
+    }
+
+    /// The collectors' names to look up now (see `address`), taken under the
+    /// logger's lock and looked up without it.
+    pub fn lookups(&self, now_ms: u64) -> Lookups {
+        let mut due = Vec::new();
+        let mut next_ms = None::<u64>;
+        for (i, out) in self.list.iter().enumerate() {
+            let Some(address) = out.address() else {
+                continue;
+            };
+            match address.due(now_ms) {
+                Some(name) => due.push((i, name.to_owned())),
+                None => {
+                    if let Some(t) = address.next_due() {
+                        next_ms = Some(next_ms.map_or(t, |n| n.min(t)));
+                    }
+                }
+            }
+        }
+        Lookups {
+            generation: self.generation,
+            due,
+            next_ms,
+        }
+    }
+
+    /// What the look-ups of [`Outputs::lookups`] came to; ignored when the
+    /// outputs were replaced meanwhile. What is to be said goes to `said`.
+    pub fn looked_up(
+        &mut self,
+        generation: u64,
+        results: Vec<(usize, Result<SocketAddr, String>)>,
+        now_ms: u64,
+        said: &mut Vec<String>,
+    ) {
+        if generation != self.generation {
+            return;
+        }
+        for (i, result) in results {
+            if let Some(out) = self.list.get_mut(i) {
+                said.extend(out.looked_up(result, now_ms));
+            }
+        }
+        self.count_needs();
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Output> {
+        self.list.iter_mut()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Output> {
+        self.list.iter()
+    }
+}

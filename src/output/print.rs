@@ -1,0 +1,421 @@
+//! One output: where its bytes go (`Target`), its priority, its failures
+//! counted and said once, and the lines every output shares (`Lines`).
+
+use std::io;
+use std::net::SocketAddr;
+
+use super::address::Address;
+use super::file::FileOutput;
+use super::fluent::{Fluent, Waiting};
+use super::journald::Journald;
+use super::spec::{Dest, Form, Spec};
+use super::syslog::Syslog;
+use crate::diag;
+use crate::error::ConfigError;
+use crate::priority::Priority;
+use crate::record::Record;
+use crate::stats;
+use crate::sys;
+use crate::text::json::{render_json, JSON_LINE_MAX};
+use crate::text::line::{render_line, LINE_MAX};
+use crate::text::time::Clock;
+
+/// Where an output's bytes go.
+#[derive(Debug)]
+pub(super) enum Target {
+    /// fd 2, while it is still the stderr vlog adopted (see `diag`).
+    Stderr,
+    File(FileOutput),
+    Journald(Journald),
+    Syslog(Syslog),
+    Fluent(Fluent),
+}
+
+/// One output.
+#[derive(Debug)]
+pub struct Output {
+    pub priority: Priority,
+    /// The token it was opened from, for `show` on the control socket.
+    pub(super) spec: Spec,
+    /// The text line or JSON, for stderr and files.
+    form: Form,
+    pub(super) target: Target,
+    /// Lines lost since the output started failing; None while it works.
+    /// The failure is reported when this becomes Some, the recovery when it
+    /// becomes None again.
+    failing: Option<u64>,
+}
+
+/// What every output that prints a record shares: the text and JSON lines,
+/// each made at most once per record, and a buffer for the forms made per
+/// output. Reserved once, so printing never allocates.
+#[derive(Debug, Default)]
+pub struct Lines {
+    pub(super) clock: Clock,
+    pub(super) text: Vec<u8>,
+    pub(super) json: Vec<u8>,
+    pub(super) entry: Vec<u8>,
+    pub(super) text_made: bool,
+    pub(super) json_made: bool,
+}
+
+impl Lines {
+    /// Reserves the buffers once, so that printing never allocates.
+    pub(super) fn reserve(&mut self) -> Result<(), std::collections::TryReserveError> {
+        self.text.try_reserve(LINE_MAX)?;
+        self.json.try_reserve(JSON_LINE_MAX)?;
+        self.entry.try_reserve(LINE_MAX)
+    }
+
+    pub(super) fn line(&mut self, form: Form, rec: &Record) -> &[u8] {
+        if form == Form::Json {
+            if !self.json_made {
+                self.json.clear();
+                render_json(
+                    rec,
+                    Some(sys::process_id()),
+                    &mut self.clock,
+                    &mut self.json,
+                );
+                self.json_made = true;
+            }
+            &self.json
+        } else {
+            if !self.text_made {
+                self.text.clear();
+                render_line(rec, &mut self.clock, &mut self.text);
+                self.text_made = true;
+            }
+            &self.text
+        }
+    }
+}
+
+impl Output {
+    pub fn stderr(priority: Priority) -> Output {
+        let spec = Spec {
+            priority,
+            dest: Dest::Stderr,
+            form: Form::Text,
+        };
+        Output::new(spec, Target::Stderr)
+    }
+
+    fn new(spec: Spec, target: Target) -> Output {
+        Output {
+            priority: spec.priority,
+            form: spec.form,
+            spec,
+            target,
+            failing: None,
+        }
+    }
+
+    /// Opens the output a token names: its file, its socket, its collector
+    /// connection.
+    pub fn open(spec: &Spec) -> Result<Output, ConfigError> {
+        let target = match &spec.dest {
+            Dest::Stderr => Target::Stderr,
+            Dest::File(path) => Target::File(FileOutput::open(path.clone())?),
+            Dest::Journald => Target::Journald(Journald::open()?),
+            Dest::Syslog { transport, ident } => Target::Syslog(Syslog::open(transport, ident)?),
+            Dest::Fluent { peer, tag, options } => {
+                Target::Fluent(Fluent::open(peer, tag, *options)?)
+            }
+        };
+        Ok(Output::new(spec.clone(), target))
+    }
+
+    /// Prints `rec` (text: a deferred message is rendered before). Returns
+    /// what to report, if anything: a rotation noticed, the start of a
+    /// failure, its end.
+    pub fn print(&mut self, rec: &Record, lines: &mut Lines) -> Option<String> {
+        let form = self.form;
+        let (rotated, result) = match &mut self.target {
+            Target::Stderr => (None, write_stderr(lines.line(form, rec))),
+            Target::File(file) => file.write(lines.line(form, rec)),
+            Target::Journald(journald) => {
+                let result = journald.send(rec, &mut lines.entry);
+                (
+                    replaced(journald.take_replaced(), || "journald".into()),
+                    result,
+                )
+            }
+            Target::Syslog(syslog) => {
+                let result = syslog.send(rec, &mut lines.entry);
+                let replaced = replaced(syslog.take_replaced(), || syslog.describe());
+                // Frames a collector connection had queued when it broke.
+                let dropped = syslog.take_dropped();
+                stats::add(&stats::LINES_LOST, dropped);
+                if let Some(lost) = &mut self.failing {
+                    *lost += dropped;
+                }
+                (replaced, result)
+            }
+            Target::Fluent(fluent) => {
+                let result = fluent.send(rec);
+                (
+                    replaced(fluent.take_replaced(), || fluent.describe()),
+                    result,
+                )
+            }
+        };
+        let event = self.account(result);
+        match (rotated, event) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Counts a failed line, and says when failing starts or ends.
+    fn account(&mut self, result: io::Result<()>) -> Option<String> {
+        match (result, &mut self.failing) {
+            (Ok(()), failing) => failing.take().map(|lost| {
+                format!(
+                    "{} works again; {lost} line{} could not be written to it",
+                    self.describe(),
+                    if lost == 1 { "" } else { "s" }
+                )
+            }),
+            (Err(_), Some(lost)) => {
+                *lost += 1;
+                stats::add(&stats::LINES_LOST, 1);
+                None
+            }
+            (Err(e), failing) => {
+                *failing = Some(1);
+                stats::add(&stats::LINES_LOST, 1);
+                let why = match &self.target {
+                    Target::Fluent(fluent) => fluent.why(&e),
+                    _ => e.to_string(),
+                };
+                Some(format!(
+                    "cannot write to {}: {why}; logging goes on, and this is not \
+                     reported again until it works",
+                    self.describe()
+                ))
+            }
+        }
+    }
+
+    /// In a forked child: lets go of a collector connection it shares with
+    /// the parent (the next message opens the child's own).
+    pub fn after_fork(&mut self) {
+        match &mut self.target {
+            Target::Syslog(syslog) => syslog.after_fork(),
+            Target::Fluent(fluent) => fluent.after_fork(),
+            _ => {}
+        }
+    }
+
+    /// One step of a flush of a batching output (see `Fluent::drain_step`);
+    /// None when it has nothing left to send (or does not batch).
+    pub fn drain_step(&mut self, first: bool, said: &mut Vec<String>) -> Option<Waiting> {
+        let Target::Fluent(fluent) = &mut self.target else {
+            return None;
+        };
+        let waiting = fluent.drain_step(first);
+        said.extend(replaced(fluent.take_replaced(), || fluent.describe()));
+        waiting
+    }
+
+    /// What is said when a flush gave up on `events` events.
+    pub fn not_sent(&self, events: u64) -> String {
+        format!(
+            "{}: {events} event{} not sent: the receiver did not take them",
+            self.describe(),
+            if events == 1 { "" } else { "s" }
+        )
+    }
+
+    /// What a batching output or a collector needs every so often
+    /// (sealing a batch that is old enough, writing what is queued,
+    /// reading acknowledgements; everything, when `all`), and how soon it
+    /// needs it again (ms); None for the others. What is to be reported
+    /// goes to `said`.
+    pub fn tick(&mut self, all: bool, said: &mut Vec<String>) -> Option<u64> {
+        match &mut self.target {
+            Target::Fluent(fluent) => {
+                fluent.tick(all);
+                said.extend(replaced(fluent.take_replaced(), || fluent.describe()));
+                Some(fluent.tick_ms())
+            }
+            Target::Syslog(syslog) if syslog.is_collector() => {
+                syslog.tick();
+                Some(COLLECTOR_TICK_MS)
+            }
+            _ => None,
+        }
+    }
+
+    /// A collector's address, if this output has one (see `address`).
+    pub(super) fn address(&self) -> Option<&Address> {
+        match &self.target {
+            Target::Syslog(syslog) => syslog.address(),
+            Target::Fluent(fluent) => fluent.address(),
+            _ => None,
+        }
+    }
+
+    /// The result of looking this output's collector up.
+    pub(super) fn looked_up(
+        &mut self,
+        result: Result<SocketAddr, String>,
+        now_ms: u64,
+    ) -> Option<String> {
+        match &mut self.target {
+            Target::Syslog(syslog) => syslog.looked_up(result, now_ms),
+            Target::Fluent(fluent) => fluent.looked_up(result, now_ms),
+            _ => None,
+        }
+    }
+
+    /// For a configuration refused after this output was opened: a file
+    /// that opening it created is removed again.
+    pub(super) fn undo(self) {
+        if let Target::File(file) = self.target {
+            file.undo();
+        }
+    }
+
+    /// Starts an output the configuration accepted: a collector connection
+    /// is made now, not before the whole configuration is known to be good.
+    pub(super) fn start(&mut self) {
+        match &mut self.target {
+            Target::Syslog(syslog) => syslog.start(),
+            Target::Fluent(fluent) => fluent.start(),
+            _ => {}
+        }
+    }
+
+    /// Reopens a file output by its path (after logrotate moved it). The old
+    /// file stays in use if the new one cannot be opened.
+    pub fn reopen(&mut self) -> io::Result<()> {
+        match &mut self.target {
+            Target::File(file) => file.reopen(),
+            _ => Ok(()),
+        }
+    }
+
+    /// For a file output, a descriptor to make its lines durable with
+    /// (`file::sync`) without the logger's lock; None for the others.
+    pub fn for_sync(&self) -> Option<io::Result<sys::Fd>> {
+        match &self.target {
+            Target::File(file) => file.for_sync(),
+            _ => None,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match &self.target {
+            Target::Stderr => "stderr".to_owned(),
+            Target::File(file) => file.describe(),
+            Target::Journald(_) => "journald".to_owned(),
+            Target::Syslog(syslog) => syslog.describe(),
+            Target::Fluent(fluent) => fluent.describe(),
+        }
+    }
+}
+
+/// What to report when an output's socket was closed by the program and
+/// vlog made a new one.
+fn replaced(replaced: bool, what: impl FnOnce() -> String) -> Option<String> {
+    // The name is made only then: printing a message allocates nothing.
+    replaced.then(|| {
+        format!(
+            "the socket of {} was closed by the program (close_range?): made a new one",
+            what()
+        )
+    })
+}
+
+fn write_stderr(line: &[u8]) -> io::Result<()> {
+    match diag::stderr() {
+        Some(kind) => sys::write_no_signal(2, line, kind),
+        None => Err(io::Error::other(
+            "fd 2 is closed, or is no longer the file it was when vlog started \
+             (call vlog_adopt_stderr() after redirecting it)",
+        )),
+    }
+}
+
+/// How often the ticker looks at a syslog collector (what its connection
+/// queued is written then, not only with the next message).
+const COLLECTOR_TICK_MS: u64 = 200;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::{spec, Outputs, NEEDS_RESOLVER, NEEDS_TICKER};
+    use std::path::PathBuf;
+
+    fn tmp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("vlog-output-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    fn open(s: &str) -> Result<Vec<Output>, ConfigError> {
+        Outputs::open(&spec::parse_list(s)?)
+    }
+
+    #[test]
+    fn files_are_opened_private_and_in_order() {
+        let path = tmp("a.log");
+        let o = open(&format!(
+            "3:stderr  1:file:{}  debug:stderr",
+            path.display()
+        ))
+        .unwrap();
+        assert_eq!(o.len(), 2);
+        assert!(matches!(o[0].target, Target::File(_)));
+        assert!(matches!(o[1].target, Target::Stderr));
+        assert_eq!(o[1].priority, Priority::Debug);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let json = tmp("a.json");
+        let o = open(&format!("3:stderr 1:json:{} 2:json:stderr", json.display())).unwrap();
+        assert!(o[0].form == Form::Json && matches!(o[0].target, Target::File(_)));
+        assert!(o[1].form == Form::Json && matches!(o[1].target, Target::Stderr));
+    }
+
+    #[test]
+    fn what_cannot_be_opened_refuses_the_list() {
+        let err = open("1:file:/nonexistent-dir/x.log").unwrap_err();
+        assert!(err.message.contains("cannot open"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_collectors_name_is_looked_up_later_not_when_it_is_opened() {
+        let mut outputs = Outputs::new();
+        let list =
+            open("1:syslog:d@udp://no.such.host.invalid:514 2:fluent:t@tcp://[::1]:1").unwrap();
+        outputs.set(list).unwrap();
+        assert_eq!(outputs.needs(), NEEDS_TICKER | NEEDS_RESOLVER);
+        let lookups = outputs.lookups(0);
+        assert_eq!(lookups.due, [(0, "no.such.host.invalid:514".to_owned())]);
+        let mut said = Vec::new();
+        outputs.looked_up(
+            lookups.generation,
+            vec![(0, Err("no such name".into()))],
+            0,
+            &mut said,
+        );
+        assert!(
+            said[0].starts_with(
+                "cannot resolve syslog collector 'no.such.host.invalid:514': no such name"
+            ),
+            "{said:?}"
+        );
+        assert!(outputs.lookups(1).due.is_empty());
+        outputs.looked_up(
+            lookups.generation,
+            vec![(0, Ok("127.0.0.1:9".parse().unwrap()))],
+            2000,
+            &mut said,
+        );
+        assert!(said[1].contains("resolved to 127.0.0.1:9"), "{said:?}");
+        assert_eq!(outputs.needs(), NEEDS_TICKER);
+    }
+}
