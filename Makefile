@@ -144,6 +144,16 @@ bench-control: bench-c/control bench-c/control_fork
 bench-dump: bench-c/dump_time
 	bench-c/dump_time
 
+# Logging calls' latency while collectors' names cannot be resolved (a name
+# server that never answers, in a network namespace of the run's own: needs
+# root), beside the same run without collectors; see BENCHMARKS.md.
+bench-c/resolve: lib bench-c/resolve.c include/vlog.h include/vlog_gen.h
+	$(CC) $(CFLAGS) -Iinclude bench-c/resolve.c -o $@ $(STATIC_LIB) $(LIBS)
+
+.PHONY: bench-resolve
+bench-resolve: bench-c/resolve
+	bench-c/resolve.sh bench-c/resolve
+
 # Side by side with other loggers; see BENCHMARKS.md. The peers come from
 # Debian: apt-get install libspdlog-dev libglib2.0-dev liblttng-ust-dev liblog4c-dev
 BENCH_PROGRAMS = bench-c/bench $(if $(shell pkg-config --exists spdlog && echo y),bench-c/bench_spdlog)

@@ -187,6 +187,7 @@ impl Output {
                 stats::add(&stats::LINES_LOST, 1);
                 let why = match &self.target {
                     Target::Fluent(fluent) => fluent.why(&e),
+                    Target::Syslog(syslog) => syslog.why(&e),
                     _ => e.to_string(),
                 };
                 Some(format!(

@@ -206,6 +206,19 @@ impl Syslog {
         }
     }
 
+    /// What a failed send means, for the one report of it: while the
+    /// collector's name is looked up, only that its queue is full.
+    pub fn why(&self, e: &io::Error) -> String {
+        match self.address() {
+            Some(address) if address.get().is_none() => {
+                "its name is not resolved yet, and what waits for it (64 KiB) is full: lines \
+                 are dropped until it resolves"
+                    .to_owned()
+            }
+            _ => e.to_string(),
+        }
+    }
+
     /// What vlog's ticker does for a collector: frames a TCP connection
     /// queued are written as it takes them, not only with the next message.
     pub fn tick(&mut self) {
