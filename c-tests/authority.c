@@ -11,6 +11,7 @@
  *                           hard links and FIFOs through vlog_set_outputs.
  *   authority crash         logs a secret and crashes (SIGSEGV): where the
  *                           dump and its ring image go is the test's.
+ *   authority ring          logs one record (into the test's ring file).
  *   authority fields DIR    fields named as journald's own, as vlog's,
  *                           twice, too long for syslog, invalid: to a JSON
  *                           file, a syslog collector (this program's own
@@ -23,10 +24,18 @@
  *   authority recover DIR   a collector whose name cannot be resolved at
  *                           first: said once, its lines kept, and sent
  *                           once the name resolves (said once).
+ *   authority stdio DIR     fd 2 closed: no name is looked up (its socket
+ *                           would take fd 2), said once; looked up once
+ *                           fd 2 is open again.
+ *   authority group DIR     VLOG_CONTROL's group is looked up by a name
+ *                           service that never answers (the test's):
+ *                           vlog_control_stop and exit do not wait for it,
+ *                           and no socket is put in force after the stop.
  */
 #include "check.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -102,6 +111,12 @@ static int files(const char *dir)
     free(own);
     unchanged(check_path(dir, "secret"), "SECRET FILE\n");
     printf("files ok\n");
+    return 0;
+}
+
+static int ring(void)
+{
+    VLOG_ERROR("RING RECORD");
     return 0;
 }
 
@@ -223,6 +238,31 @@ static void control(const char *path, const char *request, char *reply, size_t c
     close(s);
 }
 
+/* How many of this process's threads are named `name`. */
+static int threads_named(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+
+    CHECK(d != NULL);
+    while ((e = readdir(d)) != NULL) {
+        char path[300], comm[32] = "";
+        FILE *f;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        if (fgets(comm, sizeof comm, f) != NULL && strncmp(comm, name, strlen(name)) == 0)
+            n++;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
 static int resolve(const char *dir)
 {
     pthread_t t;
@@ -264,6 +304,17 @@ static int resolve(const char *dir)
     logging_goes_on(1000, 20, "after the control socket's outputs");
     control(check_path(dir, "ctl.sock"), "show\n", reply, sizeof reply);
     CHECK(strstr(reply, "other.example.net:514") != NULL);
+
+    /* Outputs switched between a name and none, again and again, while the
+     * resolver waits: one resolver thread, never one per switch. */
+    for (int i = 0; i < 50; i++) {
+        snprintf(spec, sizeof spec, "%s1:file:%s",
+                 i % 2 ? "" : "2:syslog:d@udp://again.example.net:514 ",
+                 check_path(dir, "own.log"));
+        CHECK(vlog_set_outputs(spec) == 0);
+    }
+    printf("resolver threads: %d\n", threads_named("vlog-resolver"));
+    CHECK(threads_named("vlog-resolver") == 1);
 
     atomic_store(&stop_logging, 1);
     pthread_join(t, NULL);
@@ -347,6 +398,72 @@ static int recover(const char *dir)
     return 0;
 }
 
+/* The ring as text, through a descriptor opened before stdin was closed
+ * (a file opened now would take fd 0, and the resolver would look). */
+static char *ring_text(int fd)
+{
+    CHECK(ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0);
+    CHECK(vlog_dump(fd) >= 0);
+    return check_slurp_fd(fd);
+}
+
+/* fd 0 closed: the collector's name is not looked up (the test's name
+ * server records every query), which is said once; fd 0 open again, it is. */
+static int stdio(const char *dir)
+{
+    const char *asked = getenv("DNS_ASKED");
+    char *text;
+    long deadline;
+    int fd, ring;
+
+    ring = open(check_path(dir, "ring.txt"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK(ring > 2);
+    close(0);
+    CHECK(vlog_set_outputs("1:syslog:d@udp://collector.example.net:514") == 0);
+    VLOG_INFO("LINE while fd 0 is closed");
+    deadline = now_ms() + 30000;
+    for (;;) {
+        text = ring_text(ring);
+        int said = check_count(text, "descriptor 0 is closed");
+        free(text);
+        if (said > 0)
+            break;
+        CHECK(now_ms() < deadline);
+        usleep(10000);
+    }
+    CHECK(access(asked, F_OK) != 0);
+    /* Open again (at 0, the lowest free number). */
+    fd = open("/dev/null", O_RDONLY);
+    CHECK(fd == 0);
+    deadline = now_ms() + 30000;
+    while (access(asked, F_OK) != 0) {
+        CHECK(now_ms() < deadline);
+        usleep(10000);
+    }
+    text = ring_text(ring);
+    CHECK(check_count(text, "descriptor 0 is closed") == 1);
+    free(text);
+    printf("stdio ok\n");
+    return 0;
+}
+
+/* VLOG_CONTROL names a group whose look-up never returns (the test's
+ * /etc/group is a FIFO nobody writes): the control socket's thread waits
+ * for it; a stop, a new socket and exit do not. */
+static int group(const char *dir)
+{
+    struct stat st;
+
+    VLOG_INFO("started");
+    CHECK(vlog_control_stop() == 0);
+    CHECK(stat(check_path(dir, "a.sock"), &st) != 0);
+    CHECK(vlog_control_start(check_path(dir, "b.sock")) == 0);
+    CHECK(stat(check_path(dir, "b.sock"), &st) == 0);
+    printf("group ok\n");
+    fflush(stdout);
+    exit(0);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -354,12 +471,18 @@ int main(int argc, char **argv)
         return files(argv[2]);
     if (argc >= 2 && strcmp(argv[1], "crash") == 0)
         return crash();
+    if (argc >= 2 && strcmp(argv[1], "ring") == 0)
+        return ring();
     if (argc >= 3 && strcmp(argv[1], "fields") == 0)
         return fields(argv[2]);
     if (argc >= 3 && strcmp(argv[1], "resolve") == 0)
         return resolve(argv[2]);
     if (argc >= 3 && strcmp(argv[1], "recover") == 0)
         return recover(argv[2]);
+    if (argc >= 3 && strcmp(argv[1], "stdio") == 0)
+        return stdio(argv[2]);
+    if (argc >= 3 && strcmp(argv[1], "group") == 0)
+        return group(argv[2]);
     fprintf(stderr, "usage: authority files|crash|fields|resolve|recover DIR\n");
     return 2;
 }

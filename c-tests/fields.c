@@ -60,7 +60,7 @@ int main(int argc, char **argv)
     }
     /* More than 32 fields: the first 32 are kept. */
     for (int i = 0; i < 40; i++) {
-        static char names[40][8];
+        static char names[40][16];
         snprintf(names[i], sizeof names[i], "I%d", i);
         vlog_field f = VLOG_FIELD_INT(names[i], i);
         many[i] = f;

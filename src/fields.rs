@@ -334,6 +334,16 @@ mod tests {
                 (&b"PRIORITY"[..], Refusal::Reserved)
             );
         }
+        // Another process's, and what `journalctl -u` matches.
+        for name in [
+            &b"OBJECT_SYSTEMD_UNIT"[..],
+            b"COREDUMP_EXE",
+            b"UNIT",
+            b"USER_UNIT",
+        ] {
+            assert!(is_reserved(name), "{}", String::from_utf8_lossy(name));
+        }
+        assert!(!is_reserved(b"OBJECTIVE") && !is_reserved(b"UNITS"));
         // vlog's own are kept as they are.
         let own = [Field {
             name: b"SYSLOG_FACILITY",

@@ -98,6 +98,8 @@ pub mod internal {
 
     // For vlog-ctl.
     pub use crate::control::COMMANDS as CONTROL_COMMANDS;
+    pub use crate::sys::listen::peer_cred;
+    pub use crate::sys::net::unix_addr;
 
     // For vlog-relay.
     pub use crate::relay::watch::Watch;

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use vlog::internal::{put_for_terminal, CONTROL_COMMANDS};
+use vlog::internal::{peer_cred, put_for_terminal, unix_addr, CONTROL_COMMANDS};
 
 /// The program answered, and did what was asked.
 const OK: u8 = 0;
@@ -217,26 +217,7 @@ fn fail(code: u8, message: &str) -> ExitCode {
 /// The pid of the process that serves the socket `stream` is connected to
 /// (SO_PEERCRED: the one that listened).
 fn server_pid(stream: &UnixStream) -> io::Result<u32> {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` is a valid out-buffer of `len` bytes for SO_PEERCRED.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&raw mut cred).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(cred.pid as u32)
+    peer_cred(stream.as_raw_fd()).map(|cred| cred.pid as u32)
 }
 
 /// Connects to the socket at `path`, waiting at most `REPLY_TIMEOUT`: a
@@ -245,18 +226,7 @@ fn server_pid(stream: &UnixStream) -> io::Result<u32> {
 fn connect(path: &std::path::Path) -> io::Result<UnixStream> {
     use std::os::fd::FromRawFd;
     use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    // SAFETY: an all-zero sockaddr_un is valid; filled below within
-    // sun_path, keeping its NUL.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    if bytes.len() >= addr.sun_path.len() {
-        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
-    }
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (dst, &b) in addr.sun_path.iter_mut().zip(bytes) {
-        *dst = b as libc::c_char;
-    }
-    let len = (std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1) as libc::socklen_t;
+    let (_, addr, len) = unix_addr(path.as_os_str().as_bytes())?;
     let flags = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
     // SAFETY: plain socket creation; the result is checked.
     let raw = unsafe { libc::socket(libc::AF_UNIX, flags, 0) };

@@ -1,15 +1,15 @@
 //! vlog's threads for its outputs.
 //!
-//! - The ticker: while an output batches (`fluent`) or is a collector
-//!   (syslog over UDP or TCP), a thread of vlog's takes the lock every so
-//!   often so that the output can send a batch that is old enough, write
-//!   what its connection queued, read acknowledgements and connect again;
-//!   nothing waits for the next message.
+//! - The ticker: while an output batches (`fluent`), a thread of vlog's
+//!   takes the lock every so often so that the output can send a batch
+//!   that is old enough, read acknowledgements and connect again; a batch
+//!   never waits for the next message.
 //! - The resolver: while a collector's name is still to be looked up, a
 //!   thread of vlog's looks it up (getaddrinfo, which can wait as long as
 //!   the name servers take) without the lock, and takes the lock only to
-//!   hand the address to the output (see `output::address`). No thread that
-//!   logs, and no configuration call, ever waits for a name.
+//!   hand the address to the output and write what waited for it, as the
+//!   new connection takes it (see `output::address`). No thread that logs,
+//!   and no configuration call, ever waits for a name.
 //!
 //! Each is started when the configuration needs it (and in a forked child,
 //! which has none of its parent's threads, by its first message printed),
@@ -42,6 +42,9 @@ pub const DRAIN_TOTAL_MS: u64 = 5000;
 pub struct Threads {
     ticker: Option<Worker>,
     resolver: Option<Worker>,
+    /// The resolver found nothing left to look up and ended (said under
+    /// the lock, so that names set after that start a new one).
+    resolver_gone: bool,
 }
 
 impl Threads {
@@ -49,6 +52,7 @@ impl Threads {
         Threads {
             ticker: None,
             resolver: None,
+            resolver_gone: false,
         }
     }
 
@@ -56,7 +60,7 @@ impl Threads {
     #[inline(always)]
     fn running(&self) -> u8 {
         let ticker = self.ticker.as_ref().is_some_and(Worker::is_here);
-        let resolver = self.resolver.as_ref().is_some_and(Worker::is_here);
+        let resolver = !self.resolver_gone && self.resolver.as_ref().is_some_and(Worker::is_here);
         (u8::from(ticker) * NEEDS_TICKER) | (u8::from(resolver) * NEEDS_RESOLVER)
     }
 }
@@ -128,9 +132,16 @@ impl State {
         threads.into_iter().flatten().for_each(Worker::stop);
     }
 
-    /// The collectors' names due, as the resolver takes them.
-    fn lookups(&self) -> Lookups {
-        self.outputs.lookups(now_ms())
+    /// The collectors' names due, as the resolver takes them; None when
+    /// none is left to look up, and then the resolver ends, which is noted
+    /// under this lock (see `Threads::resolver_gone`).
+    fn lookups(&mut self) -> Option<Lookups> {
+        let lookups = self.outputs.lookups(now_ms());
+        if lookups.due.is_empty() && lookups.next_ms.is_none() {
+            self.threads.resolver_gone = true;
+            return None;
+        }
+        Some(lookups)
     }
 
     /// What the resolver found.
@@ -150,8 +161,9 @@ fn now_ms() -> u64 {
 
 /// [`State::keep_ticker`] on the parts of the state it needs: also after a
 /// message was printed, for a forked child's first. The ticker runs only
-/// while it is needed; the resolver, once started, stays (idle), so that
-/// one stuck in a name server's time is never joined nor doubled.
+/// while it is needed; the resolver until no name is left to look up (it
+/// ends then by itself), and one stuck in a name server's time is woken
+/// for new names, never joined nor doubled.
 #[inline(always)]
 pub fn keep(threads: &mut Threads, needs: u8) {
     let running = threads.running();
@@ -179,13 +191,17 @@ fn restart(threads: &mut Threads, needs: u8) {
         }
     }
     if needs & !running & NEEDS_RESOLVER != 0 {
-        // A forked child's copy of its parent's is not in the child.
-        if let Some(parents) = threads.resolver.take() {
-            parents.stop();
+        // One that ended, or a forked child's copy of its parent's (not in
+        // the child): let go of.
+        if let Some(old) = threads.resolver.take() {
+            old.stop();
         }
         {
             match start("vlog-resolver", resolve) {
-                Ok(started) => threads.resolver = Some(started),
+                Ok(started) => {
+                    threads.resolver = Some(started);
+                    threads.resolver_gone = false;
+                }
                 Err(e) => diag::warn(&format!(
                     "cannot start vlog's resolver thread ({e}): a collector named by a host \
                      name gets nothing until it can start"
@@ -258,12 +274,12 @@ fn start(name: &str, run: fn(&AtomicBool, &Waker)) -> std::io::Result<Worker> {
 
 /// The resolver: the names due looked up without the lock, one at a time,
 /// their addresses handed over under it; then a wait until the next is
-/// due, or until it is woken (new names, or a stop); idle, it waits a
-/// minute at a time. It never holds the lock while it waits for a name
-/// server.
+/// due, or until it is woken (new names, or a stop). It ends when no name
+/// is left to look up (its thread's resolver state goes with it). It never
+/// holds the lock while it waits for a name server.
 fn resolve(stop: &AtomicBool, waker: &Waker) {
     loop {
-        let Ok(Some(lookups)) = crate::panic::catch(|| enter(|s| s.lookups())) else {
+        let Ok(Some(Some(lookups))) = crate::panic::catch(|| enter(|s| s.lookups())) else {
             return;
         };
         if stop.load(Ordering::SeqCst) {
@@ -288,7 +304,7 @@ fn resolve(stop: &AtomicBool, waker: &Waker) {
         }
         let wait = lookups
             .next_ms
-            .map_or(60_000, |t| t.saturating_sub(now_ms()).clamp(1, 60_000));
+            .map_or(1, |t| t.saturating_sub(now_ms()).clamp(1, 60_000));
         if watch::sleep(waker, wait) {
             waker.drain();
         }

@@ -19,6 +19,10 @@ const NONE_PRINTED: u8 = 5;
 pub const NEEDS_TICKER: u8 = 1;
 pub const NEEDS_RESOLVER: u8 = 2;
 
+/// How soon the resolver comes back to write what a collector kept while
+/// its name was looked up, while its connection is being made.
+const FLUSH_AGAIN_MS: u64 = 50;
+
 /// The names the outputs want looked up now, by the list they belong to.
 pub struct Lookups {
     pub generation: u64,
@@ -183,23 +187,31 @@ impl Outputs {
     }
 
     fn count_needs(&mut self) {
-        let ticked = self.list.iter().any(|o| match &o.target {
-            Target::Fluent(_) => true,
-            Target::Syslog(syslog) => syslog.is_collector(),
-            _ => false,
-        });
-        let names = self
+        let ticked = self
             .list
             .iter()
-            .any(|o| o.address().is_some_and(|a| a.get().is_none()));
+            .any(|o| matches!(o.target, Target::Fluent(_)));
+        let names = self.list.iter().any(|o| {
+            o.address().is_some_and(|a| a.get().is_none())
+                || matches!(&o.target, Target::Syslog(s) if s.has_waiting())
+        });
         self.needs = (u8::from(ticked) * NEEDS_TICKER) | (u8::from(names) * NEEDS_RESOLVER);
     }
 
     /// The collectors' names to look up now (see `address`), taken under the
-    /// logger's lock and looked up without it.
-    pub fn lookups(&self, now_ms: u64) -> Lookups {
+    /// logger's lock and looked up without it; what collectors kept while
+    /// their names were looked up is written now as far as their
+    /// connections take it, and the resolver comes back for the rest.
+    pub fn lookups(&mut self, now_ms: u64) -> Lookups {
         let mut due = Vec::new();
         let mut next_ms = None::<u64>;
+        if self
+            .list
+            .iter_mut()
+            .fold(false, |w, o| o.flush_waiting() | w)
+        {
+            next_ms = Some(now_ms + FLUSH_AGAIN_MS);
+        }
         for (i, out) in self.list.iter().enumerate() {
             let Some(address) = out.address() else {
                 continue;
@@ -213,6 +225,7 @@ impl Outputs {
                 }
             }
         }
+        self.count_needs();
         Lookups {
             generation: self.generation,
             due,

@@ -229,11 +229,10 @@ impl Output {
         )
     }
 
-    /// What a batching output or a collector needs every so often
-    /// (sealing a batch that is old enough, writing what is queued,
-    /// reading acknowledgements; everything, when `all`), and how soon it
-    /// needs it again (ms); None for the others. What is to be reported
-    /// goes to `said`.
+    /// What a batching output needs every so often (sealing a batch that is
+    /// old enough, writing, reading acknowledgements; everything, when
+    /// `all`), and how soon it needs it again (ms); None for the others.
+    /// What is to be reported goes to `said`.
     pub fn tick(&mut self, all: bool, said: &mut Vec<String>) -> Option<u64> {
         match &mut self.target {
             Target::Fluent(fluent) => {
@@ -241,11 +240,17 @@ impl Output {
                 said.extend(replaced(fluent.take_replaced(), || fluent.describe()));
                 Some(fluent.tick_ms())
             }
-            Target::Syslog(syslog) if syslog.is_collector() => {
-                syslog.tick();
-                Some(COLLECTOR_TICK_MS)
-            }
             _ => None,
+        }
+    }
+
+    /// Writes what a collector kept while its name was looked up, as far as
+    /// its connection takes it now: true while some of it still waits (the
+    /// resolver comes back for it; see `address`).
+    pub(super) fn flush_waiting(&mut self) -> bool {
+        match &mut self.target {
+            Target::Syslog(syslog) => syslog.flush_waiting(),
+            _ => false,
         }
     }
 
@@ -339,10 +344,6 @@ fn write_stderr(line: &[u8]) -> io::Result<()> {
         )),
     }
 }
-
-/// How often the ticker looks at a syslog collector (what its connection
-/// queued is written then, not only with the next message).
-const COLLECTOR_TICK_MS: u64 = 200;
 
 #[cfg(test)]
 mod tests {

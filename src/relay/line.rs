@@ -623,6 +623,11 @@ mod tests {
         assert_eq!(name("Priority"), "CHILD_PRIORITY");
         assert_eq!(name("code_file"), "CHILD_CODE_FILE");
         assert_eq!(name("child_level"), "CHILD_CHILD_LEVEL");
+        // Names that would speak for another process or unit.
+        assert_eq!(name("object_systemd_unit"), "CHILD_OBJECT_SYSTEMD_UNIT");
+        assert_eq!(name("coredump_unit"), "CHILD_COREDUMP_UNIT");
+        assert_eq!(name("unit"), "CHILD_UNIT");
+        assert_eq!(name("syslog_identifier"), "CHILD_SYSLOG_IDENTIFIER");
         assert_eq!(name(""), "CHILD_EMPTY");
         assert_eq!(name("é"), "CHILD___");
         assert_eq!(name(&"k".repeat(100)).len(), 64);

@@ -299,6 +299,11 @@ impl StreamTarget {
         self.conn.has_peer()
     }
 
+    /// Whether frames are queued.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// Sends `frame` (the octet count prefix included), whole or, when the
     /// socket takes only part of it, with the rest kept for the next call.
     /// An error means the frame was not sent.

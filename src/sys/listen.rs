@@ -248,7 +248,9 @@ pub fn shutdown_write(fd: &Fd) {
     unsafe { libc::shutdown(fd.raw(), libc::SHUT_WR) };
 }
 
-fn peer_cred(fd: c_int) -> io::Result<PeerCred> {
+/// Who is at the other end of Unix socket `fd` (for vlog-ctl too: the
+/// process that serves a control socket).
+pub fn peer_cred(fd: c_int) -> io::Result<PeerCred> {
     // SAFETY: an all-zero ucred is valid; getsockopt fills it.
     let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;

@@ -213,10 +213,8 @@ impl DatagramTarget {
     }
 }
 
-/// A Unix socket path as a sockaddr for connect(2).
-pub(super) fn unix_addr(
-    path: &[u8],
-) -> io::Result<(c_int, libc::sockaddr_storage, libc::socklen_t)> {
+/// A Unix socket path as a sockaddr for connect(2) (for vlog-ctl too).
+pub fn unix_addr(path: &[u8]) -> io::Result<(c_int, libc::sockaddr_storage, libc::socklen_t)> {
     // SAFETY: an all-zero sockaddr_storage is valid; it is larger than and
     // aligned for sockaddr_un, filled below within sun_path and leaving its
     // NUL.

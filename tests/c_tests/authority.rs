@@ -117,11 +117,52 @@ fn files_another_user_planted_get_nothing() {
         );
     }
 
+    if !signal_test_skipped() {
+        planted_dump_files_get_nothing(&exe, &dir);
+    }
+
+    // A link planted where the ring file is built (its name has the pid,
+    // which the planter knows once the program starts): passed over, never
+    // removed nor followed; the ring file is made beside it.
+    let passwd = std::fs::read("/etc/passwd").unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "setpriv --reuid={OTHER} --regid={OTHER} --clear-groups \
+             ln -s /etc/passwd \"$0/ring.$$.0.new\" && echo $$ && exec \"$1\" ring"
+        ))
+        .arg(&dir)
+        .arg(&exe)
+        .env("VLOG_BUFFER_FILE", dir.join("ring"))
+        .output()
+        .unwrap();
+    assert_ok("authority ring", &out);
+    let pid = text(&out.stdout).trim().to_owned();
+    let planted = dir.join(format!("ring.{pid}.0.new"));
+    assert_eq!(
+        std::fs::read_link(&planted).ok(),
+        Some(PathBuf::from("/etc/passwd"))
+    );
+    assert_eq!(std::fs::read("/etc/passwd").unwrap(), passwd);
+    let dumped = vlog_dump(&[dir.join("ring").to_str().unwrap()]);
+    assert!(
+        text(&dumped.stdout).contains("RING RECORD"),
+        "{}",
+        text(&dumped.stdout)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The crash parts of [`files_another_user_planted_get_nothing`] (the
+/// sanitizer and valgrind passes handle fatal signals themselves).
+fn planted_dump_files_get_nothing(exe: &Path, dir: &Path) {
+    let d = dir.to_str().unwrap();
+    let dump = format!("file:{d}/planted.crash");
     // A crash with the planted dump file: the dump goes to stderr, nothing
     // into their file.
     let out = run_within(
         30,
-        &exe,
+        exe,
         &["crash"],
         &[("VLOG_DUMP", &dump), ("VLOG_OUTPUTS", "4:stderr")],
     );
@@ -136,7 +177,7 @@ fn files_another_user_planted_get_nothing() {
     // Our own dump file, with a ring image planted beside it: the dump is
     // written, the image is not.
     let own = format!("file:{d}/own.crash");
-    let out = run_within(30, &exe, &["crash"], &[("VLOG_DUMP", &own)]);
+    let out = run_within(30, exe, &["crash"], &[("VLOG_DUMP", &own)]);
     let err = text(&out.stderr);
     let dumped = std::fs::read_to_string(dir.join("own.crash")).unwrap_or_default();
     assert!(
@@ -151,13 +192,12 @@ fn files_another_user_planted_get_nothing() {
     // A FIFO another user planted as the dump file: refused at once, not
     // waited on for a reader.
     let fifo = format!("file:{d}/planted.fifo");
-    let out = run_within(30, &exe, &["crash"], &[("VLOG_DUMP", &fifo)]);
+    let out = run_within(30, exe, &["crash"], &[("VLOG_DUMP", &fifo)]);
     let err = text(&out.stderr);
     assert!(
         err.contains("planted.fifo") && err.contains("a FIFO, which"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 trait SignalNumber {
@@ -231,6 +271,39 @@ fn a_log_group_member_may_observe_and_tune_but_never_open() {
         "{change}"
     );
     assert!(change.contains("\"NEW\":\"1:x$(id>/tmp/p)\""), "{change}");
+    // Members cannot take up every connection: with 16 of theirs open
+    // (following, never reading), the daemon's user still gets in.
+    let mut hog = Command::new("setpriv")
+        .arg(format!("--reuid={OTHER}"))
+        .arg(format!("--regid={OTHER}"))
+        .arg(format!("--groups={LOG_GROUP}"))
+        .args(["/usr/bin/python3", "-c"])
+        .arg(
+            "import socket, sys, time\n\
+             kept = []\n\
+             for _ in range(16):\n\
+             \x20   c = socket.socket(socket.AF_UNIX)\n\
+             \x20   c.connect(sys.argv[1])\n\
+             \x20   c.sendall(b'follow\\n')\n\
+             \x20   kept.append(c)\n\
+             print('ready', flush=True)\n\
+             time.sleep(60)\n",
+        )
+        .arg(s)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(hog.stdout.as_mut().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    assert_eq!(ready, "ready\n");
+    let shown = vlog_ctl(&[s, "show"]);
+    let _ = hog.kill();
+    let _ = hog.wait();
+    assert_ok("root, with 16 of the members' connections open", &shown);
     // The daemon's own user may.
     let own = vlog_ctl(&[s, "outputs", &format!("1:json:{}", target.display())]);
     assert_ok("root: outputs", &own);
@@ -335,16 +408,11 @@ fn in_private_network(
     Some(child.wait_with_output().unwrap())
 }
 
-/// Case 3: a collector's name that cannot be resolved (a resolver that
-/// never answers) in VLOG_OUTPUTS, in vlog_set_outputs and through the
-/// control socket: no logging thread waits for it, nor does the call that
-/// names it, and every other output works meanwhile.
-#[test]
-fn a_resolver_that_never_answers_holds_up_nothing() {
-    let dir = scratch_dir("authority-resolve");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+/// A name server on loopback, started in the namespace by the script this
+/// returns, that reads every query, answers none, and records that it was
+/// asked (`DIR/dns-asked`).
+fn silent_name_server(dir: &Path) -> String {
     let d = dir.to_str().unwrap();
-    // A name server on loopback that reads every query and answers none.
     std::fs::write(
         dir.join("dns.py"),
         format!(
@@ -363,7 +431,19 @@ fn a_resolver_that_never_answers_holds_up_nothing() {
         ),
     )
     .unwrap();
-    let dns = format!("python3 {d}/dns.py & while [ ! -e {d}/dns-up ]; do sleep 0.05; done;");
+    format!("python3 {d}/dns.py & while [ ! -e {d}/dns-up ]; do sleep 0.05; done;")
+}
+
+/// Case 3: a collector's name that cannot be resolved (a resolver that
+/// never answers) in VLOG_OUTPUTS, in vlog_set_outputs and through the
+/// control socket: no logging thread waits for it, nor does the call that
+/// names it, and every other output works meanwhile.
+#[test]
+fn a_resolver_that_never_answers_holds_up_nothing() {
+    let dir = scratch_dir("authority-resolve");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let d = dir.to_str().unwrap();
+    let dns = silent_name_server(&dir);
     let outputs = format!("1:file:{d}/own.log 2:syslog:d@udp://startup.example.net:514");
     let control = format!("{d}/ctl.sock");
     let asked = format!("{d}/dns-asked");
@@ -417,6 +497,61 @@ fn a_collector_that_resolves_later_gets_its_lines() {
         "{err}"
     );
     assert_eq!(err.matches("resolved to 127.0.0.1:").count(), 1, "{err}");
+}
+
+/// A name look-up opens its socket at the lowest free number: with
+/// descriptor 0 closed, none is made (what the program reads there would
+/// come from the name server), and that is said once; with it open again,
+/// the name is looked up.
+#[test]
+fn no_name_is_looked_up_while_a_standard_descriptor_is_closed() {
+    let dir = scratch_dir("authority-stdio");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let d = dir.to_str().unwrap();
+    let asked = format!("{d}/dns-asked");
+    let Some(out) = in_private_network(
+        &dir,
+        "nameserver 127.0.0.1\noptions timeout:30 attempts:1\n",
+        "127.0.0.1 localhost\n",
+        &silent_name_server(&dir),
+        &["stdio", d],
+        &[("DNS_ASKED", &asked), ("VLOG_LEVEL", "info")],
+    ) else {
+        return;
+    };
+    assert_ok("authority stdio", &out);
+}
+
+/// `VLOG_CONTROL=PATH?group=NAME` whose look-up never returns (the name
+/// service's file is a FIFO nobody writes): the socket's thread waits for
+/// it, and nothing else does: vlog_control_stop, a new socket and exit
+/// return at once, and the stopped one is never put in force.
+#[test]
+fn a_group_look_up_that_never_returns_holds_up_nothing() {
+    let dir = scratch_dir("authority-group-hangs");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let d = dir.to_str().unwrap();
+    let before = format!(
+        "rm -f {d}/group.fifo; mkfifo {d}/group.fifo; mount --bind {d}/group.fifo /etc/group;"
+    );
+    let control = format!("{d}/a.sock?group=vlog-no-such-group");
+    let Some(out) = in_private_network(
+        &dir,
+        "nameserver 127.0.0.1\n",
+        "127.0.0.1 localhost\n",
+        &before,
+        &["group", d],
+        &[("VLOG_CONTROL", &control)],
+    ) else {
+        return;
+    };
+    assert_ok("authority group", &out);
+    assert!(
+        text(&out.stdout).contains("group ok"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!dir.join("a.sock").exists());
 }
 
 /// A Unix socket server of the test's that answers one connection with

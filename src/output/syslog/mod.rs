@@ -67,6 +67,9 @@ pub struct Syslog {
     /// The program's destination refused a message after the wait (see
     /// `send_riding_out`): no more waits until it takes one again.
     congested: bool,
+    /// Frames kept while the collector's name was looked up still wait to
+    /// be written (see `flush_waiting`).
+    flushing: bool,
 }
 
 impl Syslog {
@@ -113,6 +116,7 @@ impl Syslog {
             hostname: sys::net::hostname(),
             frame,
             congested: false,
+            flushing: false,
         })
     }
 
@@ -198,6 +202,7 @@ impl Syslog {
                 if let Some(addr) = address.get() {
                     if !stream.has_peer() {
                         stream.set_addr(addr);
+                        self.flushing = stream.has_pending();
                     }
                 }
                 said
@@ -219,17 +224,23 @@ impl Syslog {
         }
     }
 
-    /// What vlog's ticker does for a collector: frames a TCP connection
-    /// queued are written as it takes them, not only with the next message.
-    pub fn tick(&mut self) {
+    /// Writes the frames a TCP collector kept while its name was looked up,
+    /// as far as its new connection takes them (vlog's resolver comes back
+    /// for them: no message may come to push them out); true while some
+    /// still wait.
+    pub fn flush_waiting(&mut self) -> bool {
         if let Socket::Tcp(_, stream) = &mut self.socket {
-            stream.flush();
+            if self.flushing {
+                stream.flush();
+                self.flushing = stream.has_pending();
+            }
         }
+        self.flushing
     }
 
-    /// Whether the ticker has something to do for it (see `tick`).
-    pub fn is_collector(&self) -> bool {
-        matches!(self.socket, Socket::Udp(_) | Socket::Tcp(..))
+    /// Whether frames kept while the name was looked up still wait.
+    pub fn has_waiting(&self) -> bool {
+        self.flushing
     }
 
     /// Whether the program closed this output's socket since the last call
