@@ -11,7 +11,9 @@
  *   crash dump-signal     VLOG_DUMP_SIGNAL dumps and the process goes on
  *   crash dump-signal-api the same through vlog_set_dump_signal
  *   crash explicit        vlog_install_crash_handler despite VLOG_DUMP=off
- *   crash flood           fills a big ring, then SIGSEGV (a dump that takes long)
+ *   crash flood [N]       fills a big ring (N records, 20,000 long ones
+ *                         by default; short ones when N is given), then
+ *                         SIGSEGV (a dump that takes long)
  *   crash inside          SIGSEGV inside vlog_write, with the lock held by the
  *                         crashing thread itself
  */
@@ -205,6 +207,11 @@ int main(int argc, char **argv)
         /* A bad message pointer faults while vlog copies it, under the lock. */
         vlog_write(&vlog__source, VLOG_PRIO_ERROR, __FILE__, __LINE__, __func__,
                    (const char *)(uintptr_t)16, 100, 100);
+    } else if (strcmp(mode, "flood") == 0 && argc > 2) {
+        long n = atol(argv[2]);
+        for (long i = 0; i < n; i++)
+            VLOG_WARN("flood %ld of %ld", i, n);
+        fault("segv");
     } else if (strcmp(mode, "flood") == 0) {
         for (int i = 0; i < 20000; i++)
             VLOG_WARN("flood %d %0150d", i, 0);

@@ -61,6 +61,9 @@ pub fn with_fd_sink_unless(fd: i32, stop: impl Fn() -> bool, f: impl FnOnce(&mut
         if !failed && (stop() || sys::write_no_signal(fd, bytes, kind).is_err()) {
             failed = true;
         }
+        if !failed {
+            super::watchdog::progressed(bytes.len());
+        }
     };
     let mut sink = ChunkSink::new(&mut write as &mut dyn FnMut(&[u8]));
     f(&mut sink);

@@ -19,6 +19,7 @@ pub mod dump;
 pub mod handback;
 pub mod signals;
 pub mod target;
+pub mod watchdog;
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
@@ -58,11 +59,6 @@ const DONE: i32 = -1;
 /// A requested dump's claim, apart from the crash's: a crash while a
 /// requested dump runs is dumped at once (the requested one stops writing).
 static REQUESTED: AtomicI32 = AtomicI32::new(0);
-/// The fatal signal being handled, for the watchdog.
-static CRASH_SIGNAL: AtomicI32 = AtomicI32::new(0);
-/// How long the whole handler may take before the watchdog ends it.
-const WATCHDOG_SECONDS: u32 = 2;
-
 /// Installs the handler for every fatal signal (once per process) and an
 /// alternate stack for the calling thread.
 pub fn install() -> std::io::Result<()> {
@@ -237,12 +233,6 @@ extern "C" fn on_fatal_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut 
     })
 }
 
-/// SIGALRM during a crash dump: the dump took too long, so die as the crash
-/// would have.
-extern "C" fn on_watchdog(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
-    panic::swallow(|| die_by_default(CRASH_SIGNAL.load(Ordering::SeqCst)))
-}
-
 /// The `VLOG_DUMP_SIGNAL` handler: dump, hand the signal to the program's
 /// own handler if it had one, and carry on, leaving errno as it was.
 extern "C" fn on_dump_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
@@ -266,12 +256,20 @@ unsafe fn on_fatal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
     let tid = thread_id();
     match DUMPER.compare_exchange(0, tid, Ordering::SeqCst, Ordering::SeqCst) {
         Ok(_) => {
-            CRASH_SIGNAL.store(sig, Ordering::SeqCst);
-            handback::arm_watchdog(&fatal_action(on_watchdog), WATCHDOG_SECONDS);
-            // SAFETY: `info` is the kernel's, forwarded from the caller.
-            unsafe { write_crash_dump(sig, info, tid) };
-            write_ring_image();
-            handback::disarm_watchdog();
+            watchdog::arm(
+                sig,
+                dump::ring_stats().size,
+                fatal_action(watchdog::on_alarm),
+            );
+            // A file size limit (RLIMIT_FSIZE) fails a write with EFBIG
+            // here, never raises SIGXFSZ. The ring image first: one write of
+            // the ring, fast and whole; then the text, a record at a time.
+            sys::fd::without_signal(libc::SIGXFSZ, || {
+                write_ring_image();
+                // SAFETY: `info` is the kernel's, forwarded from the caller.
+                unsafe { write_crash_dump(sig, info, tid) };
+            });
+            watchdog::disarm();
             DUMPER.store(DONE, Ordering::SeqCst);
         }
         // This thread crashed again while dumping (abort() inside the dump,
@@ -280,26 +278,10 @@ unsafe fn on_fatal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
         // The dump is over (another crash before this one).
         Err(DONE) => {}
         // Another thread is dumping: give it time to finish, then go on.
-        Err(owner) => wait_for_dump(owner),
+        Err(owner) => watchdog::wait_for(|| DUMPER.load(Ordering::SeqCst) == owner),
     }
     // SAFETY: forwarded from the caller.
     unsafe { chain(sig, info, ctx) };
-}
-
-/// Sleeps until `owner` is done dumping, at most a little longer than the
-/// watchdog allows it.
-fn wait_for_dump(owner: i32) {
-    let pause = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 10_000_000,
-    };
-    for _ in 0..(WATCHDOG_SECONDS * 100 + 50) {
-        if DUMPER.load(Ordering::SeqCst) != owner {
-            return;
-        }
-        // SAFETY: nanosleep is async-signal-safe; `pause` is valid.
-        unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
-    }
 }
 
 /// Hands the signal to whoever had it before vlog: the previous handler with
@@ -413,7 +395,9 @@ fn write_ring_image() {
         libc::ftruncate(fd, 0);
         libc::lseek(fd, 0, libc::SEEK_SET);
     }
-    published::read(|view| view.map(|v| v.write_image(fd)));
+    if let Some(Ok(())) = published::read(|view| view.map(|v| v.write_image(fd))) {
+        watchdog::progressed(1);
+    }
 }
 
 /// The dump that `VLOG_DUMP_SIGNAL` asks for: header, ring, no backtrace, and
