@@ -1,59 +1,193 @@
-/* No vlog entry point is a cancellation point: a thread cancelled while it
- * logs (write(2) to an output, open(2) for a new output, fdatasync) finishes
- * the vlog call and is cancelled at its next cancellation point, with
- * vlog's lock released; a thread with asynchronous cancellation is never
- * cancelled inside vlog either. Before, the forced unwind reached vlog's
- * Rust frames and the process aborted ("exception not rethrown"), or the
- * lock stayed held for good. */
+/* No vlog call is cancelled halfway, and none loses a cancel either.
+ *
+ * Deferred cancellation: a cancel pending during a call that passes a
+ * cancellation point (it prints to an output, opens one, syncs, serves the
+ * control socket, dumps, joins the relay's thread) acts as that call
+ * returns, with vlog's lock released and its work done; a call that only
+ * records to the ring or reads state is no cancellation point. A thread
+ * whose only cancellation points are its log calls ends on a cancel, as it
+ * would with stdio; a call nested in a signal handler that interrupted vlog
+ * leaves the cancel to the call it interrupted (before, the forced unwind
+ * reached vlog's Rust frames and the process aborted, or the lock stayed
+ * held for good; then the cancel waited for good).
+ *
+ * Asynchronous cancellation: never acts inside vlog either. */
 #include "check.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <time.h>
 
 VLOG_INIT("test.cancel");
+
+/* A frame a cancel discards by a forced unwind is not instrumented by
+ * AddressSanitizer: ASan does not see that unwind, so the poison of the
+ * frame's stack redzones (the macros' argument arrays) stays behind for its
+ * own thread teardown to trip over. The library and every frame that
+ * returns stay checked. */
+#define UNWOUND __attribute__((no_sanitize_address))
 
 static pthread_barrier_t ready, go;
 static char log_path[256];
 static char control_dir[64], control_path[128];
-static volatile int calls_done;
 static vlog_relay *relay;
 
-/* Cancelled while it waits, then logs: the pending cancel must wait for the
- * end of each vlog call. */
-static void *deferred(void *arg)
+/* Whether the call on trial returned to its caller. */
+static volatile int returned;
+
+UNWOUND static void printed(void)
+{
+    VLOG_ERROR("printed with a cancel pending");
+}
+
+static void recorded(void)
+{
+    VLOG_DEBUG("recorded with a cancel pending %d", 3);
+}
+
+UNWOUND static void written(void)
+{
+    static const char msg[] = "written with a cancel pending";
+    CHECK(vlog_write(NULL, VLOG_PRIO_ERROR, __FILE__, __LINE__, __func__, msg,
+                     sizeof msg - 1, sizeof msg - 1) == 1);
+}
+
+UNWOUND static void outputs(void)
 {
     char spec[300];
+    snprintf(spec, sizeof spec, "3:file:%s", log_path);
+    CHECK(vlog_set_outputs(spec) == 0);
+}
 
-    (void)arg;
+UNWOUND static void flushed(void)
+{
+    CHECK(vlog_flush() == 0);
+}
+
+static int dump_fd;
+UNWOUND static void dumped(void)
+{
+    CHECK(vlog_dump(dump_fd) > 0);
+}
+
+UNWOUND static void control_started(void)
+{
+    CHECK(vlog_control_start(control_path) == 0);
+}
+
+UNWOUND static void control_stopped(void)
+{
+    CHECK(vlog_control_stop() == 0);
+}
+
+UNWOUND static void relayed(void)
+{
+    static const char line[] = "[ERROR] relayed with a cancel pending\n";
+    CHECK(vlog_relay_feed(relay, line, sizeof line - 1) == 0);
+}
+
+static void stats(void)
+{
+    vlog_stats st;
+    CHECK(vlog_get_stats(&st) == 0);
+}
+
+static void level(void)
+{
+    CHECK(vlog_set_level(VLOG_PRIO_DEBUG) == 0);
+}
+
+/* Runs one call with a cancel pending since before it. */
+UNWOUND static void *one_call(void *arg)
+{
+    void (*call)(void) = (void (*)(void))arg;
+
     pthread_barrier_wait(&ready);
     pthread_barrier_wait(&go);
-    VLOG_ERROR("printed with a cancel pending");
-    calls_done++;
-    snprintf(spec, sizeof spec, "1:file:%s", log_path);
-    CHECK(vlog_set_outputs(spec) == 0);
-    calls_done++;
-    CHECK(vlog_flush() == 0);
-    calls_done++;
-    /* The control socket: bind, connect (to a stale socket), close. */
-    CHECK(vlog_control_start(control_path) == 0);
-    CHECK(vlog_control_handle() > 2);
-    CHECK(vlog_control_stop() == 0);
-    calls_done++;
-    VLOG_DEBUG("recorded with a cancel pending %d", 3);
-    calls_done++;
-    {
-        static const char line[] = "[ERROR] relayed with a cancel pending\n";
-        CHECK(vlog_relay_feed(relay, line, sizeof line - 1) == 0);
-    }
-    calls_done++;
+    call();
+    returned = 1;
     pthread_testcancel();
     return NULL; /* not reached */
 }
 
-/* Not instrumented by AddressSanitizer: an asynchronous cancel discards
- * this frame by a forced unwind, which leaves the poison of the frame's
- * stack redzones (the macros' argument arrays) behind for ASan's own thread
- * teardown to trip over. The library and every other frame stay checked. */
-__attribute__((no_sanitize_address)) static void *asynchronous(void *arg)
+/* Runs `call` on a thread cancelled before it: it must end cancelled,
+ * having returned from the call (1) or not (0). */
+static void trial(const char *name, void (*call)(void), int expect_return)
+{
+    pthread_t thread;
+    void *result;
+
+    returned = 0;
+    CHECK(pthread_create(&thread, NULL, one_call, (void *)call) == 0);
+    pthread_barrier_wait(&ready);
+    CHECK(pthread_cancel(thread) == 0);
+    pthread_barrier_wait(&go);
+    CHECK(pthread_join(thread, &result) == 0);
+    if (result != PTHREAD_CANCELED || returned != expect_return) {
+        fprintf(stderr, "%s: %s, %s (expected %s)\n", name,
+                result == PTHREAD_CANCELED ? "cancelled" : "not cancelled",
+                returned ? "returned from the call" : "cancelled as the call returned",
+                expect_return ? "returned" : "cancelled as it returned");
+        exit(1);
+    }
+}
+
+/* Waits for `thread` to end, up to 30 s: a thread that never acts on its
+ * cancel fails the test instead of hanging it. */
+static void *join_within(pthread_t thread, const char *what)
+{
+    struct timespec deadline;
+    void *result;
+    int err;
+
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 30;
+    err = pthread_timedjoin_np(thread, &result, &deadline);
+    if (err != 0) {
+        fprintf(stderr, "%s: still running 30 s after pthread_cancel (%s)\n", what,
+                strerror(err));
+        exit(1);
+    }
+    return result;
+}
+
+/* Logs until cancelled: its only cancellation points are its log calls. */
+UNWOUND static void *loop_printing(void *arg)
+{
+    long i = 0;
+
+    (void)arg;
+    pthread_barrier_wait(&ready);
+    for (;;)
+        VLOG_ERROR("loop %ld", i++);
+    return NULL;
+}
+
+/* Records only (no cancellation point), while a signal handler prints. */
+static volatile sig_atomic_t in_handler;
+UNWOUND static void print_from_handler(int sig)
+{
+    (void)sig;
+    in_handler++;
+    VLOG_ERROR("from a signal handler");
+}
+
+/* Set once the thread runs its loop (not a barrier: a cancel acting in the
+ * handler inside pthread_barrier_wait would leave the barrier in use). */
+static volatile sig_atomic_t recording_started;
+
+UNWOUND static void *loop_recording(void *arg)
+{
+    long i = 0;
+
+    (void)arg;
+    recording_started = 1;
+    for (;;)
+        VLOG_DEBUG("recording %ld", i++);
+    return NULL;
+}
+
+UNWOUND static void *asynchronous(void *arg)
 {
     long i = 0;
 
@@ -68,8 +202,51 @@ __attribute__((no_sanitize_address)) static void *asynchronous(void *arg)
     return NULL;
 }
 
-int main(void)
+/* A thread that records, cancelled, with a handler that prints signalled
+ * until the thread ends. */
+static void cancel_with_handler(void)
 {
+    pthread_t thread;
+    struct sigaction sa;
+    void *joined = NULL;
+    int err;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = print_from_handler;
+    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+    recording_started = 0;
+    CHECK(pthread_create(&thread, NULL, loop_recording, NULL) == 0);
+    while (!recording_started)
+        sched_yield();
+    CHECK(pthread_cancel(thread) == 0);
+    /* Signals until it ends, each once the last was handled. */
+    for (int sent = 0; (err = pthread_tryjoin_np(thread, &joined)) == EBUSY; sent++) {
+        sig_atomic_t seen = in_handler;
+        struct timespec pause = {0, 100 * 1000};
+        if (sent == 100000) {
+            fprintf(stderr, "a thread whose signal handler prints: still running "
+                            "after %d signals\n", sent);
+            exit(1);
+        }
+        CHECK(pthread_kill(thread, SIGUSR1) == 0);
+        while (in_handler == seen && (err = pthread_tryjoin_np(thread, &joined)) == EBUSY)
+            nanosleep(&pause, NULL);
+        if (err != EBUSY)
+            break;
+    }
+    CHECK(err == 0);
+    if (joined != PTHREAD_CANCELED) {
+        fprintf(stderr, "a thread whose signal handler prints: not cancelled\n");
+        exit(1);
+    }
+    signal(SIGUSR1, SIG_DFL);
+}
+
+/* With "no-handler", the part where a signal handler prints in the cancelled
+ * thread is left out (said on stdout). */
+int main(int argc, char **argv)
+{
+    int with_handler = !(argc > 1 && strcmp(argv[1], "no-handler") == 0);
     pthread_t thread;
     void *result;
     vlog_stats before, after;
@@ -91,23 +268,59 @@ int main(void)
 
     relay = vlog_relay_new("test.cancel.relay", VLOG_PRIO_INFO);
     CHECK(relay != NULL);
+    {
+        FILE *f = tmpfile();
+        CHECK(f != NULL);
+        dump_fd = fileno(f);
+    }
 
-    /* Deferred cancellation, pending at every call. */
+    /* Deferred cancellation, pending since before each call. */
     CHECK(pthread_barrier_init(&ready, NULL, 2) == 0);
     CHECK(pthread_barrier_init(&go, NULL, 2) == 0);
-    CHECK(pthread_create(&thread, NULL, deferred, NULL) == 0);
-    pthread_barrier_wait(&ready);
-    CHECK(pthread_cancel(thread) == 0);
-    pthread_barrier_wait(&go);
-    CHECK(pthread_join(thread, &result) == 0);
-    CHECK(result == PTHREAD_CANCELED);
-    CHECK(calls_done == 6);
+    trial("VLOG_ERROR printed", printed, 0);
+    trial("VLOG_DEBUG recorded only", recorded, 1);
+    trial("vlog_write printed", written, 0);
+    trial("vlog_set_outputs", outputs, 0);
+    trial("vlog_flush", flushed, 0);
+    trial("vlog_dump", dumped, 0);
+    trial("vlog_control_start", control_started, 0);
+    CHECK(vlog_control_handle() > 2);
+    trial("vlog_control_stop", control_stopped, 0);
+    trial("vlog_relay_feed printed", relayed, 0);
+    trial("vlog_get_stats", stats, 1);
+    trial("vlog_set_level", level, 1);
+    /* Each call did its work. */
     text = check_slurp_path(log_path);
     CHECK(strstr(text, "printed with a cancel pending") != NULL);
+    CHECK(strstr(text, "written with a cancel pending") != NULL);
     CHECK(strstr(text, "relayed with a cancel pending") != NULL);
-    vlog_relay_close(relay);
     free(text);
+    CHECK(vlog_control_handle() == -1);
+    CHECK_ERROR("no control socket is open");
+    vlog_relay_close(relay);
     CHECK(rmdir(control_dir) == 0);
+
+    /* A thread that only logs ends on a cancel sent while it runs. */
+    CHECK(pthread_barrier_destroy(&ready) == 0);
+    CHECK(pthread_barrier_init(&ready, NULL, 2) == 0);
+    CHECK(pthread_create(&thread, NULL, loop_printing, NULL) == 0);
+    pthread_barrier_wait(&ready);
+    CHECK(pthread_cancel(thread) == 0);
+    CHECK(join_within(thread, "a thread logging printed messages") == PTHREAD_CANCELED);
+
+    /* A handler that prints, nested in a recording call or not: the cancel
+     * acts as the outermost call returns, or in the handler when it
+     * interrupted the program's own code; never inside vlog. Ten times, as
+     * where the signal lands is chance. */
+    if (with_handler) {
+        for (int round = 0; round < 10; round++)
+            cancel_with_handler();
+    } else {
+        printf("skipped under valgrind: a cancel that acts in a signal handler (valgrind's "
+               "signal frames cannot be unwound, and it delivers a busy thread's signals "
+               "only at its own scheduling points)\n");
+    }
+
 
     /* Asynchronous cancellation while the thread logs at full rate. */
     CHECK(pthread_barrier_destroy(&ready) == 0);

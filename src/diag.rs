@@ -46,7 +46,7 @@ pub fn stderr() -> Option<FdKind> {
 /// and never raising SIGPIPE. False when the line was not written.
 pub fn write_stderr(line: &[u8]) -> bool {
     // write(2) is a cancellation point (see `sys::cancel`).
-    let cancelability = sys::cancel::off();
+    let cancelability = sys::cancel::point();
     let written = stderr().is_some_and(|kind| sys::write_no_signal(STDERR, line, kind).is_ok());
     sys::cancel::restore(cancelability);
     written

@@ -247,8 +247,10 @@ fn register_at_exit() {
     });
 }
 
-extern "C" fn stop_at_exit() {
-    let _ = crate::panic::catch(stop);
+extern "C-unwind" fn stop_at_exit() {
+    crate::sys::cancel::callback!(|| {
+        let _ = crate::panic::catch(stop);
+    })
 }
 
 /// Starts the thread; with `opening`, it makes the socket first, to put

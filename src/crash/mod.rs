@@ -147,7 +147,11 @@ fn attend() -> bool {
 }
 
 /// A signal handler as the kernel calls it.
-type Handler = extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void);
+///
+/// `C-unwind` with nothing but a [`sys::cancel::callback`] in it: a handler
+/// of the program's that it calls, and that logs, must see the thread
+/// marked as inside vlog (and never act on a cancel through vlog's frames).
+type Handler = extern "C-unwind" fn(c_int, *mut libc::siginfo_t, *mut c_void);
 
 /// A sigaction running `handler` with SA_SIGINFO on the alternate stack, with
 /// every fatal signal but SIGBUS blocked while it runs: a fault inside the
@@ -207,10 +211,10 @@ fn die_by_default(sig: c_int) {
 
 /// The handler for fatal signals. A panic must not unwind into the
 /// interrupted code, so it is swallowed (see `panic::swallow`).
-extern "C" fn on_fatal_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+extern "C-unwind" fn on_fatal_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
     // SAFETY: installed by `take` as a SA_SIGINFO handler, so these are the
     // kernel's arguments.
-    panic::swallow(|| unsafe {
+    sys::cancel::callback!(|| panic::swallow(|| unsafe {
         if sig == libc::SIGBUS && !info.is_null() && ring::guard::repair((*info).si_addr() as usize)
         {
             // The faulting access is retried on private memory; the
@@ -230,13 +234,13 @@ extern "C" fn on_fatal_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut 
             return chain(sig, info, ctx);
         }
         on_fatal(sig, info, ctx)
-    })
+    }))
 }
 
 /// The `VLOG_DUMP_SIGNAL` handler: dump, hand the signal to the program's
 /// own handler if it had one, and carry on, leaving errno as it was.
-extern "C" fn on_dump_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
-    sys::keeping_errno(|| {
+extern "C-unwind" fn on_dump_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+    sys::cancel::callback!(|| sys::keeping_errno(|| {
         panic::swallow(write_requested_dump);
         if (1..=64).contains(&sig) {
             // SAFETY: the slot was filled when vlog took `sig`; this is
@@ -245,7 +249,7 @@ extern "C" fn on_dump_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c
                 handback::call(&PREVIOUS[sig as usize].get(), sig, info, ctx);
             });
         }
-    })
+    }))
 }
 
 /// The fatal-signal handler's body.

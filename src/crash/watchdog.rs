@@ -61,8 +61,8 @@ pub fn disarm() {
 /// look, within its bound, gets another `STALL_SECONDS`; one that wrote
 /// nothing (stuck), or went past its bound, ends: die as the crash would
 /// have.
-pub extern "C" fn on_alarm(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
-    panic::swallow(|| {
+pub extern "C-unwind" fn on_alarm(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
+    sys::cancel::callback!(|| panic::swallow(|| {
         let now = PROGRESS.load(Ordering::Relaxed);
         let moved = PROGRESS_SEEN.swap(now, Ordering::Relaxed) != now;
         let elapsed = monotonic_seconds() - DUMP_STARTED.load(Ordering::Relaxed);
@@ -72,7 +72,7 @@ pub extern "C" fn on_alarm(_sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut 
             return;
         }
         die_by_default(CRASH_SIGNAL.load(Ordering::SeqCst))
-    })
+    }))
 }
 
 /// Sleeps while `dumping()` says another thread's dump goes on and makes

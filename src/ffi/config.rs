@@ -4,7 +4,9 @@
 
 use std::ffi::{c_char, c_int};
 
-use super::{config_call, config_str, guarded, last_error_ptr, no_cancel};
+use super::{
+    cancellation_point, config_call, config_str, guarded, in_call, last_error_ptr, no_cancel,
+};
 use crate::error::ConfigError;
 use crate::logger;
 use crate::priority::Priority;
@@ -18,7 +20,7 @@ use crate::priority::Priority;
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_set_level(level: c_int) -> c_int {
-    no_cancel(|| {
+    no_cancel!(|| {
         config_call(|| {
             let level = Priority::from_number(level.max(0) as u64).ok_or_else(|| {
                 ConfigError::new(format!("invalid level {level}: use 1 (debug) to 4 (error)"))
@@ -40,7 +42,7 @@ pub extern "C-unwind" fn vlog_set_level(level: c_int) -> c_int {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_set_filters(filters: *const c_char) -> c_int {
-    no_cancel(|| {
+    no_cancel!(|| {
         config_call(|| {
             // SAFETY: NULL or a NUL-terminated string, per the API contract.
             let spec = unsafe { config_str(filters, "filters") }?;
@@ -63,7 +65,7 @@ pub extern "C-unwind" fn vlog_set_filters(filters: *const c_char) -> c_int {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_set_outputs(outputs: *const c_char) -> c_int {
-    no_cancel(|| {
+    cancellation_point!(|| {
         config_call(|| {
             // SAFETY: NULL or a NUL-terminated string, per the API contract.
             let spec = unsafe { config_str(outputs, "outputs") }?;
@@ -80,7 +82,7 @@ pub extern "C-unwind" fn vlog_set_outputs(outputs: *const c_char) -> c_int {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_set_buffer_size(size: usize) -> c_int {
-    no_cancel(|| config_call(|| logger::configure(|s| s.set_buffer_size(size))))
+    no_cancel!(|| config_call(|| logger::configure(|s| s.set_buffer_size(size))))
 }
 
 /// Reopens every file output by its path, for log rotation: call it after
@@ -94,7 +96,7 @@ pub extern "C-unwind" fn vlog_set_buffer_size(size: usize) -> c_int {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_reopen() -> c_int {
-    no_cancel(|| config_call(|| logger::configure(|s| s.reopen())))
+    cancellation_point!(|| config_call(|| logger::configure(|s| s.reopen())))
 }
 
 /// Takes fd 2 as it is now for the stderr vlog writes to (the stderr
@@ -106,7 +108,7 @@ pub extern "C-unwind" fn vlog_reopen() -> c_int {
 /// internal error; async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_adopt_stderr() -> c_int {
-    no_cancel(|| {
+    no_cancel!(|| {
         config_call(|| {
             logger::configure(|s| {
                 s.adopt_stderr();
@@ -127,7 +129,7 @@ pub extern "C-unwind" fn vlog_adopt_stderr() -> c_int {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_flush() -> c_int {
-    no_cancel(|| {
+    cancellation_point!(|| {
         config_call(|| {
             logger::ticker::drain();
             logger::apply::flush()
@@ -140,6 +142,6 @@ pub extern "C-unwind" fn vlog_flush() -> c_int {
 /// valid until the thread's next failing call (copy it to keep it); errors:
 /// none; async-signal-safe: no.
 #[no_mangle]
-pub extern "C" fn vlog_last_error() -> *const c_char {
-    guarded(c"internal error".as_ptr(), last_error_ptr)
+pub extern "C-unwind" fn vlog_last_error() -> *const c_char {
+    in_call!(|| { guarded(c"internal error".as_ptr(), last_error_ptr) })
 }

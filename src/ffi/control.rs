@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use super::{config_call, config_str, no_cancel};
+use super::{cancellation_point, config_call, config_str};
 use crate::config::ControlSpec;
 use crate::control;
 use crate::error::ConfigError;
@@ -37,7 +37,7 @@ unsafe fn spec_arg(spec: *const c_char) -> Result<ControlSpec, ConfigError> {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_control_start(spec: *const c_char) -> c_int {
-    no_cancel(|| {
+    cancellation_point!(|| {
         config_call(|| {
             // SAFETY: NULL or a NUL-terminated string, per the API contract.
             let spec = unsafe { spec_arg(spec) }?;
@@ -57,7 +57,7 @@ pub extern "C-unwind" fn vlog_control_start(spec: *const c_char) -> c_int {
 /// async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_control_open(spec: *const c_char) -> c_int {
-    no_cancel(|| {
+    cancellation_point!(|| {
         let mut fd = -1;
         let rc = config_call(|| {
             // SAFETY: NULL or a NUL-terminated string, per the API contract.
@@ -85,7 +85,7 @@ pub extern "C-unwind" fn vlog_control_open(spec: *const c_char) -> c_int {
 /// -1 and vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_control_handle() -> c_int {
-    no_cancel(|| {
+    cancellation_point!(|| {
         let mut fd = -1;
         let rc = config_call(|| {
             control::serve()?;
@@ -109,5 +109,5 @@ pub extern "C-unwind" fn vlog_control_handle() -> c_int {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_control_stop() -> c_int {
-    no_cancel(|| config_call(control::stop))
+    cancellation_point!(|| config_call(control::stop))
 }

@@ -19,7 +19,7 @@ use crate::logger;
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_install_crash_handler() -> c_int {
-    no_cancel(|| config_call(|| logger::configure(|s| s.install_crash_handler(true))))
+    no_cancel!(|| config_call(|| logger::configure(|s| s.install_crash_handler(true))))
 }
 
 /// Makes signal `signum` write a dump (header and ring, no backtrace) to the
@@ -30,7 +30,7 @@ pub extern "C-unwind" fn vlog_install_crash_handler() -> c_int {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_set_dump_signal(signum: c_int) -> c_int {
-    no_cancel(|| {
+    no_cancel!(|| {
         config_call(|| target::check_dump_signal(signum).and_then(crash::install_dump_signal))
     })
 }

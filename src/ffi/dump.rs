@@ -3,7 +3,7 @@
 
 use std::ffi::c_int;
 
-use super::{guarded, no_cancel, set_last_error};
+use super::{cancellation_point, guarded, no_cancel, set_last_error};
 use crate::crash::dump;
 use crate::logger;
 use crate::stats;
@@ -40,7 +40,7 @@ pub struct vlog_stats {
 /// and errno; async-signal-safe: yes.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_dump(fd: c_int) -> c_int {
-    no_cancel(|| {
+    cancellation_point!(|| {
         guarded(-1, || match dump::ring_to_fd(fd) {
             Some(count) => c_int::try_from(count).unwrap_or(c_int::MAX),
             None => -1,
@@ -55,7 +55,7 @@ pub extern "C-unwind" fn vlog_dump(fd: c_int) -> c_int {
 /// the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_get_stats(stats: *mut vlog_stats) -> c_int {
-    no_cancel(|| {
+    no_cancel!(|| {
         if stats.is_null() {
             set_last_error("stats is NULL");
             return -1;

@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_int, c_uint};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{config_call, guarded, no_cancel, site::vlog_site};
+use super::{cancellation_point, config_call, guarded, no_cancel, site::vlog_site};
 use crate::logger;
 use crate::source::vlog_source;
 
@@ -55,7 +55,7 @@ const _: () = assert!(VLOG_VERSION_PATCH == parse(env!("CARGO_PKG_VERSION_PATCH"
 /// async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_init() -> c_int {
-    no_cancel(|| {
+    cancellation_point!(|| {
         config_call(|| {
             logger::configure(|s| {
                 s.ensure_init();
@@ -76,7 +76,7 @@ pub extern "C-unwind" fn vlog_init() -> c_int {
 /// holds none; errors: none; async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_shutdown() {
-    no_cancel(|| {
+    cancellation_point!(|| {
         guarded((), || {
             let _ = crate::control::stop();
             logger::ticker::drain();
@@ -133,7 +133,7 @@ pub extern "C-unwind" fn vlog_abi_check(
     source_size: usize,
     site_size: usize,
 ) -> c_int {
-    no_cancel(|| {
+    no_cancel!(|| {
         let ours = (
             VLOG_ABI_VERSION,
             std::mem::size_of::<vlog_source>(),

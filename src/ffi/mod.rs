@@ -121,21 +121,77 @@ pub fn guarded<R>(on_panic: R, f: impl FnOnce() -> R) -> R {
     }
 }
 
-/// Runs the body of an entry point with cancellation off (see
-/// `sys::cancel_off`): no vlog call is a cancellation point, and none is
-/// cancelled halfway. Every entry point that can reach a cancellation point
-/// (a write, an open, a close, fdatasync) or takes the lock runs its body
-/// here, as the whole of an `extern "C-unwind"` function, so a cancel that
-/// acts when cancelability comes back unwinds straight into the C caller:
-/// `f` has returned and dropped everything it held by then, and `R` is a
-/// plain C value.
-#[inline(always)]
-fn no_cancel<R: Copy>(f: impl FnOnce() -> R) -> R {
-    let old = cancel::off();
-    let result = f();
-    cancel::restore(old);
-    result
+/// Runs the body of an entry point, a closure, with cancellation off (see
+/// `sys::cancel`): none is cancelled halfway. Every entry point that can
+/// reach a cancellation point (a write, an open, a close, fdatasync) or
+/// takes the lock runs its body here, as the whole of an `extern "C-unwind"`
+/// function, so a cancel that acts when cancelability comes back, or as the
+/// call returns, unwinds straight into the C caller: the body has returned
+/// and dropped everything it held by then, in a frame of its own, and its
+/// result is a plain C value. A deferred cancel acts as the call returns if
+/// the body passed a cancellation point (it wrote a warning to stderr, for
+/// instance).
+///
+/// A macro, not a function taking the closure: a closure held across the
+/// calls around it would give the entry's frame a landing pad in a debug
+/// build, and a cancel acting in a signal handler that interrupted the
+/// entry before its mark cannot unwind through a frame that has one.
+macro_rules! no_cancel {
+    ($body:expr) => {{
+        let call = $crate::sys::cancel::enter();
+        let old = $crate::sys::cancel::off();
+        let result = $crate::sys::cancel::apart($body);
+        let act = $crate::sys::cancel::leave(call);
+        $crate::sys::cancel::restore(old);
+        if act {
+            $crate::sys::cancel::act();
+        }
+        result
+    }};
 }
+pub(crate) use no_cancel;
+
+/// `no_cancel!` for a call whose work is I/O (opening outputs, syncing,
+/// the control socket, joining a thread): a cancellation point as POSIX
+/// has them, acting only as the call returns.
+macro_rules! cancellation_point {
+    ($body:expr) => {
+        $crate::ffi::no_cancel!(|| {
+            $crate::sys::cancel::passed();
+            ($body)()
+        })
+    };
+}
+pub(crate) use cancellation_point;
+
+/// The body of an entry point that leaves cancellation as it is: a
+/// recording call on a thread whose cancellation is deferred (or off), or
+/// a call that only reads or sets state. A pending cancel acts as the call
+/// returns if the call passed a cancellation point (it printed; see
+/// `sys::cancel`).
+///
+/// `in_call!(body f(args))` calls a body function, marked
+/// `#[inline(never)]` so that its landing pads stay in its own frame,
+/// directly: the recording calls' form, which builds no closure.
+macro_rules! in_call {
+    (body $f:ident($($arg:expr),* $(,)?)) => {{
+        let call = $crate::sys::cancel::enter();
+        let result = $f($($arg),*);
+        if $crate::sys::cancel::leave(call) {
+            $crate::sys::cancel::act();
+        }
+        result
+    }};
+    ($body:expr) => {{
+        let call = $crate::sys::cancel::enter();
+        let result = $crate::sys::cancel::apart($body);
+        if $crate::sys::cancel::leave(call) {
+            $crate::sys::cancel::act();
+        }
+        result
+    }};
+}
+pub(crate) use in_call;
 
 /// Whether a recording call must run under `no_cancel`: only for a thread
 /// whose cancellation could act at any instruction (see `sys::cancel`). A

@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::{guarded, no_cancel, set_last_error};
+use super::{cancellation_point, guarded, in_call, no_cancel, set_last_error};
 use crate::priority::Priority;
 use crate::relay::watch::Watch;
 use crate::relay::{self, Relay};
@@ -139,27 +139,29 @@ pub extern "C-unwind" fn vlog_relay_new(
     source: *const c_char,
     default_prio: c_int,
 ) -> *mut vlog_relay {
-    crate::control::install();
-    keeping_errno(|| {
-        guarded(std::ptr::null_mut(), || {
-            if source.is_null() {
-                set_last_error("vlog_relay_new: the source name is NULL");
-                return std::ptr::null_mut();
-            }
-            // SAFETY: non-NULL and NUL-terminated per the API contract.
-            let name = unsafe { CStr::from_ptr(source) }.to_bytes();
-            match Relay::new(name, Priority::clamped(default_prio)) {
-                Ok(relay) => Box::into_raw(Box::new(vlog_relay {
-                    relay: Arc::new(Mutex::new(relay)),
-                    watch: Mutex::new(None),
-                    nested: AtomicU64::new(0),
-                    pid: sys::process_id(),
-                })),
-                Err(relay::NotMade(why)) => {
-                    set_last_error(&format!("vlog_relay_new: {why}"));
-                    std::ptr::null_mut()
+    in_call!(|| {
+        crate::control::install();
+        keeping_errno(|| {
+            guarded(std::ptr::null_mut(), || {
+                if source.is_null() {
+                    set_last_error("vlog_relay_new: the source name is NULL");
+                    return std::ptr::null_mut();
                 }
-            }
+                // SAFETY: non-NULL and NUL-terminated per the API contract.
+                let name = unsafe { CStr::from_ptr(source) }.to_bytes();
+                match Relay::new(name, Priority::clamped(default_prio)) {
+                    Ok(relay) => Box::into_raw(Box::new(vlog_relay {
+                        relay: Arc::new(Mutex::new(relay)),
+                        watch: Mutex::new(None),
+                        nested: AtomicU64::new(0),
+                        pid: sys::process_id(),
+                    })),
+                    Err(relay::NotMade(why)) => {
+                        set_last_error(&format!("vlog_relay_new: {why}"));
+                        std::ptr::null_mut()
+                    }
+                }
+            })
         })
     })
 }
@@ -180,7 +182,7 @@ pub extern "C-unwind" fn vlog_relay_feed(
     buf: *const c_char,
     len: usize,
 ) -> c_int {
-    no_cancel(|| {
+    no_cancel!(|| {
         keeping_errno(|| {
             guarded(-1, || {
                 // SAFETY: a relay from vlog_relay_new not yet closed, per the
@@ -224,18 +226,20 @@ pub extern "C-unwind" fn vlog_relay_tail(
     buf: *mut c_char,
     len: usize,
 ) -> usize {
-    keeping_errno(|| {
-        guarded(0, || {
-            // SAFETY: as in vlog_relay_feed.
-            let Some(r) = (unsafe { relay.as_ref() }) else {
-                return 0;
-            };
-            if buf.is_null() {
-                return 0;
-            }
-            // SAFETY: non-NULL, `len` writable bytes per the contract.
-            let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
-            with_relay(r, |relay| relay.tail(out)).unwrap_or(0)
+    in_call!(|| {
+        keeping_errno(|| {
+            guarded(0, || {
+                // SAFETY: as in vlog_relay_feed.
+                let Some(r) = (unsafe { relay.as_ref() }) else {
+                    return 0;
+                };
+                if buf.is_null() {
+                    return 0;
+                }
+                // SAFETY: non-NULL, `len` writable bytes per the contract.
+                let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+                with_relay(r, |relay| relay.tail(out)).unwrap_or(0)
+            })
         })
     })
 }
@@ -249,31 +253,33 @@ pub extern "C-unwind" fn vlog_relay_get_stats(
     relay: *const vlog_relay,
     stats: *mut vlog_relay_stats,
 ) -> c_int {
-    keeping_errno(|| {
-        guarded(-1, || {
-            // SAFETY: as in vlog_relay_feed; `stats` NULL or writable.
-            let (Some(r), Some(out)) = (unsafe { relay.as_ref() }, unsafe { stats.as_mut() })
-            else {
-                set_last_error("vlog_relay_get_stats: the relay or the stats is NULL");
-                return -1;
-            };
-            let s = match with_relay(r, |relay| relay.stats()) {
-                Ok(s) => s,
-                Err(why) => {
-                    why.say("vlog_relay_get_stats");
+    in_call!(|| {
+        keeping_errno(|| {
+            guarded(-1, || {
+                // SAFETY: as in vlog_relay_feed; `stats` NULL or writable.
+                let (Some(r), Some(out)) = (unsafe { relay.as_ref() }, unsafe { stats.as_mut() })
+                else {
+                    set_last_error("vlog_relay_get_stats: the relay or the stats is NULL");
                     return -1;
-                }
-            };
-            *out = vlog_relay_stats {
-                bytes: s.bytes,
-                lines: s.lines,
-                fragments: s.fragments,
-                recorded: s.recorded,
-                filtered: s.filtered,
-                dropped: s.dropped + r.nested.load(Ordering::Relaxed),
-                malformed: s.malformed,
-            };
-            0
+                };
+                let s = match with_relay(r, |relay| relay.stats()) {
+                    Ok(s) => s,
+                    Err(why) => {
+                        why.say("vlog_relay_get_stats");
+                        return -1;
+                    }
+                };
+                *out = vlog_relay_stats {
+                    bytes: s.bytes,
+                    lines: s.lines,
+                    fragments: s.fragments,
+                    recorded: s.recorded,
+                    filtered: s.filtered,
+                    dropped: s.dropped + r.nested.load(Ordering::Relaxed),
+                    malformed: s.malformed,
+                };
+                0
+            })
         })
     })
 }
@@ -290,7 +296,7 @@ pub extern "C-unwind" fn vlog_relay_get_stats(
 /// forked child); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_relay_watch(relay: *mut vlog_relay, fd: c_int) -> c_int {
-    no_cancel(|| {
+    no_cancel!(|| {
         keeping_errno(|| {
             guarded(-1, || {
                 // SAFETY: as in vlog_relay_feed.
@@ -337,7 +343,7 @@ pub extern "C-unwind" fn vlog_relay_watch(relay: *mut vlog_relay, fd: c_int) -> 
 /// line left to the parent); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_relay_close(relay: *mut vlog_relay) {
-    no_cancel(|| {
+    cancellation_point!(|| {
         keeping_errno(|| {
             guarded((), || {
                 if relay.is_null() {

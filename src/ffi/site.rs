@@ -9,7 +9,7 @@ use std::ffi::{c_char, c_int, CStr};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
-use super::{c_bytes, guarded, may_act_anywhere, measured, no_cancel, source_arg};
+use super::{c_bytes, guarded, in_call, may_act_anywhere, measured, no_cancel, source_arg};
 use crate::deferred::{self, kind, Captured, MAX_ARGS};
 use crate::fields::Names;
 use crate::logger;
@@ -134,7 +134,7 @@ pub extern "C-unwind" fn vlog_site_prepare(
     func: *const c_char,
 ) -> c_int {
     crate::control::install();
-    no_cancel(|| {
+    no_cancel!(|| {
         if site.is_null() || fmt.is_null() {
             return VLOG_SITE_FORMAT;
         }
@@ -254,7 +254,7 @@ pub extern "C-unwind" fn vlog_record(
     if may_act_anywhere() {
         return record_uncancelled(site, src, prio, words, nwords, classes);
     }
-    record(site, src, prio, words, nwords, classes)
+    in_call!(body record(site, src, prio, words, nwords, classes))
 }
 
 /// `record` for a thread whose cancellation could act anywhere: with
@@ -270,7 +270,7 @@ fn record_uncancelled(
     nwords: c_int,
     classes: u64,
 ) -> c_int {
-    no_cancel(|| record(site, src, prio, words, nwords, classes))
+    no_cancel!(|| record(site, src, prio, words, nwords, classes))
 }
 
 /// The body of [`vlog_record`]: the recording call, one function from the C
@@ -445,14 +445,16 @@ fn record_mismatch(site: &vlog_site, src: *const vlog_source, prio: c_int) -> c_
 /// NULL: 0; ownership: the string is not kept; errors: none;
 /// async-signal-safe: yes.
 #[no_mangle]
-pub extern "C" fn vlog_format_is_safe(fmt: *const c_char) -> c_int {
-    if fmt.is_null() {
-        return 0;
-    }
-    guarded(0, || {
-        // SAFETY: non-NULL and NUL-terminated per the contract.
-        let bytes = unsafe { CStr::from_ptr(fmt) }.to_bytes();
-        c_int::from(!printf::writes_back(bytes))
+pub extern "C-unwind" fn vlog_format_is_safe(fmt: *const c_char) -> c_int {
+    in_call!(|| {
+        if fmt.is_null() {
+            return 0;
+        }
+        guarded(0, || {
+            // SAFETY: non-NULL and NUL-terminated per the contract.
+            let bytes = unsafe { CStr::from_ptr(fmt) }.to_bytes();
+            c_int::from(!printf::writes_back(bytes))
+        })
     })
 }
 

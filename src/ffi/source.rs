@@ -16,7 +16,7 @@ use crate::sys::keeping_errno;
 /// holds it; errors: none; async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_source_unregister(src: *const vlog_source) {
-    no_cancel(|| {
+    no_cancel!(|| {
         if src.is_null() {
             return;
         }
@@ -39,7 +39,7 @@ pub extern "C-unwind" fn vlog_source_unregister(src: *const vlog_source) {
 /// `vlog_source_unregister(src)`; errors: none (0); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_source_enabled(src: *const vlog_source, prio: c_int) -> c_int {
-    no_cancel(|| {
+    no_cancel!(|| {
         keeping_errno(|| {
             guarded(0, || {
                 let source = source_arg(src);

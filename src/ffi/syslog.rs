@@ -10,7 +10,7 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 
-use super::{config_call, guarded, may_act_anywhere, no_cancel};
+use super::{config_call, guarded, in_call, may_act_anywhere, no_cancel};
 use crate::logger::{self, emit::Outcome};
 use crate::preload;
 use crate::source::{vlog_source, Live};
@@ -57,7 +57,7 @@ pub extern "C-unwind" fn vlog__syslog_start() -> c_int {
         return 1;
     }
     crate::control::install();
-    no_cancel(|| {
+    no_cancel!(|| {
         openlog::mark_preloaded();
         guarded((), || {
             if let Some(source) = preload::source_for(openlog::program_name_bytes()) {
@@ -91,17 +91,19 @@ pub extern "C-unwind" fn vlog__syslog_openlog(
     option: c_int,
     facility: c_int,
 ) {
-    keeping_errno(|| {
-        guarded((), || {
-            openlog::openlog(ident, option, facility);
-            if !ident.is_null() {
-                // SAFETY: a non-NULL ident is a NUL-terminated string, per
-                // openlog's contract.
-                let name = unsafe { CStr::from_ptr(ident) }.to_bytes();
-                if let Some(source) = preload::source_for(name) {
-                    use_source(source);
+    in_call!(|| {
+        keeping_errno(|| {
+            guarded((), || {
+                openlog::openlog(ident, option, facility);
+                if !ident.is_null() {
+                    // SAFETY: a non-NULL ident is a NUL-terminated string, per
+                    // openlog's contract.
+                    let name = unsafe { CStr::from_ptr(ident) }.to_bytes();
+                    if let Some(source) = preload::source_for(name) {
+                        use_source(source);
+                    }
                 }
-            }
+            })
         })
     })
 }
@@ -112,12 +114,14 @@ pub extern "C-unwind" fn vlog__syslog_openlog(
 /// errors: none; async-signal-safe: yes.
 #[no_mangle]
 pub extern "C-unwind" fn vlog__syslog_closelog() {
-    keeping_errno(|| {
-        guarded((), || {
-            openlog::closelog();
-            if let Some(source) = preload::source_for(openlog::program_name_bytes()) {
-                use_source(source);
-            }
+    in_call!(|| {
+        keeping_errno(|| {
+            guarded((), || {
+                openlog::closelog();
+                if let Some(source) = preload::source_for(openlog::program_name_bytes()) {
+                    use_source(source);
+                }
+            })
         })
     })
 }
@@ -144,15 +148,17 @@ pub extern "C" fn vlog__syslog_setlogmask(mask: c_int) -> c_int {
 /// NULL: `act` NULL only asks, `old` NULL is not written; ownership:
 /// `*act` is copied; errors: none (0); async-signal-safe: yes.
 #[no_mangle]
-pub extern "C" fn vlog__syslog_sigaction(
+pub extern "C-unwind" fn vlog__syslog_sigaction(
     sig: c_int,
     act: *const c_void,
     old: *mut c_void,
 ) -> c_int {
-    // SAFETY: NULL or valid `struct sigaction` pointers (void here, so the
-    // header needs no <signal.h>), per the contract of sigaction(2) that
-    // the C part forwards.
-    c_int::from(unsafe { crate::crash::adopt::adopt(sig, act.cast(), old.cast()) })
+    in_call!(|| {
+        // SAFETY: NULL or valid `struct sigaction` pointers (void here, so the
+        // header needs no <signal.h>), per the contract of sigaction(2) that
+        // the C part forwards.
+        c_int::from(unsafe { crate::crash::adopt::adopt(sig, act.cast(), old.cast()) })
+    })
 }
 
 /// Internal, for libvlog-syslog.so's syslog(3) and its other forms:
@@ -179,9 +185,9 @@ pub extern "C-unwind" fn vlog__syslog_write(
     // any instruction needs it off for the whole call; the outputs turn it
     // off around their writes themselves.
     if may_act_anywhere() {
-        return no_cancel(|| write(pri, msg, len, full_len));
+        return no_cancel!(|| write(pri, msg, len, full_len));
     }
-    write(pri, msg, len, full_len)
+    in_call!(body write(pri, msg, len, full_len))
 }
 
 /// The body of [`vlog__syslog_write`].

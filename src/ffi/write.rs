@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_int, CStr};
 
-use super::{c_bytes, guarded, may_act_anywhere, no_cancel, set_last_error, source_arg};
+use super::{c_bytes, guarded, in_call, may_act_anywhere, no_cancel, set_last_error, source_arg};
 use crate::fields::{Field, Names, Value, MAX_FIELDS};
 use crate::logger::emit::{self, Call, Message, Outcome};
 use crate::priority::Priority;
@@ -70,7 +70,7 @@ pub extern "C-unwind" fn vlog_write(
     len: usize,
     full_len: usize,
 ) -> c_int {
-    no_cancel(|| {
+    no_cancel!(|| {
         vlog_write_fields(
             src,
             prio,
@@ -118,15 +118,15 @@ pub extern "C-unwind" fn vlog_write_fields(
     nfields: usize,
 ) -> c_int {
     if may_act_anywhere() {
-        return no_cancel(|| {
+        return no_cancel!(|| {
             write_fields(
                 src, prio, file, line, func, msg, len, full_len, fields, nfields,
             )
         });
     }
-    write_fields(
+    in_call!(body write_fields(
         src, prio, file, line, func, msg, len, full_len, fields, nfields,
-    )
+    ))
 }
 
 /// The body of [`vlog_write_fields`]: the recording call, one function from the C

@@ -25,8 +25,8 @@ thread_local! {
 // its own thread. A fork from a signal handler that interrupted vlog on
 // this thread finds the mark set and the lock already this thread's: it
 // takes nothing, and the interrupted call releases the lock on both sides.
-extern "C" fn prepare() {
-    panic::swallow(|| {
+extern "C-unwind" fn prepare() {
+    sys::cancel::callback!(|| panic::swallow(|| {
         if INSIDE.with(|inside| inside.replace(true)) {
             return;
         }
@@ -43,7 +43,7 @@ extern "C" fn prepare() {
         if let Some(above) = above::get() {
             (above.before_fork)();
         }
-    });
+    }))
 }
 
 /// Releases what `prepare` took, if it took anything.
@@ -58,17 +58,17 @@ fn release() -> Option<MutexGuard<'static, State>> {
     guard
 }
 
-extern "C" fn parent() {
-    panic::swallow(|| {
+extern "C-unwind" fn parent() {
+    sys::cancel::callback!(|| panic::swallow(|| {
         if let Some(above) = above::get() {
             (above.after_fork_parent)();
         }
         drop(release());
-    });
+    }))
 }
 
-extern "C" fn child() {
-    panic::swallow(|| {
+extern "C-unwind" fn child() {
+    sys::cancel::callback!(|| panic::swallow(|| {
         // The child has only this thread: no reader can be inside the ring,
         // and the cached thread id belongs to the parent.
         published::forget_readers_after_fork();
@@ -86,7 +86,7 @@ extern "C" fn child() {
             // its own.
             state.outputs.iter_mut().for_each(|o| o.after_fork());
         }
-    });
+    }))
 }
 
 /// Installs the handlers once per process.

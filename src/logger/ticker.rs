@@ -339,11 +339,13 @@ fn run(stop: &AtomicBool, waker: &Waker) {
     }
 }
 
-extern "C" fn drain_at_exit() {
-    let _ = crate::panic::catch(|| {
-        drain();
-        if let Some(Some(ticker)) = enter(|s| s.threads.ticker.take()) {
-            ticker.stop_and_join();
-        }
-    });
+extern "C-unwind" fn drain_at_exit() {
+    crate::sys::cancel::callback!(|| {
+        let _ = crate::panic::catch(|| {
+            drain();
+            if let Some(Some(ticker)) = enter(|s| s.threads.ticker.take()) {
+                ticker.stop_and_join();
+            }
+        });
+    })
 }

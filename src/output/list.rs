@@ -154,7 +154,7 @@ impl Outputs {
         // Writes and sends are cancellation points: no cancel acts inside
         // them (see `sys::cancel`; this thread's is not asynchronous, or it
         // is off already).
-        let cancelability = cancel::off();
+        let cancelability = cancel::point();
         for out in self.list.iter_mut().filter(|o| rec.priority >= o.priority) {
             if let Some(event) = out.print(rec, &mut self.lines) {
                 report(&event);

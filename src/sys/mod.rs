@@ -236,19 +236,36 @@ pub fn secure_mode() -> bool {
     unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
 }
 
+// vlog's callbacks are `C-unwind` (see `cancel::callback`): the same
+// calling convention, declared here with their own pointer type.
+extern "C" {
+    #[link_name = "pthread_atfork"]
+    fn atfork(
+        prepare: Option<extern "C-unwind" fn()>,
+        parent: Option<extern "C-unwind" fn()>,
+        child: Option<extern "C-unwind" fn()>,
+    ) -> c_int;
+    #[link_name = "atexit"]
+    fn atexit(f: extern "C-unwind" fn()) -> c_int;
+}
+
 /// Registers fork handlers with pthread_atfork. Returns false if that fails.
-pub fn at_fork(prepare: extern "C" fn(), parent: extern "C" fn(), child: extern "C" fn()) -> bool {
+pub fn at_fork(
+    prepare: extern "C-unwind" fn(),
+    parent: extern "C-unwind" fn(),
+    child: extern "C-unwind" fn(),
+) -> bool {
     // SAFETY: the handlers are plain functions that live as long as the
     // program; pthread_atfork only stores them.
-    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 }
+    unsafe { atfork(Some(prepare), Some(parent), Some(child)) == 0 }
 }
 
 /// Registers `f` to run at exit(3) (in a shared library, at its unloading
 /// too). Returns false if that fails.
-pub fn at_exit(f: extern "C" fn()) -> bool {
+pub fn at_exit(f: extern "C-unwind" fn()) -> bool {
     // SAFETY: a plain function that lives as long as the program (or the
     // library, which glibc runs it before unloading).
-    unsafe { libc::atexit(f) == 0 }
+    unsafe { atexit(f) == 0 }
 }
 
 /// glibc's own printf, as the oracle the printf renderer is tested against.

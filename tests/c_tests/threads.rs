@@ -51,9 +51,25 @@ fn a_signal_handler_that_logs_inside_any_entry_point_never_deadlocks() {
     }
 }
 
+/// A cancel pending during any call acts as the call returns, never inside
+/// vlog; the part with a signal handler that prints is left out under
+/// valgrind, which cannot unwind its own signal frames.
 #[test]
 fn a_thread_cancelled_while_it_logs_leaves_vlog_whole() {
-    check("cancel");
+    let exe = build("cancel", Link::Static);
+    let args: &[&str] = if tool() == Tool::Valgrind {
+        &["no-handler"]
+    } else {
+        &[]
+    };
+    let out = run_with(&exe, args, &[]);
+    assert_ok("cancel", &out);
+    for line in text(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("skipped"))
+    {
+        say_skipped(line);
+    }
 }
 
 #[test]
