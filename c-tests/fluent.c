@@ -21,16 +21,36 @@
  *                             flush returns (it waits without the lock)
  *   fluent closefds OUTPUTS   "before", then every descriptor from 3 closed
  *                             and a file opened in the socket's place, then
- *                             "after": the file gets nothing of vlog's */
+ *                             "after": the file gets nothing of vlog's
+ *   fluent clockback OUTPUTS  "before the step", the wall clock stepped back
+ *                             an hour, "after the step"; prints "logged",
+ *                             waits for a line on stdin, and leaves with
+ *                             _exit (no flush): the batch must go out by its
+ *                             age alone */
 #include "check.h"
 
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 
 VLOG_INIT("test.fluent");
+
+/* Seconds taken off CLOCK_REALTIME, as a `date -s` or NTP step back would:
+ * this clock_gettime takes the place of libc's for vlog, which is linked
+ * into this program. */
+static atomic_long realtime_step;
+
+int clock_gettime(clockid_t clock, struct timespec *ts)
+{
+    long r = syscall(SYS_clock_gettime, clock, ts);
+
+    if (r == 0 && clock == CLOCK_REALTIME)
+        ts->tv_sec -= atomic_load(&realtime_step);
+    return (int)r;
+}
 
 static void records(void)
 {
@@ -171,6 +191,19 @@ static void closefds(const char *path)
     close(fd);
 }
 
+static void clock_back(void)
+{
+    char line[16];
+
+    VLOG_INFO("before the step");
+    atomic_store(&realtime_step, 3600);
+    VLOG_INFO("after the step");
+    printf("logged\n");
+    fflush(stdout);
+    CHECK(fgets(line, sizeof line, stdin) != NULL);
+    _exit(0);
+}
+
 int main(int argc, char **argv)
 {
     CHECK(argc >= 3);
@@ -192,7 +225,10 @@ int main(int argc, char **argv)
         flush_while_logging();
     else if (strcmp(argv[1], "closefds") == 0 && argc == 4)
         closefds(argv[3]);
+    else if (strcmp(argv[1], "clockback") == 0)
+        clock_back();
     else
-        CHECK(!"a mode: records, later, flood N, refused, fork, flushing, closefds PATH");
+        CHECK(!"a mode: records, later, flood N, refused, fork, flushing, closefds PATH, "
+               "clockback");
     return 0;
 }

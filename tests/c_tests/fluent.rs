@@ -581,3 +581,57 @@ fn a_flush_waiting_for_a_receiver_never_makes_a_logging_thread_wait() {
         text(&out.stderr)
     );
 }
+
+/// A batch goes out by its age on CLOCK_MONOTONIC: the wall clock stepped
+/// back an hour between two events (inside the program, by its own
+/// clock_gettime) holds neither back, and the events keep their wall times.
+#[test]
+fn a_wall_clock_stepped_back_holds_no_batch_back() {
+    use std::io::{BufRead, BufReader, Write};
+    if !have_python_modules() {
+        return;
+    }
+    let dir = scratch_dir("fluent-clock");
+    let rx = Receiver::start(&dir, false, 0, &[]);
+    let outputs = format!("1:fluent:t@{}?age=200", rx.url);
+    let exe = fluent_exe();
+    let mut cmd = command(&exe);
+    cmd.args(["clockback", &outputs])
+        .current_dir(work())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    without_vlog_env(&mut cmd);
+    let mut child = cmd.spawn().expect("start fluent clockback");
+    let mut said = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(said, "logged\n");
+    let lines = rx.wait_for("both events, by their age alone", |l| {
+        count(l, "after the step") == 1 && count(l, "before the step") == 1
+    });
+    let _ = child.stdin.take().unwrap().write_all(b"done\n");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "fluent clockback: {status}");
+    // The second event's wall time is an hour before the first's.
+    let time_of = |needle: &str| -> f64 {
+        let event = events(&lines)
+            .into_iter()
+            .find(|l| l.contains(needle))
+            .unwrap();
+        let at = event.find("\"time\": [").expect("a time") + 9;
+        event[at..]
+            .split(',')
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("the time in {event}: {e}"))
+    };
+    let step = time_of("before the step") - time_of("after the step");
+    assert!(
+        (3599.0..3601.0).contains(&step),
+        "step {step}:\n{}",
+        lines.join("\n")
+    );
+}

@@ -10,9 +10,12 @@
 //! integers as integers and strings as valid UTF-8, with no map built in
 //! between and nothing allocated. Events gather in a batch, sent as one
 //! PackedForward message, `[TAG, bin(events), {"size": N, "chunk": ID}]`
-//! (the chunk only with `?ack`), when the batch reaches its size, when its
-//! first event is its age old (the logger's ticker asks, and so does the
-//! next event's time), on `vlog_flush` and `vlog_shutdown`, and at exit.
+//! (the chunk only with `?ack`), when the batch reaches its size, when it
+//! is its age old (the logger's ticker asks, and so does the next event),
+//! on `vlog_flush` and `vlog_shutdown`, and at exit. Ages are on
+//! CLOCK_MONOTONIC: a wall clock stepped back (NTP, `date -s`, a restored
+//! snapshot) would hold a batch back until it caught up; the events keep
+//! their records' wall times.
 //!
 //! One buffer, reserved when the output is opened (the queue size), holds
 //! the batches in order:
@@ -78,7 +81,7 @@ struct Batch {
 #[derive(Debug, Clone, Copy)]
 struct Open {
     events: u32,
-    /// Its first event's time (the record's, CLOCK_REALTIME ns).
+    /// When it was opened (CLOCK_MONOTONIC ns).
     since: u64,
 }
 
@@ -204,7 +207,7 @@ impl Fluent {
         let mut event = std::mem::take(&mut self.event);
         event.clear();
         encode_event(rec, &self.ident, &mut event);
-        let kept = self.add(&event, rec.time_ns);
+        let kept = self.add(&event);
         self.event = event;
         // A batch to write, or acknowledgements to read: otherwise nothing
         // to do on the socket (the ticker looks after reconnecting).
@@ -225,13 +228,10 @@ impl Fluent {
 
     /// Adds an encoded event to the open batch (opening one), sealing it
     /// when full. False when it does not fit in the queue.
-    fn add(&mut self, event: &[u8], time_ns: u64) -> bool {
+    fn add(&mut self, event: &[u8]) -> bool {
         // A batch old enough goes before the event, whatever the ticker
-        // does (the record's own time: no clock read).
-        if self
-            .open
-            .is_some_and(|o| time_ns.saturating_sub(o.since) >= self.options.age_ms * 1_000_000)
-        {
+        // does.
+        if self.open.is_some_and(|o| self.is_old(o)) {
             self.seal();
         }
         let prefix = self.prefix_len();
@@ -253,7 +253,7 @@ impl Fluent {
             self.queue.extend_from_slice(&bin32_header(0));
             self.open = Some(Open {
                 events: 0,
-                since: time_ns,
+                since: sys::monotonic_ns(),
             });
         }
         self.queue.extend_from_slice(event);
@@ -318,13 +318,15 @@ impl Fluent {
     /// batch that is old enough (any, when `all`), writes what the socket
     /// takes, and reads acknowledgements.
     pub fn tick(&mut self, all: bool) {
-        if let Some(open) = self.open {
-            let age = sys::realtime_ns().saturating_sub(open.since) / 1_000_000;
-            if all || age >= self.options.age_ms {
-                self.seal();
-            }
+        if self.open.is_some_and(|o| all || self.is_old(o)) {
+            self.seal();
         }
         self.pump();
+    }
+
+    /// Whether the open batch is its age old.
+    fn is_old(&self, open: Open) -> bool {
+        sys::monotonic_ns().saturating_sub(open.since) >= self.options.age_ms * 1_000_000
     }
 
     /// One step of a flush (`vlog_flush`, `vlog_shutdown`, exit): the open
