@@ -22,6 +22,9 @@
  *   fluent closefds OUTPUTS   "before", then every descriptor from 3 closed
  *                             and a file opened in the socket's place, then
  *                             "after": the file gets nothing of vlog's
+ *   fluent exit OUTPUTS       one event, then exit(0): prints how often and
+ *                             for how long at most vlog's exit handler
+ *                             waited (its poll calls on this thread)
  *   fluent clockback OUTPUTS  "before the step", the wall clock stepped back
  *                             an hour, "after the step"; prints "logged",
  *                             waits for a line on stdin, and leaves with
@@ -29,7 +32,9 @@
  *                             age alone */
 #include "check.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
@@ -191,6 +196,42 @@ static void closefds(const char *path)
     close(fd);
 }
 
+/* vlog waits with poll (on a socket, or on nothing for a nap); this poll
+ * takes the place of libc's for vlog, and counts the waits of the thread
+ * that exits, once it exits. */
+static pthread_t exiting_thread;
+static atomic_int exiting;
+static long exit_waits, exit_wait_ms;
+
+int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    static int (*next)(struct pollfd *, nfds_t, int);
+
+    if (next == NULL)
+        *(void **)&next = dlsym(RTLD_NEXT, "poll");
+    if (atomic_load(&exiting) && pthread_equal(pthread_self(), exiting_thread) &&
+        timeout != 0) {
+        exit_waits++;
+        exit_wait_ms += timeout;
+    }
+    return next(fds, n, timeout);
+}
+
+/* Registered before vlog's exit handler, so it runs after it. */
+static void say_exit_waits(void)
+{
+    printf("exit waited %ld times, for at most %ld ms\n", exit_waits, exit_wait_ms);
+    fflush(stdout);
+}
+
+static void exits(void)
+{
+    VLOG_INFO("at exit");
+    exiting_thread = pthread_self();
+    atomic_store(&exiting, 1);
+    exit(0);
+}
+
 static void clock_back(void)
 {
     char line[16];
@@ -207,6 +248,8 @@ static void clock_back(void)
 int main(int argc, char **argv)
 {
     CHECK(argc >= 3);
+    if (strcmp(argv[1], "exit") == 0)
+        CHECK(atexit(say_exit_waits) == 0);
     if (strcmp(argv[1], "refused") == 0) {
         refused(argv[2]);
         return 0;
@@ -227,8 +270,10 @@ int main(int argc, char **argv)
         closefds(argv[3]);
     else if (strcmp(argv[1], "clockback") == 0)
         clock_back();
+    else if (strcmp(argv[1], "exit") == 0)
+        exits();
     else
         CHECK(!"a mode: records, later, flood N, refused, fork, flushing, closefds PATH, "
-               "clockback");
+               "clockback, exit");
     return 0;
 }

@@ -124,7 +124,7 @@ pub mod internal {
     /// What `vlog_shutdown` does: the outputs flushed and closed.
     pub fn shutdown() {
         let _ = crate::control::stop();
-        crate::logger::ticker::drain();
+        crate::logger::ticker::drain(crate::logger::ticker::Drain::Asked);
         let _ = crate::logger::apply::flush();
         crate::logger::enter(|s| s.shutdown());
     }

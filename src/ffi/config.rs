@@ -131,7 +131,7 @@ pub extern "C-unwind" fn vlog_adopt_stderr() -> c_int {
 pub extern "C-unwind" fn vlog_flush() -> c_int {
     cancellation_point!(|| {
         config_call(|| {
-            logger::ticker::drain();
+            logger::ticker::drain(logger::ticker::Drain::Asked);
             logger::apply::flush()
         })
     })

@@ -79,7 +79,7 @@ pub extern "C-unwind" fn vlog_shutdown() {
     cancellation_point!(|| {
         guarded((), || {
             let _ = crate::control::stop();
-            logger::ticker::drain();
+            logger::ticker::drain(logger::ticker::Drain::Asked);
             let _ = logger::apply::flush();
             logger::enter(|s| s.shutdown());
         })

@@ -17,7 +17,7 @@
 //! there: it may be waiting for the lock held by the thread that stops it
 //! (or for a name server), and ends once it sees it was stopped. At exit
 //! the batching outputs send what they hold, waiting while their receivers
-//! take it (a second without progress, five in all), and the ticker is
+//! take it (see [`Drain`]), and the ticker is
 //! stopped and joined without the lock.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,10 +31,30 @@ use crate::sys::connection;
 use crate::sys::watch::{self, Waker, Worker};
 use crate::{diag, sys};
 
-/// How long a batching output waits at `vlog_flush`, `vlog_shutdown` and
-/// exit for its receiver to take what it holds: while the receiver makes
-/// progress, at most a second without any, five in all.
-pub const DRAIN_IDLE_MS: u64 = 1000;
+/// Whose flush [`drain`] is, which says how long it waits without
+/// progress (bytes written, or batches acknowledged), five seconds in all.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Drain {
+    /// `vlog_flush` and `vlog_shutdown`, which the program asked for: a
+    /// second without progress, which lets a connection that broke (a
+    /// receiver restarted) be made again once.
+    Asked,
+    /// At exit, which every process that logged passes (a daemon may fork
+    /// a worker per request): 200 ms without progress, and none at all
+    /// where nothing can move (no connection: refused, or not made yet).
+    Exit,
+}
+
+impl Drain {
+    fn idle_ms(self) -> u64 {
+        match self {
+            Drain::Asked => 1000,
+            Drain::Exit => 200,
+        }
+    }
+}
+
+/// The most any flush waits in all.
 pub const DRAIN_TOTAL_MS: u64 = 5000;
 
 /// The ticker's and the resolver's threads, as the outputs need them.
@@ -220,13 +240,13 @@ struct Step {
 }
 
 /// Sends what the batching outputs hold (`vlog_flush`, `vlog_shutdown`,
-/// exit), waiting while their receivers take it: at most `DRAIN_IDLE_MS`
+/// exit), waiting while their receivers take it: at most `why`'s idle time
 /// without progress, `DRAIN_TOTAL_MS` in all. Called without the lock: each
 /// step takes it, writes what the sockets take and lets it go, and the waits
 /// on the sockets are made without it, so that no logging thread waits for
 /// a slow receiver. From inside vlog on this thread (a signal handler), it
 /// does nothing.
-pub fn drain() {
+pub fn drain(why: Drain) {
     let start = sys::monotonic_ns();
     let mut last_progress = start;
     let mut seen = None;
@@ -243,8 +263,10 @@ pub fn drain() {
             last_progress = now;
         }
         let deadline =
-            (last_progress + DRAIN_IDLE_MS * 1_000_000).min(start + DRAIN_TOTAL_MS * 1_000_000);
-        if now >= deadline {
+            (last_progress + why.idle_ms() * 1_000_000).min(start + DRAIN_TOTAL_MS * 1_000_000);
+        // At exit, nothing can move where there is no connection (refused,
+        // or not made yet): the next try is a second away.
+        if now >= deadline || (why == Drain::Exit && step.waits.is_empty()) {
             enter(|s| s.say_not_sent());
             return;
         }
@@ -342,7 +364,7 @@ fn run(stop: &AtomicBool, waker: &Waker) {
 extern "C-unwind" fn drain_at_exit() {
     crate::sys::cancel::callback!(|| {
         let _ = crate::panic::catch(|| {
-            drain();
+            drain(Drain::Exit);
             if let Some(Some(ticker)) = enter(|s| s.threads.ticker.take()) {
                 ticker.stop_and_join();
             }

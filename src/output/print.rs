@@ -169,6 +169,15 @@ impl Output {
 
     /// Counts a failed line, and says when failing starts or ends.
     fn account(&mut self, result: io::Result<()>) -> Option<String> {
+        if result.is_ok() && self.failing.is_some() {
+            // A fluent queue that was full works again only once it has
+            // drained well below full (see `Fluent::may_say_recovered`).
+            if let Target::Fluent(fluent) = &mut self.target {
+                if !fluent.may_say_recovered() {
+                    return None;
+                }
+            }
+        }
         match (result, &mut self.failing) {
             (Ok(()), failing) => failing.take().map(|lost| {
                 format!(

@@ -635,3 +635,96 @@ fn a_wall_clock_stepped_back_holds_no_batch_back() {
         lines.join("\n")
     );
 }
+
+/// A receiver slower than the program keeps the queue at the edge of full:
+/// that is one episode, reported once when it begins and once when the
+/// queue has drained below half, at most one pair per 10 s; never a flap
+/// of `is full` / `works again` pairs for each event that fits.
+#[test]
+fn a_slow_receiver_is_reported_once_per_episode() {
+    if !have_python_modules() {
+        return;
+    }
+    let dir = scratch_dir("fluent-flap");
+    let rx = Receiver::start(&dir, false, 0, &["--slow", "1"]);
+    let outputs = format!("1:fluent:t@{}?size=4K&queue=128K 4:stderr", rx.url);
+    let started = Instant::now();
+    let out = run_within(120, &fluent_exe(), &["flood", &outputs, "100000"], &[]);
+    let seconds = started.elapsed().as_secs();
+    assert_ok("fluent flood", &out);
+    let stdout = text(&out.stdout);
+    let lost: u64 = stdout
+        .trim()
+        .strip_prefix("lost ")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of lost lines: {stdout}"));
+    let err = text(&out.stderr);
+    assert!(
+        lost > 0,
+        "the queue never filled, so this proves nothing:\n{err}"
+    );
+    let full = err.matches("is full").count();
+    let again = err.matches("works again").count();
+    let most = 1 + seconds as usize / 10;
+    assert!(
+        (1..=most).contains(&full) && again <= full,
+        "{full} reports of a full queue and {again} of recovery in {seconds} s \
+         (at most {most} pairs):\n{err}"
+    );
+}
+
+/// What a program that logged once and exits waits in its exit handler,
+/// as it says: (times, at most ms).
+fn exit_waits(outputs: &str) -> (u64, u64) {
+    let out = run_within(60, &fluent_exe(), &["exit", outputs], &[]);
+    assert_ok("fluent exit", &out);
+    let stdout = text(&out.stdout);
+    let said = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("exit waited "))
+        .unwrap_or_else(|| panic!("nothing said of the exit's waits: {stdout}"));
+    let numbers: Vec<u64> = said
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert_eq!(numbers.len(), 2, "{stdout}");
+    (numbers[0], numbers[1])
+}
+
+/// At exit, nothing is waited for where nothing can move: no receiver
+/// (connection refused), over TCP and a Unix socket. A receiver that never
+/// acknowledges holds the exit at most for the documented idle bound, as
+/// no byte moves meanwhile. Each counted from the
+/// program's own poll, so no clock is read by the test.
+#[test]
+fn exit_waits_only_while_bytes_move() {
+    if !have_python_modules() {
+        return;
+    }
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = scratch_dir("fluent-exit");
+    let nowhere = dir.join("nobody.sock");
+    for outputs in [
+        format!("1:fluent:t@tcp://127.0.0.1:{port}"),
+        format!("1:fluent:t@tcp://127.0.0.1:{port}?ack"),
+        format!("1:fluent:t@unix:{}", nowhere.display()),
+    ] {
+        let (times, _) = exit_waits(&outputs);
+        assert_eq!(times, 0, "{outputs}: waited {times} times at exit");
+    }
+    let rx = Receiver::start(&dir, false, 0, &["--never-ack"]);
+    let outputs = format!("1:fluent:t@{}?ack", rx.url);
+    // vlog(7): at exit, at most 200 ms in which nothing moved (each wait
+    // rounded up to a whole ms).
+    let (times, ms) = exit_waits(&outputs);
+    assert!(
+        ms <= 200 + times,
+        "{outputs}: waited {times} times, up to {ms} ms in all, at exit"
+    );
+    rx.wait_for("the event", |l| count(l, "at exit") >= 1);
+}

@@ -13,9 +13,7 @@
 //! (the chunk only with `?ack`), when the batch reaches its size, when it
 //! is its age old (the logger's ticker asks, and so does the next event),
 //! on `vlog_flush` and `vlog_shutdown`, and at exit. Ages are on
-//! CLOCK_MONOTONIC: a wall clock stepped back (NTP, `date -s`, a restored
-//! snapshot) would hold a batch back until it caught up; the events keep
-//! their records' wall times.
+//! CLOCK_MONOTONIC: a wall clock stepped back would hold a batch back.
 //!
 //! One buffer, reserved when the output is opened (the queue size), holds
 //! the batches in order:
@@ -51,6 +49,9 @@ use wire::{encode_event, parse_ack, parse_hex, put_hex_fixed, EVENT_MAX};
 const SEAL_MAX: usize = 64;
 /// How much of the receiver's acknowledgements is read at once.
 const ACKS_MAX: usize = 4096;
+/// The least time between saying the queue is full and saying it works
+/// again (see `may_say_recovered`).
+const FULL_REPORT_FLOOR_NS: u64 = 10_000_000_000;
 
 /// What a flush still waits for on one output.
 #[derive(Debug, Clone, Copy)]
@@ -114,6 +115,8 @@ pub struct Fluent {
     /// count.
     chunk_base: u64,
     next_chunk: u64,
+    /// When this episode of a full queue began (monotonic ns).
+    full_since: Option<u64>,
 }
 
 impl Fluent {
@@ -165,6 +168,7 @@ impl Fluent {
             event,
             chunk_base,
             next_chunk: 0,
+            full_since: None,
         })
     }
 
@@ -217,9 +221,27 @@ impl Fluent {
         if kept {
             Ok(())
         } else {
+            self.full_since.get_or_insert_with(sys::monotonic_ns);
             // ENOBUFS allocates nothing; `why` says it for people, once.
             Err(io::Error::from_raw_os_error(libc::ENOBUFS))
         }
+    }
+
+    /// Whether an output whose queue was full may say it works again: once
+    /// the queue has drained below half, and [`FULL_REPORT_FLOOR_NS`] after
+    /// the episode began. A receiver a little slower than the program keeps
+    /// the queue at the edge of full: ending the episode at each event that
+    /// fits made a pair of reports per event.
+    pub fn may_say_recovered(&mut self) -> bool {
+        let Some(since) = self.full_since else {
+            return true;
+        };
+        let over = self.queue.len() <= self.options.queue / 2
+            && sys::monotonic_ns().saturating_sub(since) >= FULL_REPORT_FLOOR_NS;
+        if over {
+            self.full_since = None;
+        }
+        over
     }
 
     pub fn take_replaced(&mut self) -> bool {
@@ -324,7 +346,6 @@ impl Fluent {
         self.pump();
     }
 
-    /// Whether the open batch is its age old.
     fn is_old(&self, open: Open) -> bool {
         sys::monotonic_ns().saturating_sub(open.since) >= self.options.age_ms * 1_000_000
     }
@@ -450,6 +471,7 @@ impl Fluent {
         self.open = None;
         self.written = 0;
         self.acks.clear();
+        self.full_since = None;
         self.chunk_base = (u64::from(sys::process_id()) << 32) ^ sys::realtime_ns();
     }
 
