@@ -35,6 +35,10 @@
 
 #include "vlog_gen.h"
 
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#include <type_traits> /* the format check's const-array test */
+#endif
+
 #if !defined(__GNUC__) && !defined(__clang__)
 #error "vlog.h needs GCC or Clang (atomic builtins, format and constructor attributes)"
 #endif
@@ -135,6 +139,8 @@ vlog(const vlog_source *src, int prio, const char *file, int line, const char *f
     __extension__({                                                           \
         const vlog_source *vlog__src = (src);                                 \
         int vlog__pri = (prio);                                               \
+        if (0)                                                                \
+            (void)vlog__check_call(__VA_ARGS__);                              \
         vlog__wanted(&vlog__src, &vlog__pri)                                  \
             ? vlog__emit(vlog__src, vlog__pri, __VA_ARGS__)                   \
             : 0;                                                              \
@@ -161,7 +167,7 @@ vlog(const vlog_source *src, int prio, const char *file, int line, const char *f
  */
 #define VLOG_FIELDS(prio, fields, ...)                                        \
     do {                                                                      \
-        VLOG__FORMAT_CHECKS_ON                                                \
+        VLOG__FORMAT_LITERAL(__VA_ARGS__);                                    \
         int vlog__fprio = vlog__clamp(prio);                                  \
         int vlog__level = VLOG__LEVEL(&vlog__source);                         \
         if (VLOG__UNLIKELY(vlog__fprio >= vlog__level) &&                     \
@@ -173,7 +179,7 @@ vlog(const vlog_source *src, int prio, const char *file, int line, const char *f
                               sizeof vlog__fields / sizeof vlog__fields[0],   \
                               __VA_ARGS__);                                   \
         }                                                                     \
-        VLOG__FORMAT_CHECKS_OFF                                               \
+        VLOG__FORMAT_TYPES(__VA_ARGS__)                                       \
     } while (0)
 
 /* The function form: checks the filters first, so a message that is not
@@ -208,13 +214,62 @@ extern int vlog_print_level;
 #define VLOG__FIRST(first, ...) first
 #define VLOG__UNPAREN(...) __VA_ARGS__
 
-/* The macros make -Wformat-security an error for their own expansion,
- * whatever the build's flags: VLOG_INFO(text), a string from outside used as
- * the format, does not compile. Log outside text as VLOG_INFO("%s", text). */
-#define VLOG__FORMAT_CHECKS_ON                                                \
-    _Pragma("GCC diagnostic push")                                            \
-    _Pragma("GCC diagnostic error \"-Wformat-security\"")
-#define VLOG__FORMAT_CHECKS_OFF _Pragma("GCC diagnostic pop")
+/* How many arguments a macro call has, the format included (1 to 64). */
+#define VLOG__NARGS(...) VLOG__NARGS_(__VA_ARGS__, 64, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define VLOG__NARGS_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, _32, _33, _34, _35, _36, _37, _38, _39, _40, _41, _42, _43, _44, _45, _46, _47, _48, _49, _50, _51, _52, _53, _54, _55, _56, _57, _58, _59, _60, _61, _62, _63, _64, n, ...) n
+
+/* A format alone must be a string literal (or a const char array, such as
+ * __func__ or `static const char fmt[] = "..."`), wherever vlog.h is
+ * installed and whatever the build's flags: VLOG_INFO(text), a string from
+ * outside used as the format, does not compile (log outside text, a
+ * translation included, as VLOG_INFO("%s", text)); a static assertion, which
+ * no flag and no system directory silences. The arguments are checked
+ * against the format (-Wformat, as the build's flags say) by one call that
+ * is never made, so each warning shows once, at the caller's format; the
+ * calls that do the work carry no format attribute. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define VLOG__STATIC_ASSERT(cond, why) static_assert(cond, why)
+#define VLOG__CONST_ARRAY(x)                                                  \
+    std::is_same<std::remove_reference<decltype(x)>::type, const char[sizeof(x)]>::value
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define VLOG__STATIC_ASSERT(cond, why) _Static_assert(cond, why)
+#define VLOG__CONST_ARRAY(x) VLOG__C_CONST_ARRAY(x)
+#else
+#define VLOG__STATIC_ASSERT(cond, why) \
+    typedef char vlog__format_alone_must_be_a_string_literal[(cond) ? 1 : -1] \
+        __attribute__((unused))
+#ifdef __cplusplus
+#define VLOG__CONST_ARRAY(x) 0
+#else
+#define VLOG__CONST_ARRAY(x) VLOG__C_CONST_ARRAY(x)
+#endif
+#endif
+/* An array (its type is not the pointer it decays to) of const char. */
+#define VLOG__C_CONST_ARRAY(x)                                                \
+    (!__builtin_types_compatible_p(__typeof__(x), __typeof__(&*(x))) &&      \
+     __extension__ _Generic((x), const char *: 1, default: 0))
+#define VLOG__FORMAT_LITERAL(...)                                             \
+    VLOG__STATIC_ASSERT(VLOG__NARGS(__VA_ARGS__) > 1 ||                       \
+                            __builtin_constant_p(VLOG__FIRST(__VA_ARGS__, 0)) || \
+                            VLOG__CONST_ARRAY(VLOG__FIRST(__VA_ARGS__, 0)),   \
+                        "vlog: a format alone must be a string literal; "     \
+                        "log other text as VLOG_INFO(\"%s\", text)")
+/* A call never made, rather than sizeof: a lambda may be an argument in C++. */
+#define VLOG__FORMAT_TYPES(...)                                               \
+    if (0)                                                                    \
+        (void)vlog__check_format(__VA_ARGS__);
+static inline VLOG__PRINTF(1, 2) int vlog__check_format(const char *fmt, ...)
+{
+    (void)fmt;
+    return 0;
+}
+/* vlog()'s: file, line, function, then the format. */
+static inline VLOG__PRINTF(4, 5) int vlog__check_call(const char *file, int line,
+                                                       const char *func, const char *fmt, ...)
+{
+    (void)file, (void)line, (void)func, (void)fmt;
+    return 0;
+}
 
 /* Only a string literal format is deferred: a call site keeps its format's
  * address, which a format built in a buffer would reuse with other contents.
@@ -222,7 +277,7 @@ extern int vlog_print_level;
  * file, line and function), so later calls pass only what changes. */
 #define VLOG__LOG(prio, ...)                                                  \
     do {                                                                      \
-        VLOG__FORMAT_CHECKS_ON                                                \
+        VLOG__FORMAT_LITERAL(__VA_ARGS__);                                    \
         static vlog_site vlog__site;                                          \
         int vlog__level = VLOG__LEVEL(&vlog__source);                         \
         if (VLOG__UNLIKELY((prio) >= vlog__level) &&                          \
@@ -240,7 +295,7 @@ extern int vlog_print_level;
                            __func__, __VA_ARGS__);                            \
             }                                                                 \
         }                                                                     \
-        VLOG__FORMAT_CHECKS_OFF                                               \
+        VLOG__FORMAT_TYPES(__VA_ARGS__)                                       \
     } while (0)
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
@@ -296,9 +351,6 @@ static inline int vlog__deferred(const vlog_site *site, const char *fmt)
         float: VLOG_CLASS_DOUBLE, double: VLOG_CLASS_DOUBLE,                  \
         long double: 0, default: VLOG_CLASS_POINTER))
 
-/* How many arguments a macro call has, the format included (1 to 64). */
-#define VLOG__NARGS(...) VLOG__NARGS_(__VA_ARGS__, 64, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
-#define VLOG__NARGS_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, _32, _33, _34, _35, _36, _37, _38, _39, _40, _41, _42, _43, _44, _45, _46, _47, _48, _49, _50, _51, _52, _53, _54, _55, _56, _57, _58, _59, _60, _61, _62, _63, _64, n, ...) n
 #define VLOG__CAT2(a, b) a##b
 #define VLOG__CAT(a, b) VLOG__CAT2(a, b)
 
@@ -527,12 +579,14 @@ static inline VLOG__PRINTF(7, 0) int vlog__emitv(int checked,
     return vlog__emitfv(checked, src, prio, file, line, func, NULL, 0, fmt, ap);
 }
 
-static inline VLOG__PRINTF(8, 9) int vlog__emit_fields(const vlog_source *src, int prio,
-                                                        const char *file, int line,
-                                                        const char *func,
-                                                        const vlog_field *fields,
-                                                        size_t nfields,
-                                                        const char *fmt, ...)
+/* What the macros call carries no format attribute: each macro checks its
+ * format once itself (VLOG__FORMAT_TYPES), and a second check would print
+ * each warning twice. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsuggest-attribute=format"
+static inline int vlog__emit_fields(const vlog_source *src, int prio, const char *file,
+                                    int line, const char *func, const vlog_field *fields,
+                                    size_t nfields, const char *fmt, ...)
 {
     va_list ap;
     int rc;
@@ -543,10 +597,8 @@ static inline VLOG__PRINTF(8, 9) int vlog__emit_fields(const vlog_source *src, i
     return rc;
 }
 
-static inline VLOG__PRINTF(6, 7) int vlog__emit(const vlog_source *src, int prio,
-                                                 const char *file, int line,
-                                                 const char *func,
-                                                 const char *fmt, ...)
+static inline int vlog__emit(const vlog_source *src, int prio, const char *file, int line,
+                             const char *func, const char *fmt, ...)
 {
     va_list ap;
     int rc;
@@ -565,10 +617,8 @@ static inline VLOG__PRINTF(6, 7) int vlog__emit(const vlog_source *src, int prio
  * for vlog_record; a format vlog does not render itself, or a format pointer
  * that changed, is formatted here with vsnprintf.
  */
-static inline VLOG__PRINTF(4, 5) int vlog__emit_site(vlog_site *site,
-                                                      const vlog_source *src,
-                                                      int prio, const char *fmt,
-                                                      ...)
+static inline int vlog__emit_site(vlog_site *site, const vlog_source *src, int prio,
+                                  const char *fmt, ...)
 {
     int state = __atomic_load_n(&site->state, __ATOMIC_ACQUIRE);
     va_list ap;
@@ -620,6 +670,7 @@ static inline VLOG__PRINTF(4, 5) int vlog__emit_site(vlog_site *site,
     va_end(ap);
     return rc;
 }
+#pragma GCC diagnostic pop
 
 /* Resolves a NULL source to the default one, clamps the priority and tells
  * whether the message is recorded (registering a new source first). */
