@@ -336,20 +336,52 @@ static inline int vlog__deferred(const vlog_site *site, const char *fmt)
            site->fmt == fmt;
 }
 #define VLOG__PROMOTED(x) (0 ? (x) : (x))
+/* What is left for `default`: pointers, and bit-fields wider than int, whose
+ * type (`unsigned long:40`) no association can name. Beside 0ll, a null
+ * pointer constant, a pointer stays a pointer and such a bit-field (at most
+ * 63 bits: a 64-bit one has its declared type) becomes a long long that
+ * holds its value. */
+#define VLOG__WIDE(x) (1 ? (x) : 0ll)
+/* __int128 has no printf conversion: class 0, which no format takes, so the
+ * call records the documented marker ("[arguments do not match the format,
+ * not rendered]") instead of a wrong number. */
+#ifdef __SIZEOF_INT128__
+__extension__ typedef __int128 vlog__int128;
+__extension__ typedef unsigned __int128 vlog__uint128;
+static inline uint64_t vlog__word_s128(vlog__int128 v)
+{
+    (void)v;
+    return 0;
+}
+static inline uint64_t vlog__word_u128(vlog__uint128 v)
+{
+    (void)v;
+    return 0;
+}
+#define VLOG__INT128_WORD vlog__int128: vlog__word_s128, vlog__uint128: vlog__word_u128,
+#define VLOG__INT128_CLASS vlog__int128: 0, vlog__uint128: 0,
+#else
+#define VLOG__INT128_WORD
+#define VLOG__INT128_CLASS
+#endif
 #define VLOG__WORD(x)                                                         \
     _Generic(VLOG__PROMOTED(x),                                               \
         int: vlog__word_s, long: vlog__word_s, long long: vlog__word_s,      \
         unsigned: vlog__word_u, unsigned long: vlog__word_u,                  \
         unsigned long long: vlog__word_u,                                     \
         float: vlog__word_d, double: vlog__word_d,                            \
-        long double: vlog__word_x, default: vlog__word_p)(x)
+        long double: vlog__word_x, VLOG__INT128_WORD                          \
+        default: _Generic(VLOG__WIDE(x),                                      \
+            long long: vlog__word_s, default: vlog__word_p))(x)
 #define VLOG__CLASS(x)                                                        \
     ((uint64_t)_Generic(VLOG__PROMOTED(x),                                    \
         int: VLOG_CLASS_INT, long: VLOG_CLASS_INT, long long: VLOG_CLASS_INT, \
         unsigned: VLOG_CLASS_INT, unsigned long: VLOG_CLASS_INT,              \
         unsigned long long: VLOG_CLASS_INT,                                   \
         float: VLOG_CLASS_DOUBLE, double: VLOG_CLASS_DOUBLE,                  \
-        long double: 0, default: VLOG_CLASS_POINTER))
+        long double: 0, VLOG__INT128_CLASS                                    \
+        default: _Generic(VLOG__WIDE(x),                                      \
+            long long: VLOG_CLASS_INT, default: VLOG_CLASS_POINTER)))
 
 #define VLOG__CAT2(a, b) a##b
 #define VLOG__CAT(a, b) VLOG__CAT2(a, b)

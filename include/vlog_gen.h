@@ -685,10 +685,11 @@ int vlog_site_prepare(struct vlog_site *site,
  * made only when the record is read, or here, by vlog's own printf, when an
  * output prints the message now, its arguments do not fit a record (the
  * text then cut with the truncation marker) or a `*` width or precision is
- * beyond 1000. Strings are read now, no further than their precision. A
- * call whose arguments do not match the format (count or classes) records
- * the format itself with a marker instead of reading an argument as what
- * it is not. errno is left as it was; `%m` is the text of errno at the
+ * beyond 1000. Strings are read now, no further than their precision.
+ * Arguments beyond the format's are ignored, as printf ignores them. A
+ * call whose arguments do not match the format (too few, or of another
+ * class) records the format itself with a marker instead of reading an
+ * argument as what it is not. errno is left as it was; `%m` is the text of errno at the
  * call. Returns 1 if recorded, 0 if filtered out, -1 on an error (a NULL or
  * unprepared site, NULL `words` with `nwords` > 0). Never allocates; takes
  * one lock.

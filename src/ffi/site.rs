@@ -232,10 +232,11 @@ fn classes_of(kinds: &[u8]) -> (u8, u64) {
 /// made only when the record is read, or here, by vlog's own printf, when an
 /// output prints the message now, its arguments do not fit a record (the
 /// text then cut with the truncation marker) or a `*` width or precision is
-/// beyond 1000. Strings are read now, no further than their precision. A
-/// call whose arguments do not match the format (count or classes) records
-/// the format itself with a marker instead of reading an argument as what
-/// it is not. errno is left as it was; `%m` is the text of errno at the
+/// beyond 1000. Strings are read now, no further than their precision.
+/// Arguments beyond the format's are ignored, as printf ignores them. A
+/// call whose arguments do not match the format (too few, or of another
+/// class) records the format itself with a marker instead of reading an
+/// argument as what it is not. errno is left as it was; `%m` is the text of errno at the
 /// call. Returns 1 if recorded, 0 if filtered out, -1 on an error (a NULL or
 /// unprepared site, NULL `words` with `nwords` > 0). Never allocates; takes
 /// one lock.
@@ -295,7 +296,9 @@ fn record(
                 return -1;
             }
             let given = site.nwords as usize;
-            if nwords < 0 || nwords as usize != given || classes != site.classes {
+            if (nwords as usize != given || classes != site.classes)
+                && !only_beyond_the_format(nwords, given, classes, site.classes)
+            {
                 return record_mismatch(site, src, prio);
             }
             if given > 0 && words.is_null() {
@@ -407,6 +410,21 @@ fn errno_message(buf: &mut [u8; 128]) -> &[u8] {
         return b"Unknown error";
     }
     &buf[..len]
+}
+
+/// Whether a call that does not have exactly its format's arguments has
+/// them and more: those beyond the format's are evaluated by the call and
+/// ignored, as printf ignores them; only the format's own are checked (and
+/// read). Out of the common path, which compares the whole words.
+#[cold]
+#[inline(never)]
+fn only_beyond_the_format(nwords: c_int, given: usize, classes: u64, want: u64) -> bool {
+    let mask = if given >= 32 {
+        u64::MAX
+    } else {
+        (1u64 << (2 * given)) - 1
+    };
+    usize::try_from(nwords).is_ok_and(|n| n > given) && classes & mask == want
 }
 
 /// Records a call whose arguments are not the ones its format takes (their
