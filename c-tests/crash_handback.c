@@ -6,6 +6,9 @@
  *                                program's again, no alarm of vlog's is
  *                                pending, the mask is the program's, and a
  *                                second fault is dumped too
+ *   crash_handback recover-siginfo  the same with a SA_SIGINFO handler,
+ *                                which gets each fault before any dump (it
+ *                                may recover): neither is dumped
  *   crash_handback signal-chain  VLOG_DUMP_SIGNAL's signal had a handler of
  *                                the program's: it still runs, after the dump
  *   crash_handback during-dump   a crash while a requested dump runs is
@@ -31,6 +34,15 @@ static volatile sig_atomic_t alarms, faults, program_dump_handler;
 static void on_segv(int sig)
 {
     (void)sig;
+    faults++;
+    siglongjmp(recovery, 1);
+}
+
+static void on_segv_info(int sig, siginfo_t *info, void *ctx)
+{
+    (void)sig;
+    (void)info;
+    (void)ctx;
     faults++;
     siglongjmp(recovery, 1);
 }
@@ -79,6 +91,13 @@ __attribute__((constructor(101))) static void program_handlers_first(void)
 
     if (mode != NULL && strcmp(mode, "recover") == 0) {
         handle(SIGSEGV, on_segv);
+        handle(SIGALRM, on_alarm);
+    }
+    if (mode != NULL && strcmp(mode, "recover-siginfo") == 0) {
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_segv_info;
+        sa.sa_flags = SA_SIGINFO;
+        CHECK(sigaction(SIGSEGV, &sa, NULL) == 0);
         handle(SIGALRM, on_alarm);
     }
     if (mode != NULL && strcmp(mode, "signal-chain") == 0) {
@@ -189,7 +208,7 @@ static int while_dumping(int fork_first)
 int main(int argc, char **argv)
 {
     CHECK(argc == 2);
-    if (strcmp(argv[1], "recover") == 0)
+    if (strcmp(argv[1], "recover") == 0 || strcmp(argv[1], "recover-siginfo") == 0)
         return recover();
     alarm(30);
     if (strcmp(argv[1], "signal-chain") == 0)

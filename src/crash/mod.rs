@@ -17,6 +17,8 @@ pub mod adopt;
 pub mod altstack;
 pub mod dump;
 pub mod handback;
+pub mod recover;
+pub mod requested;
 pub mod signals;
 pub mod target;
 pub mod watchdog;
@@ -24,7 +26,6 @@ pub mod watchdog;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 
-use crate::error::ConfigError;
 use crate::panic;
 use crate::ring::{self, published};
 use crate::sys;
@@ -140,6 +141,8 @@ fn attend() -> bool {
             let _ = take(sig);
         }
     }
+    // The program ran since a fault it was handed first.
+    recover::forget();
     if settled == ARMED {
         altstack::ensure();
     }
@@ -209,54 +212,115 @@ fn die_by_default(sig: c_int) {
     }
 }
 
+/// What the fatal-signal handler does once vlog's part is over, outside
+/// that part: the program's handler may not return (siglongjmp, _exit), and
+/// must find the thread out of vlog.
+#[derive(Clone, Copy)]
+enum Then {
+    /// Return: the faulting access is retried (a ring file repaired).
+    Return,
+    /// Hand the signal to whoever had it before vlog (see [`chain`]).
+    Chain,
+    /// Call the program's handler before any dump (see `recover`).
+    ProgramFirst(libc::sigaction),
+}
+
 /// The handler for fatal signals. A panic must not unwind into the
-/// interrupted code, so it is swallowed (see `panic::swallow`).
+/// interrupted code, so it is swallowed (see `panic::swallow`), and the
+/// signal goes on as without vlog.
 extern "C-unwind" fn on_fatal_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+    let mut then = Then::Chain;
     // SAFETY: installed by `take` as a SA_SIGINFO handler, so these are the
     // kernel's arguments.
-    sys::cancel::callback!(|| panic::swallow(|| unsafe {
-        if sig == libc::SIGBUS && !info.is_null() && ring::guard::repair((*info).si_addr() as usize)
-        {
-            // The faulting access is retried on private memory; the
-            // logger's next call moves the ring to memory and says so.
-            HANDLER.store(ATTEND, Ordering::SeqCst);
-            return;
+    sys::cancel::callback!(|| panic::swallow(|| then = unsafe { fatal(sig, info, ctx) }));
+    match then {
+        Then::Return => {}
+        // SAFETY: as above.
+        Then::Chain => unsafe { chain(sig, info, ctx) },
+        Then::ProgramFirst(program) => {
+            // SAFETY: as above; `program` is the program's SA_SIGINFO
+            // handler for `sig`.
+            unsafe { handback::call(&program, sig, info, ctx) };
+            // It returned: the access is retried, unless the program fell
+            // to the default action.
+            // SAFETY: as above.
+            let after = || unsafe { after_program(sig, info, ctx) };
+            sys::cancel::callback!(|| panic::swallow(after));
         }
-        if !INSTALLED.load(Ordering::SeqCst) {
-            // Only the ring file guard: the signal is the program's.
-            return chain(sig, info, ctx);
-        }
-        // On the program's own alternate stack, too small for a dump,
-        // overflowing it would end the process before the program's
-        // handler ran: that gets the signal, and the dump is one line.
-        if let Some(size) = altstack::too_small_for_a_dump() {
-            say_stack_too_small(sig, size);
-            return chain(sig, info, ctx);
-        }
-        on_fatal(sig, info, ctx)
-    }))
+    }
 }
 
-/// The `VLOG_DUMP_SIGNAL` handler: dump, hand the signal to the program's
-/// own handler if it had one, and carry on, leaving errno as it was.
-extern "C-unwind" fn on_dump_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
-    sys::cancel::callback!(|| sys::keeping_errno(|| {
-        panic::swallow(write_requested_dump);
-        if (1..=64).contains(&sig) {
-            // SAFETY: the slot was filled when vlog took `sig`; this is
-            // `sig`'s handler, with the kernel's arguments.
-            panic::swallow(|| unsafe {
-                handback::call(&PREVIOUS[sig as usize].get(), sig, info, ctx);
-            });
-        }
-    }))
-}
-
-/// The fatal-signal handler's body.
+/// vlog's part of a fatal signal: repair a ring file, hand a fault to the
+/// program first, or dump.
 ///
 /// # Safety
-/// Called only as a SA_SIGINFO signal handler, with the kernel's arguments.
-unsafe fn on_fatal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+/// Called only from a SA_SIGINFO signal handler, with the kernel's arguments.
+unsafe fn fatal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) -> Then {
+    // SAFETY: a non-NULL `info` is the kernel's, per the caller.
+    let addr = |info: *mut libc::siginfo_t| unsafe { (*info).si_addr() } as usize;
+    if sig == libc::SIGBUS && !info.is_null() && ring::guard::repair(addr(info)) {
+        // The faulting access is retried on private memory; the logger's
+        // next call moves the ring to memory and says so.
+        HANDLER.store(ATTEND, Ordering::SeqCst);
+        return Then::Return;
+    }
+    if !INSTALLED.load(Ordering::SeqCst) {
+        // Only the ring file guard: the signal is the program's.
+        return Then::Chain;
+    }
+    // SAFETY: the slot was filled when vlog took `sig`.
+    let previous = unsafe { PREVIOUS[sig as usize].get() };
+    // SAFETY: the kernel's arguments, per the caller.
+    if recover::program_first(&previous) && !unsafe { recover::came_back(sig, info, ctx) } {
+        // SAFETY: as above.
+        unsafe { recover::note(sig, info) };
+        // The next vlog call forgets the fault: the program went on.
+        HANDLER.store(ATTEND, Ordering::SeqCst);
+        return Then::ProgramFirst(previous);
+    }
+    // On the program's own alternate stack, too small for a dump,
+    // overflowing it would end the process before the program's handler
+    // ran: that gets the signal, and the dump is one line.
+    if let Some(size) = altstack::too_small_for_a_dump() {
+        say_stack_too_small(sig, size);
+        return Then::Chain;
+    }
+    // SAFETY: as above.
+    if unsafe { dump_crash(sig, info) } {
+        Then::Chain
+    } else {
+        // This thread crashed again while dumping (abort() inside the
+        // dump, say): no second attempt.
+        die_by_default(sig);
+        Then::Return
+    }
+}
+
+/// After the program's handler, which had the fault first, returned: if it
+/// fell to the default action (it set SIG_DFL to re-raise the signal, through
+/// the kernel or through the preload library), the crash it did not recover
+/// from is dumped now, before the default action ends the process.
+///
+/// # Safety
+/// As for [`fatal`].
+unsafe fn after_program(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut c_void) {
+    // SAFETY: the slot was filled when vlog took `sig`; an all-zero
+    // sigaction is a valid out-buffer.
+    let (adopted, mut now) = unsafe { (PREVIOUS[sig as usize].get(), std::mem::zeroed()) };
+    // SAFETY: a query only.
+    unsafe { libc::sigaction(sig, std::ptr::null(), &mut now) };
+    if adopted.sa_sigaction == libc::SIG_DFL || now.sa_sigaction == libc::SIG_DFL {
+        // SAFETY: the kernel's arguments, per the caller.
+        unsafe { dump_crash(sig, info) };
+    }
+}
+
+/// Dumps the crash, unless another thread did (that one is given time to
+/// finish). False when this thread crashed again while dumping.
+///
+/// # Safety
+/// Called only from a SA_SIGINFO signal handler, with the kernel's `info`.
+unsafe fn dump_crash(sig: c_int, info: *mut libc::siginfo_t) -> bool {
     let tid = thread_id();
     match DUMPER.compare_exchange(0, tid, Ordering::SeqCst, Ordering::SeqCst) {
         Ok(_) => {
@@ -275,24 +339,24 @@ unsafe fn on_fatal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
             });
             watchdog::disarm();
             DUMPER.store(DONE, Ordering::SeqCst);
+            true
         }
-        // This thread crashed again while dumping (abort() inside the dump,
-        // say): no second attempt.
-        Err(owner) if owner == tid => return die_by_default(sig),
+        Err(owner) if owner == tid => false,
         // The dump is over (another crash before this one).
-        Err(DONE) => {}
+        Err(DONE) => true,
         // Another thread is dumping: give it time to finish, then go on.
-        Err(owner) => watchdog::wait_for(|| DUMPER.load(Ordering::SeqCst) == owner),
+        Err(owner) => {
+            watchdog::wait_for(|| DUMPER.load(Ordering::SeqCst) == owner);
+            true
+        }
     }
-    // SAFETY: forwarded from the caller.
-    unsafe { chain(sig, info, ctx) };
 }
 
 /// Hands the signal to whoever had it before vlog: the previous handler with
 /// the original arguments, or the default action.
 ///
 /// # Safety
-/// As for [`on_fatal`].
+/// As for [`fatal`].
 unsafe fn chain(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
     if !FATAL_SIGNALS.contains(&sig) {
         return die_by_default(sig);
@@ -335,7 +399,11 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
         unsafe { ((*info).si_code, (*info).si_addr() as u64) }
     };
     let stats = dump::ring_stats();
+    let emptied = handle.make_room(target::dump_file_cap(stats.size));
     dump::with_fd_sink(fd, |sink| {
+        if let Some(size) = emptied {
+            say_emptied(size, sink);
+        }
         if REQUESTED.load(Ordering::SeqCst) != 0 {
             // A requested dump was cut short, perhaps in the middle of a
             // line: this one starts on a line of its own.
@@ -366,6 +434,13 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
         }
         dump::records(sink);
     });
+}
+
+/// The first line in a dump file just emptied (see `target::dump_file_cap`).
+fn say_emptied(size: u64, sink: &mut impl Sink) {
+    sink.put(b"vlog: the dump file held ");
+    put_decimal(size, 1, sink);
+    sink.put(b" bytes of earlier dumps, its limit: emptied for this one\n");
 }
 
 /// The dump on a stack too small for one: a line that says so, made in a
@@ -404,29 +479,6 @@ fn write_ring_image() {
     }
 }
 
-/// The dump that `VLOG_DUMP_SIGNAL` asks for: header, ring, no backtrace, and
-/// the process goes on.
-fn write_requested_dump() {
-    if REQUESTED
-        .compare_exchange(0, thread_id(), Ordering::SeqCst, Ordering::SeqCst)
-        .is_err()
-    {
-        return;
-    }
-    let stats = dump::ring_stats();
-    if let Some(handle) = target::dump_handle() {
-        let fd = handle.raw();
-        // A crash dump that starts meanwhile has the descriptor to itself.
-        let crashing = || DUMPER.load(Ordering::SeqCst) > 0;
-        dump::with_fd_sink_unless(fd, crashing, |sink| {
-            sink.put(b"vlog: dump requested by signal");
-            dump::process_line(thread_id(), stats, sink);
-            dump::records(sink);
-        });
-    }
-    REQUESTED.store(0, Ordering::SeqCst);
-}
-
 /// In a forked child, which has only the forking thread: no other thread of
 /// it is dumping, whatever the parent's were doing.
 pub fn after_fork() {
@@ -435,30 +487,4 @@ pub fn after_fork() {
     let _ = DUMPER.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |d| {
         (d > 0 && d != me).then_some(0)
     });
-}
-
-/// Installs a handler that writes a dump on `sig` and lets the process go
-/// on; a handler the program had for `sig` is called after the dump.
-pub fn install_dump_signal(sig: c_int) -> Result<(), ConfigError> {
-    let slot = usize::try_from(sig)
-        .ok()
-        .filter(|s| (1..=64).contains(s))
-        .ok_or_else(|| ConfigError::new(format!("signal {sig} does not exist")))?;
-    if DUMP_SIGNALS[slot].swap(true, Ordering::SeqCst) {
-        return Ok(());
-    }
-    let mut action = fatal_action(on_dump_signal);
-    // A dump signal is no crash: the thread's own stack holds the dump,
-    // where an alternate stack the program set up may not (Rust's std
-    // gives each thread one of a few KiB).
-    action.sa_flags &= !libc::SA_ONSTACK;
-    action.sa_flags |= libc::SA_RESTART;
-    // SAFETY: valid action; the slot is this signal's and no handler of
-    // vlog's for it runs before this call returns.
-    if unsafe { libc::sigaction(sig, &action, PREVIOUS[slot].as_mut_ptr()) } != 0 {
-        DUMP_SIGNALS[slot].store(false, Ordering::SeqCst);
-        let e = std::io::Error::last_os_error();
-        return Err(ConfigError::new(format!("cannot handle signal {sig}: {e}")));
-    }
-    Ok(())
 }

@@ -208,6 +208,7 @@ impl Slot {
             return Some(Handle {
                 raw: fd,
                 reopened: None,
+                file: true,
             });
         }
         if path.is_null() {
@@ -221,6 +222,7 @@ impl Slot {
         Some(Handle {
             raw: reopened.raw(),
             reopened: Some(reopened),
+            file: true,
         })
     }
 }
@@ -255,11 +257,21 @@ impl Drop for DumpFiles {
     }
 }
 
+/// A dump file is emptied before the next dump once it holds this much (4
+/// times the ring, at least 16 MiB): a program that crashes over and over
+/// (restarted each time by its supervisor, or dumping on request) never
+/// fills the disk with dumps, and the newest dump is kept whole.
+pub fn dump_file_cap(ring_size: u64) -> u64 {
+    ring_size.saturating_mul(4).max(16 << 20)
+}
+
 /// A descriptor the handler writes a dump to.
 pub struct Handle {
     raw: c_int,
     /// The path opened again by the handler, closed with the handle.
     reopened: Option<Fd>,
+    /// The dump file (not stderr, which is the program's).
+    file: bool,
 }
 
 impl Handle {
@@ -271,6 +283,18 @@ impl Handle {
     /// opened again.
     pub fn reopened(&self) -> bool {
         self.reopened.is_some()
+    }
+
+    /// Before a dump: empties the dump file once it holds `cap` bytes (see
+    /// [`dump_file_cap`]); the size it had, if it did. Async-signal-safe.
+    pub fn make_room(&self, cap: u64) -> Option<u64> {
+        let info = sys::fd_info(self.raw).ok()?;
+        if !self.file || !info.regular || info.size < cap {
+            return None;
+        }
+        // SAFETY: ftruncate on a descriptor proved to be the dump file
+        // (see `Slot::open`); appends go to the new end.
+        (unsafe { libc::ftruncate(self.raw, 0) } == 0).then_some(info.size)
     }
 }
 
@@ -291,6 +315,7 @@ pub fn dump_handle() -> Option<Handle> {
     crate::diag::stderr().map(|_| Handle {
         raw: 2,
         reopened: None,
+        file: false,
     })
 }
 

@@ -31,6 +31,8 @@ pub extern "C-unwind" fn vlog_install_crash_handler() -> c_int {
 #[no_mangle]
 pub extern "C-unwind" fn vlog_set_dump_signal(signum: c_int) -> c_int {
     no_cancel!(|| {
-        config_call(|| target::check_dump_signal(signum).and_then(crash::install_dump_signal))
+        config_call(|| {
+            target::check_dump_signal(signum).and_then(crash::requested::install_dump_signal)
+        })
     })
 }

@@ -251,7 +251,7 @@ impl State {
         crash::install()
             .map_err(|e| ConfigError::new(format!("cannot install the crash handler: {e}")))?;
         if let Some(sig) = self.dump_signal {
-            crash::install_dump_signal(sig)?;
+            crash::requested::install_dump_signal(sig)?;
         }
         Ok(())
     }

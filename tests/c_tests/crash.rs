@@ -195,6 +195,10 @@ fn two_threads_crashing_at_once_give_one_dump() {
     }
 }
 
+/// A SA_SIGINFO handler installed before vlog's gets the fault first, with
+/// the kernel's arguments (it may recover: see `crash::recover`); it sets
+/// SIG_DFL and re-raises, falling to the default action, and vlog dumps the
+/// crash before that ends the process.
 #[test]
 fn previous_handler_is_called_with_the_original_arguments() {
     if signal_test_skipped() {
@@ -202,11 +206,17 @@ fn previous_handler_is_called_with_the_original_arguments() {
     }
     let (status, _, stderr) = crash("chain", &["chain"], &[]);
     assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
-    let dump = stderr.find("vlog: end of dump").expect("dumped");
+    let dump = stderr
+        .find("vlog: end of dump")
+        .unwrap_or_else(|| panic!("not dumped: {stderr}"));
     let chained = stderr
         .find("previous handler: signal 11, address (nil)")
         .unwrap_or_else(|| panic!("previous handler not called with the fault address: {stderr}"));
-    assert!(dump < chained, "the dump comes first");
+    assert!(
+        chained < dump,
+        "the program's handler comes first: {stderr}"
+    );
+    assert_eq!(stderr.matches("vlog: fatal signal").count(), 1, "{stderr}");
 }
 
 /// The other order: vlog set itself up at the program's first message, then
@@ -548,6 +558,69 @@ fn a_fault_the_program_recovers_from_hands_back_alarm_handler_and_mask() {
         "{dump}"
     );
     assert!(dump.contains(": recovered 0"), "{dump}");
+}
+
+/// The same with a SA_SIGINFO handler, which can see the address and may
+/// mend the fault: it gets each fault before any dump, and a fault it
+/// recovers from costs no dump, a note at most (see `crash::recover`).
+#[test]
+fn a_fault_a_siginfo_handler_recovers_from_is_not_dumped() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (status, stdout, dump) = handback("recover-siginfo", &[]);
+    assert!(status.success(), "{status}: {stdout}");
+    assert_eq!(stdout, "recovered twice\n");
+    assert!(!dump.contains("vlog: fatal signal"), "{dump}");
+    assert_eq!(
+        dump.matches("went to the program's own handler first")
+            .count(),
+        1,
+        "{dump}"
+    );
+}
+
+/// A dump file that reached its limit (16 MiB for a small ring) is emptied
+/// before the next dump, which is kept whole: dumps never fill the disk.
+#[test]
+fn a_full_dump_file_is_emptied_for_the_newest_dump() {
+    use std::os::unix::fs::PermissionsExt;
+    if signal_test_skipped() {
+        return;
+    }
+    let exe = build("crash_handback", Link::Static);
+    let dir = scratch_dir("dump-cap.d");
+    let dump = dir.join("dump");
+    let file = std::fs::File::create(&dump).unwrap();
+    file.set_len(16 << 20).unwrap();
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .unwrap();
+    drop(file);
+    let spec = format!("file:{}", dump.display());
+    let out = run_with(
+        &exe,
+        &["recover"],
+        &[("VLOG_DUMP", spec.as_str()), ("HANDBACK_MODE", "recover")],
+    );
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    let dumped = std::fs::read(&dump).unwrap();
+    let dumped = String::from_utf8_lossy(&dumped);
+    assert!(
+        dumped.starts_with(
+            "vlog: the dump file held 16777216 bytes of earlier dumps, its limit: emptied for this one\n\
+             vlog: fatal signal SIGSEGV"
+        ),
+        "{}",
+        &dumped[..dumped.len().min(2000)]
+    );
+    // The second fault's dump follows the first: the file is small again.
+    assert_eq!(dumped.matches("vlog: fatal signal SIGSEGV").count(), 2);
+    assert!(dumped.len() < 1 << 20, "{} bytes", dumped.len());
 }
 
 #[test]
