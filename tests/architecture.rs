@@ -518,12 +518,30 @@ fn the_checker_sees_what_it_must() {
         "use crate::{a::{b, c as d}, e};\n// use crate::hidden;\nlet s = \"crate::nope\";\nsuper::f::g();\n",
     );
     let found = paths(&code);
-    assert!(found.contains(&vec!["crate".into(), "a".into(), "b".into()]));
-    assert!(found.contains(&vec!["crate".into(), "a".into(), "c".into()]));
-    assert!(found.contains(&vec!["crate".into(), "e".into()]));
-    assert!(found.contains(&vec!["super".into(), "f".into(), "g".into()]));
-    assert!(!found.iter().any(|p| p.contains(&"hidden".to_string())));
-    assert!(!found.iter().any(|p| p.contains(&"nope".to_string())));
+    assert!(
+        found.contains(&vec!["crate".into(), "a".into(), "b".into()]),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&vec!["crate".into(), "a".into(), "c".into()]),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&vec!["crate".into(), "e".into()]),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&vec!["super".into(), "f".into(), "g".into()]),
+        "{found:?}"
+    );
+    assert!(
+        !found.iter().any(|p| p.contains(&"hidden".to_string())),
+        "{found:?}"
+    );
+    assert!(
+        !found.iter().any(|p| p.contains(&"nope".to_string())),
+        "{found:?}"
+    );
     // Inside an inline module, `super` is the file itself.
     let inner = paths(&code_of(
         "mod offset {\n    use super::Header;\n}\nuse super::x;\n",
@@ -538,7 +556,7 @@ fn the_checker_sees_what_it_must() {
     let mut edges = BTreeMap::new();
     edges.insert("a".to_string(), BTreeSet::from(["b".to_string()]));
     edges.insert("b".to_string(), BTreeSet::from(["a".to_string()]));
-    assert!(find_cycle(&edges).is_some());
+    assert!(find_cycle(&edges).is_some(), "no cycle found in {edges:?}");
     let known: BTreeMap<String, PathBuf> = ["", "ring", "ring::writer", "ring::layout", "text"]
         .iter()
         .map(|m| (m.to_string(), PathBuf::new()))

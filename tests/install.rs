@@ -171,7 +171,8 @@ fn installed_library_builds_with_pkg_config_alone() {
             .arg("--help")
             .output()
             .unwrap();
-        assert!(String::from_utf8_lossy(&help.stdout).contains(program));
+        let said = String::from_utf8_lossy(&help.stdout);
+        assert!(said.contains(program), "{program} --help: {said}");
     }
 
     make("uninstall");

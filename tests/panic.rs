@@ -57,7 +57,8 @@ fn write(msg: &str) -> i32 {
 fn ring_text() -> String {
     let mut file = tempfile();
     // SAFETY: a descriptor this test owns.
-    assert!(unsafe { vlog_dump(file.as_raw_fd()) } >= 0);
+    let records = unsafe { vlog_dump(file.as_raw_fd()) };
+    assert!(records >= 0, "vlog_dump: {records}");
     let mut text = String::new();
     use std::io::Seek;
     file.rewind().unwrap();
@@ -96,7 +97,10 @@ fn a_panic_steps_down_to_the_ring_then_to_nothing() {
     assert!(printed.contains("before any panic"), "{printed}");
     assert!(!printed.contains("after the first"), "{printed}");
     let ring = ring_text();
-    assert!(ring.contains(" : after the first\n") && ring.contains(" : still recorded\n"));
+    assert!(
+        ring.contains(" : after the first\n") && ring.contains(" : still recorded\n"),
+        "{ring:?}"
+    );
     assert_eq!(
         ring.matches("going on with the ring only").count(),
         1,

@@ -66,9 +66,16 @@ fn prints_every_record_as_text_lines() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert_eq!(stdout.lines().count(), 100);
-    assert!(stdout
-        .starts_with("2026-11-30 00:00:00.000+0000: 7: debug : qemu.monitor : fn:0 : message 0\n"));
-    assert!(stdout.ends_with(": 7: error : util.file : fn:99 : message 99\n"));
+    assert!(
+        stdout.starts_with(
+            "2026-11-30 00:00:00.000+0000: 7: debug : qemu.monitor : fn:0 : message 0\n"
+        ),
+        "{stdout:?}"
+    );
+    assert!(
+        stdout.ends_with(": 7: error : util.file : fn:99 : message 99\n"),
+        "{stdout:?}"
+    );
 }
 
 #[test]
@@ -180,7 +187,11 @@ fn bad_input_is_a_clear_error_never_a_panic() {
     }
     let out = vlog_dump(&["/nonexistent/ring"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("/nonexistent/ring: cannot open"));
+    assert!(
+        text(&out.stderr).contains("/nonexistent/ring: cannot open"),
+        "{:?}",
+        text(&out.stderr)
+    );
     for args in [
         &["--bogus", "x"][..],
         &["--priority", "7", "x"],
@@ -261,7 +272,7 @@ fn stats_in_json_files_named_fields_searched() {
     let b = ring_file("named-b.ring");
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     let out = vlog_dump(&["--json", "--stats", a]);
-    assert!(out.status.success());
+    assert!(out.status.success(), "{out:?}");
     let stats = text(&out.stdout);
     assert!(stats.starts_with("{\"file\":\""), "{stats}");
     assert!(
@@ -270,7 +281,10 @@ fn stats_in_json_files_named_fields_searched() {
     );
     let out = vlog_dump(&["--stats", a, b]);
     let stats = text(&out.stdout);
-    assert!(stats.contains(&format!("file: {a}\n")) && stats.contains(&format!("file: {b}\n")));
+    assert!(
+        stats.contains(&format!("file: {a}\n")) && stats.contains(&format!("file: {b}\n")),
+        "{stats:?}"
+    );
     let out = vlog_dump(&["--grep", "message 7", a, b]);
     let records = text(&out.stdout);
     assert_eq!(records.lines().count(), 22, "{records}");
@@ -278,9 +292,13 @@ fn stats_in_json_files_named_fields_searched() {
         assert!(line.starts_with(a) || line.starts_with(b), "{line}");
     }
     let out = vlog_dump(&["--json", a, b]);
-    assert!(text(&out.stdout)
-        .lines()
-        .all(|l| l.starts_with("{\"file\":")));
+    assert!(
+        text(&out.stdout)
+            .lines()
+            .all(|l| l.starts_with("{\"file\":")),
+        "{:?}",
+        text(&out.stdout)
+    );
     let version = text(&vlog_dump(&["--version"]).stdout);
     assert_eq!(
         version,

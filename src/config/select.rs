@@ -95,18 +95,27 @@ mod tests {
             message: b"disk full",
             fields: b"",
         };
-        assert!(s.selects(&rec));
-        assert!(!s.selects(&Record {
-            source: b"util",
-            ..rec
-        }));
-        assert!(!s.selects(&Record {
-            priority: Priority::Debug,
-            ..rec
-        }));
+        assert!(s.selects(&rec), "{s:?}");
+        assert!(
+            !s.selects(&Record {
+                source: b"util",
+                ..rec
+            }),
+            "{s:?}"
+        );
+        assert!(
+            !s.selects(&Record {
+                priority: Priority::Debug,
+                ..rec
+            }),
+            "{s:?}"
+        );
         s.set("since", "@1").unwrap();
-        assert!(!s.selects(&rec));
-        assert!(s.set("priority", "loud").unwrap_err().contains("'loud'"));
-        assert!(s.set("when", "x").unwrap_err().contains("--when"));
+        assert!(!s.selects(&rec), "{s:?}");
+        assert!(
+            s.set("priority", "loud").unwrap_err().contains("'loud'"),
+            "{s:?}"
+        );
+        assert!(s.set("when", "x").unwrap_err().contains("--when"), "{s:?}");
     }
 }

@@ -419,7 +419,7 @@ mod tests {
             ),
             "{said:?}"
         );
-        assert!(outputs.lookups(1).due.is_empty());
+        assert!(outputs.lookups(1).due.is_empty(), "{outputs:?}");
         outputs.looked_up(
             lookups.generation,
             vec![(0, Ok("127.0.0.1:9".parse().unwrap()))],

@@ -525,6 +525,6 @@ mod tests {
         let Dest::File(path) = &specs[0].dest else {
             panic!()
         };
-        assert!(path.is_absolute());
+        assert!(path.is_absolute(), "{path:?}");
     }
 }

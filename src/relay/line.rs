@@ -519,7 +519,7 @@ mod tests {
         assert_eq!(msg, "5");
         let line = r#"{"@level":7,"@message":"m"}"#;
         let (l, msg, _) = parsed(line);
-        assert!(l.malformed);
+        assert!(l.malformed, "{l:?}");
         assert_eq!((l.priority, msg.as_str()), (None, "m"));
         for bad in [
             r#"{"@level":"info","@message":"x""#,
@@ -529,14 +529,14 @@ mod tests {
             let (l, msg, fields) = parsed(bad);
             assert!(l.malformed, "{bad}");
             assert_eq!(msg, bad);
-            assert!(fields.is_empty());
+            assert!(fields.is_empty(), "{fields:?}");
         }
         // Malformed after the level: the level holds, the line is the message.
         let bad = r#"{"@level":"error","@message":"x",}"#;
         let (l, msg, fields) = parsed(bad);
         assert_eq!(l.priority, Some(Priority::Error));
         assert_eq!(msg, bad);
-        assert!(fields.is_empty());
+        assert!(fields.is_empty(), "{fields:?}");
         // More fields than are kept: the first 32.
         let many: String = (0..40).map(|i| format!(",\"k{i}\":{i}")).collect();
         let (_, _, fields) = parsed(&format!("{{\"@message\":\"m\"{many}}}"));

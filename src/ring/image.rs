@@ -467,7 +467,7 @@ mod tests {
             got
         };
         let want = clean(&original);
-        assert!(want.len() > 100);
+        assert!(want.len() > 100, "{want:?}");
         let dict_start = layout::HEADER_SPACE as u64;
         let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         for round in 0..3000 {

@@ -457,16 +457,18 @@ mod tests {
         }
         let (got, damaged) = messages(ring.view());
         assert_eq!(damaged, 0);
-        assert!(got.len() > 50 && (got.len() as u64) < n);
+        assert!(got.len() > 50 && (got.len() as u64) < n, "{got:?}");
         for w in got.windows(2) {
             assert_eq!(w[1].0, w[0].0 + 1);
         }
         assert_eq!(got.last().unwrap().0, n - 1);
-        assert!(got
-            .last()
-            .unwrap()
-            .1
-            .starts_with(&format!("message {}", n - 1)));
+        assert!(
+            got.last()
+                .unwrap()
+                .1
+                .starts_with(&format!("message {}", n - 1)),
+            "{got:?}"
+        );
         let stats = ring.stats();
         assert_eq!(stats.recorded, n);
         assert_eq!(stats.lost + got.len() as u64, n);

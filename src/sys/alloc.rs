@@ -196,7 +196,7 @@ mod tests {
         let layout = Layout::from_size_align(1000, 8).unwrap();
         let a = RESERVE_POOL.alloc(layout);
         let b = RESERVE_POOL.alloc(layout);
-        assert!(!a.is_null() && !b.is_null() && a != b);
+        assert!(!a.is_null() && !b.is_null() && a != b, "{a:?}");
         assert!(RESERVE_POOL.contains(a) && (a as usize).is_multiple_of(BLOCK));
         RESERVE_POOL.free(a, layout);
         assert_eq!(RESERVE_POOL.alloc(layout), a, "a freed run is used again");

@@ -441,7 +441,7 @@ mod tests {
     fn a_descriptor_reused_by_the_program_is_neither_written_nor_closed() {
         let dir = scratch("reused");
         let fd = open_private(&dir.join("ours"), Private::Image).unwrap();
-        assert!(fd.created() && fd.is_ours());
+        assert!(fd.created() && fd.is_ours(), "{fd:?}");
         let raw = fd.raw();
         // The program closes it and opens a file of its own at that number
         // (dup2: other tests open files meanwhile).
@@ -450,7 +450,7 @@ mod tests {
         // SAFETY: the test's own descriptors.
         let moved = unsafe { libc::dup2(theirs_raw, raw) };
         assert_eq!(moved, raw);
-        assert!(!fd.is_ours());
+        assert!(!fd.is_ours(), "{fd:?}");
         drop(fd);
         assert!(fd_info(raw).is_ok(), "the program's file stays open");
         assert_eq!(std::fs::read(dir.join("theirs")).unwrap(), b"");
@@ -461,7 +461,7 @@ mod tests {
         let dir = scratch("existing");
         std::fs::write(dir.join("f"), b"kept").unwrap();
         let fd = open_private(&dir.join("f"), Private::Log).unwrap();
-        assert!(!fd.created());
+        assert!(!fd.created(), "{fd:?}");
         assert!(open_private(&dir.join("f"), Private::NewRing).is_err());
     }
 }

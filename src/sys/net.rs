@@ -125,12 +125,13 @@ impl DatagramTarget {
         match self.send_datagram(payload, None) {
             // The daemon at the other end was restarted: a new socket,
             // connected to the new one, and the message sent again once,
-            // as glibc does.
+            // as glibc does. EPIPE: the old daemon's socket shut down but
+            // not closed yet (it may stay so a while on a busy machine).
             Err(e)
                 if self.connected
                     && matches!(
                         e.raw_os_error(),
-                        Some(libc::ECONNREFUSED | libc::ENOTCONN | libc::ECONNRESET)
+                        Some(libc::ECONNREFUSED | libc::ENOTCONN | libc::ECONNRESET | libc::EPIPE)
                     ) =>
             {
                 let new = new_socket(self.family, libc::SOCK_DGRAM)?;

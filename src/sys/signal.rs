@@ -196,7 +196,7 @@ mod tests {
         assert_eq!(sent, 0);
         let taken = take(&set, Duration::from_secs(5)).expect("the signal sent");
         assert_eq!(taken.signal, libc::SIGURG);
-        assert!(taken.from_a_process);
+        assert!(taken.from_a_process, "{taken:?}");
         assert_eq!(taken.sender, std::process::id() as i32);
     }
 

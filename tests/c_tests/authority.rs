@@ -307,7 +307,7 @@ fn a_log_group_member_may_observe_and_tune_but_never_open() {
     // The daemon's own user may.
     let own = vlog_ctl(&[s, "outputs", &format!("1:json:{}", target.display())]);
     assert_ok("root: outputs", &own);
-    assert!(target.exists());
+    assert!(target.exists(), "{target:?}");
     drop(daemon);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -551,7 +551,7 @@ fn a_group_look_up_that_never_returns_holds_up_nothing() {
         "{}",
         text(&out.stdout)
     );
-    assert!(!dir.join("a.sock").exists());
+    assert!(!dir.join("a.sock").exists(), "{dir:?}");
 }
 
 /// A Unix socket server of the test's that answers one connection with

@@ -36,7 +36,7 @@ fn mode(name: &str) -> PathBuf {
 #[test]
 fn the_socket_file_is_removed_at_exit() {
     let dir = mode("exits");
-    assert!(!dir.join("ctl.sock").exists());
+    assert!(!dir.join("ctl.sock").exists(), "{dir:?}");
 }
 
 #[test]
@@ -63,7 +63,11 @@ fn a_bad_vlog_control_is_warned_about_and_makes_nothing() {
         assert_ok("control exits", &out);
         assert!(text(&out.stderr).contains(said), "{}", text(&out.stderr));
     }
-    assert!(!Path::new("/nonexistent-dir").exists());
+    assert!(
+        !Path::new("/nonexistent-dir").exists(),
+        "{:?}",
+        Path::new("/nonexistent-dir")
+    );
 }
 
 #[test]
@@ -241,7 +245,8 @@ fn vlog_ctl_changes_a_running_daemons_filters_and_takes_its_ring() {
         "{shown}"
     );
     assert!(shown.contains(&format!("VLOG_CONTROL={s}\n")), "{shown}");
-    assert!(!ok_stdout(&[s, "dump"]).contains("tick"));
+    let said = ok_stdout(&[s, "dump"]);
+    assert!(!said.contains("tick"), "{said}");
 
     assert_eq!(
         ok_stdout(&[s, "filters", "1:qemu"]),
@@ -253,11 +258,16 @@ fn vlog_ctl_changes_a_running_daemons_filters_and_takes_its_ring() {
     assert!(!dumped.contains("request"), "{dumped}");
     let json = ok_stdout(&[s, "dump", "--json", "--grep", "served"]);
     assert!(json.lines().all(|l| l.starts_with("{\"seq\":")), "{json}");
-    assert!(ok_stdout(&[s, "--json", "show"]).starts_with("{\"ok\":true,\"VLOG_LEVEL\":\"3\""));
+    let said = ok_stdout(&[s, "--json", "show"]);
+    assert!(
+        said.starts_with("{\"ok\":true,\"VLOG_LEVEL\":\"3\""),
+        "{said}"
+    );
 
     // The same through --pid.
     let pid = daemon.pid().to_string();
-    assert!(ok_stdout(&["--pid", &pid, "stats"]).starts_with("buffer_size 1048576\nrecords "));
+    let said = ok_stdout(&["--pid", &pid, "stats"]);
+    assert!(said.starts_with("buffer_size 1048576\nrecords "), "{said}");
     // The change is in the ring, naming who made it.
     let changes = ok_stdout(&[s, "dump", "--source", "vlog"]);
     assert!(
@@ -286,15 +296,27 @@ fn vlog_ctl_changes_a_running_daemons_filters_and_takes_its_ring() {
     // Errors and exit codes.
     let bad = vlog_ctl(&[s, "filters", "9:qemu"]);
     assert_eq!(bad.status.code(), Some(1));
-    assert!(text(&bad.stderr).contains("invalid priority '9' in filter '9:qemu'"));
+    assert!(
+        text(&bad.stderr).contains("invalid priority '9' in filter '9:qemu'"),
+        "{:?}",
+        text(&bad.stderr)
+    );
     assert_eq!(vlog_ctl(&[s, "frobnicate"]).status.code(), Some(2));
     assert_eq!(vlog_ctl(&[s]).status.code(), Some(2));
     let gone = vlog_ctl(&[dir.join("none.sock").to_str().unwrap(), "show"]);
     assert_eq!(gone.status.code(), Some(3));
-    assert!(text(&gone.stderr).contains("No such file or directory"));
+    assert!(
+        text(&gone.stderr).contains("No such file or directory"),
+        "{:?}",
+        text(&gone.stderr)
+    );
     let nobody = vlog_ctl(&["--pid", "999999999", "show"]);
     assert_eq!(nobody.status.code(), Some(3));
-    assert!(text(&nobody.stderr).contains("no process 999999999"));
+    assert!(
+        text(&nobody.stderr).contains("no process 999999999"),
+        "{:?}",
+        text(&nobody.stderr)
+    );
     let me = std::process::id().to_string();
     let none = vlog_ctl(&["--pid", &me, "show"]);
     assert!(
@@ -329,13 +351,18 @@ fn only_the_daemons_user_root_and_its_group_may_use_the_socket() {
     let spec = format!("{}?group=65530", sock.display());
     let daemon = Daemon::start(&exe, &dir, &spec, None);
     let s = sock.to_str().unwrap();
-    assert!(ok_stdout(&[s, "show"]).contains("?group=65530"));
+    let said = ok_stdout(&[s, "show"]);
+    assert!(said.contains("?group=65530"), "{said}");
     // A member of the group may; another user may not reach the file.
     let member = vlog_ctl_as(Some((65534, Some(65530))), &[s, "filters", "1:qemu"]);
     assert_ok("vlog-ctl as a member of the group", &member);
     let other = vlog_ctl_as(Some((65534, None)), &[s, "show"]);
     assert_eq!(other.status.code(), Some(3), "{}", text(&other.stderr));
-    assert!(text(&other.stderr).contains("Permission denied"));
+    assert!(
+        text(&other.stderr).contains("Permission denied"),
+        "{:?}",
+        text(&other.stderr)
+    );
     // With the file opened to everyone by mistake, the credentials still
     // refuse: one line, and the connection closed.
     std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
@@ -345,7 +372,8 @@ fn only_the_daemons_user_root_and_its_group_may_use_the_socket() {
         text(&refused.stderr),
         "vlog-ctl: refused: uid 65534 may not control this process (uid 0, root and group 65530 may)\n"
     );
-    assert!(ok_stdout(&[s, "show"]).contains("VLOG_FILTERS=1:qemu\n"));
+    let said = ok_stdout(&[s, "show"]);
+    assert!(said.contains("VLOG_FILTERS=1:qemu\n"), "{said}");
     drop(daemon);
 
     // A daemon of user 65534: its own user may, and root.
@@ -361,7 +389,8 @@ fn only_the_daemons_user_root_and_its_group_may_use_the_socket() {
     let s = sock.to_str().unwrap();
     let same = vlog_ctl_as(Some((65534, None)), &[s, "level", "debug"]);
     assert_ok("vlog-ctl as the daemon's user", &same);
-    assert!(ok_stdout(&[s, "show"]).starts_with("VLOG_LEVEL=1\n"));
+    let said = ok_stdout(&[s, "show"]);
+    assert!(said.starts_with("VLOG_LEVEL=1\n"), "{said}");
     let meta = std::fs::symlink_metadata(&sock).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     drop(daemon);

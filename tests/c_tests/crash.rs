@@ -134,7 +134,10 @@ fn each_fatal_signal_is_dumped_then_dies_as_without_vlog() {
             "{mode}: core flag differs"
         );
         assert_dump(mode, &stderr, signal, 3);
-        assert!(stderr.contains(&format!(" : last words 2 before {mode}\n")));
+        assert!(
+            stderr.contains(&format!(" : last words 2 before {mode}\n")),
+            "{stderr:?}"
+        );
         assert!(!plain.contains("vlog:"), "{mode}: {plain}");
     }
 }
@@ -150,7 +153,10 @@ fn stack_overflow_is_dumped_on_main_and_other_threads() {
     let (status, _, stderr) = crash("overflow-thread", &["overflow-thread"], &[]);
     assert_eq!(status.signal(), Some(libc::SIGSEGV), "{stderr}");
     assert_dump("overflow-thread", &stderr, "SIGSEGV", 4);
-    assert!(stderr.contains(" : second thread about to overflow its stack\n"));
+    assert!(
+        stderr.contains(" : second thread about to overflow its stack\n"),
+        "{stderr:?}"
+    );
 }
 
 #[test]
@@ -252,8 +258,14 @@ fn dump_signal_dumps_and_the_process_goes_on() {
         stderr.contains("vlog: dump requested by signal, pid "),
         "{stderr}"
     );
-    assert!(stderr.contains(" : last words 2 before dump-signal\n"));
-    assert!(stderr.contains("\nvlog: end of dump, 3 records\n"));
+    assert!(
+        stderr.contains(" : last words 2 before dump-signal\n"),
+        "{stderr:?}"
+    );
+    assert!(
+        stderr.contains("\nvlog: end of dump, 3 records\n"),
+        "{stderr:?}"
+    );
     assert!(
         stderr.ends_with(" : still running after the dump\n"),
         "{stderr}"
@@ -643,9 +655,9 @@ fn a_crash_during_a_requested_dump_is_dumped_at_once() {
     let (status, _, dump) = handback("during-dump", &[("VLOG_DUMP_SIGNAL", "USR2")]);
     let took = start.elapsed();
     assert_eq!(status.signal(), Some(libc::SIGSEGV), "{status}");
-    assert!(dump.contains("vlog: dump requested by signal"));
+    assert!(dump.contains("vlog: dump requested by signal"), "{dump:?}");
     assert!(dump.contains("vlog: fatal signal SIGSEGV"), "no crash dump");
-    assert!(dump.contains("vlog: end of dump"));
+    assert!(dump.contains("vlog: end of dump"), "{dump:?}");
     assert!(took < std::time::Duration::from_secs(20), "{took:?}");
 }
 
@@ -661,7 +673,7 @@ fn a_child_forked_during_a_requested_dump_dumps_its_own_crash() {
         dump.contains("vlog: fatal signal SIGSEGV"),
         "no crash dump from the child"
     );
-    assert!(dump.contains(": the child crashes"));
+    assert!(dump.contains(": the child crashes"), "{dump:?}");
 }
 
 #[test]

@@ -22,17 +22,23 @@ pub(crate) fn environment(env: &[(&str, &str)]) -> (String, String) {
 fn env_flight_recorder_configuration() {
     let (dump, stderr) = environment(&[("VLOG_FILTERS", "1:qemu"), ("VLOG_OUTPUTS", "3:stderr")]);
     // stderr prints warnings and errors only...
-    assert!(stderr.contains(" : qemu warning\n") && stderr.contains(" : qemu error\n"));
-    assert!(stderr.contains(" : util warning\n"));
+    assert!(
+        stderr.contains(" : qemu warning\n") && stderr.contains(" : qemu error\n"),
+        "{stderr:?}"
+    );
+    assert!(stderr.contains(" : util warning\n"), "{stderr:?}");
     assert!(
         !stderr.contains("qemu debug") && !stderr.contains("qemu info"),
         "{stderr}"
     );
     // ...while the ring keeps qemu's debug messages for a dump.
     assert!(dump.contains(": debug : qemu.monitor : main:"), "{dump}");
-    assert!(dump.contains(" : qemu debug\n") && dump.contains(" : qemu info\n"));
-    assert!(!dump.contains("util debug"));
-    assert!(dump.contains("buffer_size=65536\n"));
+    assert!(
+        dump.contains(" : qemu debug\n") && dump.contains(" : qemu info\n"),
+        "{dump:?}"
+    );
+    assert!(!dump.contains("util debug"), "{dump:?}");
+    assert!(dump.contains("buffer_size=65536\n"), "{dump:?}");
 }
 
 #[test]
@@ -43,9 +49,15 @@ fn env_level_sets_default_output_too() {
         "{stderr}"
     );
     let (_, stderr) = environment(&[("VLOG_LEVEL", "1")]);
-    assert!(stderr.contains(" : qemu debug\n") && stderr.contains(" : util debug\n"));
+    assert!(
+        stderr.contains(" : qemu debug\n") && stderr.contains(" : util debug\n"),
+        "{stderr:?}"
+    );
     let (_, stderr) = environment(&[]);
-    assert!(!stderr.contains("qemu info") && stderr.contains(" : qemu warning\n"));
+    assert!(
+        !stderr.contains("qemu info") && stderr.contains(" : qemu warning\n"),
+        "{stderr:?}"
+    );
 }
 
 #[test]
@@ -72,9 +84,12 @@ fn env_bad_values_warn_once_and_keep_defaults() {
         );
     }
     // Defaults: warning level, stderr output, 64K ring.
-    assert!(stderr.contains(" : qemu warning\n") && !stderr.contains("qemu info"));
-    assert!(dump.contains("buffer_size=65536\n"));
-    assert!(!dump.contains("qemu debug"));
+    assert!(
+        stderr.contains(" : qemu warning\n") && !stderr.contains("qemu info"),
+        "{stderr:?}"
+    );
+    assert!(dump.contains("buffer_size=65536\n"), "{dump:?}");
+    assert!(!dump.contains("qemu debug"), "{dump:?}");
 }
 
 #[test]
@@ -85,14 +100,17 @@ fn env_buffer_size_and_relative_file_output() {
         "{dump}"
     );
     let (dump, _) = environment(&[("VLOG_BUFFER_SIZE", "1M")]);
-    assert!(dump.contains("buffer_size=1048576\n"));
+    assert!(dump.contains("buffer_size=1048576\n"), "{dump:?}");
 
     let log = work().join("env-relative.log");
     let _ = std::fs::remove_file(&log);
     let (_, stderr) = environment(&[("VLOG_OUTPUTS", "2:file:env-relative.log")]);
     assert!(stderr.is_empty(), "{stderr}");
     let file = std::fs::read_to_string(&log).unwrap();
-    assert!(file.contains(" : qemu warning\n") && !file.contains("qemu info"));
+    assert!(
+        file.contains(" : qemu warning\n") && !file.contains("qemu info"),
+        "{file:?}"
+    );
 }
 
 /// In a setuid process (AT_SECURE) the environment is ignored entirely: run a
@@ -133,7 +151,11 @@ fn env_ignored_when_setuid() {
         stderr.contains(" : qemu warning\n") && !stderr.contains("qemu info"),
         "{stderr}"
     );
-    assert!(text(&out.stdout).contains("buffer_size=65536\n"));
+    assert!(
+        text(&out.stdout).contains("buffer_size=65536\n"),
+        "{:?}",
+        text(&out.stdout)
+    );
 }
 
 #[test]

@@ -400,7 +400,7 @@ fn fluent_sends_again_what_a_broken_connection_did_not_acknowledge() {
     let rx = Receiver::start(&dir, false, 0, &["--close-after", "20000"]);
     let lines = records_reach(&rx, "?ack&size=4K");
     check_records(&lines, false);
-    assert!(count(&lines, "\"connected\"") >= 2);
+    assert!(count(&lines, "\"connected\"") >= 2, "{}", lines.join("\n"));
     assert_eq!(count(&lines, "\"closed\": 1"), 1);
 }
 

@@ -90,14 +90,20 @@ fn processes_sharing_a_ring_file_lose_nothing() {
         }
     }
     assert_eq!(next, [3000; 5], "every message of every process");
-    assert!(dump.contains(
-        " : all workers done
+    assert!(
+        dump.contains(
+            " : all workers done
 "
-    ));
-    assert!(dump.contains(
-        " : daemon goes on after killed workers
+        ),
+        "{dump:?}"
+    );
+    assert!(
+        dump.contains(
+            " : daemon goes on after killed workers
 "
-    ));
+        ),
+        "{dump:?}"
+    );
     let stats = text(&vlog_dump_allowing_skips(&["--stats", ring]).stdout);
     // Only a killed worker's last record may be missing or torn.
     for line in stats.lines() {

@@ -244,7 +244,7 @@ fn vlog_relay_never_stops_a_flooding_child() {
     let r = json_records(&ring);
     assert_record(&r, "flood done", &["\"source\":\"kid.stderr\""]);
     assert_record(&r, "exited with status 0", &[]);
-    assert!(!r.iter().any(|l| l.contains("kid.stdout")));
+    assert!(!r.iter().any(|l| l.contains("kid.stdout")), "{r:?}");
 }
 
 #[test]
@@ -366,9 +366,8 @@ fn vlog_relay_passes_signals_on_and_exits_with_the_childs_status() {
         assert!(Instant::now() < deadline, "no dump after SIGUSR2");
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(std::fs::read_to_string(&dump)
-        .unwrap()
-        .contains("kid.stdout : ?:0 : hanging"));
+    let dumped = std::fs::read_to_string(&dump).unwrap();
+    assert!(dumped.contains("kid.stdout : ?:0 : hanging"), "{dumped}");
     // SAFETY: as above.
     assert_eq!(unsafe { libc::kill(run.id() as i32, libc::SIGINT) }, 0);
     let out = finish_within(30, run, "vlog-relay hang");
@@ -392,7 +391,11 @@ fn vlog_relay_says_what_it_could_not_do() {
     );
     let out = relay(&["--", "/nonexistent/program"], &[]);
     assert_eq!(status(&out), Some(127));
-    assert!(text(&out.stderr).contains("cannot run /nonexistent/program: No such file"));
+    assert!(
+        text(&out.stderr).contains("cannot run /nonexistent/program: No such file"),
+        "{:?}",
+        text(&out.stderr)
+    );
     // A command's name reaches the terminal with its control bytes escaped.
     let out = relay(&["--", "/nonexistent/\x1b[31mred\nline"], &[]);
     let err = text(&out.stderr);
@@ -439,9 +442,13 @@ fn vlog_relay_says_what_it_could_not_do() {
     }
     let out = relay(&["--help"], &[]);
     assert_eq!(status(&out), Some(0));
-    assert!(text(&out.stdout).contains("Exit status"));
+    assert!(
+        text(&out.stdout).contains("Exit status"),
+        "{:?}",
+        text(&out.stdout)
+    );
     assert_ok("vlog-relay", &sh(&[]));
-    assert!(marker.exists());
+    assert!(marker.exists(), "{marker:?}");
 }
 
 #[test]

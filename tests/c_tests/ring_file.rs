@@ -145,7 +145,7 @@ fn vlog_dump_reads_the_ring_from_a_core_file() {
         ));
         return;
     };
-    assert!(status.core_dumped());
+    assert!(status.core_dumped(), "{status:?}");
     let out = text(&vlog_dump(&[core.path().to_str().unwrap()]).stdout);
     assert!(out.contains(": warning : test.crash : main:"), "{out}");
     assert!(out.contains(" : last words 2 before segv\n"), "{out}");
@@ -390,7 +390,10 @@ fn two_programs_share_one_ring_file_and_lose_nothing() {
     for child in [&mut a, &mut b] {
         child.stdin.as_mut().unwrap().write_all(b"exit\n").unwrap();
     }
-    assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
+    assert!(
+        a.wait().unwrap().success() && b.wait().unwrap().success(),
+        "{a:?}"
+    );
     for tag in ["first", "second"] {
         for i in [0, 250, 499] {
             assert!(

@@ -144,7 +144,7 @@ mod tests {
         let mut out = Vec::new();
         encode_event(&rec, &name, &mut out);
         assert!(out.len() <= EVENT_MAX, "{} > {EVENT_MAX}", out.len());
-        assert!(out.len() > 3 * MESSAGE_MAX);
+        assert!(out.len() > 3 * MESSAGE_MAX, "{out:?}");
     }
 
     #[test]
