@@ -8,7 +8,7 @@ use crate::sys::{self, FdKind};
 use crate::text::line::render_line;
 use crate::text::num::put_decimal;
 use crate::text::time::{put_timestamp, Clock};
-use crate::text::{ChunkSink, Sink};
+use crate::text::{Bounded, ChunkSink, Sink};
 
 /// Renders every entry of `region` into `sink`, a line each; returns the
 /// number of records written.
@@ -113,4 +113,28 @@ pub fn records(sink: &mut impl Sink) {
 /// The current ring's counters (zero without a ring).
 pub fn ring_stats() -> Stats {
     published::read(|view| view.map(|v| v.stats()).unwrap_or_default())
+}
+
+/// The first line in a dump file just emptied (see `target::dump_file_cap`).
+pub fn say_emptied(size: u64, sink: &mut impl Sink) {
+    sink.put(b"vlog: the dump file held ");
+    put_decimal(size, 1, sink);
+    sink.put(b" bytes of earlier dumps, its limit: emptied for this one\n");
+}
+
+/// Writes one line of the handler's to where dumps go: made by `make` in a
+/// small buffer (cut to fit, the newline kept), written at once, past no
+/// file size limit.
+pub fn say_line(make: impl FnOnce(&mut Bounded)) {
+    let Some(handle) = super::target::dump_handle() else {
+        return;
+    };
+    let mut buf = [0u8; 400];
+    let mut line = Bounded::new(&mut buf[..399]);
+    make(&mut line);
+    let len = line.finish().len();
+    buf[len] = b'\n';
+    sys::fd::without_signal(libc::SIGXFSZ, || {
+        let _ = sys::write_all_fd(handle.raw(), &buf[..=len]);
+    });
 }

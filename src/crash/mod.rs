@@ -30,7 +30,7 @@ use crate::panic;
 use crate::ring::{self, published};
 use crate::sys;
 use crate::text::num::{put_decimal, put_hex, put_signed};
-use crate::text::{Bounded, Sink};
+use crate::text::Sink;
 use handback::Saved;
 use signals::FATAL_SIGNALS;
 
@@ -402,7 +402,7 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
     let emptied = handle.make_room(target::dump_file_cap(stats.size));
     dump::with_fd_sink(fd, |sink| {
         if let Some(size) = emptied {
-            say_emptied(size, sink);
+            dump::say_emptied(size, sink);
         }
         if REQUESTED.load(Ordering::SeqCst) != 0 {
             // A requested dump was cut short, perhaps in the middle of a
@@ -436,29 +436,17 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
     });
 }
 
-/// The first line in a dump file just emptied (see `target::dump_file_cap`).
-fn say_emptied(size: u64, sink: &mut impl Sink) {
-    sink.put(b"vlog: the dump file held ");
-    put_decimal(size, 1, sink);
-    sink.put(b" bytes of earlier dumps, its limit: emptied for this one\n");
-}
-
-/// The dump on a stack too small for one: a line that says so, made in a
-/// small buffer and written at once.
+/// The dump on a stack too small for one: a line that says so.
 fn say_stack_too_small(sig: c_int, size: usize) {
-    let Some(handle) = target::dump_handle() else {
-        return;
-    };
-    let mut buf = [0u8; 256];
-    let mut line = Bounded::new(&mut buf);
-    line.put(b"vlog: fatal signal ");
-    line.put(signals::name(sig));
-    line.put(b", no dump: this thread's alternate signal stack (");
-    put_decimal(size as u64, 1, &mut line);
-    line.put(b" bytes, the program's own) is too small for one (");
-    put_decimal(altstack::DUMP_NEEDS as u64, 1, &mut line);
-    line.put(b" bytes); a ring file (VLOG_BUFFER_FILE) keeps the records for vlog-dump\n");
-    let _ = sys::write_all_fd(handle.raw(), line.finish());
+    dump::say_line(|line| {
+        line.put(b"vlog: fatal signal ");
+        line.put(signals::name(sig));
+        line.put(b", no dump: this thread's alternate signal stack (");
+        put_decimal(size as u64, 1, line);
+        line.put(b" bytes, the program's own) is too small for one (");
+        put_decimal(altstack::DUMP_NEEDS as u64, 1, line);
+        line.put(b" bytes); a ring file (VLOG_BUFFER_FILE) keeps the records for vlog-dump");
+    });
 }
 
 /// Replaces the image file's contents with the ring as it is now: a ring file

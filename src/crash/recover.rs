@@ -24,10 +24,10 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 
-use super::{signals, target};
+use super::signals;
 use crate::sys;
 use crate::text::num::{put_decimal, put_hex};
-use crate::text::{Bounded, Sink};
+use crate::text::Sink;
 
 /// Whether the program's disposition `previous` gets a fault before the
 /// dump (see the overview).
@@ -153,25 +153,18 @@ pub unsafe fn note(sig: c_int, info: *mut libc::siginfo_t) {
         return;
     }
     UNNOTED.fetch_sub(unnoted + 1, Ordering::SeqCst);
-    let Some(handle) = target::dump_handle() else {
-        return;
-    };
-    let mut buf = [0u8; 400];
-    let mut line = Bounded::new(&mut buf);
-    line.put(b"vlog: ");
-    line.put(signals::name(sig));
-    line.put(b" at address ");
     // SAFETY: per the caller.
-    put_hex(unsafe { address(info) }, &mut line);
-    line.put(b" went to the program's own handler first, which may recover from it; vlog dumps it if it comes back unchanged or the program falls to the default action");
-    if unnoted > 0 {
-        line.put(b" (");
-        put_decimal(unnoted, 1, &mut line);
-        line.put(b" more since the last note)");
-    }
-    line.put(b"\n");
-    let text = line.finish();
-    sys::fd::without_signal(libc::SIGXFSZ, || {
-        let _ = sys::write_all_fd(handle.raw(), text);
+    let addr = unsafe { address(info) };
+    super::dump::say_line(|line| {
+        line.put(b"vlog: ");
+        line.put(signals::name(sig));
+        line.put(b" at address ");
+        put_hex(addr, line);
+        line.put(b" went to the program's own handler first, which may recover from it; vlog dumps it if it comes back unchanged or the program falls to the default action");
+        if unnoted > 0 {
+            line.put(b" (");
+            put_decimal(unnoted, 1, line);
+            line.put(b" more since the last note)");
+        }
     });
 }

@@ -6,8 +6,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering;
 
 use super::{
-    dump, fatal_action, handback, say_emptied, target, thread_id, DUMPER, DUMP_SIGNALS, PREVIOUS,
-    REQUESTED,
+    dump, fatal_action, handback, target, thread_id, DUMPER, DUMP_SIGNALS, PREVIOUS, REQUESTED,
 };
 use crate::error::ConfigError;
 use crate::panic;
@@ -46,7 +45,7 @@ fn write_requested_dump() {
         let crashing = || DUMPER.load(Ordering::SeqCst) > 0;
         dump::with_fd_sink_unless(fd, crashing, |sink| {
             if let Some(size) = emptied {
-                say_emptied(size, sink);
+                dump::say_emptied(size, sink);
             }
             sink.put(b"vlog: dump requested by signal");
             dump::process_line(thread_id(), stats, sink);
