@@ -34,6 +34,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -215,6 +216,23 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
         exit_wait_ms += timeout;
     }
     return next(fds, n, timeout);
+}
+
+/* With SLOW_DNS set, a name takes 150 ms to look up (vlog's resolver
+ * thread calls this getaddrinfo, linked into the program). */
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+                struct addrinfo **res)
+{
+    static int (*next)(const char *, const char *, const struct addrinfo *,
+                       struct addrinfo **);
+
+    if (next == NULL)
+        *(void **)&next = dlsym(RTLD_NEXT, "getaddrinfo");
+    if (getenv("SLOW_DNS") != NULL) {
+        struct timespec slow = {0, 150 * 1000 * 1000};
+        nanosleep(&slow, NULL);
+    }
+    return next(node, service, hints, res);
 }
 
 /* Registered before vlog's exit handler, so it runs after it. */

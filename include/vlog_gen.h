@@ -689,10 +689,10 @@ int vlog_site_prepare(struct vlog_site *site,
  * Arguments beyond the format's are ignored, as printf ignores them. A
  * call whose arguments do not match the format (too few, or of another
  * class) records the format itself with a marker instead of reading an
- * argument as what it is not. errno is left as it was; `%m` is the text of errno at the
- * call. Returns 1 if recorded, 0 if filtered out, -1 on an error (a NULL or
- * unprepared site, NULL `words` with `nwords` > 0). Never allocates; takes
- * one lock.
+ * argument as what it is not. errno is left as it was; `%m` is the text
+ * of errno at the call. Returns 1 if recorded, 0 if filtered out, -1 on
+ * an error (a NULL or unprepared site, NULL `words` with `nwords` > 0).
+ * Never allocates; takes one lock.
  * NULL: `src` is the default source, `site` an error (-1), a string
  * argument "(null)"; ownership: the arguments are copied, nothing kept;
  * errors: -1, never errno; async-signal-safe: no.

@@ -123,8 +123,8 @@ pub fn say_emptied(size: u64, sink: &mut impl Sink) {
 }
 
 /// Writes one line of the handler's to where dumps go: made by `make` in a
-/// small buffer (cut to fit, the newline kept), written at once, past no
-/// file size limit.
+/// small buffer (cut to fit, the newline kept), written at once if it can
+/// be without waiting, past no file size limit.
 pub fn say_line(make: impl FnOnce(&mut Bounded)) {
     let Some(handle) = super::target::dump_handle() else {
         return;
@@ -134,7 +134,19 @@ pub fn say_line(make: impl FnOnce(&mut Bounded)) {
     make(&mut line);
     let len = line.finish().len();
     buf[len] = b'\n';
+    // Never waiting: a pipe whose reader stalled takes nothing, and the
+    // line is dropped. One write, which a pipe with room takes whole.
+    let mut ready = libc::pollfd {
+        fd: handle.raw(),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    if unsafe { libc::poll(&mut ready, 1, 0) } != 1 || ready.revents & libc::POLLOUT == 0 {
+        return;
+    }
     sys::fd::without_signal(libc::SIGXFSZ, || {
-        let _ = sys::write_all_fd(handle.raw(), &buf[..=len]);
+        // SAFETY: `buf` holds `len + 1` initialised bytes.
+        let _ = unsafe { libc::write(handle.raw(), buf.as_ptr().cast(), len + 1) };
     });
 }

@@ -141,8 +141,6 @@ fn attend() -> bool {
             let _ = take(sig);
         }
     }
-    // The program ran since a fault it was handed first.
-    recover::forget();
     if settled == ARMED {
         altstack::ensure();
     }
@@ -232,19 +230,23 @@ extern "C-unwind" fn on_fatal_signal(sig: c_int, info: *mut libc::siginfo_t, ctx
     let mut then = Then::Chain;
     // SAFETY: installed by `take` as a SA_SIGINFO handler, so these are the
     // kernel's arguments.
-    sys::cancel::callback!(|| panic::swallow(|| then = unsafe { fatal(sig, info, ctx) }));
+    sys::cancel::callback!(|| panic::swallow(|| then = unsafe { fatal(sig, info) }));
     match then {
         Then::Return => {}
         // SAFETY: as above.
         Then::Chain => unsafe { chain(sig, info, ctx) },
         Then::ProgramFirst(program) => {
+            // What the program's disposition is as its handler starts (a
+            // SA_RESETHAND one already reset).
+            // SAFETY: the slot was filled when vlog took `sig`.
+            let before = unsafe { PREVIOUS[sig as usize].get() }.sa_sigaction;
             // SAFETY: as above; `program` is the program's SA_SIGINFO
             // handler for `sig`.
             unsafe { handback::call(&program, sig, info, ctx) };
             // It returned: the access is retried, unless the program fell
             // to the default action.
             // SAFETY: as above.
-            let after = || unsafe { after_program(sig, info, ctx) };
+            let after = || unsafe { after_program(sig, info, before) };
             sys::cancel::callback!(|| panic::swallow(after));
         }
     }
@@ -255,7 +257,7 @@ extern "C-unwind" fn on_fatal_signal(sig: c_int, info: *mut libc::siginfo_t, ctx
 ///
 /// # Safety
 /// Called only from a SA_SIGINFO signal handler, with the kernel's arguments.
-unsafe fn fatal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) -> Then {
+unsafe fn fatal(sig: c_int, info: *mut libc::siginfo_t) -> Then {
     // SAFETY: a non-NULL `info` is the kernel's, per the caller.
     let addr = |info: *mut libc::siginfo_t| unsafe { (*info).si_addr() } as usize;
     if sig == libc::SIGBUS && !info.is_null() && ring::guard::repair(addr(info)) {
@@ -270,12 +272,18 @@ unsafe fn fatal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) -> The
     }
     // SAFETY: the slot was filled when vlog took `sig`.
     let previous = unsafe { PREVIOUS[sig as usize].get() };
-    // SAFETY: the kernel's arguments, per the caller.
-    if recover::program_first(&previous) && !unsafe { recover::came_back(sig, info, ctx) } {
-        // SAFETY: as above.
+    if recover::program_first(&previous) {
+        // SAFETY: the kernel's arguments, per the caller.
         unsafe { recover::note(sig, info) };
-        // The next vlog call forgets the fault: the program went on.
-        HANDLER.store(ATTEND, Ordering::SeqCst);
+        if previous.sa_flags & libc::SA_RESETHAND != 0 {
+            // The kernel would have reset it as it delivered the signal:
+            // the program's next fault takes the default action, dumped.
+            let mut reset = previous;
+            reset.sa_sigaction = libc::SIG_DFL;
+            // SAFETY: the slot is this signal's; see `adopt` for a handler
+            // reading it meanwhile.
+            unsafe { *PREVIOUS[sig as usize].as_mut_ptr() = reset };
+        }
         return Then::ProgramFirst(previous);
     }
     // On the program's own alternate stack, too small for a dump,
@@ -303,13 +311,14 @@ unsafe fn fatal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) -> The
 ///
 /// # Safety
 /// As for [`fatal`].
-unsafe fn after_program(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut c_void) {
+unsafe fn after_program(sig: c_int, info: *mut libc::siginfo_t, before: libc::sighandler_t) {
     // SAFETY: the slot was filled when vlog took `sig`; an all-zero
     // sigaction is a valid out-buffer.
     let (adopted, mut now) = unsafe { (PREVIOUS[sig as usize].get(), std::mem::zeroed()) };
     // SAFETY: a query only.
     unsafe { libc::sigaction(sig, std::ptr::null(), &mut now) };
-    if adopted.sa_sigaction == libc::SIG_DFL || now.sa_sigaction == libc::SIG_DFL {
+    let fell = adopted.sa_sigaction == libc::SIG_DFL && before != libc::SIG_DFL;
+    if fell || now.sa_sigaction == libc::SIG_DFL {
         // SAFETY: the kernel's arguments, per the caller.
         unsafe { dump_crash(sig, info) };
     }

@@ -16,16 +16,14 @@ use crate::text::Sink;
 /// The `VLOG_DUMP_SIGNAL` handler: dump, hand the signal to the program's
 /// own handler if it had one, and carry on, leaving errno as it was.
 extern "C-unwind" fn on_dump_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
-    sys::cancel::callback!(|| sys::keeping_errno(|| {
-        panic::swallow(write_requested_dump);
-        if (1..=64).contains(&sig) {
-            // SAFETY: the slot was filled when vlog took `sig`; this is
-            // `sig`'s handler, with the kernel's arguments.
-            panic::swallow(|| unsafe {
-                handback::call(&PREVIOUS[sig as usize].get(), sig, info, ctx);
-            });
-        }
-    }))
+    sys::cancel::callback!(|| sys::keeping_errno(|| panic::swallow(write_requested_dump)));
+    // The program's own handler, outside vlog's mark: it may siglongjmp
+    // away, and must find the thread out of vlog.
+    if (1..=64).contains(&sig) {
+        // SAFETY: the slot was filled when vlog took `sig`; this is `sig`'s
+        // handler, with the kernel's arguments.
+        unsafe { handback::call(&PREVIOUS[sig as usize].get(), sig, info, ctx) };
+    }
 }
 
 /// The dump that `VLOG_DUMP_SIGNAL` asks for: header, ring, no backtrace, and
@@ -40,7 +38,10 @@ fn write_requested_dump() {
     let stats = dump::ring_stats();
     if let Some(handle) = target::dump_handle() {
         let fd = handle.raw();
-        let emptied = handle.make_room(target::dump_file_cap(stats.size));
+        // Never under a crash dump that has begun.
+        let emptied = (DUMPER.load(Ordering::SeqCst) == 0)
+            .then(|| handle.make_room(target::dump_file_cap(stats.size)))
+            .flatten();
         // A crash dump that starts meanwhile has the descriptor to itself.
         let crashing = || DUMPER.load(Ordering::SeqCst) > 0;
         dump::with_fd_sink_unless(fd, crashing, |sink| {

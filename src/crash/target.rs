@@ -286,10 +286,25 @@ impl Handle {
     }
 
     /// Before a dump: empties the dump file once it holds `cap` bytes (see
-    /// [`dump_file_cap`]); the size it had, if it did. Async-signal-safe.
+    /// [`dump_file_cap`]); the size it had, if it did. Only a file that
+    /// holds dumps alone: never one the program's stdout or stderr also
+    /// writes to, nor one that does not start as a dump does (a log file
+    /// named as the dump file too). Async-signal-safe.
     pub fn make_room(&self, cap: u64) -> Option<u64> {
         let info = sys::fd_info(self.raw).ok()?;
         if !self.file || !info.regular || info.size < cap {
+            return None;
+        }
+        if [1, 2]
+            .into_iter()
+            .any(|fd| sys::fd_info(fd).is_ok_and(|i| i.same_file(&info)))
+        {
+            return None;
+        }
+        let mut head = [0u8; 6];
+        // SAFETY: `head` is writable for its length.
+        let got = unsafe { libc::pread(self.raw, head.as_mut_ptr().cast(), head.len(), 0) };
+        if got != head.len() as isize || &head != b"vlog: " {
             return None;
         }
         // SAFETY: ftruncate on a descriptor proved to be the dump file

@@ -151,6 +151,23 @@ macro_rules! no_cancel {
 }
 pub(crate) use no_cancel;
 
+/// `no_cancel!` for the calls a logging macro makes before the one that
+/// records (`vlog_source_enabled`, `vlog_site_prepare`): they never act on
+/// a cancel, even one whose point they passed (the first call of a program
+/// sets vlog up and opens its outputs), or the message would be lost; the
+/// recording call that follows acts as it returns, its message kept.
+macro_rules! before_the_record {
+    ($body:expr) => {{
+        let call = $crate::sys::cancel::enter();
+        let old = $crate::sys::cancel::off();
+        let result = $crate::sys::cancel::apart($body);
+        $crate::sys::cancel::leave_quietly(call);
+        $crate::sys::cancel::restore(old);
+        result
+    }};
+}
+pub(crate) use before_the_record;
+
 /// `no_cancel!` for a call whose work is I/O (opening outputs, syncing,
 /// the control socket, joining a thread): a cancellation point as POSIX
 /// has them, acting only as the call returns.

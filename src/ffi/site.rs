@@ -9,7 +9,9 @@ use std::ffi::{c_char, c_int, CStr};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
-use super::{c_bytes, guarded, in_call, may_act_anywhere, measured, no_cancel, source_arg};
+use super::{
+    before_the_record, c_bytes, guarded, in_call, may_act_anywhere, measured, no_cancel, source_arg,
+};
 use crate::deferred::{self, kind, Captured, MAX_ARGS};
 use crate::fields::Names;
 use crate::logger;
@@ -134,7 +136,7 @@ pub extern "C-unwind" fn vlog_site_prepare(
     func: *const c_char,
 ) -> c_int {
     crate::control::install();
-    no_cancel!(|| {
+    before_the_record!(|| {
         if site.is_null() || fmt.is_null() {
             return VLOG_SITE_FORMAT;
         }
@@ -236,10 +238,10 @@ fn classes_of(kinds: &[u8]) -> (u8, u64) {
 /// Arguments beyond the format's are ignored, as printf ignores them. A
 /// call whose arguments do not match the format (too few, or of another
 /// class) records the format itself with a marker instead of reading an
-/// argument as what it is not. errno is left as it was; `%m` is the text of errno at the
-/// call. Returns 1 if recorded, 0 if filtered out, -1 on an error (a NULL or
-/// unprepared site, NULL `words` with `nwords` > 0). Never allocates; takes
-/// one lock.
+/// argument as what it is not. errno is left as it was; `%m` is the text
+/// of errno at the call. Returns 1 if recorded, 0 if filtered out, -1 on
+/// an error (a NULL or unprepared site, NULL `words` with `nwords` > 0).
+/// Never allocates; takes one lock.
 /// NULL: `src` is the default source, `site` an error (-1), a string
 /// argument "(null)"; ownership: the arguments are copied, nothing kept;
 /// errors: -1, never errno; async-signal-safe: no.
@@ -413,9 +415,8 @@ fn errno_message(buf: &mut [u8; 128]) -> &[u8] {
 }
 
 /// Whether a call that does not have exactly its format's arguments has
-/// them and more: those beyond the format's are evaluated by the call and
-/// ignored, as printf ignores them; only the format's own are checked (and
-/// read). Out of the common path, which compares the whole words.
+/// them and more (evaluated by the call, ignored here as by printf): only
+/// the format's own are checked and read. Out of the common path.
 #[cold]
 #[inline(never)]
 fn only_beyond_the_format(nwords: c_int, given: usize, classes: u64, want: u64) -> bool {

@@ -3,7 +3,7 @@
 
 use std::ffi::c_int;
 
-use super::{guarded, no_cancel, source_arg};
+use super::{before_the_record, guarded, no_cancel, source_arg};
 use crate::logger::{self, emit};
 use crate::priority::Priority;
 use crate::source::{vlog_source, UNKNOWN};
@@ -39,7 +39,7 @@ pub extern "C-unwind" fn vlog_source_unregister(src: *const vlog_source) {
 /// `vlog_source_unregister(src)`; errors: none (0); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_source_enabled(src: *const vlog_source, prio: c_int) -> c_int {
-    no_cancel!(|| {
+    before_the_record!(|| {
         keeping_errno(|| {
             guarded(0, || {
                 let source = source_arg(src);

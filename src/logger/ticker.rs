@@ -124,6 +124,7 @@ impl State {
             if let Some(w) = out.drain_step(first, &mut said) {
                 step.progress += w.progress;
                 step.waits.extend(w.fd.map(|fd| (fd, w.to_write)));
+                step.resolving |= w.resolving;
                 step.events += w.events;
             }
         }
@@ -237,6 +238,8 @@ struct Step {
     progress: usize,
     waits: Vec<(i32, bool)>,
     events: u64,
+    /// A receiver's name is being looked up for the first time.
+    resolving: bool,
 }
 
 /// Sends what the batching outputs hold (`vlog_flush`, `vlog_shutdown`,
@@ -265,8 +268,10 @@ pub fn drain(why: Drain) {
         let deadline =
             (last_progress + why.idle_ms() * 1_000_000).min(start + DRAIN_TOTAL_MS * 1_000_000);
         // At exit, nothing can move where there is no connection (refused,
-        // or not made yet): the next try is a second away.
-        if now >= deadline || (why == Drain::Exit && step.waits.is_empty()) {
+        // or not made yet): the next try is a second away. A name looked up
+        // for the first time may come within the wait.
+        let stuck = step.waits.is_empty() && !step.resolving;
+        if now >= deadline || (why == Drain::Exit && stuck) {
             enter(|s| s.say_not_sent());
             return;
         }

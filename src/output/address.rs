@@ -39,6 +39,12 @@ impl Address {
         }
     }
 
+    /// Whether the name is being looked up for the first time: its
+    /// address may come at any moment (a failed one waits its pause).
+    pub fn first_lookup(&self) -> bool {
+        self.known.is_none() && self.pause_ms == PAUSE_FIRST_MS && !self.said
+    }
+
     /// The address, once known.
     #[inline]
     pub fn get(&self) -> Option<SocketAddr> {

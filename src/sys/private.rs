@@ -214,7 +214,10 @@ pub fn open_private_c(path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
     let base = libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
     let flags = base
         | match how {
-            Private::Log | Private::Dump => libc::O_WRONLY | libc::O_APPEND,
+            Private::Log => libc::O_WRONLY | libc::O_APPEND,
+            // Read too: before emptying a full dump file, the crash
+            // handler reads that it starts as a dump does.
+            Private::Dump => libc::O_RDWR | libc::O_APPEND,
             Private::Image | Private::NewRing | Private::Ring => libc::O_RDWR,
         };
     let open = |flags: c_int| {

@@ -603,7 +603,13 @@ fn a_full_dump_file_is_emptied_for_the_newest_dump() {
     let exe = build("crash_handback", Link::Static);
     let dir = scratch_dir("dump-cap.d");
     let dump = dir.join("dump");
-    let file = std::fs::File::create(&dump).unwrap();
+    // Earlier dumps: the file starts as a dump does.
+    let mut file = std::fs::File::create(&dump).unwrap();
+    std::io::Write::write_all(
+        &mut file,
+        b"vlog: fatal signal SIGSEGV (11), an earlier dump\n",
+    )
+    .unwrap();
     file.set_len(16 << 20).unwrap();
     file.set_permissions(std::fs::Permissions::from_mode(0o600))
         .unwrap();
@@ -627,12 +633,37 @@ fn a_full_dump_file_is_emptied_for_the_newest_dump() {
             "vlog: the dump file held 16777216 bytes of earlier dumps, its limit: emptied for this one\n\
              vlog: fatal signal SIGSEGV"
         ),
-        "{}",
-        &dumped[..dumped.len().min(2000)]
+        "{:?}",
+        &dumped[..dumped.len().min(300)]
     );
     // The second fault's dump follows the first: the file is small again.
     assert_eq!(dumped.matches("vlog: fatal signal SIGSEGV").count(), 2);
     assert!(dumped.len() < 1 << 20, "{} bytes", dumped.len());
+
+    // A file that does not start as a dump does (a log file named as the
+    // dump file too) is never emptied: the dumps are appended.
+    let log_start = b"2026-12-02 10:00:00.000+0000: 1: info : a log line\n";
+    let mut file = std::fs::File::create(&dump).unwrap();
+    std::io::Write::write_all(&mut file, log_start).unwrap();
+    file.set_len(16 << 20).unwrap();
+    drop(file);
+    let out = run_with(
+        &exe,
+        &["recover"],
+        &[("VLOG_DUMP", spec.as_str()), ("HANDBACK_MODE", "recover")],
+    );
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    let kept = std::fs::read(&dump).unwrap();
+    assert!(
+        kept.starts_with(log_start) && kept.len() > 16 << 20,
+        "{} bytes",
+        kept.len()
+    );
 }
 
 #[test]

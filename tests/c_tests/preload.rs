@@ -1233,10 +1233,15 @@ fn cron_under_the_preload_library() {
 /// An unmodified program that recovers from SIGSEGV as part of its work (a
 /// write barrier whose SA_SIGINFO handler makes the page writable again),
 /// run with and without the library: the same output and exit, and its
-/// recovered faults cost no dump, only a note at most once a minute (they
-/// were 2,000 dumps in a 321 MB file). A fault that comes back unchanged,
-/// and a handler that falls to the default action, are dumped once. Under a
-/// file size limit smaller than the dump file, nothing raises SIGXFSZ.
+/// recovered faults cost no dump, only one note (they were 2,000 dumps in a
+/// 321 MB file), even where the same store faults again and again with
+/// the same registers and no syslog call between (`quiet`). A fault whose
+/// handler returns without mending it comes back, as without vlog,
+/// undumped: from outside it cannot be told from that barrier. A one-shot
+/// (`SA_RESETHAND`) handler runs once, as without vlog, and the fault that
+/// comes again is dumped. A handler that falls to the default action
+/// is dumped once. Under a file size limit smaller than the dump file,
+/// nothing raises SIGXFSZ.
 #[test]
 fn recovered_faults_cost_no_dump() {
     use std::os::unix::fs::PermissionsExt;
@@ -1300,29 +1305,29 @@ fn recovered_faults_cost_no_dump() {
         assert_eq!(text(&with.stdout), text(&plain.stdout), "{args:?}");
         (dump, seconds)
     };
-    for fsize in [None, Some(512)] {
-        let (dump, seconds) = same(&["recover", "2000"], fsize);
+    for (mode, fsize) in [("recover", None), ("recover", Some(512)), ("quiet", None)] {
+        let (dump, seconds) = same(&[mode, "2000"], fsize);
         assert!(!dump.contains("fatal signal"), "{dump}");
         let notes = dump
             .matches("went to the program's own handler first")
             .count();
-        let most = 1 + seconds as usize / 60;
         if fsize.is_none() {
-            assert!(
-                (1..=most).contains(&notes),
-                "{notes} notes in {seconds} s:\n{dump}"
-            );
+            assert_eq!(notes, 1, "{seconds} s:\n{dump}");
             assert!(dump.len() < 4096, "{} bytes:\n{dump}", dump.len());
         } else {
             assert_eq!(dump, "#".repeat(1024), "a write past the file size limit");
         }
     }
     let (dump, _) = same(&["stuck"], None);
-    assert_eq!(
-        dump.matches("vlog: fatal signal SIGSEGV").count(),
-        1,
-        "{dump}"
-    );
+    assert!(!dump.contains("vlog: fatal signal"), "{dump}");
+    for mode in ["resethand", "reraise"] {
+        let (dump, _) = same(&[mode], None);
+        assert_eq!(
+            dump.matches("vlog: fatal signal SIGSEGV").count(),
+            1,
+            "{mode}: {dump}"
+        );
+    }
     let (dump, _) = same(&["reraise"], None);
     assert_eq!(
         dump.matches("vlog: fatal signal SIGSEGV").count(),

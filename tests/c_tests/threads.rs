@@ -64,6 +64,9 @@ fn a_thread_cancelled_while_it_logs_leaves_vlog_whole() {
     };
     let out = run_with(&exe, args, &[]);
     assert_ok("cancel", &out);
+    // No VLOG_* variable: the first call, not a constructor, sets vlog up.
+    let first = run_with(&exe, &["first-call"], &[]);
+    assert_ok("cancel first-call", &first);
     for line in text(&out.stdout)
         .lines()
         .filter(|l| l.starts_with("skipped"))

@@ -44,13 +44,11 @@ use crate::sys::connection::{Connection, Peer};
 use crate::text::msgpack::{bin32_header, put_map_header, put_str, put_uint, BIN32_HEADER};
 use wire::{encode_event, parse_ack, parse_hex, put_hex_fixed, EVENT_MAX};
 
-/// What sealing a batch adds: its options map, `{"size": u32, "chunk":
-/// 32 hex digits}`, with room to spare.
+/// What sealing a batch adds: `{"size": u32, "chunk": 32 hex digits}`.
 const SEAL_MAX: usize = 64;
 /// How much of the receiver's acknowledgements is read at once.
 const ACKS_MAX: usize = 4096;
-/// The least time between saying the queue is full and saying it works
-/// again (see `may_say_recovered`).
+/// Between saying the queue is full and that it works (`may_say_recovered`).
 const FULL_REPORT_FLOOR_NS: u64 = 10_000_000_000;
 
 /// What a flush still waits for on one output.
@@ -59,11 +57,12 @@ pub struct Waiting {
     /// Grows as batches are written and let go of: the flush waits while
     /// it moves.
     pub progress: usize,
-    /// The connection to wait on (None while there is none: one is tried
-    /// each second).
+    /// The connection to wait on (None while there is none).
     pub fd: Option<i32>,
     /// Wait to write (else to read acknowledgements).
     pub to_write: bool,
+    /// The receiver's name is being looked up for the first time.
+    pub resolving: bool,
     /// The events not sent yet.
     pub events: u64,
 }
@@ -364,6 +363,7 @@ impl Fluent {
             progress: self.gone + self.written,
             fd: self.conn.raw(),
             to_write: self.written < self.sealed_len,
+            resolving: self.address.as_ref().is_some_and(Address::first_lookup),
             events: self.queued_events(),
         })
     }
