@@ -42,16 +42,22 @@ use std::time::{Duration, Instant};
 /// A vlog-relay run with only the given `VLOG_*` variables, started in the
 /// scratch directory with descriptors 0, 1 and 2 alone (the test harness
 /// may hold others open, cargo's jobserver among them, which a child would
-/// inherit through it); the process, not yet waited for.
+/// inherit through it) and SIGINT, SIGQUIT and SIGHUP at their default, as
+/// from a terminal (a shell's background job ignores them, and vlog-relay
+/// starts its child as it was started: a SIGINT passed on would then be
+/// ignored); the process, not yet waited for.
 fn start_relay(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_vlog-relay"));
     cmd.args(args).current_dir(work());
-    // SAFETY: close_range(2) is async-signal-safe, and the closure touches
-    // nothing of the parent's.
+    // SAFETY: close_range(2) and signal(2) are async-signal-safe, and the
+    // closure touches nothing of the parent's.
     unsafe {
         cmd.pre_exec(|| {
             libc::close_range(3, libc::c_uint::MAX, 0);
+            for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
             Ok(())
         });
     }
