@@ -148,6 +148,15 @@ macro_rules! no_cancel {
         }
         result
     }};
+    // Never acting (see `before_the_record`).
+    (quietly $body:expr) => {{
+        let call = $crate::sys::cancel::enter();
+        let old = $crate::sys::cancel::off();
+        let result = $crate::sys::cancel::apart($body);
+        $crate::sys::cancel::leave_quietly(call);
+        $crate::sys::cancel::restore(old);
+        result
+    }};
 }
 pub(crate) use no_cancel;
 
@@ -157,14 +166,9 @@ pub(crate) use no_cancel;
 /// sets vlog up and opens its outputs), or the message would be lost; the
 /// recording call that follows acts as it returns, its message kept.
 macro_rules! before_the_record {
-    ($body:expr) => {{
-        let call = $crate::sys::cancel::enter();
-        let old = $crate::sys::cancel::off();
-        let result = $crate::sys::cancel::apart($body);
-        $crate::sys::cancel::leave_quietly(call);
-        $crate::sys::cancel::restore(old);
-        result
-    }};
+    ($body:expr) => {
+        $crate::ffi::no_cancel!(quietly $body)
+    };
 }
 pub(crate) use before_the_record;
 

@@ -603,30 +603,31 @@ fn a_full_dump_file_is_emptied_for_the_newest_dump() {
     let exe = build("crash_handback", Link::Static);
     let dir = scratch_dir("dump-cap.d");
     let dump = dir.join("dump");
-    // Earlier dumps: the file starts as a dump does.
-    let mut file = std::fs::File::create(&dump).unwrap();
-    std::io::Write::write_all(
-        &mut file,
-        b"vlog: fatal signal SIGSEGV (11), an earlier dump\n",
-    )
-    .unwrap();
-    file.set_len(16 << 20).unwrap();
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))
-        .unwrap();
-    drop(file);
     let spec = format!("file:{}", dump.display());
-    let out = run_with(
-        &exe,
-        &["recover"],
-        &[("VLOG_DUMP", spec.as_str()), ("HANDBACK_MODE", "recover")],
-    );
-    assert!(
-        out.status.success(),
-        "{:?}: {}",
-        out.status,
-        text(&out.stderr)
-    );
-    let dumped = std::fs::read(&dump).unwrap();
+    // A 16 MiB dump file that starts with `head`; the dump file after two
+    // faults the program recovers from, each dumped.
+    let after_two_dumps = |head: &[u8]| -> Vec<u8> {
+        let mut file = std::fs::File::create(&dump).unwrap();
+        std::io::Write::write_all(&mut file, head).unwrap();
+        file.set_len(16 << 20).unwrap();
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        drop(file);
+        let out = run_with(
+            &exe,
+            &["recover"],
+            &[("VLOG_DUMP", spec.as_str()), ("HANDBACK_MODE", "recover")],
+        );
+        assert!(
+            out.status.success(),
+            "{:?}: {}",
+            out.status,
+            text(&out.stderr)
+        );
+        std::fs::read(&dump).unwrap()
+    };
+    // Earlier dumps: the file starts as a dump does.
+    let dumped = after_two_dumps(b"vlog: fatal signal SIGSEGV (11), an earlier dump\n");
     let dumped = String::from_utf8_lossy(&dumped);
     assert!(
         dumped.starts_with(
@@ -643,22 +644,7 @@ fn a_full_dump_file_is_emptied_for_the_newest_dump() {
     // A file that does not start as a dump does (a log file named as the
     // dump file too) is never emptied: the dumps are appended.
     let log_start = b"2026-12-02 10:00:00.000+0000: 1: info : a log line\n";
-    let mut file = std::fs::File::create(&dump).unwrap();
-    std::io::Write::write_all(&mut file, log_start).unwrap();
-    file.set_len(16 << 20).unwrap();
-    drop(file);
-    let out = run_with(
-        &exe,
-        &["recover"],
-        &[("VLOG_DUMP", spec.as_str()), ("HANDBACK_MODE", "recover")],
-    );
-    assert!(
-        out.status.success(),
-        "{:?}: {}",
-        out.status,
-        text(&out.stderr)
-    );
-    let kept = std::fs::read(&dump).unwrap();
+    let kept = after_two_dumps(log_start);
     assert!(
         kept.starts_with(log_start) && kept.len() > 16 << 20,
         "{} bytes",
