@@ -1,6 +1,7 @@
 // spdlog on the six NanoLog messages, in the modes vlog is compared with:
 // filtered out, to a null sink, to its backtrace ring only, and to a file
 // flushed after every line. Every mode checks its work through a counting sink.
+#include <spdlog/async.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
@@ -101,10 +102,24 @@ void file_setup()
     logger->set_level(spdlog::level::debug);
     logger->flush_on(spdlog::level::debug); // each line reaches the file before the call returns
 }
+// spdlog's async logger into the same file sink: a queue of 2^18 messages
+// (enough for the whole run) and one background thread, the arrangement
+// vlog's writer thread is compared with.
+void async_file_setup()
+{
+    snprintf(file_path, sizeof file_path, "/tmp/vlog-bench-spdlog-%d.log", (int)getpid());
+    spdlog::init_thread_pool(1 << 18, 1);
+    logger = spdlog::basic_logger_mt<spdlog::async_factory>("bench-async", file_path, true);
+    logger->set_level(spdlog::level::debug);
+}
+
 const char *file_check(long calls)
 {
     struct stat st;
     const char *wrong = nullptr;
+    logger->flush();
+    if (logger->name() == "bench-async")
+        spdlog::shutdown(); // the thread pool writes what is queued
     if (stat(file_path, &st) != 0 || st.st_size < calls * 60)
         wrong = "the file did not get the lines";
     unlink(file_path);
@@ -116,6 +131,7 @@ const bench_mode modes[] = {
     {"spdlog-null", null_setup, run, null_check},
     {"spdlog-backtrace", backtrace_setup, run, backtrace_check},
     {"spdlog-file", file_setup, run, file_check},
+    {"spdlog-async-file", async_file_setup, run, file_check},
     {"spdlog-threads-1", backtrace_setup, backtrace_run_1, backtrace_check_1},
     {"spdlog-threads-2", backtrace_setup, backtrace_run_2, backtrace_check_2},
     {"spdlog-threads-4", backtrace_setup, backtrace_run_4, backtrace_check_4},

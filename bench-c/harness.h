@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../c-tests/count_alloc.h"
 
@@ -71,6 +72,9 @@ struct bench_mode {
     void (*setup)(void);
     void (*run)(int msg, long n);
     const char *(*check)(long calls);
+    /* Optional: run after the warm-up, before the measured calls (a
+     * background writer drained, say). */
+    void (*settle)(void);
 };
 
 static int bench_main(const struct bench_mode *modes, int argc, char **argv)
@@ -102,10 +106,17 @@ static int bench_main(const struct bench_mode *modes, int argc, char **argv)
     if (m->setup)
         m->setup();
     m->run(msg, warm);
+    if (m->settle)
+        m->settle();
     allocs = count_alloc_calls;
+    /* getppid marks where the measured calls begin and end, for a tracer
+     * that counts this thread's system calls between them
+     * (bench-c/syscalls.sh). */
+    (void)getppid();
     start = bench_now_ns();
     m->run(msg, n);
     ns = (bench_now_ns() - start) / (double)n;
+    (void)getppid();
     allocs = count_alloc_calls - allocs;
     wrong = m->check(warm + n);
     if (wrong) {

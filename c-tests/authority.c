@@ -82,6 +82,7 @@ static int files(const char *dir)
     /* VLOG_OUTPUTS named two planted files and one of our own: the planted
      * ones are refused (one warning each, on stderr), ours works. */
     VLOG_INFO("SECRET one");
+    CHECK(vlog_flush() == 0);
     unchanged(check_path(dir, "planted.log"), "");
     unchanged(check_path(dir, "planted.json"), "theirs\n");
     own = check_slurp_path(check_path(dir, "own.log"));
@@ -106,6 +107,7 @@ static int files(const char *dir)
     snprintf(spec, sizeof spec, "1:json:%s", check_path(dir, "group.log"));
     CHECK(vlog_set_outputs(spec) == 0);
     VLOG_INFO("SECRET two");
+    CHECK(vlog_flush() == 0);
     own = check_slurp_path(check_path(dir, "group.log"));
     CHECK(strstr(own, "SECRET two") != NULL);
     free(own);

@@ -108,6 +108,7 @@ int main(void)
     reject_outputs("1:stderr 7:stderr", "'7'");
     accept_filters("1:qemu");
     VLOG_DEBUG("still to the file");
+    CHECK(vlog_flush() == 0);
     {
         char *text = check_slurp_path(path);
         CHECK(strstr(text, " : still to the file\n") != NULL);

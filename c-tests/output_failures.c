@@ -27,12 +27,16 @@ static long lines_lost(void)
     return (long)st.output_lines_lost;
 }
 
+/* Logs lines `from` to `to`, and waits until the outputs have had them
+ * (vlog's writer thread writes info lines; vlog_flush writes what it has not
+ * yet, and says nothing of the outputs' failures: those are in the ring). */
 static void log_lines(int from, int to)
 {
     for (int i = from; i < to; i++)
         VLOG_INFO("line %d, padded to about a hundred bytes so the file system fills "
                   "up soon ............",
                   i);
+    vlog_flush();
 }
 
 /* How many times `needle` is in the ring's text. */

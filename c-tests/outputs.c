@@ -86,6 +86,7 @@ int main(void)
     VLOG_INFO("before reopen");
     CHECK(vlog_reopen() == 0);
     VLOG_INFO("after reopen");
+    CHECK(vlog_flush() == 0);
     {
         char *old_file = check_slurp_path(rotated), *new_file = check_slurp_path(path);
         CHECK(check_count(old_file, "before reopen") + check_count(new_file, "before reopen") == 1);
@@ -103,6 +104,7 @@ int main(void)
         CHECK(vlog_reopen() == -1);
         CHECK_ERROR(path);
         VLOG_INFO("after failed reopen");
+        CHECK(vlog_flush() == 0);
         CHECK(rename(moved, dir) == 0);
         text = check_slurp_path(path);
         CHECK(strstr(text, "after failed reopen") != NULL);
@@ -124,6 +126,7 @@ int main(void)
     snprintf(spec, sizeof spec, "1:file:%s", path);
     CHECK(vlog_set_outputs(spec) == 0);
     VLOG_INFO("appended");
+    CHECK(vlog_flush() == 0);
     text = check_slurp_path(path);
     CHECK(strstr(text, "after reopen") != NULL && strstr(text, "appended") != NULL);
     free(text);

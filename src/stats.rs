@@ -12,6 +12,11 @@ pub static BAD_FIELDS: AtomicU64 = AtomicU64::new(0);
 /// (`vlog_stats.dropped_nested`).
 pub static NESTED_DROPPED: AtomicU64 = AtomicU64::new(0);
 
+/// Times a thread that logs found its record would overwrite lines the
+/// outputs had not written yet (a ring too small for the burst), and had
+/// them written first (the control socket's `stats`).
+pub static CALLER_WROTE: AtomicU64 = AtomicU64::new(0);
+
 pub fn add(counter: &AtomicU64, n: u64) {
     counter.fetch_add(n, Ordering::Relaxed);
 }

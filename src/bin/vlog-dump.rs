@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use vlog::internal::{
-    for_people, parse_priority, parse_when, put_json_string, put_timestamp, read, read_ring,
-    read_rings_in_file, render_json, render_line, starts_with_magic, Clock, Entry, Image, Priority,
-    Record, Selection,
+    for_people, parse_priority, parse_when, put_json_string, put_timestamp, read, read_marked,
+    read_ring, read_rings_in_file, render_json, render_line, starts_with_magic, Clock, Cursor,
+    Entry, Image, Priority, Record, Selection,
 };
 
 /// Every record read intact.
@@ -69,6 +69,11 @@ struct Options {
     /// Counts instead of records (explained below)
     #[arg(long)]
     stats: bool,
+    /// Only the records an output of the ring's process was to print and
+    /// had not printed yet when the ring was last written (the process was
+    /// killed, or ended with _exit, before its writer thread wrote them)
+    #[arg(long)]
+    unprinted: bool,
     /// Keep printing new records of a live ring file (one FILE)
     #[arg(short, long, conflicts_with = "stats")]
     follow: bool,
@@ -136,7 +141,7 @@ fn show(
     let mut last_seq = None;
     let mut said = Vec::new();
     let mut clock = Clock::new();
-    read(image, |entry| match entry {
+    walk(image, o.unprinted, |entry| match entry {
         Entry::Record(rec) => {
             last_seq = Some(rec.seq);
             if after.is_some_and(|a| rec.seq <= a) || !o.selection.selects(&rec) {
@@ -171,6 +176,23 @@ fn show(
         print_stats(image, &counts, o, origin, out);
     }
     (counts, last_seq)
+}
+
+/// Visits `image`'s records, oldest first: all of them, or only those
+/// marked for the outputs after the position they had printed up to (none
+/// in a ring older than the mark).
+fn walk(image: &Image, unprinted: bool, mut visit: impl FnMut(Entry)) {
+    if !unprinted {
+        return read(image, visit);
+    }
+    let Some(printed) = image.printed else {
+        return;
+    };
+    read_marked(image, Cursor::at(printed), u64::MAX, |entry, marked| {
+        if marked || !matches!(entry, Entry::Record(_)) {
+            visit(entry)
+        }
+    });
 }
 
 fn print_record(rec: &Record, o: &Options, origin: &Origin, clock: &mut Clock, out: &mut Vec<u8>) {

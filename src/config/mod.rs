@@ -105,6 +105,21 @@ pub struct EnvConfig {
     pub dump: Option<DumpTarget>,
     pub dump_signal: Option<std::ffi::c_int>,
     pub control: Option<ControlSpec>,
+    /// `VLOG_WRITER=caller`: no writer thread; each line is written by the
+    /// thread that logs it (`thread`, the default: vlog's writer thread).
+    pub writer_off: Option<bool>,
+}
+
+/// `VLOG_WRITER`: who writes the outputs' lines.
+fn parse_writer(v: &str) -> Result<bool, String> {
+    match v {
+        "thread" => Ok(false),
+        "caller" => Ok(true),
+        _ => Err(format!(
+            "'{v}' is not a writer: use thread (vlog's writer thread, the default) or caller \
+             (each line written by the thread that logs it; no thread of vlog's for it)"
+        )),
+    }
 }
 
 /// Reads the `VLOG_*` variables. A bad value is reported through `warn` (one line
@@ -156,6 +171,12 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>, mut warn: impl FnMut(&str)
         match parse_dump_signal(&v) {
             Ok(sig) => config.dump_signal = Some(sig),
             Err(e) => warn(&format!("ignoring VLOG_DUMP_SIGNAL: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_WRITER") {
+        match parse_writer(&v) {
+            Ok(off) => config.writer_off = Some(off),
+            Err(e) => warn(&format!("ignoring VLOG_WRITER: {e}")),
         }
     }
     if let Some(v) = read("VLOG_CONTROL") {

@@ -123,6 +123,7 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
                             stats::get(&stats::LINES_LOST).to_string(),
                         ),
                         ("bad_fields", stats::get(&stats::BAD_FIELDS).to_string()),
+                        ("caller_wrote", stats::get(&stats::CALLER_WROTE).to_string()),
                     ])
                 })
                 .ok_or_else(|| "vlog is busy on this thread".to_owned())

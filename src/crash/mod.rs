@@ -17,6 +17,7 @@ pub mod adopt;
 pub mod altstack;
 pub mod dump;
 pub mod handback;
+pub mod pending;
 pub mod recover;
 pub mod requested;
 pub mod signals;
@@ -340,11 +341,14 @@ unsafe fn dump_crash(sig: c_int, info: *mut libc::siginfo_t) -> bool {
             );
             // A file size limit (RLIMIT_FSIZE) fails a write with EFBIG
             // here, never raises SIGXFSZ. The ring image first: one write of
-            // the ring, fast and whole; then the text, a record at a time.
+            // the ring, fast and whole; then the text, a record at a time;
+            // then the lines the outputs had not written yet.
             sys::fd::without_signal(libc::SIGXFSZ, || {
+                pending::freeze();
                 write_ring_image();
                 // SAFETY: `info` is the kernel's, forwarded from the caller.
                 unsafe { write_crash_dump(sig, info, tid) };
+                pending::write();
             });
             watchdog::disarm();
             DUMPER.store(DONE, Ordering::SeqCst);

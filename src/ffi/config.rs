@@ -118,13 +118,15 @@ pub extern "C-unwind" fn vlog_adopt_stderr() -> c_int {
     })
 }
 
-/// Every line is written with write(2) before the logging call returns, so
-/// nothing is buffered in vlog but a fluent output's batches: those are sent
-/// now, waiting while the receiver takes them (at most a second without
-/// progress, five in all; other threads log on meanwhile, vlog's lock is
-/// not held while it waits). Then file outputs are made durable
-/// (fdatasync, also without vlog's lock: logging goes on while the disk
-/// takes it). Returns 0, or -1 with `vlog_last_error()` set.
+/// Writes every line recorded so far that vlog's writer thread has not
+/// written yet (lines wait a few milliseconds for it; errors never do),
+/// then sends a fluent output's batches, waiting while the receiver takes
+/// them (at most a second without progress, five in all; other threads log
+/// on meanwhile, vlog's lock is not held while it waits). Then file outputs
+/// are made durable (fdatasync, also without vlog's lock: logging goes on
+/// while the disk takes it). Call it before `_exit(2)`, which skips the exit
+/// handler that does the same. Returns 0, or -1 with `vlog_last_error()`
+/// set.
 /// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]

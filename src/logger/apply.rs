@@ -5,7 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{enter, note, safe_mode, State, NORMAL, RING_ONLY, SAFE_MODE, SILENT};
+use super::{enter, note, printer, safe_mode, State, NORMAL, RING_ONLY, SAFE_MODE, SILENT};
 use crate::config::filter::Filters;
 use crate::config::{self, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
 use crate::crash::{self, target::DumpFiles, target::DumpTarget};
@@ -75,10 +75,10 @@ impl State {
                 })
             })
             .filter(|list| !list.is_empty());
+        self.writer_off = env.writer_off.unwrap_or(false);
         let set = match outputs {
             Some(list) => self
-                .outputs
-                .set(list)
+                .set_output_list(list)
                 .map(|()| self.default_outputs = false),
             None => self.use_default_outputs(),
         };
@@ -88,8 +88,7 @@ impl State {
         if safe_mode() != NORMAL {
             // After an internal error, a restart (vlog_shutdown) keeps them
             // off.
-            self.outputs.clear();
-            self.default_outputs = false;
+            self.clear_outputs();
         }
         self.dump = env.dump.unwrap_or_default();
         self.dump_signal = env.dump_signal;
@@ -211,9 +210,27 @@ impl State {
     }
 
     fn use_default_outputs(&mut self) -> Result<(), ConfigError> {
-        self.outputs.set(vec![Output::stderr(self.level)])?;
+        self.set_output_list(vec![Output::stderr(self.level)])?;
         self.default_outputs = true;
         Ok(())
+    }
+
+    /// Replaces the outputs, once they have written every line recorded
+    /// for them (see `State::printer`).
+    fn set_output_list(&mut self, list: Vec<Output>) -> Result<(), ConfigError> {
+        let mut printer = self.printer();
+        printer.outputs.set(list)?;
+        self.outputs_changed(&printer.outputs);
+        Ok(())
+    }
+
+    /// No outputs (after an internal error): what was recorded for them is
+    /// written first, as far as they still can.
+    fn clear_outputs(&mut self) {
+        let mut printer = self.printer();
+        printer.outputs.clear();
+        self.outputs_changed(&printer.outputs);
+        self.default_outputs = false;
     }
 
     /// Registers `source` if it is new and returns its level. Initialises
@@ -287,7 +304,7 @@ impl State {
         if list.is_empty() {
             self.use_default_outputs()?;
         } else {
-            self.outputs.set(list)?;
+            self.set_output_list(list)?;
             self.default_outputs = false;
         }
         self.refresh_sources();
@@ -321,6 +338,9 @@ impl State {
                     .to_string(),
             ));
         }
+        // The outputs write what the old ring holds for them first: the new
+        // one carries records over as printed.
+        drop(self.printer());
         let new = match (size, &self.buffer_file) {
             (0, _) => None,
             (_, Some(path)) => {
@@ -350,7 +370,8 @@ impl State {
     pub fn reopen(&mut self) -> Result<(), ConfigError> {
         self.ensure_init();
         let mut first_error = None;
-        for out in self.outputs.iter_mut() {
+        let mut printer = self.printer();
+        for out in printer.outputs.iter_mut() {
             if let Err(e) = out.reopen() {
                 first_error.get_or_insert(ConfigError::new(format!(
                     "cannot reopen {}: {e}",
@@ -358,13 +379,15 @@ impl State {
                 )));
             }
         }
+        printer.outputs.publish_for_crash();
         first_error.map_or(Ok(()), Err)
     }
 
     /// Descriptors of the file outputs, for [`flush`] to make their data
     /// durable without the lock; each with its output's name.
     fn files_to_sync(&mut self) -> Vec<(std::io::Result<sys::Fd>, String)> {
-        self.outputs
+        self.printer()
+            .outputs
             .iter()
             .filter_map(|out| out.for_sync().map(|fd| (fd, out.describe())))
             .collect()
@@ -375,12 +398,15 @@ impl State {
     /// the lock: [`flush`].)
     pub fn shutdown(&mut self) {
         self.stop_ticker();
+        drop(self.printer());
+        printer::lock_of(self.printer).outputs.clear();
         self.sources.clear();
         vlog_default_source.set_level(UNKNOWN);
         let old = self.ring.take();
         self.retire(old);
         *self = State {
             retired: std::mem::take(&mut self.retired),
+            printer: self.printer,
             ..State::new()
         };
     }
@@ -424,8 +450,7 @@ pub fn step_down(what: &str) {
     };
     let _ = crate::panic::catch(|| {
         let done = enter(|s| {
-            s.outputs.clear();
-            s.default_outputs = false;
+            s.clear_outputs();
             note(s.ring.as_mut(), &text);
             s.refresh_sources();
         });

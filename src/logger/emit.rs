@@ -1,14 +1,18 @@
-//! The recorded call, top to bottom: the filter, then the ring, then the
-//! outputs. One lock acquisition (`enter`), no allocation, the arguments
-//! captured once by the boundary and copied once into the ring.
+//! The recorded call, top to bottom: the filter, then the ring, then what
+//! the outputs need. One lock acquisition (`enter`), no allocation, the
+//! arguments captured once by the boundary and copied once into the ring.
+//! A record an output prints is marked for it; vlog's writer thread writes
+//! it (see `printer`), or, for an error or a `?sync` output, this thread
+//! does after letting go of the lock, before the call returns.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use super::{enter, note, ticker, Entered, State};
+use super::{enter, printer, Entered, State};
 use crate::deferred::{self, Captured};
 use crate::fields::{self, Field, Names, Refusal};
 use crate::priority::Priority;
 use crate::record::{Record, MESSAGE_MAX};
+use crate::ring::record::Stamp;
 use crate::ring::sites::Site;
 use crate::ring::Ring;
 use crate::source::{Live, OFF, UNKNOWN};
@@ -64,19 +68,68 @@ pub struct Call<'a> {
     pub message: Message<'a>,
 }
 
-/// Records a message: into the ring, and to every output whose priority it
-/// meets.
+/// What is left to do once a message was recorded, after the logger's lock
+/// is let go of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    Done(Outcome),
+    /// The outputs write up to this position (the end of the caller's
+    /// record) before the call returns.
+    Write(u64),
+    /// The outputs print the one record at this position (a ring file
+    /// shared with another process: see `Ring::prints_here`).
+    WriteOne(u64),
+    /// The record would overwrite one the outputs have not written: they
+    /// write everything, then the message is recorded again.
+    MakeRoom,
+}
+
+/// How many times a caller has the outputs make room before its record may
+/// overwrite what they still have not written (other threads filled the
+/// ring again each time).
+const ROOM_TRIES: u32 = 4;
+
+/// Records a message: into the ring, marked for every output whose
+/// priority it meets.
 // Inlined into its two callers at the boundary: the recorded call is then
 // one function from the C entry to the ring.
 #[inline(always)]
 pub fn emit(call: &Call) -> Outcome {
-    let Some(mut entered) = Entered::new() else {
-        stats::add(&stats::NESTED_DROPPED, 1);
-        return Outcome::Dropped;
-    };
-    let outcome = entered.state().record(call);
-    entered.leave();
-    outcome
+    run(|state| state.record(call))
+}
+
+/// Runs one recorded call, `record` under the lock, then what it left for
+/// after.
+#[inline(always)]
+fn run(mut record: impl FnMut(&mut State) -> Next) -> Outcome {
+    let mut tries = 0;
+    loop {
+        let Some(mut entered) = Entered::new() else {
+            stats::add(&stats::NESTED_DROPPED, 1);
+            return Outcome::Dropped;
+        };
+        let state = entered.state();
+        state.evict_ok = tries >= ROOM_TRIES;
+        match record(state) {
+            Next::Done(outcome) => {
+                entered.leave();
+                return outcome;
+            }
+            Next::Write(upto) => {
+                entered.leave_and_write(|| printer::write_upto(upto));
+                return Outcome::Recorded;
+            }
+            Next::WriteOne(pos) => {
+                entered.leave_and_write(|| printer::write_one(pos));
+                return Outcome::Recorded;
+            }
+            Next::MakeRoom => {
+                stats::add(&stats::CALLER_WROTE, 1);
+                entered.leave_and_write(|| printer::write_upto(u64::MAX));
+                tries += 1;
+            }
+        }
+    }
 }
 
 /// The arguments of a deferred call site, as the C entry hands them over.
@@ -112,13 +165,7 @@ impl<'a> SiteCall<'a> {
 /// builds no [`Call`] unless it leaves the ring-only path.
 #[inline(always)]
 pub fn emit_site(call: SiteCall) -> Outcome {
-    let Some(mut entered) = Entered::new() else {
-        stats::add(&stats::NESTED_DROPPED, 1);
-        return Outcome::Dropped;
-    };
-    let outcome = entered.state().record_site_call(call);
-    entered.leave();
-    outcome
+    run(|state| state.record_site_call(call))
 }
 
 /// Registers a source and returns its level (`OFF` when dropped as
@@ -133,7 +180,7 @@ pub fn register(source: Live) -> i32 {
 
 impl State {
     #[inline(always)]
-    fn record(&mut self, call: &Call) -> Outcome {
+    fn record(&mut self, call: &Call) -> Next {
         // 1. The filters: the source's cached level (registering a source
         // that is new decides it).
         let mut level = call.source.get().level();
@@ -141,9 +188,9 @@ impl State {
             level = self.register(call.source);
         }
         if (call.priority as i32) < level {
-            return Outcome::Dropped;
+            return Next::Done(Outcome::Dropped);
         }
-        let printed = self.outputs.prints(call.priority);
+        let printed = self.prints(call.priority);
         // (A deferred call site's message comes through `record_site_call`,
         // which takes step 2 first.)
         self.record_general(call, printed)
@@ -152,16 +199,14 @@ impl State {
     /// Steps 3 to 5, apart from the recorded call's steps 1 and 2 so that
     /// those stay small enough to be one function with the C entry.
     #[inline(never)]
-    fn record_general(&mut self, call: &Call, printed: bool) -> Outcome {
+    fn record_general(&mut self, call: &Call, printed: bool) -> Next {
         // 3. The message as the ring keeps it: the text (cut with a marker
-        // when it is too long) and its fields, or a deferred payload.
+        // when it is too long) and its fields, or a deferred payload
+        // (without a ring, the text: the outputs print it now).
         let State {
             ring,
-            outputs,
             fields: field_buf,
             message,
-            rendered,
-            threads,
             ..
         } = self;
         let site;
@@ -192,7 +237,10 @@ impl State {
                 site = s.describe();
                 message.clear();
                 // No args_len: too long, or a count beyond what is stored.
-                if args_len.is_some() && deferred::encode(site.format, args, message) {
+                if ring.is_some()
+                    && args_len.is_some()
+                    && deferred::encode(site.format, args, message)
+                {
                     (
                         site.file,
                         site.line,
@@ -235,41 +283,57 @@ impl State {
         }
         .clipped();
 
-        // 4. The ring. The outputs show the number it gave the record (0
-        // without a ring), as vlog-dump does.
-        let seq = match ring.as_mut() {
-            Some(ring) if deferred => ring.append_deferred(&rec),
-            Some(ring) => ring.append(&rec),
-            None => 0,
+        // 4. The ring, marked for the outputs when they print it; a record
+        // that would overwrite one they have not written waits for them.
+        let Some(ring) = ring.as_mut() else {
+            if printed {
+                super::writer::print_now(self.printer, &rec);
+            }
+            return Next::Done(Outcome::Recorded);
         };
-        if !printed {
-            return Outcome::Recorded;
+        if ring.would_overwrite_unprinted(Ring::call_len(&rec, deferred)) && !self.evict_ok {
+            return Next::MakeRoom;
         }
+        ring.append_call(&rec, deferred, printed);
+        if !printed {
+            return Next::Done(Outcome::Recorded);
+        }
+        // 5. What the outputs need.
+        self.after_printed(call.priority)
+    }
 
-        // 5. The outputs, with a deferred message rendered once for all.
-        let shown = if deferred {
-            rendered.resize(MESSAGE_MAX, 0);
-            let mut text = Bounded::new(&mut rendered[..]);
-            if deferred::render(rec.message, &mut text).is_err() {
-                return Outcome::Recorded;
-            }
-            Record {
-                seq,
-                message: text.finish(),
-                ..rec
-            }
-        } else {
-            Record { seq, ..rec }
+    /// Step 5: a record the outputs print was just recorded. An error, a
+    /// line of a `?sync` output, or any line while the writer thread is
+    /// off is written by this thread before its call returns; the others
+    /// by the writer thread, woken if it sleeps.
+    #[inline(always)]
+    fn after_printed(&mut self, priority: Priority) -> Next {
+        let Some(ring) = self.ring.as_ref() else {
+            return Next::Done(Outcome::Recorded);
         };
-        outputs.print(&shown, |event| note(ring.as_mut(), event));
-        ticker::keep(threads, outputs.needs());
-        Outcome::Recorded
+        if !ring.prints_here() {
+            return Next::WriteOne(ring.last());
+        }
+        let end = ring.unprinted_end();
+        if priority as u8 >= self.sync_from {
+            return end.map_or(Next::Done(Outcome::Recorded), Next::Write);
+        }
+        let urgent = ring.unprinted_bytes() > ring.stats().size / 2;
+        if let Some(writer) = self.threads.writer.as_ref().filter(|w| w.is_here()) {
+            printer::wake(writer, urgent);
+            return Next::Done(Outcome::Recorded);
+        }
+        if self.start_writer() {
+            Next::Done(Outcome::Recorded)
+        } else {
+            end.map_or(Next::Done(Outcome::Recorded), Next::Write)
+        }
     }
 
     /// Steps 1 and 2 for a deferred call site, without a [`Call`] unless
     /// the general path takes the message.
     #[inline(always)]
-    fn record_site_call(&mut self, call: SiteCall) -> Outcome {
+    fn record_site_call(&mut self, call: SiteCall) -> Next {
         // Step 1 as in `record`, written out again: made one helper, it
         // cost this call 10 instructions more (callgrind, vlog-ring-full).
         let mut level = call.source.get().level();
@@ -277,11 +341,13 @@ impl State {
             level = self.register(call.source);
         }
         if (call.priority as i32) < level {
-            return Outcome::Dropped;
+            return Next::Done(Outcome::Dropped);
         }
-        let printed = self.outputs.prints(call.priority);
-        if !printed && self.record_site(call).is_some() {
-            return Outcome::Recorded;
+        let printed = self.prints(call.priority);
+        if !printed {
+            if let Some(next) = self.record_site(call, false) {
+                return next;
+            }
         }
         self.record_site_printed(call, printed)
     }
@@ -291,84 +357,38 @@ impl State {
     /// prints (the site's record, then its text), or one the general path
     /// takes.
     #[inline(never)]
-    fn record_site_printed(&mut self, call: SiteCall, printed: bool) -> Outcome {
-        match self.record_site(call) {
-            Some(stamp) => {
-                self.print_site(call, stamp);
-                Outcome::Recorded
-            }
+    fn record_site_printed(&mut self, call: SiteCall, printed: bool) -> Next {
+        match self.record_site(call, printed) {
+            Some(Next::Done(_)) => self.after_printed(call.priority),
+            Some(next) => next,
             None => self.record_general(&call.call(), printed),
         }
     }
 
-    /// Step 2: the record of a deferred call site's arguments (its sequence
-    /// number and time), or None when there is no ring, its dictionary has no room for
-    /// the site or the arguments are not to be kept (the message then takes
-    /// the general path).
+    /// Step 2: the record of a deferred call site's arguments, marked for
+    /// the outputs when `printed`; None when there is no ring, its
+    /// dictionary has no room for the site or the arguments are not to be
+    /// kept (the message then takes the general path).
     #[inline(always)]
-    fn record_site(&mut self, call: SiteCall) -> Option<(u64, u64)> {
+    fn record_site(&mut self, call: SiteCall, printed: bool) -> Option<Next> {
         let ring = self.ring.as_mut()?;
         let entry = site_entry(ring, call.source, call.site, call.entry, call.entry_source)?;
         // Arguments too long for a record take the general path, which
         // makes their text.
         let args_len = call.args_len?;
-        let time_ns = sys::realtime_ns();
-        let seq = ring.append_site(
-            time_ns,
-            sys::thread_id(),
-            call.priority,
-            entry,
-            call.args,
-            args_len,
-        );
-        Some((seq, time_ns))
-    }
-
-    /// Step 5 for a deferred call site recorded with `(seq, time)`: its
-    /// text, made once from the captured arguments, to every output that
-    /// prints it.
-    fn print_site(&mut self, call: SiteCall, (seq, time_ns): (u64, u64)) {
-        let State {
-            ring,
-            outputs,
-            rendered,
-            threads,
-            ..
-        } = self;
-        let site = call.site.describe();
-        let message = if call.args.is_empty() && plain(site.format) {
-            // A format with no conversion and no `%%` prints as it is.
-            site.format
-        } else {
-            rendered.resize(MESSAGE_MAX, 0);
-            let mut text = Bounded::new(&mut rendered[..]);
-            // Cannot fail: the site's signature matched the arguments and
-            // their counts are ones a record keeps.
-            let _ = deferred::render_captured(site.format, call.args, &mut text);
-            text.finish()
-        };
-        let rec = Record {
-            seq,
-            time_ns,
-            tid: sys::thread_id(),
-            line: site.line,
-            priority: call.priority,
-            source: call.source.get().name_bytes(),
-            file: site.file,
-            func: site.func,
-            message,
-            fields: b"",
+        if ring.would_overwrite_unprinted(Ring::site_len(args_len)) && !self.evict_ok {
+            return Some(Next::MakeRoom);
         }
-        .clipped();
-        outputs.print(&rec, |event| note(ring.as_mut(), event));
-        ticker::keep(threads, outputs.needs());
+        let stamp = Stamp {
+            seq: 0,
+            time_ns: sys::realtime_ns(),
+            tid: sys::thread_id(),
+            priority: call.priority,
+            for_outputs: printed,
+        };
+        ring.append_site(stamp, entry, call.args, args_len);
+        Some(Next::Done(Outcome::Recorded))
     }
-}
-
-/// Whether `format` is its own text: no `%` in it, and short enough to need
-/// no truncation marker.
-fn plain(format: &[u8]) -> bool {
-    format.len() <= MESSAGE_MAX && sys::find_byte(format, b'%').is_none()
 }
 
 /// The offset of the site's dictionary entry in `ring`, adding the site on
@@ -462,12 +482,28 @@ mod tests {
         Live::leaked(name)
     }
 
+    /// A logger of the test's own: its own outputs, no writer thread (the
+    /// lines are written by the test, as a caller writes them).
     fn quiet_state() -> State {
         let mut s = State::new();
+        s.printer = Box::leak(Box::new(std::sync::Mutex::new(printer::Printer::new())));
+        s.writer_off = true;
+        s.sync_from = 0;
         s.initialized = true;
         s.default_outputs = false;
         s.set_buffer_size(ring::layout::MIN_SIZE).unwrap();
         s
+    }
+
+    /// What `run` does after a call, for a logger of a test's own.
+    fn settle(s: &mut State, next: Next) -> Outcome {
+        match next {
+            Next::Done(outcome) => outcome,
+            _ => {
+                drop(s.printer());
+                Outcome::Recorded
+            }
+        }
     }
 
     fn text_call<'a>(src: Live, p: Priority, text: &'a [u8], full_len: usize) -> Call<'a> {
@@ -487,7 +523,8 @@ mod tests {
     }
 
     fn log(s: &mut State, src: Live, p: Priority, text: &str) -> bool {
-        s.record(&text_call(src, p, text.as_bytes(), text.len())) == Outcome::Recorded
+        let next = s.record(&text_call(src, p, text.as_bytes(), text.len()));
+        settle(s, next) == Outcome::Recorded
     }
 
     fn ring_messages(s: &State) -> Vec<String> {
@@ -545,7 +582,8 @@ mod tests {
         let got = ring_messages(&s);
         assert_eq!(got[0].len(), MESSAGE_MAX);
         assert!(got[0].ends_with(&format!("x [truncated: {} bytes]", MESSAGE_MAX + 10)));
-        s.record(&text_call(src, Priority::Error, b"short", 100_000));
+        let next = s.record(&text_call(src, Priority::Error, b"short", 100_000));
+        settle(&mut s, next);
         assert_eq!(ring_messages(&s)[1], "short [truncated: 100000 bytes]");
     }
 
@@ -599,21 +637,21 @@ mod tests {
         };
         // Printed: the site's record in the ring, its text made once for the
         // file.
-        assert_eq!(s.record_site_call(call(Priority::Info)), Outcome::Recorded);
+        let next = s.record_site_call(call(Priority::Info));
+        assert_eq!(settle(&mut s, next), Outcome::Recorded);
         assert_ne!(site.entry.load(Ordering::Relaxed), 0);
         // Not printed: the site's record alone.
-        assert_eq!(s.record_site_call(call(Priority::Debug)), Outcome::Recorded);
+        let next = s.record_site_call(call(Priority::Debug));
+        assert_eq!(settle(&mut s, next), Outcome::Recorded);
         // Not to be kept as arguments (too long, or a count past what a
         // record keeps): the text, made now.
         let long_args = [Captured::Signed(1), Captured::Double(2.0)];
-        assert_eq!(
-            s.record_site_call(SiteCall {
-                args: &long_args,
-                args_len: None,
-                ..call(Priority::Debug)
-            }),
-            Outcome::Recorded
-        );
+        let next = s.record_site_call(SiteCall {
+            args: &long_args,
+            args_len: None,
+            ..call(Priority::Debug)
+        });
+        assert_eq!(settle(&mut s, next), Outcome::Recorded);
         let file = std::fs::read_to_string(&path).unwrap();
         assert_eq!(file.lines().count(), 1, "{file}");
         assert!(file.ends_with(" : n=42 x=0.50\n"), "{file}");
@@ -647,7 +685,8 @@ mod tests {
                 args: &[],
                 args_len: deferred::args_len(&[]),
             };
-            assert_eq!(s.record_site_call(call), Outcome::Recorded);
+            let next = s.record_site_call(call);
+            assert_eq!(settle(&mut s, next), Outcome::Recorded);
         }
         let file = std::fs::read_to_string(&path).unwrap();
         let messages: Vec<&str> = file

@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::sync::{MutexGuard, Once};
 
+use super::printer::Printer;
 use super::{above, lock, State, INSIDE};
 use crate::crash;
 use crate::ring::published;
@@ -13,8 +14,11 @@ use crate::{diag, panic, sys};
 thread_local! {
     /// The lock, held by the forking thread from `prepare` until the parent
     /// or child handler releases it.
-    static FORK_GUARD: RefCell<Option<MutexGuard<'static, State>>> = const { RefCell::new(None) };
+    static FORK_GUARD: RefCell<Option<Held>> = const { RefCell::new(None) };
 }
+
+/// The logger's lock, then the printer's (the lock order).
+type Held = (MutexGuard<'static, State>, MutexGuard<'static, Printer>);
 
 // A panic must not unwind into libc's fork; these run in the middle of it,
 // so they only swallow one.
@@ -37,8 +41,12 @@ extern "C-unwind" fn prepare() {
             INSIDE.with(|inside| inside.set(false));
             return;
         }
-        let guard = lock();
-        FORK_GUARD.with(|slot| *slot.borrow_mut() = Some(guard));
+        let mut guard = lock();
+        // The outputs write every line recorded for them: a parent that
+        // exits at once (daemon(3)) loses none, and the child, whose copy
+        // of the ring then has none pending, writes none twice.
+        let printer = guard.printer();
+        FORK_GUARD.with(|slot| *slot.borrow_mut() = Some((guard, printer)));
         // The control socket's lock, after the logger's (its lock order).
         if let Some(above) = above::get() {
             (above.before_fork)();
@@ -47,7 +55,7 @@ extern "C-unwind" fn prepare() {
 }
 
 /// Releases what `prepare` took, if it took anything.
-fn release() -> Option<MutexGuard<'static, State>> {
+fn release() -> Option<Held> {
     let guard = FORK_GUARD
         .try_with(|slot| slot.borrow_mut().take())
         .ok()
@@ -80,11 +88,14 @@ extern "C-unwind" fn child() {
         if let Some(above) = above::get() {
             (above.after_fork_child)();
         }
-        if let Some(mut state) = release() {
+        if let Some((mut state, mut printer)) = release() {
             // A TCP connection to a collector is the parent's: two processes
             // writing one stream could interleave frames. The child makes
             // its own.
-            state.outputs.iter_mut().for_each(|o| o.after_fork());
+            printer.outputs.iter_mut().for_each(|o| o.after_fork());
+            if let Some(ring) = state.ring.as_mut() {
+                ring.after_fork();
+            }
         }
     }))
 }

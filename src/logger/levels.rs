@@ -24,8 +24,7 @@ impl State {
             return wanted;
         }
         // Without a ring, a message no output prints is read by no one.
-        let printed = self.outputs.lowest().map_or(OFF, |p| p as i32);
-        wanted.max(printed)
+        wanted.max(self.printed_level())
     }
 
     /// Writes every registered source's level, and the lowest priority any
@@ -35,8 +34,17 @@ impl State {
         for source in self.sources.iter() {
             source.set_level(self.resolve(source.name_bytes()));
         }
-        let printed = self.outputs.lowest().map_or(OFF, |p| p as i32);
-        vlog_print_level.store(printed, Ordering::Relaxed);
+        vlog_print_level.store(self.printed_level(), Ordering::Relaxed);
+    }
+
+    /// The lowest priority any output prints, as a source's level (OFF for
+    /// none).
+    fn printed_level(&self) -> i32 {
+        if self.lowest == super::NONE_PRINTED {
+            OFF
+        } else {
+            self.lowest as i32
+        }
     }
 
     pub fn unregister(&mut self, source: &vlog_source) {

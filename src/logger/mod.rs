@@ -24,7 +24,9 @@ pub mod apply;
 pub mod emit;
 pub mod fork;
 pub mod levels;
+pub mod printer;
 pub mod ticker;
+mod writer;
 
 use std::cell::Cell;
 use std::ffi::c_int;
@@ -43,15 +45,32 @@ use crate::record::Record;
 use crate::ring::{published, Ring};
 use crate::source::Registry;
 use crate::{diag, sys};
+use printer::Printer;
 
 pub struct State {
     initialized: bool,
     level: Priority,
     filters: Filters,
-    outputs: Outputs,
+    /// The outputs, behind a lock of their own (see `printer`).
+    printer: &'static Mutex<Printer>,
+    /// What the outputs print,
+    /// as the recorded call asks: the lowest priority any prints, and the
+    /// lowest whose lines are written before the call returns (an error's,
+    /// `?sync`, or every line while vlog's writer thread is off); 5 for
+    /// none.
+    lowest: u8,
+    sync_from: u8,
     /// True while no output string was given: then the one output is stderr
     /// at the default level, following later level changes.
     default_outputs: bool,
+    /// `VLOG_WRITER=caller`, or the writer thread could not start: the
+    /// thread that logs a line writes it.
+    writer_off: bool,
+    /// A caller had the outputs write everything to make room, and may now
+    /// overwrite what is still unwritten (see `emit`).
+    evict_ok: bool,
+    /// What the outputs need of vlog's threads (`output::NEEDS_*`).
+    needs: u8,
     ring: Option<Ring>,
     /// Rings replaced, freed once no lock-free reader is inside any ring
     /// (a `vlog_dump` blocked on a full pipe must not make the logger wait).
@@ -77,6 +96,9 @@ pub struct State {
 
 static STATE: Mutex<State> = Mutex::new(State::new());
 
+/// `State::lowest` when no output prints anything.
+const NONE_PRINTED: u8 = 5;
+
 /// How far vlog has stepped down after internal errors (panics caught at
 /// the C boundary): NORMAL, RING_ONLY (outputs off: the code that prints may
 /// be what failed) or SILENT (every source off: nothing more is recorded).
@@ -95,8 +117,13 @@ impl State {
             initialized: false,
             level: DEFAULT_LEVEL,
             filters: Filters(Vec::new()),
-            outputs: Outputs::new(),
+            printer: &printer::PRINTER,
+            lowest: NONE_PRINTED,
+            sync_from: NONE_PRINTED,
             default_outputs: true,
+            writer_off: false,
+            evict_ok: false,
+            needs: 0,
             ring: None,
             retired: Vec::new(),
             sources: Registry::new(),
@@ -185,6 +212,32 @@ impl Entered {
     pub fn leave(mut self) {
         publish(&mut self.guard);
     }
+
+    /// Publishes and unlocks, then, still marked inside vlog, has the
+    /// outputs write what `write` says (see `printer`), and says what they
+    /// had to report.
+    #[cold]
+    #[inline(never)]
+    pub fn leave_and_write(mut self, write: impl FnOnce() -> Vec<String>) {
+        publish(&mut self.guard);
+        let Entered { guard, _inside } = self;
+        drop(guard);
+        let said = write();
+        if !said.is_empty() {
+            relock(|s| s.note_all(said));
+        }
+    }
+}
+
+/// For a thread marked inside vlog that does not hold the logger's lock
+/// (it let go of it to write, or holds the printer's no longer): takes the
+/// lock for `f`. (`enter` would take the mark for a nested call.)
+fn relock<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    debug_assert!(inside());
+    let mut guard = lock();
+    let result = f(&mut guard);
+    publish(&mut guard);
+    result
 }
 
 /// Runs `f` under the lock unless this thread is already inside the logger
@@ -274,6 +327,44 @@ impl State {
         note(self.ring.as_mut(), event);
     }
 
+    /// Reports what the outputs had to report.
+    pub fn note_all(&mut self, said: Vec<String>) {
+        for event in said {
+            note(self.ring.as_mut(), &event);
+        }
+    }
+
+    /// The outputs, for a call that holds the logger's lock (the lock
+    /// order: the logger's, then the printer's), with every line recorded
+    /// so far written first: outputs replaced, reopened or forked never
+    /// skip a line recorded before.
+    pub fn printer(&mut self) -> std::sync::MutexGuard<'static, Printer> {
+        let mut printer = printer::lock_of(self.printer);
+        if let Some(ring) = self.ring.as_ref().filter(|r| r.prints_here()) {
+            printer.catch_up(&ring.view(), u64::MAX);
+        }
+        let said = printer.take_said();
+        self.note_all(said);
+        printer
+    }
+
+    /// Takes in what the outputs print, after they changed.
+    fn outputs_changed(&mut self, outputs: &Outputs) {
+        self.lowest = outputs.lowest().map_or(NONE_PRINTED, |p| p as u8);
+        self.sync_from = if self.writer_off {
+            0
+        } else {
+            outputs.sync_from().min(Priority::Error as u8)
+        };
+        self.needs = outputs.needs();
+    }
+
+    /// Whether some output prints a message of priority `p`.
+    #[inline(always)]
+    fn prints(&self, p: Priority) -> bool {
+        p as u8 >= self.lowest
+    }
+
     /// The configuration in force, as the environment variables that make
     /// it (each parses back to the same value); `VLOG_OUTPUTS` is "" while
     /// the outputs are the default.
@@ -310,7 +401,7 @@ impl State {
         if self.default_outputs {
             String::new()
         } else {
-            self.outputs.as_env()
+            printer::lock_of(self.printer).outputs.as_env()
         }
     }
 
@@ -338,14 +429,22 @@ impl State {
             fields: &encoded,
         }
         .clipped();
-        let seq = self.ring.as_mut().map_or(0, |ring| ring.append(&rec));
-        if self.outputs.prints(rec.priority) {
-            let mut said = Vec::new();
-            self.outputs
-                .print(&Record { seq, ..rec }, |e| said.push(e.to_owned()));
-            for event in said {
-                note(self.ring.as_mut(), &event);
+        let printed = self.prints(rec.priority);
+        match self.ring.as_mut() {
+            Some(ring) => {
+                ring.append_call(&rec, false, printed);
+                if printed {
+                    self.wake_writer();
+                }
             }
+            None if printed => {
+                let mut said = Vec::new();
+                printer::lock_of(self.printer)
+                    .outputs
+                    .print(&rec, |e| said.push(e.to_owned()));
+                self.note_all(said);
+            }
+            None => {}
         }
     }
 }

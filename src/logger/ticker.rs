@@ -25,7 +25,8 @@ use std::sync::{Arc, Once};
 
 use std::net::SocketAddr;
 
-use super::{enter, note, State};
+use super::printer::{self, Printer};
+use super::{enter, State};
 use crate::output::{Lookups, NEEDS_RESOLVER, NEEDS_TICKER};
 use crate::sys::connection;
 use crate::sys::watch::{self, Waker, Worker};
@@ -60,6 +61,8 @@ pub const DRAIN_TOTAL_MS: u64 = 5000;
 /// The ticker's and the resolver's threads, as the outputs need them.
 #[derive(Debug, Default)]
 pub struct Threads {
+    /// The outputs' writer (see `printer`).
+    pub writer: Option<Worker>,
     ticker: Option<Worker>,
     resolver: Option<Worker>,
     /// The resolver found nothing left to look up and ended (said under
@@ -70,6 +73,7 @@ pub struct Threads {
 impl Threads {
     pub const fn new() -> Threads {
         Threads {
+            writer: None,
             ticker: None,
             resolver: None,
             resolver_gone: false,
@@ -90,7 +94,7 @@ impl State {
     /// process; stops those they do not need. After every configuration
     /// call.
     pub fn keep_ticker(&mut self) {
-        let needs = self.outputs.needs();
+        let needs = self.needs;
         keep(&mut self.threads, needs);
         // New names to look up: the resolver, idle, looks now.
         if needs & NEEDS_RESOLVER != 0 {
@@ -100,56 +104,13 @@ impl State {
         }
     }
 
-    /// One tick of the outputs; how soon the next is needed (ms).
-    fn tick(&mut self) -> Option<u64> {
-        let mut said = Vec::new();
-        let next = self.outputs.tick(&mut said);
-        for event in said {
-            note(self.ring.as_mut(), &event);
-        }
-        next
-    }
-
-    /// One step of [`drain`] under the lock: each batching output's, and
-    /// what it still waits for (None: nothing left anywhere, or the
-    /// outputs were replaced since the flush began).
-    fn drain_step(&mut self, first: bool, generation: &mut Option<u64>) -> Option<Step> {
-        let now = self.outputs.generation();
-        if generation.replace(now).is_some_and(|g| g != now) {
-            return None;
-        }
-        let mut said = Vec::new();
-        let mut step = Step::default();
-        for out in self.outputs.iter_mut() {
-            if let Some(w) = out.drain_step(first, &mut said) {
-                step.progress += w.progress;
-                step.waits.extend(w.fd.map(|fd| (fd, w.to_write)));
-                step.resolving |= w.resolving;
-                step.events += w.events;
-            }
-        }
-        for event in said {
-            note(self.ring.as_mut(), &event);
-        }
-        (step.events > 0).then_some(step)
-    }
-
-    /// What a flush that gave up says of each output still holding events.
-    fn say_not_sent(&mut self) {
-        let mut said = Vec::new();
-        for out in self.outputs.iter_mut() {
-            if let Some(w) = out.drain_step(false, &mut said) {
-                said.push(out.not_sent(w.events));
-            }
-        }
-        for event in said {
-            note(self.ring.as_mut(), &event);
-        }
-    }
-
     /// At shutdown: the threads told to stop.
     pub fn stop_ticker(&mut self) {
-        let threads = [self.threads.ticker.take(), self.threads.resolver.take()];
+        let threads = [
+            self.threads.writer.take(),
+            self.threads.ticker.take(),
+            self.threads.resolver.take(),
+        ];
         threads.into_iter().flatten().for_each(Worker::stop);
     }
 
@@ -157,7 +118,10 @@ impl State {
     /// none is left to look up, and then the resolver ends, which is noted
     /// under this lock (see `Threads::resolver_gone`).
     fn lookups(&mut self) -> Option<Lookups> {
-        let lookups = self.outputs.lookups(now_ms());
+        let mut printer = printer::lock_of(self.printer);
+        let lookups = printer.outputs.lookups(now_ms());
+        self.needs = printer.outputs.needs();
+        drop(printer);
         if lookups.due.is_empty() && lookups.next_ms.is_none() {
             self.threads.resolver_gone = true;
             return None;
@@ -168,12 +132,70 @@ impl State {
     /// What the resolver found.
     fn looked_up(&mut self, generation: u64, results: Vec<(usize, Result<SocketAddr, String>)>) {
         let mut said = Vec::new();
-        self.outputs
+        let mut printer = printer::lock_of(self.printer);
+        printer
+            .outputs
             .looked_up(generation, results, now_ms(), &mut said);
-        for event in said {
-            note(self.ring.as_mut(), &event);
+        self.needs = printer.outputs.needs();
+        drop(printer);
+        self.note_all(said);
+    }
+}
+
+impl Printer {
+    /// One tick of the outputs; how soon the next is needed (ms).
+    fn tick(&mut self, said: &mut Vec<String>) -> Option<u64> {
+        self.outputs.tick(said)
+    }
+
+    /// One step of [`drain`] under the printer's lock: each batching
+    /// output's, and what it still waits for (None: nothing left
+    /// anywhere, or the outputs were replaced since the flush began).
+    fn drain_step(
+        &mut self,
+        first: bool,
+        generation: &mut Option<u64>,
+        said: &mut Vec<String>,
+    ) -> Option<Step> {
+        let now = self.outputs.generation();
+        if generation.replace(now).is_some_and(|g| g != now) {
+            return None;
+        }
+        let mut step = Step::default();
+        for out in self.outputs.iter_mut() {
+            if let Some(w) = out.drain_step(first, said) {
+                step.progress += w.progress;
+                step.waits.extend(w.fd.map(|fd| (fd, w.to_write)));
+                step.resolving |= w.resolving;
+                step.events += w.events;
+            }
+        }
+        (step.events > 0).then_some(step)
+    }
+
+    /// What a flush that gave up says of each output still holding events.
+    fn say_not_sent(&mut self, said: &mut Vec<String>) {
+        for out in self.outputs.iter_mut() {
+            if let Some(w) = out.drain_step(false, said) {
+                said.push(out.not_sent(w.events));
+            }
         }
     }
+}
+
+/// Runs `f` on the outputs under the printer's lock alone, and says what
+/// they had to report afterwards under the logger's. The thread is marked
+/// inside vlog meanwhile, as every holder of the printer's lock is: a
+/// signal handler that logs on it is dropped, never left waiting for a
+/// lock its own thread holds.
+fn with_printer<R>(f: impl FnOnce(&mut Printer, &mut Vec<String>) -> R) -> R {
+    let _marked = super::mark_inside();
+    let mut said = Vec::new();
+    let result = f(&mut printer::lock(), &mut said);
+    if !said.is_empty() {
+        super::relock(|s| s.note_all(said));
+    }
+    result
 }
 
 fn now_ms() -> u64 {
@@ -255,8 +277,16 @@ pub fn drain(why: Drain) {
     let mut seen = None;
     let mut generation = None;
     let mut first = true;
+    if super::inside() {
+        return;
+    }
+    // Every line recorded for the outputs first.
+    with_printer(|p, said| {
+        p.catch_up_published(u64::MAX);
+        said.extend(p.take_said());
+    });
     loop {
-        let Some(Some(step)) = enter(|s| s.drain_step(first, &mut generation)) else {
+        let Some(step) = with_printer(|p, said| p.drain_step(first, &mut generation, said)) else {
             return;
         };
         first = false;
@@ -272,7 +302,7 @@ pub fn drain(why: Drain) {
         // for the first time may come within the wait.
         let stuck = step.waits.is_empty() && !step.resolving;
         if now >= deadline || (why == Drain::Exit && stuck) {
-            enter(|s| s.say_not_sent());
+            with_printer(|p, said| p.say_not_sent(said));
             return;
         }
         // One receiver at a time, a little at a time: every step looks at
@@ -287,12 +317,7 @@ pub fn drain(why: Drain) {
 }
 
 fn start(name: &str, run: fn(&AtomicBool, &Waker)) -> std::io::Result<Worker> {
-    static AT_EXIT: Once = Once::new();
-    AT_EXIT.call_once(|| {
-        if !sys::at_exit(drain_at_exit) {
-            diag::warn("cannot register vlog's exit handler: a fluent output's last batch may be lost at exit");
-        }
-    });
+    drain_at_exit_once();
     // Its start is over before this returns: a program's messages after
     // the configuration call never meet it. Never joined under the lock
     // (see the overview).
@@ -347,23 +372,37 @@ fn run(stop: &AtomicBool, waker: &Waker) {
         if watch::sleep(waker, period) || stop.load(Ordering::SeqCst) {
             return;
         }
+        // Under the printer's lock alone: a batch sent to a slow receiver
+        // never holds up a thread that logs.
         let next = crate::panic::catch(|| {
-            enter(|s| {
-                // Under the lock: a stop from a configuration call that held
-                // it is seen here.
+            with_printer(|p, said| {
                 if stop.load(Ordering::SeqCst) {
                     None
                 } else {
-                    s.tick()
+                    p.tick(said)
                 }
             })
-            .flatten()
         });
         match next {
             Ok(Some(ms)) => period = ms.clamp(1, 1000),
             _ => return,
         }
     }
+}
+
+/// Registers the exit handler that writes what the outputs still have
+/// (the writer thread's lines, a fluent output's batches), once, with the
+/// first thread of vlog's.
+pub fn drain_at_exit_once() {
+    static AT_EXIT: Once = Once::new();
+    AT_EXIT.call_once(|| {
+        if !sys::at_exit(drain_at_exit) {
+            diag::warn(
+                "cannot register vlog's exit handler: the lines vlog's threads have not written \
+                 yet when the program exits are lost (call vlog_flush before exit)",
+            );
+        }
+    });
 }
 
 extern "C-unwind" fn drain_at_exit() {

@@ -1,5 +1,5 @@
 //! `PRIO:file:PATH` and `PRIO:json:PATH`: a log file, appended to with one
-//! write(2) per line. A file that is deleted or replaced (log rotation) is
+//! write(2) per batch of lines. A file that is deleted or replaced (log rotation) is
 //! noticed within a second and opened again by its path; `vlog_reopen()`
 //! does it at once. A descriptor the program closed (or closed and reused:
 //! `close_range` after vlog started) is noticed before the next line and
@@ -60,15 +60,17 @@ impl FileOutput {
         })
     }
 
-    /// Writes one line with one write(2), never raising SIGPIPE, after
-    /// checking that the descriptor is still this output's and that the
-    /// path still names its file (log rotation, once a second). Returns what
-    /// to report, if anything, and the write's result.
-    pub fn write(&mut self, line: &[u8]) -> (Option<String>, io::Result<()>) {
+    /// Writes a batch of whole lines with one write(2) (to a FIFO, in
+    /// pieces of whole lines, see `sys::write_lines_no_signal`), never
+    /// raising SIGPIPE or SIGXFSZ, after checking that the descriptor is
+    /// still this output's and that the path still names its file (log
+    /// rotation, once a second). Returns what to report, if anything, and
+    /// the write's result (on an error, with the bytes written before it).
+    pub fn write(&mut self, lines: &[u8]) -> (Option<String>, Result<(), (io::Error, usize)>) {
         let event = self.follow();
         let result = match &self.fd {
-            Some(fd) => sys::write_no_signal(fd.raw(), line, fd.info().kind),
-            None => Err(sys::fd::not_ours()),
+            Some(fd) => sys::write_lines_no_signal(fd.raw(), lines, fd.info().kind),
+            None => Err((sys::fd::not_ours(), 0)),
         };
         (event, result)
     }
@@ -145,6 +147,11 @@ impl FileOutput {
             Some(fd) => Some(fd.duplicate()),
             None => Some(Err(sys::fd::not_ours())),
         }
+    }
+
+    /// The descriptor and its identity, while it is the file's.
+    pub fn descriptor(&self) -> Option<(i32, sys::FdInfo)> {
+        self.fd.as_ref().map(|fd| (fd.raw(), fd.info()))
     }
 
     /// For a configuration that was refused after this output was opened:

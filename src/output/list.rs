@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 
+use super::at_crash;
 use super::print::{Lines, Output, Target};
 use super::spec::Spec;
 use crate::error::ConfigError;
@@ -12,7 +13,7 @@ use crate::record::Record;
 use crate::sys::cancel;
 use crate::text::time::Clock;
 
-/// `Outputs::lowest` when no output prints anything.
+/// `Outputs::sync_from` when no output asked for synchronous lines.
 const NONE_PRINTED: u8 = 5;
 
 /// What the outputs in force need of vlog's threads (`logger::ticker`).
@@ -36,9 +37,9 @@ pub struct Lookups {
 #[derive(Debug)]
 pub struct Outputs {
     list: Vec<Output>,
-    /// The lowest priority any of them prints (5 when there are none): the
-    /// recorded call asks on every message.
-    lowest: u8,
+    /// The lowest priority an output that asked for synchronous lines
+    /// (`?sync`) prints (5 when none did).
+    sync_from: u8,
     /// What they need of vlog's threads (see `needs`).
     needs: u8,
     /// Counts the lists set (see `generation`).
@@ -56,7 +57,7 @@ impl Outputs {
     pub const fn new() -> Outputs {
         Outputs {
             list: Vec::new(),
-            lowest: NONE_PRINTED,
+            sync_from: NONE_PRINTED,
             needs: 0,
             generation: 0,
             lines: Lines {
@@ -108,7 +109,11 @@ impl Outputs {
     /// memory for the lines they print, the list is refused as a whole (and
     /// nothing is left of it) and the outputs in force stay.
     pub fn set(&mut self, mut list: Vec<Output>) -> Result<(), ConfigError> {
-        if let Err(e) = self.lines.reserve() {
+        let reserved = self
+            .lines
+            .reserve()
+            .and_then(|()| list.iter_mut().try_for_each(Output::reserve));
+        if let Err(e) = reserved {
             list.into_iter().for_each(Output::undo);
             return Err(ConfigError::new(format!(
                 "not enough memory for the outputs' lines: {e}"
@@ -116,10 +121,23 @@ impl Outputs {
         }
         list.iter_mut().for_each(Output::start);
         self.list = list;
-        self.lowest = self.lowest().map_or(NONE_PRINTED, |p| p as u8);
+        self.publish_for_crash();
+        self.sync_from = self
+            .list
+            .iter()
+            .filter(|o| o.sync())
+            .map(|o| o.priority as u8)
+            .min()
+            .unwrap_or(NONE_PRINTED);
         self.generation += 1;
         self.count_needs();
         Ok(())
+    }
+
+    /// Tells the crash handler which files and stderr the outputs print to
+    /// now (see `at_crash`).
+    pub fn publish_for_crash(&self) {
+        at_crash::publish(self.list.iter().filter_map(Output::for_crash));
     }
 
     /// The outputs in force as `VLOG_OUTPUTS` writes them.
@@ -130,7 +148,8 @@ impl Outputs {
 
     pub fn clear(&mut self) {
         self.list.clear();
-        self.lowest = NONE_PRINTED;
+        self.publish_for_crash();
+        self.sync_from = NONE_PRINTED;
         self.needs = 0;
         self.generation += 1;
     }
@@ -140,15 +159,17 @@ impl Outputs {
         self.list.iter().map(|o| o.priority).min()
     }
 
-    /// Whether some output prints a message of priority `p`.
+    /// The lowest priority an output that asked for synchronous lines
+    /// prints, as a number (5 when none asked).
     #[inline(always)]
-    pub fn prints(&self, p: Priority) -> bool {
-        p as u8 >= self.lowest
+    pub fn sync_from(&self) -> u8 {
+        self.sync_from
     }
 
-    /// Prints `rec` to every output whose priority it meets, each form made
-    /// once; `report` gets what is to be reported.
-    pub fn print(&mut self, rec: &Record, mut report: impl FnMut(&str)) {
+    /// Hands `rec` to every output whose priority it meets, each form made
+    /// once: a file or stderr keeps its line for the batch, the others send
+    /// it now (see [`Output::add`]); `report` gets what is to be reported.
+    pub fn add(&mut self, rec: &Record, mut report: impl FnMut(&str)) {
         self.lines.text_made = false;
         self.lines.json_made = false;
         // Writes and sends are cancellation points: no cancel acts inside
@@ -156,11 +177,34 @@ impl Outputs {
         // is off already).
         let cancelability = cancel::point();
         for out in self.list.iter_mut().filter(|o| rec.priority >= o.priority) {
-            if let Some(event) = out.print(rec, &mut self.lines) {
+            if let Some(event) = out.add(rec, &mut self.lines) {
                 report(&event);
             }
         }
         cancel::restore(cancelability);
+    }
+
+    /// Writes every output's batch (see [`Output::flush`]).
+    pub fn flush(&mut self, mut report: impl FnMut(&str)) {
+        let cancelability = cancel::point();
+        let mut said = false;
+        for out in self.list.iter_mut() {
+            if let Some(event) = out.flush() {
+                report(&event);
+                said = true;
+            }
+        }
+        cancel::restore(cancelability);
+        // A file opened again (rotated, or its descriptor lost) is said.
+        if said {
+            self.publish_for_crash();
+        }
+    }
+
+    /// Prints `rec` now to every output whose priority it meets.
+    pub fn print(&mut self, rec: &Record, mut report: impl FnMut(&str)) {
+        self.add(rec, &mut report);
+        self.flush(report);
     }
 
     /// Ticks every batching output (see [`Output::tick`]): how soon the

@@ -13,6 +13,7 @@
 //! Imports the text stage and the bottom of the crate.
 
 pub mod address;
+pub mod at_crash;
 pub mod file;
 pub mod fluent;
 pub mod journald;

@@ -44,7 +44,14 @@ pub struct Output {
     /// The failure is reported when this becomes Some, the recovery when it
     /// becomes None again.
     failing: Option<u64>,
+    /// A file's or stderr's lines not written yet, and how many: written
+    /// with one write(2) per batch ([`Output::flush`]).
+    batch: Vec<u8>,
+    batched: u64,
 }
+
+/// The most a batch of lines holds before it is written.
+pub const BATCH_MAX: usize = 64 * 1024;
 
 /// What every output that prints a record shares: the text and JSON lines,
 /// each made at most once per record, and a buffer for the forms made per
@@ -97,6 +104,7 @@ impl Output {
             priority,
             dest: Dest::Stderr,
             form: Form::Text,
+            sync: false,
         };
         Output::new(spec, Target::Stderr)
     }
@@ -108,7 +116,97 @@ impl Output {
             spec,
             target,
             failing: None,
+            batch: Vec::new(),
+            batched: 0,
         }
+    }
+
+    /// What the crash handler writes to for this output (see `at_crash`):
+    /// a file's descriptor or fd 2 with their identity, its priority and
+    /// form; None for the others.
+    pub(super) fn for_crash(&self) -> Option<(i32, sys::FdInfo, Priority, Form)> {
+        let (fd, info) = match &self.target {
+            Target::Stderr => (
+                2,
+                sys::fd_info(2).ok().filter(|_| diag::stderr().is_some())?,
+            ),
+            Target::File(file) => file.descriptor()?,
+            _ => return None,
+        };
+        Some((fd, info, self.priority, self.form))
+    }
+
+    /// Whether this output's lines are written before the call returns:
+    /// asked for (`?sync`), or the program's own syslog(3) destination,
+    /// whose lines carry the ident, options and facility of the moment of
+    /// the call, as glibc's do.
+    pub fn sync(&self) -> bool {
+        self.spec.sync
+            || matches!(
+                self.spec.dest,
+                Dest::Syslog {
+                    transport: super::spec::Transport::Program,
+                    ..
+                }
+            )
+    }
+
+    /// Reserves a file's or stderr's batch, so that printing never
+    /// allocates.
+    pub(super) fn reserve(&mut self) -> Result<(), std::collections::TryReserveError> {
+        if matches!(self.target, Target::Stderr | Target::File(_)) {
+            self.batch
+                .try_reserve(BATCH_MAX + LINE_MAX.max(JSON_LINE_MAX))?;
+        }
+        Ok(())
+    }
+
+    /// Hands `rec` to this output: a file or stderr adds its line to the
+    /// batch (writing the batch first when the line would make it larger
+    /// than BATCH_MAX); the others send it now. Returns what to report, as
+    /// [`Output::print`] does.
+    pub fn add(&mut self, rec: &Record, lines: &mut Lines) -> Option<String> {
+        if !matches!(self.target, Target::Stderr | Target::File(_)) {
+            return self.print(rec, lines);
+        }
+        let line = lines.line(self.form, rec);
+        let mut event = None;
+        if self.batched > 0 && self.batch.len() + line.len() > BATCH_MAX {
+            event = self.flush();
+        }
+        self.batch.extend_from_slice(line);
+        self.batched += 1;
+        event
+    }
+
+    /// Writes the batch (see [`Output::add`]): one write(2), the checks of
+    /// the descriptor's identity and of the file size limit made once for
+    /// the batch. A batch that cannot be written counts all its lines lost.
+    pub fn flush(&mut self) -> Option<String> {
+        if self.batched == 0 {
+            return None;
+        }
+        let (rotated, result) = match &mut self.target {
+            Target::Stderr => (None, write_stderr(&self.batch)),
+            Target::File(file) => file.write(&self.batch),
+            _ => (None, Ok(())),
+        };
+        let batched = std::mem::take(&mut self.batched);
+        // The lines a pipe did not take: those after the bytes it did.
+        let (result, lost) = match result {
+            Ok(()) => (Ok(()), 0),
+            Err((e, 0)) => (Err(e), batched),
+            Err((e, written)) => {
+                let lost = self.batch[written..]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count();
+                (Err(e), lost as u64)
+            }
+        };
+        self.batch.clear();
+        let event = self.account(result, lost);
+        either(rotated, event)
     }
 
     /// Opens the output a token names: its file, its socket, its collector
@@ -126,14 +224,21 @@ impl Output {
         Ok(Output::new(spec.clone(), target))
     }
 
-    /// Prints `rec` (text: a deferred message is rendered before). Returns
-    /// what to report, if anything: a rotation noticed, the start of a
-    /// failure, its end.
-    pub fn print(&mut self, rec: &Record, lines: &mut Lines) -> Option<String> {
+    /// Prints `rec` now (text: a deferred message is rendered before).
+    /// Returns what to report, if anything: a rotation noticed, the start
+    /// of a failure, its end.
+    fn print(&mut self, rec: &Record, lines: &mut Lines) -> Option<String> {
         let form = self.form;
         let (rotated, result) = match &mut self.target {
-            Target::Stderr => (None, write_stderr(lines.line(form, rec))),
-            Target::File(file) => file.write(lines.line(form, rec)),
+            // (Batched: see `add`.)
+            Target::Stderr => (
+                None,
+                write_stderr(lines.line(form, rec)).map_err(|(e, _)| e),
+            ),
+            Target::File(file) => {
+                let (rotated, result) = file.write(lines.line(form, rec));
+                (rotated, result.map_err(|(e, _)| e))
+            }
             Target::Journald(journald) => {
                 let result = journald.send(rec, &mut lines.entry);
                 (
@@ -160,15 +265,12 @@ impl Output {
                 )
             }
         };
-        let event = self.account(result);
-        match (rotated, event) {
-            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-            (a, b) => a.or(b),
-        }
+        let event = self.account(result, 1);
+        either(rotated, event)
     }
 
-    /// Counts a failed line, and says when failing starts or ends.
-    fn account(&mut self, result: io::Result<()>) -> Option<String> {
+    /// Counts `lines` failed lines, and says when failing starts or ends.
+    fn account(&mut self, result: io::Result<()>, lines: u64) -> Option<String> {
         if result.is_ok() && self.failing.is_some() {
             // A fluent queue that was full works again only once it has
             // drained well below full (see `Fluent::may_say_recovered`).
@@ -187,13 +289,13 @@ impl Output {
                 )
             }),
             (Err(_), Some(lost)) => {
-                *lost += 1;
-                stats::add(&stats::LINES_LOST, 1);
+                *lost += lines;
+                stats::add(&stats::LINES_LOST, lines);
                 None
             }
             (Err(e), failing) => {
-                *failing = Some(1);
-                stats::add(&stats::LINES_LOST, 1);
+                *failing = Some(lines);
+                stats::add(&stats::LINES_LOST, lines);
                 let why = match &self.target {
                     Target::Fluent(fluent) => fluent.why(&e),
                     Target::Syslog(syslog) => syslog.why(&e),
@@ -332,6 +434,14 @@ impl Output {
     }
 }
 
+/// Both reports, when there are two.
+fn either(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    }
+}
+
 /// What to report when an output's socket was closed by the program and
 /// vlog made a new one.
 fn replaced(replaced: bool, what: impl FnOnce() -> String) -> Option<String> {
@@ -344,12 +454,15 @@ fn replaced(replaced: bool, what: impl FnOnce() -> String) -> Option<String> {
     })
 }
 
-fn write_stderr(line: &[u8]) -> io::Result<()> {
+fn write_stderr(lines: &[u8]) -> Result<(), (io::Error, usize)> {
     match diag::stderr() {
-        Some(kind) => sys::write_no_signal(2, line, kind),
-        None => Err(io::Error::other(
-            "fd 2 is closed, or is no longer the file it was when vlog started \
-             (call vlog_adopt_stderr() after redirecting it)",
+        Some(kind) => sys::write_lines_no_signal(2, lines, kind),
+        None => Err((
+            io::Error::other(
+                "fd 2 is closed, or is no longer the file it was when vlog started \
+                 (call vlog_adopt_stderr() after redirecting it)",
+            ),
+            0,
         )),
     }
 }

@@ -29,6 +29,9 @@ pub struct Spec {
     pub priority: Priority,
     pub dest: Dest,
     pub form: Form,
+    /// `?sync`: every line this output prints is written by the thread that
+    /// logs it before its call returns, as an error line always is.
+    pub sync: bool,
 }
 
 /// Where an output goes; two outputs with one destination replace each other.
@@ -114,6 +117,16 @@ impl Spec {
     /// libvirt's form; a fluent output's options only where they are not
     /// the defaults), which parses back to this spec.
     pub fn as_env(&self) -> String {
+        let token = self.token();
+        match (self.sync, &self.dest) {
+            (false, _) => token,
+            (true, Dest::Fluent { .. }) if token.contains('?') => format!("{token}&sync"),
+            (true, _) => format!("{token}?sync"),
+        }
+    }
+
+    /// The token without `?sync`.
+    fn token(&self) -> String {
         let p = self.priority as u8;
         match (&self.dest, self.form) {
             (Dest::Stderr, Form::Json) => format!("{p}:json:stderr"),
@@ -182,7 +195,23 @@ pub fn parse_list(s: &str) -> Result<Vec<Spec>, ConfigError> {
 }
 
 impl Spec {
+    /// One token; `?sync` at its end (`&sync` after a fluent output's
+    /// options) asks for synchronous lines.
     fn parse(token: &str) -> Result<Spec, ConfigError> {
+        let (rest, sync) = match token
+            .strip_suffix("?sync")
+            .or_else(|| token.strip_suffix("&sync").filter(|t| t.contains('?')))
+        {
+            Some(rest) => (rest, true),
+            None => (token, false),
+        };
+        Ok(Spec {
+            sync,
+            ..Spec::parse_token(rest)?
+        })
+    }
+
+    fn parse_token(token: &str) -> Result<Spec, ConfigError> {
         let fields: Vec<&str> = token.split(':').collect();
         let prio = fields[0];
         let priority = Priority::parse_field(prio).ok_or_else(|| {
@@ -217,6 +246,7 @@ impl Spec {
                     ident: String::new(),
                 },
                 form: Form::Syslog,
+                sync: false,
             });
         }
         if dest == "syslog" && fields.len() >= 3 {
@@ -227,6 +257,7 @@ impl Spec {
                 priority,
                 dest: Dest::Syslog { transport, ident },
                 form: Form::Syslog,
+                sync: false,
             });
         }
         if dest == "fluent" && fields.len() >= 3 {
@@ -235,6 +266,7 @@ impl Spec {
                 priority,
                 dest: Dest::Fluent { peer, tag, options },
                 form: Form::Fluent,
+                sync: false,
             });
         }
         if fields.len() != wanted {
@@ -258,6 +290,7 @@ impl Spec {
             priority,
             dest,
             form,
+            sync: false,
         })
     }
 }
@@ -425,6 +458,32 @@ mod tests {
         ] {
             assert!(parse_target(bad, "t").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn sync_is_asked_at_the_end_of_any_token() {
+        let specs = parse_list(
+            "2:file:/x/a.log?sync 4:stderr 1:fluent:t@tcp://h:1?ack&sync 3:journald?sync",
+        )
+        .unwrap();
+        let sync: Vec<bool> = specs.iter().map(|s| s.sync).collect();
+        assert_eq!(sync, [true, false, true, true], "{specs:?}");
+        assert_eq!(specs[0].dest, Dest::File("/x/a.log".into()));
+        for spec in &specs {
+            assert_eq!(
+                &parse_list(&spec.as_env()).unwrap()[0],
+                spec,
+                "{}",
+                spec.as_env()
+            );
+        }
+        assert_eq!(specs[2].as_env(), "1:fluent:t@tcp://h:1?ack&sync");
+        assert_eq!(
+            parse_list("1:fluent:t@tcp://h:1?sync").unwrap()[0].as_env(),
+            "1:fluent:t@tcp://h:1?sync"
+        );
+        let err = parse_list("2:stderr?sink").unwrap_err();
+        assert!(err.message.contains("2:stderr?sink"), "{}", err.message);
     }
 
     #[test]

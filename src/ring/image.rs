@@ -53,6 +53,9 @@ pub struct Image<'a> {
     pub tail: u64,
     pub next_seq: u64,
     pub lost: u64,
+    /// Where the outputs of the ring's process had read to (version 3);
+    /// None for an older ring, whose records were all printed when made.
+    pub printed: Option<u64>,
 }
 
 /// The most header space a reader accepts (vlog writes HEADER_SPACE).
@@ -132,6 +135,7 @@ struct Shape {
     header_space: u64,
     dict_size: u64,
     dict_used: u64,
+    printed: Option<u64>,
     /// The whole region: header space, dictionary, data area.
     len: u64,
 }
@@ -150,6 +154,7 @@ impl<'a> Image<'a> {
             header_space,
             dict_size,
             dict_used,
+            printed,
             len: need,
         } = Image::shape(bytes)?;
         if (bytes.len() as u64) < need {
@@ -177,6 +182,7 @@ impl<'a> Image<'a> {
             tail,
             next_seq: u64_at(offset::NEXT_SEQ),
             lost: u64_at(offset::LOST),
+            printed,
         })
     }
 
@@ -201,10 +207,10 @@ impl<'a> Image<'a> {
         if version == 0 {
             return Err(ImageError::Malformed("layout version 0"));
         }
-        let header_end = if version == 1 {
-            offset::DICT_SIZE
-        } else {
-            offset::END
+        let header_end = match version {
+            1 => offset::DICT_SIZE,
+            2 => offset::PRINTED,
+            _ => offset::END,
         };
         if bytes.len() < header_end {
             return Err(ImageError::Truncated {
@@ -238,6 +244,7 @@ impl<'a> Image<'a> {
             header_space,
             dict_size,
             dict_used,
+            printed: (version >= 3).then(|| u64_at(offset::PRINTED)),
             len: header_space + dict_size + size,
         })
     }
@@ -343,11 +350,17 @@ mod tests {
             }
         );
         let mut future = bytes.clone();
-        future[8..12].copy_from_slice(&3u32.to_ne_bytes());
+        future[8..12].copy_from_slice(&4u32.to_ne_bytes());
         assert_eq!(
             Image::parse(&future).unwrap_err(),
-            ImageError::FutureVersion(3)
+            ImageError::FutureVersion(4)
         );
+        // A version 2 ring reads as one whose records were all printed.
+        let mut older = bytes.clone();
+        older[8..12].copy_from_slice(&2u32.to_ne_bytes());
+        let image = Image::parse(&older).unwrap();
+        assert_eq!(image.printed, None);
+        assert_eq!(Image::parse(&bytes).unwrap().printed, Some(0));
         let mut bad_dict = bytes.clone();
         bad_dict[72..80].copy_from_slice(&u64::MAX.to_ne_bytes());
         assert_eq!(
@@ -453,7 +466,14 @@ mod tests {
             };
             let len = deferred::args_len(args).unwrap();
             let entry = entries[(i % 3) as usize];
-            ring.append_site(i, 1, Priority::Debug, entry, args, len);
+            let stamp = crate::ring::record::Stamp {
+                seq: 0,
+                time_ns: i,
+                tid: 1,
+                priority: Priority::Debug,
+                for_outputs: false,
+            };
+            ring.append_site(stamp, entry, args, len);
         }
         let original = ring.image_bytes().to_vec();
         let clean = |bytes: &[u8]| {

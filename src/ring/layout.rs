@@ -18,6 +18,11 @@
 //!     56     8  lost
 //!     64     8  dict_size      (version 2)
 //!     72     8  dict_used      (version 2)
+//!     80     8  printed        (version 3) where the outputs of the process
+//!                              that made the ring have read to: the records
+//!                              marked for them from here on are not printed
+//!     88     8  marked_end     (version 3) the end of the newest record
+//!                              marked for the outputs
 //!    128        a ring file's process-shared lock (pthread_mutex_t)
 //!    256        the call-site dictionary, then the data area
 //! ```
@@ -35,8 +40,10 @@ pub const MAX_SIZE: usize = 1 << 30;
 /// and refused before a reader adds lengths to its positions.
 pub const POSITION_MAX: u64 = 1 << 62;
 /// Version 2 added the call-site dictionary (a version 1 header reads as one
-/// with an empty dictionary).
-pub const LAYOUT_VERSION: u32 = 2;
+/// with an empty dictionary); version 3 the printed position and the mark on
+/// records for the outputs (a version 2 ring reads as one whose records were
+/// all printed).
+pub const LAYOUT_VERSION: u32 = 3;
 /// Room reserved for the header at the start of the region; the dictionary
 /// and then the data area follow it.
 pub const HEADER_SPACE: usize = 256;
@@ -63,6 +70,11 @@ pub struct Header {
     /// holds published entries.
     pub dict_size: u64,
     pub dict_used: AtomicU64,
+    /// Version 3: the position up to which the outputs have read the ring
+    /// (see `logger::printer`); every record marked for them before it was
+    /// handed to them.
+    pub printed: AtomicU64,
+    pub marked_end: AtomicU64,
 }
 
 impl Header {
@@ -81,6 +93,8 @@ impl Header {
             lost: AtomicU64::new(0),
             dict_size: dict_size_for(data_size) as u64,
             dict_used: AtomicU64::new(0),
+            printed: AtomicU64::new(0),
+            marked_end: AtomicU64::new(0),
         }
     }
 }
@@ -102,6 +116,9 @@ pub mod offset {
     /// Where a version 1 header ends.
     pub const DICT_SIZE: usize = offset_of!(Header, dict_size);
     pub const DICT_USED: usize = offset_of!(Header, dict_used);
+    /// Where a version 2 header ends.
+    pub const PRINTED: usize = offset_of!(Header, printed);
+    pub const MARKED_END: usize = offset_of!(Header, marked_end);
     pub const END: usize = std::mem::size_of::<Header>();
 
     // The table above is the format on disk: the struct may not move a
@@ -109,7 +126,9 @@ pub mod offset {
     const _: () = assert!(MAGIC == 0 && VERSION == 8 && HEADER_SPACE == 12);
     const _: () = assert!(BYTE_ORDER == 16 && RECORD_HEADER == 20 && DATA_SIZE == 24);
     const _: () = assert!(HEAD == 32 && TAIL == 40 && NEXT_SEQ == 48 && LOST == 56);
-    const _: () = assert!(DICT_SIZE == 64 && DICT_USED == 72 && END == 80);
+    const _: () = assert!(
+        DICT_SIZE == 64 && DICT_USED == 72 && PRINTED == 80 && MARKED_END == 88 && END == 96
+    );
 }
 
 /// Where a ring file keeps its process-shared lock, inside the header space:

@@ -40,6 +40,12 @@
 //!   of a newer lap sees the head moved past it, and is discarded.
 //! - [W3] `dict_used` Release in `Ring::add_site` pairs with [R3] `dict_used`
 //!   Acquire in `View::dict`: a published entry is whole.
+//! - [W5] `printed` Release in `View::set_printed`, once the outputs have
+//!   copied every record before it, pairs with [R5] `printed` Acquire in
+//!   `Ring::would_overwrite_unprinted`: the writer overwrites only records
+//!   the outputs are done with. A record marked for the outputs
+//!   (`record::FOR_OUTPUTS`) is never evicted before `printed` passed it:
+//!   the caller that would evict it has the outputs print first.
 //! - [W4]/[R4] (`published`): the pointer readers find the ring by, and their
 //!   count, SeqCst on both sides, so a replaced ring is freed only after its
 //!   last reader left.
@@ -52,13 +58,15 @@
 //! `reader` (the walk every reader shares), `image` (rings in bytes from
 //! files and cores), `migrate` (records carried into a new ring), `file`
 //! (ring files), `guard` (a ring file truncated under its mapping),
-//! `published` (the ring lock-free readers find).
+//! `published` (the ring lock-free readers find), `marks` (what the writer
+//! keeps for the records marked for the outputs).
 
 pub mod file;
 pub mod guard;
 pub mod image;
 pub mod layout;
 pub mod lock;
+pub mod marks;
 pub mod migrate;
 pub mod published;
 pub mod reader;

@@ -88,6 +88,15 @@ pub struct Cursor {
 }
 
 impl Cursor {
+    /// A walk that begins at position `pos`, a record boundary (where the
+    /// outputs stopped, say).
+    pub fn at(pos: u64) -> Cursor {
+        Cursor {
+            pos: Some(pos),
+            expected: None,
+        }
+    }
+
     /// The position of the next record, once a walk has been made.
     pub fn pos(&self) -> Option<u64> {
         self.pos
@@ -105,6 +114,18 @@ pub fn read_from(
     budget: u64,
     mut visit: impl FnMut(Entry),
 ) -> Cursor {
+    read_marked(region, from, budget, |entry, _| visit(entry))
+}
+
+/// [`read_from`], saying of each record whether it is marked for the
+/// outputs (see `record::FOR_OUTPUTS`): the outputs' walk, and a reader
+/// that tells which records they had not printed yet.
+pub fn read_marked(
+    region: &(impl Region + ?Sized),
+    from: Cursor,
+    budget: u64,
+    mut visit: impl FnMut(Entry, bool),
+) -> Cursor {
     let size = region.data_size();
     let ended = |pos: u64| Cursor {
         pos: Some(pos),
@@ -118,10 +139,13 @@ pub fn read_from(
     let head = region.head();
     let tail = region.tail();
     if tail < head {
-        visit(Entry::Damaged {
-            seq: 0,
-            damage: Damage::Malformed,
-        });
+        visit(
+            Entry::Damaged {
+                seq: 0,
+                damage: Damage::Malformed,
+            },
+            false,
+        );
         return ended(tail);
     }
     let (mut pos, mut expected) = match from.pos {
@@ -131,9 +155,12 @@ pub fn read_from(
     };
     if pos < head || tail - pos > size {
         let head = region.head();
-        visit(Entry::Overwritten {
-            bytes: head.saturating_sub(pos),
-        });
+        visit(
+            Entry::Overwritten {
+                bytes: head.saturating_sub(pos),
+            },
+            false,
+        );
         pos = head;
         expected = None;
         if tail < pos || tail - pos > size {
@@ -155,10 +182,13 @@ pub fn read_from(
             break;
         }
         if steps_left == 0 {
-            visit(Entry::Damaged {
-                seq: expected.unwrap_or(0),
-                damage: Damage::Malformed,
-            });
+            visit(
+                Entry::Damaged {
+                    seq: expected.unwrap_or(0),
+                    damage: Damage::Malformed,
+                },
+                false,
+            );
             return ended(tail);
         }
         steps_left -= 1;
@@ -181,7 +211,7 @@ pub fn read_from(
         fence(Ordering::Acquire);
         let head = region.head();
         if head > pos {
-            visit(Entry::Overwritten { bytes: head - pos });
+            visit(Entry::Overwritten { bytes: head - pos }, false);
             pos = head;
             expected = None;
             continue;
@@ -189,10 +219,13 @@ pub fn read_from(
         let Some(len) = len else {
             // Not overwritten, yet no trustworthy length: there is no next
             // record to find.
-            visit(Entry::Damaged {
-                seq: expected.unwrap_or(0),
-                damage: Damage::Malformed,
-            });
+            visit(
+                Entry::Damaged {
+                    seq: expected.unwrap_or(0),
+                    damage: Damage::Malformed,
+                },
+                false,
+            );
             return ended(tail);
         };
         let Some(next) = pos.checked_add(len as u64) else {
@@ -203,14 +236,21 @@ pub fn read_from(
             continue;
         }
         match Stored::decode(&buf[..len]) {
-            Ok(Stored { rec, kind }) => {
+            Ok(Stored {
+                rec,
+                kind,
+                for_outputs,
+            }) => {
                 // An intact record out of sequence: say what is missing, then
                 // go on from it rather than reject everything after.
                 if let Some(want) = expected.filter(|&want| want != rec.seq) {
-                    visit(Entry::Gap {
-                        expected: want,
-                        found: rec.seq,
-                    });
+                    visit(
+                        Entry::Gap {
+                            expected: want,
+                            found: rec.seq,
+                        },
+                        false,
+                    );
                 }
                 expected = Some(rec.seq.wrapping_add(1));
                 // Deferred messages are made into text here, so every reader
@@ -236,21 +276,27 @@ pub fn read_from(
                     }
                 };
                 match rendered {
-                    Some((rec, false)) => visit(Entry::Record(rec)),
-                    Some((rec, true)) => visit(Entry::Record(Record {
-                        message: message.finish(),
-                        ..rec
-                    })),
-                    None => visit(Entry::Damaged {
-                        seq: rec.seq,
-                        damage: Damage::Malformed,
-                    }),
+                    Some((rec, false)) => visit(Entry::Record(rec), for_outputs),
+                    Some((rec, true)) => visit(
+                        Entry::Record(Record {
+                            message: message.finish(),
+                            ..rec
+                        }),
+                        for_outputs,
+                    ),
+                    None => visit(
+                        Entry::Damaged {
+                            seq: rec.seq,
+                            damage: Damage::Malformed,
+                        },
+                        false,
+                    ),
                 }
             }
             Err(damage) => {
                 let seq = expected.unwrap_or(0);
                 expected = expected.map(|want| want.wrapping_add(1));
-                visit(Entry::Damaged { seq, damage });
+                visit(Entry::Damaged { seq, damage }, false);
             }
         }
         pos = next;

@@ -9,7 +9,8 @@
 //!     16     8  time      CLOCK_REALTIME, nanoseconds since the epoch
 //!     24     4  tid
 //!     28     4  line      (kind 2: the offset of the call site's dictionary entry)
-//!     32     1  priority  1..=4
+//!     32     1  priority  1..=4, plus FOR_OUTPUTS (0x80) on a record
+//!                         the outputs print (layout version 3)
 //!     33     1  kind      0 = finished text, 1 = deferred: the message is a
 //!                         format with its raw arguments (see crate::deferred),
 //!                         2 = deferred with the format, names and line in the
@@ -53,6 +54,11 @@ mod at {
     pub const MESSAGE_LEN: usize = 40;
     pub const CHECKSUM: usize = 44;
 }
+
+/// The bit of the priority byte that marks a record for the outputs of the
+/// process that made the ring: they print it, and until they have (see the
+/// header's `printed`), the ring does not overwrite it.
+pub const FOR_OUTPUTS: u8 = 0x80;
 
 const KIND_TEXT: u8 = 0;
 const KIND_DEFERRED: u8 = 1;
@@ -115,6 +121,8 @@ impl Damage {
 pub struct Stored<'a> {
     pub rec: Record<'a>,
     pub kind: Kind,
+    /// Marked for the outputs ([`FOR_OUTPUTS`]).
+    pub for_outputs: bool,
 }
 
 impl<'a> Stored<'a> {
@@ -122,6 +130,7 @@ impl<'a> Stored<'a> {
         Stored {
             rec,
             kind: Kind::Text,
+            for_outputs: false,
         }
     }
 
@@ -162,6 +171,7 @@ impl<'a> Stored<'a> {
             tid: r.tid,
             line,
             priority: r.priority,
+            for_outputs: self.for_outputs,
             kind,
             names: [r.source.len(), r.file.len(), r.func.len()],
             message_len: self.body_len(),
@@ -202,7 +212,9 @@ impl<'a> Stored<'a> {
         if u32_at(buf, at::CHECKSUM) != checksum(buf) {
             return Err(Damage::Checksum);
         }
-        let priority = Priority::from_number(buf[at::PRIORITY] as u64).ok_or(Damage::Malformed)?;
+        let for_outputs = buf[at::PRIORITY] & FOR_OUTPUTS != 0;
+        let priority = Priority::from_number((buf[at::PRIORITY] & !FOR_OUTPUTS) as u64)
+            .ok_or(Damage::Malformed)?;
         let line = u32_at(buf, at::LINE);
         let (kind, line) = match buf[at::KIND] {
             KIND_TEXT | KIND_FIELDS => (Kind::Text, line),
@@ -245,6 +257,7 @@ impl<'a> Stored<'a> {
                 fields,
             },
             kind,
+            for_outputs,
         })
     }
 }
@@ -357,6 +370,7 @@ struct Header {
     tid: u32,
     line: u32,
     priority: Priority,
+    for_outputs: bool,
     kind: u8,
     names: [usize; 3],
     message_len: usize,
@@ -373,7 +387,7 @@ impl Header {
         head[at::TIME..at::TIME + 8].copy_from_slice(&self.time_ns.to_ne_bytes());
         head[at::TID..at::TID + 4].copy_from_slice(&self.tid.to_ne_bytes());
         head[at::LINE..at::LINE + 4].copy_from_slice(&self.line.to_ne_bytes());
-        head[at::PRIORITY] = self.priority as u8;
+        head[at::PRIORITY] = self.priority as u8 | (u8::from(self.for_outputs) * FOR_OUTPUTS);
         head[at::KIND] = self.kind;
         for (i, n) in self.names.iter().enumerate() {
             let at = at::NAMES + 2 * i;
@@ -392,6 +406,7 @@ pub struct Stamp {
     pub time_ns: u64,
     pub tid: u32,
     pub priority: Priority,
+    pub for_outputs: bool,
 }
 
 /// The first half of writing a kind-2 record into `buf` (exactly
@@ -420,6 +435,7 @@ pub fn seal_site(buf: &mut [u8], stamp: Stamp, entry: u32, args_len: usize) {
         tid: stamp.tid,
         line: entry,
         priority: stamp.priority,
+        for_outputs: stamp.for_outputs,
         kind: KIND_SITE,
         names: [0; 3],
         message_len: args_len,

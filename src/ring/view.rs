@@ -55,6 +55,27 @@ impl<'a> View<'a> {
         }
     }
 
+    /// Where the outputs have read the ring to (see the header's
+    /// `printed`).
+    pub fn printed(&self) -> u64 {
+        self.header.printed.load(Ordering::Acquire)
+    }
+
+    /// The end of the newest record marked for the outputs.
+    pub fn marked_end(&self) -> u64 {
+        self.header.marked_end.load(Ordering::Acquire)
+    }
+
+    /// Moves where the outputs have read to: every record before `pos` was
+    /// handed to them and may be overwritten. Only the outputs' reader
+    /// (under the printer's lock) moves it, forward only.
+    pub fn set_printed(&self, pos: u64) {
+        // [W5] printed Release: pairs with [R5] in Ring::unprinted_end and
+        // Ring::would_overwrite_unprinted; the outputs copied every record
+        // before `pos` before the writer may overwrite it.
+        self.header.printed.fetch_max(pos, Ordering::Release);
+    }
+
     pub fn read(&self, visit: impl FnMut(Entry)) {
         reader::read(self, visit)
     }

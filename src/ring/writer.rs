@@ -6,11 +6,10 @@ use std::sync::atomic::{fence, AtomicU32, Ordering};
 
 use super::layout::{self, Header, Stats, HEADER_SPACE, LOCK_OFFSET};
 use super::lock::{self, SharedLock};
-use super::record::{self, align8, Kind, Stamp, Stored};
+use super::record::{self, Kind, Stamp, Stored};
 use super::sites::Site;
 use super::view::View;
 use crate::deferred::{self, Captured};
-use crate::priority::Priority;
 use crate::record::Record;
 use crate::sys;
 
@@ -19,16 +18,24 @@ use crate::sys;
 pub struct Ring {
     base: NonNull<u8>,
     map_len: usize,
-    data_size: usize,
+    pub(super) data_size: usize,
     dict_size: usize,
     /// Unique among the rings of this process, so a call site can tell
     /// whether its dictionary entry belongs to the current ring.
     id: u32,
     /// A ring file: other processes (forked children) may append to it too,
     /// so appends take the lock at LOCK_OFFSET.
-    shared: bool,
+    pub(super) shared: bool,
     /// A ring file's descriptor, kept for the guard (see `guard`).
     file: Option<sys::Fd>,
+    /// Whether this process's outputs read the ring through its header's
+    /// `printed` (it made the ring): then the records they print are
+    /// marked, and kept until printed. A process that joined another's ring
+    /// file, or a forked child that shares its parent's, prints its own
+    /// records as it makes them, unmarked.
+    pub(super) prints_here: bool,
+    /// Where the newest record starts.
+    pub(super) last: u64,
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
@@ -79,6 +86,7 @@ impl Ring {
     pub(super) unsafe fn join_shared(map: NonNull<u8>, size: usize) -> Ring {
         let mut ring = Ring::over(map, size);
         ring.shared = true;
+        ring.prints_here = false;
         ring
     }
 
@@ -99,6 +107,8 @@ impl Ring {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             shared: false,
             file: None,
+            prints_here: true,
+            last: 0,
         }
     }
 
@@ -236,12 +246,14 @@ impl Ring {
         self.append_stored(&Stored::text(*rec))
     }
 
-    /// Appends a deferred record: `rec.message` is the payload (see
-    /// `deferred::encode`).
-    pub fn append_deferred(&mut self, rec: &Record) -> u64 {
+    /// Appends a record made by a call: text, or deferred (`rec.message`
+    /// is the payload, see `deferred::encode`), marked for the outputs
+    /// when they print it (and this process's outputs read the ring).
+    pub fn append_call(&mut self, rec: &Record, deferred: bool, for_outputs: bool) -> u64 {
         self.append_stored(&Stored {
             rec: *rec,
-            kind: Kind::Deferred,
+            kind: if deferred { Kind::Deferred } else { Kind::Text },
+            for_outputs: for_outputs && self.prints_here,
         })
     }
 
@@ -259,38 +271,38 @@ impl Ring {
         let mut numbered = *stored;
         numbered.rec.seq = seq;
         numbered.encode(self.data_mut(off, len));
-        self.publish(seq, tail, off, len);
+        self.publish(seq, tail, off, len, stored.for_outputs);
     }
 
     /// Appends a kind-2 record of call site `entry` (see [`Ring::add_site`])
-    /// with its captured arguments; `args_len` is their encoded size. Returns
-    /// the record's sequence number.
+    /// with its captured arguments; `args_len` is their encoded size.
+    /// `stamp.seq` is ignored: the record's sequence number is returned.
+    /// Marked for the outputs as `stamp` says when this process's outputs
+    /// read the ring.
     // Always inlined: the recording call stays one function from the C
     // entry to the ring (a call here costs a copy of every argument).
     #[inline(always)]
     pub fn append_site(
         &mut self,
-        time_ns: u64,
-        tid: u32,
-        priority: Priority,
+        stamp: Stamp,
         entry: u32,
         args: &[Captured],
         args_len: usize,
     ) -> u64 {
         let _shared = self.lock_shared();
         let seq = self.header().next_seq.load(Ordering::Relaxed);
-        let len = align8(record::HEADER_LEN + args_len);
+        let len = Ring::site_len(args_len);
+        let for_outputs = stamp.for_outputs && self.prints_here;
         let (tail, off) = self.reserve(len);
         let buf = self.data_mut(off, len);
         let stamp = Stamp {
             seq,
-            time_ns,
-            tid,
-            priority,
+            for_outputs,
+            ..stamp
         };
         deferred::write_args(args, record::site_args(buf, args_len));
         record::seal_site(buf, stamp, entry, args_len);
-        self.publish(seq, tail, off, len);
+        self.publish(seq, tail, off, len, for_outputs);
         seq
     }
 
@@ -317,7 +329,8 @@ impl Ring {
     /// Publishes the record written at `off` (position `tail`, `len` bytes)
     /// as number `seq`: its commit word last, then the tail.
     #[inline(always)]
-    fn publish(&mut self, seq: u64, tail: u64, off: usize, len: usize) {
+    fn publish(&mut self, seq: u64, tail: u64, off: usize, len: usize, for_outputs: bool) {
+        self.last = tail;
         let commit = self.data_mut(off, 4).as_mut_ptr().cast::<u32>();
         // SAFETY: `commit` points at the record's first word, 8-aligned,
         // inside the mapping; readers load it atomically too.
@@ -327,6 +340,10 @@ impl Ring {
         // [W1] tail Release: pairs with [R1] in View::tail; the record and
         // its commit word are written before readers may go up to it.
         h.tail.store(tail + len as u64, Ordering::Release);
+        if for_outputs {
+            // Before [W6] (logger::printer): the writer thread finds it.
+            h.marked_end.store(tail + len as u64, Ordering::Release);
+        }
     }
 
     /// Moves `head` past every record that overlaps `[tail, tail + len)` of
@@ -379,11 +396,16 @@ impl Ring {
         fence(Ordering::Release);
     }
 
-    /// Sets the counters a migrated ring carries on with.
+    /// Sets the counters a migrated ring carries on with. The records
+    /// carried over were printed in the ring they came from (the outputs
+    /// read everything before a ring is replaced).
     pub(super) fn carry_counters(&mut self, next_seq: u64, lost: u64) {
         let h = self.header();
         h.next_seq.store(next_seq, Ordering::Relaxed);
         h.lost.fetch_add(lost, Ordering::Relaxed);
+        h.printed
+            .store(h.tail.load(Ordering::Relaxed), Ordering::Release);
+        h.marked_end.store(0, Ordering::Relaxed);
     }
 }
 
@@ -401,6 +423,7 @@ impl Drop for Ring {
 mod tests {
     use super::*;
     use crate::deferred::Captured;
+    use crate::priority::Priority;
     use crate::record::MESSAGE_MAX;
     use crate::ring::image::Image;
     use crate::ring::reader::{self, Entry, Region};
@@ -436,7 +459,7 @@ mod tests {
         let ring = Ring::new(layout::MIN_SIZE).unwrap();
         let h = ring.header();
         assert_eq!(&h.magic, b"VLOGRING");
-        assert_eq!(h.version, 2);
+        assert_eq!(h.version, 3);
         assert_eq!(h.data_size, layout::MIN_SIZE as u64);
         assert_eq!(h.dict_size, layout::dict_size_for(layout::MIN_SIZE) as u64);
         assert_eq!(
@@ -557,7 +580,14 @@ mod tests {
 
     fn append_site_record(ring: &mut Ring, entry: u32, args: &[Captured]) {
         let len = deferred::args_len(args).unwrap();
-        ring.append_site(5, 6, Priority::Info, entry, args, len);
+        let stamp = Stamp {
+            seq: 0,
+            time_ns: 5,
+            tid: 6,
+            priority: Priority::Info,
+            for_outputs: false,
+        };
+        ring.append_site(stamp, entry, args, len);
     }
 
     #[test]

@@ -319,6 +319,41 @@ pub fn write_no_signal(fd: c_int, buf: &[u8], kind: FdKind) -> io::Result<()> {
     }
 }
 
+/// Writes whole lines (`bytes` ends at a line's end) with
+/// [`write_no_signal`]: in one write(2), or to a pipe in pieces of at most
+/// PIPE_BUF bytes that each end at a line's end, which the kernel writes
+/// whole, so no other writer's bytes land inside a line. (A line longer
+/// than PIPE_BUF is a piece of its own, as it was when written alone.) On
+/// an error, how many bytes were written before it (for a pipe; 0 for
+/// the others, whose one write is all or nothing as far as vlog knows).
+pub fn write_lines_no_signal(
+    fd: c_int,
+    bytes: &[u8],
+    kind: FdKind,
+) -> Result<(), (io::Error, usize)> {
+    const PIPE_BUF: usize = libc::PIPE_BUF;
+    if kind != FdKind::Pipe || bytes.len() <= PIPE_BUF {
+        return write_no_signal(fd, bytes, kind).map_err(|e| (e, 0));
+    }
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let cut = if rest.len() <= PIPE_BUF {
+            rest.len()
+        } else {
+            match rest[..PIPE_BUF].iter().rposition(|&b| b == b'\n') {
+                Some(end) => end + 1,
+                None => rest
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(rest.len(), |end| end + 1),
+            }
+        };
+        write_no_signal(fd, &rest[..cut], kind).map_err(|e| (e, bytes.len() - rest.len()))?;
+        rest = &rest[cut..];
+    }
+    Ok(())
+}
+
 /// Whether the process has a file size limit, past which a write raises
 /// SIGXFSZ. Read at every write (one getrlimit): the program may set it at
 /// any time. Async-signal-safe.

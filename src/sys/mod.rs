@@ -19,7 +19,7 @@ pub mod signal;
 pub mod syslog;
 pub mod watch;
 
-pub use fd::{fd_info, write_all_fd, write_all_raw, write_no_signal};
+pub use fd::{fd_info, write_all_fd, write_all_raw, write_lines_no_signal, write_no_signal};
 pub use fd::{Fd, FdInfo, FdKind};
 pub use private::{open_private, Private};
 

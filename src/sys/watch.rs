@@ -216,11 +216,21 @@ impl Worker {
         }
     }
 
+    /// Unparks the thread (one that sleeps in `std::thread::park`), if it
+    /// is in this process: a futex wake, no descriptor.
+    #[inline]
+    pub fn unpark(&self) {
+        if let (true, Some(thread)) = (self.is_here(), &self.thread) {
+            thread.thread().unpark();
+        }
+    }
+
     /// Sets the stop flag and wakes the thread; it ends on its own.
     pub fn tell_stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
         if self.is_here() {
             self.waker.wake();
+            self.unpark();
         }
     }
 

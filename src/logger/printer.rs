@@ -1,0 +1,243 @@
+//! The outputs as readers of the ring.
+//!
+//! A message an output prints is recorded once, as a ring-only one is, and
+//! marked for the outputs (`ring::record::FOR_OUTPUTS`). The outputs read
+//! the ring from where they stopped (the ring header's `printed`), render
+//! each marked record once per form and write in batches: one write(2) per
+//! batch and file, the identity and file size checks made once per batch.
+//! They are behind a lock of their own, the printer's, never the logger's:
+//! a thread that logs while a batch is written waits for nothing.
+//!
+//! Who reads for them:
+//! - vlog's writer thread (`run`), woken by the first marked record after
+//!   it went idle; it then lets a burst gather for `GATHER_MS` before it
+//!   writes, so a burst costs the threads that log no system call but the
+//!   one wake-up. A caller that finds the ring half full of lines not yet
+//!   written wakes it at once.
+//! - The thread that logs an error, or a line an output asked to have
+//!   synchronously (`?sync`), or any line when vlog's thread is off
+//!   (`VLOG_WRITER=caller`): after letting go of the logger's lock, it has
+//!   the outputs read up to and including its own record, in ring order,
+//!   before its call returns.
+//! - A thread whose record would overwrite one the outputs have not read
+//!   (a ring too small for the burst): it has them read everything first,
+//!   without the logger's lock, and then records (counted in
+//!   `stats::CALLER_WROTE`).
+//! - Configuration calls that replace the outputs or the ring, fork, flush,
+//!   shutdown and exit: everything, first.
+//! - At a crash, the crash handler, after the dump (`crash::pending`).
+//!
+//! Lock order: the logger's, then the printer's. A thread that holds the
+//! printer's lock never waits for the logger's; what the outputs have to
+//! report is said afterwards.
+//!
+//! [W6]/[R6], the writer thread's sleep: a caller stores the ring's tail and
+//! `marked_end`, then a SeqCst fence, then loads `ASLEEP`; the writer
+//! thread stores `ASLEEP`, then a SeqCst fence, then loads `marked_end`.
+//! One of the two sees the other's store, so a marked record never waits
+//! for a thread that went to sleep without seeing it.
+
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::output::{at_crash, Outputs};
+use crate::ring::published;
+use crate::ring::reader::{self, Cursor, Entry};
+use crate::ring::view::View;
+use crate::sys::watch::{Waker, Worker};
+
+/// The outputs, behind the printer's lock.
+pub struct Printer {
+    pub outputs: Outputs,
+    /// What the outputs had to report, said once the lock is let go of.
+    said: Vec<String>,
+}
+
+/// The process's outputs (a logger made for a unit test has its own).
+pub static PRINTER: Mutex<Printer> = Mutex::new(Printer::new());
+
+/// The writer thread is parked until a caller wakes it ([W6]/[R6]).
+static ASLEEP: AtomicBool = AtomicBool::new(false);
+/// A caller found the ring half full of lines not yet written: the writer
+/// thread writes without waiting for the burst to gather.
+static URGENT: AtomicBool = AtomicBool::new(false);
+
+/// How long the writer thread lets a burst gather once woken: the most a
+/// line (not an error) waits before it is written, apart from the write.
+pub const GATHER_MS: u64 = 5;
+
+/// How much of the ring the outputs read before they write what they have.
+const READ_STEP: u64 = 64 * 1024;
+
+/// Takes the process's printer's lock (see [`lock_of`]).
+pub fn lock() -> MutexGuard<'static, Printer> {
+    lock_of(&PRINTER)
+}
+
+/// Takes a printer's lock. A panic while it was held (caught at the C
+/// boundary) leaves the outputs usable, so poisoning is ignored.
+pub fn lock_of(printer: &'static Mutex<Printer>) -> MutexGuard<'static, Printer> {
+    printer
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Printer {
+    pub const fn new() -> Printer {
+        Printer {
+            outputs: Outputs::new(),
+            said: Vec::new(),
+        }
+    }
+
+    /// Hands the outputs every record marked for them from where they
+    /// stopped in `view`'s ring to at least `upto` (a position; u64::MAX:
+    /// everything recorded now), writing after each step, and moves
+    /// `printed` past what they were handed.
+    pub fn catch_up(&mut self, view: &View, upto: u64) {
+        let Printer { outputs, said } = self;
+        let end = upto.min(reader::Region::tail(view));
+        let mut cursor = Cursor::at(view.printed());
+        while cursor.pos().is_some_and(|pos| pos < end) {
+            let from = cursor.pos();
+            // After a crash, the crash handler writes what is left.
+            at_crash::while_busy(|| {
+                cursor = reader::read_marked(view, cursor, READ_STEP, |entry, marked| {
+                    if let (Entry::Record(rec), true) = (entry, marked) {
+                        outputs.add(&rec, |event| said.push(event.to_owned()));
+                    }
+                });
+                outputs.flush(|event| said.push(event.to_owned()));
+                if let Some(pos) = cursor.pos().filter(|&pos| Some(pos) != from) {
+                    view.set_printed(pos);
+                }
+            });
+            if cursor.pos() == from {
+                // A walk that did not move (a damaged ring, a crash): no
+                // further.
+                break;
+            }
+        }
+    }
+
+    /// Hands the outputs one record, the one that starts at `pos` (a
+    /// process sharing a ring file whose outputs are not the ring's
+    /// reader prints its own records as it makes them).
+    pub fn print_at(&mut self, view: &View, pos: u64) {
+        let Printer { outputs, said } = self;
+        reader::read_marked(view, Cursor::at(pos), 1, |entry, _| {
+            if let Entry::Record(rec) = entry {
+                outputs.add(&rec, |event| said.push(event.to_owned()));
+            }
+        });
+        outputs.flush(|event| said.push(event.to_owned()));
+    }
+
+    /// [`Printer::catch_up`] on the ring readers find now.
+    pub fn catch_up_published(&mut self, upto: u64) {
+        published::read(|view| {
+            if let Some(view) = view {
+                self.catch_up(&view, upto);
+            }
+        });
+    }
+
+    /// What the outputs had to report since the last call.
+    pub fn take_said(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.said)
+    }
+}
+
+/// Has the outputs read the current ring up to `upto` (see
+/// [`Printer::catch_up`]), from a thread that does not hold the logger's
+/// lock; returns what they had to report.
+pub fn write_upto(upto: u64) -> Vec<String> {
+    let mut printer = lock();
+    printer.catch_up_published(upto);
+    printer.take_said()
+}
+
+/// [`Printer::print_at`] on the current ring, from a thread that does not
+/// hold the logger's lock.
+pub fn write_one(pos: u64) -> Vec<String> {
+    let mut printer = lock();
+    published::read(|view| {
+        if let Some(view) = view {
+            printer.print_at(&view, pos);
+        }
+    });
+    printer.take_said()
+}
+
+/// Wakes the writer thread for a marked record just recorded (under the
+/// logger's lock): if it sleeps, or, when the ring is half full of lines
+/// not yet written (`urgent`), if it lets a burst gather. Costs no system
+/// call while the thread is awake.
+#[inline(always)]
+pub fn wake(writer: &Worker, urgent: bool) {
+    // [W6] the record's tail and marked_end were stored; then ASLEEP.
+    fence(Ordering::SeqCst);
+    if ASLEEP.load(Ordering::Relaxed) {
+        if ASLEEP.swap(false, Ordering::SeqCst) {
+            writer.unpark();
+        }
+    } else if urgent && !URGENT.load(Ordering::Relaxed) && !URGENT.swap(true, Ordering::SeqCst) {
+        writer.unpark();
+    }
+}
+
+/// Starts the writer thread; `report` says what the outputs had to report
+/// (under the logger's lock, which the thread takes only for that).
+pub fn start(report: fn(Vec<String>)) -> std::io::Result<Worker> {
+    ASLEEP.store(false, Ordering::SeqCst);
+    Worker::spawn(
+        "vlog-writer",
+        std::sync::Arc::new(Waker::new()?),
+        move |stop, _| run(stop, report),
+    )
+}
+
+/// Whether the current ring holds records marked for the outputs that
+/// they have not read.
+fn pending() -> bool {
+    published::read(|view| view.is_some_and(|v| v.printed() < v.marked_end()))
+}
+
+/// The writer thread: writes what is pending, sleeps until a caller wakes
+/// it, lets the burst gather, and writes again; ends when told to stop
+/// (after writing what was pending then).
+fn run(stop: &AtomicBool, report: fn(Vec<String>)) {
+    loop {
+        let said = crate::panic::catch(|| write_upto(u64::MAX));
+        match said {
+            Ok(said) if !said.is_empty() => {
+                let _ = crate::panic::catch(|| report(said));
+            }
+            Ok(_) => {}
+            // A panic in the outputs: the thread ends; callers write
+            // their own lines from now on (see `State::wake_writer`).
+            Err(_) => return,
+        }
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        ASLEEP.store(true, Ordering::SeqCst);
+        // [R6] ASLEEP, then marked_end (read in `pending`).
+        fence(Ordering::SeqCst);
+        if pending() {
+            ASLEEP.store(false, Ordering::SeqCst);
+            continue;
+        }
+        while ASLEEP.load(Ordering::SeqCst) && !stop.load(Ordering::SeqCst) {
+            std::thread::park();
+        }
+        if stop.load(Ordering::SeqCst) {
+            ASLEEP.store(false, Ordering::SeqCst);
+            continue;
+        }
+        if !URGENT.swap(false, Ordering::SeqCst) {
+            std::thread::park_timeout(std::time::Duration::from_millis(GATHER_MS));
+        }
+        URGENT.store(false, Ordering::SeqCst);
+    }
+}

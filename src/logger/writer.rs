@@ -1,0 +1,69 @@
+//! The writer thread as the logger sees it: started with the first line
+//! printed (in a forked child too), woken for a record another stage marked,
+//! and what a line printed without a ring does instead (see `printer`).
+
+use super::{enter, printer, ticker, State};
+use std::sync::Mutex;
+
+use crate::diag;
+use crate::record::Record;
+
+impl State {
+    /// Has the outputs write a record marked under the lock of another
+    /// stage (the control socket's): the writer thread, woken, or this
+    /// thread now when the writer is off.
+    pub(super) fn wake_writer(&mut self) {
+        match &self.threads.writer {
+            Some(writer) if writer.is_here() => printer::wake(writer, false),
+            _ => {
+                if !self.start_writer() {
+                    drop(self.printer());
+                }
+            }
+        }
+    }
+
+    /// Starts the writer thread (the first line printed, or the first in a
+    /// forked child, which has none of its parent's threads), with the
+    /// threads the outputs need; false when it is off or cannot start (the
+    /// caller writes its line then).
+    #[cold]
+    pub(super) fn start_writer(&mut self) -> bool {
+        ticker::keep(&mut self.threads, self.needs);
+        if self.writer_off {
+            return false;
+        }
+        ticker::drain_at_exit_once();
+        match printer::start(report) {
+            Ok(writer) => {
+                if let Some(old) = self.threads.writer.replace(writer) {
+                    old.stop();
+                }
+                true
+            }
+            Err(e) => {
+                self.writer_off = true;
+                self.sync_from = 0;
+                diag::warn(&format!(
+                    "cannot start vlog's writer thread ({e}): each line is written by the \
+                     thread that logs it"
+                ));
+                false
+            }
+        }
+    }
+}
+
+/// Prints `rec` now, to `printer`'s outputs, under the logger's lock:
+/// without a ring there is nothing for the writer thread to read (nor
+/// anywhere to note what the outputs have to report but stderr).
+#[cold]
+pub(super) fn print_now(printer: &'static Mutex<printer::Printer>, rec: &Record) {
+    printer::lock_of(printer).outputs.print(rec, diag::warn);
+}
+
+/// What the writer thread says the outputs had to report, under the
+/// logger's lock.
+fn report(said: Vec<String>) {
+    enter(|s| s.note_all(said));
+}

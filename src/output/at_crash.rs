@@ -1,0 +1,115 @@
+//! What the crash handler needs of the outputs, without a lock: the files
+//! (and stderr) that print lines, published whenever the outputs change,
+//! so that at a crash it writes the lines vlog's writer thread had not
+//! written yet (`crash::pending`). Journald, syslog and fluent outputs are
+//! left out: their lines pending at a crash are in the dump.
+//!
+//! [W7]/[R7]: a slot's fields are stored, then its `fd` with Release; the
+//! crash handler loads `fd` with Acquire, then the fields. A slot is
+//! emptied (`fd` -1) before its fields change.
+//!
+//! `BUSY` is set while the outputs read the ring and write a batch; the
+//! crash handler waits a moment for it to clear, then sets `CRASHED`, after
+//! which the outputs write nothing: a line is not written twice, once by
+//! them and once by the crash handler.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
+
+use super::spec::Form;
+use crate::priority::Priority;
+use crate::sys::FdInfo;
+
+/// The most outputs the crash handler writes to.
+pub const SLOTS: usize = 8;
+
+pub struct Slot {
+    fd: AtomicI32,
+    dev: AtomicU64,
+    ino: AtomicU64,
+    priority: AtomicU8,
+    json: AtomicBool,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Slot = Slot {
+    fd: AtomicI32::new(-1),
+    dev: AtomicU64::new(0),
+    ino: AtomicU64::new(0),
+    priority: AtomicU8::new(0),
+    json: AtomicBool::new(false),
+};
+
+static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
+static BUSY: AtomicBool = AtomicBool::new(false);
+static CRASHED: AtomicBool = AtomicBool::new(false);
+
+/// One output as the crash handler sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub fd: i32,
+    pub dev: u64,
+    pub ino: u64,
+    pub priority: Priority,
+    pub json: bool,
+}
+
+/// Publishes the outputs the crash handler writes to (at most SLOTS).
+pub fn publish(targets: impl Iterator<Item = (i32, FdInfo, Priority, Form)>) {
+    let mut n = 0;
+    for (fd, info, priority, form) in targets.take(SLOTS) {
+        let slot = &TABLE[n];
+        slot.fd.store(-1, Ordering::Release);
+        slot.dev.store(info.dev, Ordering::Relaxed);
+        slot.ino.store(info.ino, Ordering::Relaxed);
+        slot.priority.store(priority as u8, Ordering::Relaxed);
+        slot.json.store(form == Form::Json, Ordering::Relaxed);
+        // [W7] the fields, then the descriptor.
+        slot.fd.store(fd, Ordering::Release);
+        n += 1;
+    }
+    for slot in &TABLE[n..] {
+        slot.fd.store(-1, Ordering::Release);
+    }
+}
+
+/// The outputs published, for the crash handler. Async-signal-safe.
+pub fn targets(mut visit: impl FnMut(Target)) {
+    for slot in &TABLE {
+        // [R7] the descriptor, then the fields.
+        let fd = slot.fd.load(Ordering::Acquire);
+        if fd < 0 {
+            continue;
+        }
+        let Some(priority) = Priority::from_number(slot.priority.load(Ordering::Relaxed) as u64)
+        else {
+            continue;
+        };
+        visit(Target {
+            fd,
+            dev: slot.dev.load(Ordering::Relaxed),
+            ino: slot.ino.load(Ordering::Relaxed),
+            priority,
+            json: slot.json.load(Ordering::Relaxed),
+        });
+    }
+}
+
+/// Marks the outputs busy reading and writing while `f` runs; after a
+/// crash, `f` does not run (the crash handler writes what is left).
+pub fn while_busy(f: impl FnOnce()) {
+    BUSY.store(true, Ordering::SeqCst);
+    if !CRASHED.load(Ordering::SeqCst) {
+        f();
+    }
+    BUSY.store(false, Ordering::SeqCst);
+}
+
+/// For the crash handler: whether the outputs are busy now.
+pub fn busy() -> bool {
+    BUSY.load(Ordering::SeqCst)
+}
+
+/// For the crash handler, before it writes: the outputs write nothing more.
+pub fn crashed() {
+    CRASHED.store(true, Ordering::SeqCst);
+}

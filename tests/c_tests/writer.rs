@@ -1,0 +1,162 @@
+//! vlog's writer thread: lines written off the calling thread, in batches,
+//! and none lost that was accepted: not at exit, not when the ring is too
+//! small for the burst, not at a crash, not across fork; after SIGKILL, the
+//! ring file says which were not written yet. (`c-tests/writer.c`.)
+
+use std::collections::HashMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+
+use crate::common::*;
+
+/// Runs `writer MODE FILE` in a fresh directory; its output, and the file.
+fn run_mode(mode: &str, env: &[(&str, &str)]) -> (std::process::Output, std::path::PathBuf) {
+    let exe = build("writer", Link::Static);
+    let dir = scratch_dir(&format!("writer-{mode}"));
+    let file = dir.join("out.log");
+    let out = run_with(&exe, &[mode, file.to_str().unwrap()], env);
+    (out, file)
+}
+
+/// The messages of `file`'s lines.
+fn messages(file: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines()
+        .map(|l| l.rsplit(" : ").next().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// Checks that `got` holds `prefix 0` to `prefix n-1` once each, in order.
+fn assert_all_in_order(got: &[String], prefix: &str, n: usize) {
+    let mine: Vec<&String> = got.iter().filter(|m| m.starts_with(prefix)).collect();
+    let want: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+    let first_wrong = mine.iter().zip(&want).position(|(g, w)| *g != w);
+    assert!(
+        mine.len() == n && first_wrong.is_none(),
+        "{prefix}: {} lines, first out of place at {first_wrong:?}: {:?}",
+        mine.len(),
+        first_wrong.map(|i| (mine[i], &want[i]))
+    );
+}
+
+#[test]
+fn four_threads_of_info_lines_reach_the_file_whole_and_in_order() {
+    let (out, file) = run_mode("threads", &[]);
+    assert_ok("writer threads", &out);
+    let got = messages(&file);
+    for t in 0..4 {
+        assert_all_in_order(&got, &format!("thread {t} line "), 100_000);
+    }
+    assert_eq!(got.len(), 400_000, "lines in {}", file.display());
+}
+
+#[test]
+fn an_error_line_is_written_when_its_call_returns() {
+    let (out, _) = run_mode("error", &[]);
+    assert_ok("writer error", &out);
+}
+
+#[test]
+fn a_ring_too_small_for_the_burst_loses_no_line() {
+    let (out, file) = run_mode("small", &[]);
+    assert_ok("writer small", &out);
+    let got = messages(&file);
+    let lines: Vec<String> = got
+        .iter()
+        .filter_map(|m| m.strip_suffix(", with some words to fill the ring sooner"))
+        .map(str::to_owned)
+        .collect();
+    assert_all_in_order(&lines, "small ring line ", 20_000);
+}
+
+#[test]
+fn a_crash_right_after_a_burst_writes_every_line_and_the_whole_dump() {
+    if signal_test_skipped() {
+        return;
+    }
+    let dump = work().join("writer-crash.dump");
+    let _ = std::fs::remove_file(&dump);
+    let dump_env = format!("file:{}", dump.display());
+    // A ring that holds the burst: the crash comes while the writer thread
+    // lets it gather, and the crash handler writes it.
+    let (out, file) = run_mode(
+        "crash",
+        &[("VLOG_DUMP", &dump_env), ("VLOG_BUFFER_SIZE", "4M")],
+    );
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGSEGV),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert_all_in_order(&messages(&file), "crash burst line ", 2000);
+    let dump = std::fs::read_to_string(&dump).unwrap_or_default();
+    assert!(
+        dump.starts_with("vlog: fatal signal SIGSEGV")
+            && dump.contains("vlog: ring, oldest first:\n")
+            && dump.contains(" : crash burst line 1999\nvlog: end of dump, "),
+        "{dump}"
+    );
+}
+
+#[test]
+fn after_sigkill_vlog_dump_lists_the_lines_not_yet_written() {
+    let ring = work().join("writer-killed.ring");
+    let _ = std::fs::remove_file(&ring);
+    let (out, file) = run_mode("killed", &[("VLOG_BUFFER_FILE", ring.to_str().unwrap())]);
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{:?}", out.status);
+    let written = messages(&file);
+    let listed = text(&vlog_dump(&["--unprinted", ring.to_str().unwrap()]).stdout);
+    let unprinted: Vec<String> = listed
+        .lines()
+        .map(|l| l.rsplit(" : ").next().unwrap_or("").to_owned())
+        .collect();
+    // Each line is in the file or listed (a batch written just as the
+    // process was killed may be both).
+    let mut seen: HashMap<&str, u32> = HashMap::new();
+    for m in written.iter().chain(&unprinted) {
+        *seen.entry(m.as_str()).or_default() += 1;
+    }
+    let missing: Vec<usize> = (0..1000)
+        .filter(|i| !seen.contains_key(format!("killed burst line {i}").as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "neither written nor listed: {missing:?}; {} written, {} listed: {listed}",
+        written.len(),
+        unprinted.len()
+    );
+    // What is listed runs from some line to the last, in order.
+    if let Some(first) = unprinted.first() {
+        let from: usize = first["killed burst line ".len()..].parse().unwrap();
+        let want: Vec<String> = (from..1000)
+            .map(|i| format!("killed burst line {i}"))
+            .collect();
+        assert_eq!(unprinted, want, "{listed}");
+    }
+}
+
+#[test]
+fn a_forked_child_writes_its_own_lines_and_none_of_its_parents() {
+    let (out, file) = run_mode("fork", &[]);
+    assert_ok("writer fork", &out);
+    let got = messages(&file);
+    assert_all_in_order(&got, "before the fork ", 100);
+    assert_all_in_order(&got, "in the child ", 100);
+    assert_all_in_order(&got, "in the parent ", 100);
+    assert_eq!(got.len(), 300, "{got:?}");
+}
+
+#[test]
+fn with_the_writer_thread_off_the_program_stays_single_threaded() {
+    let (out, file) = run_mode("alone", &[("VLOG_WRITER", "caller")]);
+    assert_ok("writer alone, VLOG_WRITER=caller", &out);
+    assert_all_in_order(&messages(&file), "alone ", 1000);
+    let (out, _) = run_mode("alone", &[("VLOG_WRITER", "none")]);
+    assert!(
+        text(&out.stderr).contains("ignoring VLOG_WRITER: 'none' is not a writer"),
+        "{}",
+        text(&out.stderr)
+    );
+}
