@@ -72,10 +72,11 @@ struct bench_mode {
     void (*setup)(void);
     void (*run)(int msg, long n);
     const char *(*check)(long calls);
-    /* Optional: run after the warm-up, before the measured calls (a
-     * background writer drained, say). */
-    void (*settle)(void);
 };
+
+/* Set by a mode's setup to run after the warm-up, before the measured calls
+ * (a background writer drained, say). */
+static void (*bench_settle)(void);
 
 static int bench_main(const struct bench_mode *modes, int argc, char **argv)
 {
@@ -106,8 +107,8 @@ static int bench_main(const struct bench_mode *modes, int argc, char **argv)
     if (m->setup)
         m->setup();
     m->run(msg, warm);
-    if (m->settle)
-        m->settle();
+    if (bench_settle)
+        bench_settle();
     allocs = count_alloc_calls;
     /* getppid marks where the measured calls begin and end, for a tracer
      * that counts this thread's system calls between them

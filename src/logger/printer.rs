@@ -96,6 +96,11 @@ impl Printer {
     /// `printed` past what they were handed.
     pub fn catch_up(&mut self, view: &View, upto: u64) {
         let Printer { outputs, said } = self;
+        outputs.print_all(|outputs| Printer::catch_up_with(outputs, said, view, upto));
+    }
+
+    /// [`Printer::catch_up`], with no cancel acting inside.
+    fn catch_up_with(outputs: &mut Outputs, said: &mut Vec<String>, view: &View, upto: u64) {
         let end = upto.min(reader::Region::tail(view));
         let mut cursor = Cursor::at(view.printed());
         while cursor.pos().is_some_and(|pos| pos < end) {
@@ -125,12 +130,14 @@ impl Printer {
     /// reader prints its own records as it makes them).
     pub fn print_at(&mut self, view: &View, pos: u64) {
         let Printer { outputs, said } = self;
-        reader::read_marked(view, Cursor::at(pos), 1, |entry, _| {
-            if let Entry::Record(rec) = entry {
-                outputs.add(&rec, |event| said.push(event.to_owned()));
-            }
+        outputs.print_all(|outputs| {
+            reader::read_marked(view, Cursor::at(pos), 1, |entry, _| {
+                if let Entry::Record(rec) = entry {
+                    outputs.add(&rec, |event| said.push(event.to_owned()));
+                }
+            });
+            outputs.flush(|event| said.push(event.to_owned()));
         });
-        outputs.flush(|event| said.push(event.to_owned()));
     }
 
     /// [`Printer::catch_up`] on the ring readers find now.
@@ -174,14 +181,14 @@ pub fn write_one(pos: u64) -> Vec<String> {
 /// not yet written (`urgent`), if it lets a burst gather. Costs no system
 /// call while the thread is awake.
 #[inline(always)]
-pub fn wake(writer: &Worker, urgent: bool) {
+pub fn wake(writer: &Worker, urgent: impl FnOnce() -> bool) {
     // [W6] the record's tail and marked_end were stored; then ASLEEP.
     fence(Ordering::SeqCst);
     if ASLEEP.load(Ordering::Relaxed) {
         if ASLEEP.swap(false, Ordering::SeqCst) {
             writer.unpark();
         }
-    } else if urgent && !URGENT.load(Ordering::Relaxed) && !URGENT.swap(true, Ordering::SeqCst) {
+    } else if !URGENT.load(Ordering::Relaxed) && urgent() && !URGENT.swap(true, Ordering::SeqCst) {
         writer.unpark();
     }
 }

@@ -14,7 +14,7 @@ impl State {
     /// thread now when the writer is off.
     pub(super) fn wake_writer(&mut self) {
         match &self.threads.writer {
-            Some(writer) if writer.is_here() => printer::wake(writer, false),
+            Some(writer) if writer.is_here() => printer::wake(writer, || false),
             _ => {
                 if !self.start_writer() {
                     drop(self.printer());

@@ -169,24 +169,22 @@ impl Outputs {
     /// Hands `rec` to every output whose priority it meets, each form made
     /// once: a file or stderr keeps its line for the batch, the others send
     /// it now (see [`Output::add`]); `report` gets what is to be reported.
+    ///
+    /// Writes and sends are cancellation points: the caller makes sure no
+    /// cancel acts inside them ([`Outputs::print`], `logger::printer`).
     pub fn add(&mut self, rec: &Record, mut report: impl FnMut(&str)) {
         self.lines.text_made = false;
         self.lines.json_made = false;
-        // Writes and sends are cancellation points: no cancel acts inside
-        // them (see `sys::cancel`; this thread's is not asynchronous, or it
-        // is off already).
-        let cancelability = cancel::point();
         for out in self.list.iter_mut().filter(|o| rec.priority >= o.priority) {
             if let Some(event) = out.add(rec, &mut self.lines) {
                 report(&event);
             }
         }
-        cancel::restore(cancelability);
     }
 
-    /// Writes every output's batch (see [`Output::flush`]).
+    /// Writes every output's batch (see [`Output::flush`]); as for
+    /// [`Outputs::add`], a cancellation point.
     pub fn flush(&mut self, mut report: impl FnMut(&str)) {
-        let cancelability = cancel::point();
         let mut said = false;
         for out in self.list.iter_mut() {
             if let Some(event) = out.flush() {
@@ -194,7 +192,6 @@ impl Outputs {
                 said = true;
             }
         }
-        cancel::restore(cancelability);
         // A file opened again (rotated, or its descriptor lost) is said.
         if said {
             self.publish_for_crash();
@@ -203,8 +200,20 @@ impl Outputs {
 
     /// Prints `rec` now to every output whose priority it meets.
     pub fn print(&mut self, rec: &Record, mut report: impl FnMut(&str)) {
-        self.add(rec, &mut report);
-        self.flush(report);
+        self.print_all(|outputs| {
+            outputs.add(rec, &mut report);
+            outputs.flush(report);
+        });
+    }
+
+    /// Runs `f`, which prints, with no cancel acting inside it (see
+    /// `sys::cancel`; this thread's is not asynchronous, or it is off
+    /// already): a pending one acts as the call that printed returns.
+    pub fn print_all<R>(&mut self, f: impl FnOnce(&mut Outputs) -> R) -> R {
+        let cancelability = cancel::point();
+        let result = f(self);
+        cancel::restore(cancelability);
+        result
     }
 
     /// Ticks every batching output (see [`Output::tick`]): how soon the

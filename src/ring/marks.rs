@@ -30,15 +30,16 @@ impl Ring {
         self.last
     }
 
-    /// The end of the newest record marked for the outputs, when some of
-    /// them are not printed yet: what a thread that waits for its line
-    /// has the outputs print up to.
+    /// The end of the newest record marked for the outputs.
     #[inline(always)]
-    pub fn unprinted_end(&self) -> Option<u64> {
-        let h = self.header();
-        let end = h.marked_end.load(Ordering::Relaxed);
-        // [R5] printed Acquire: pairs with [W5] in `View::set_printed`.
-        (self.prints_here && h.printed.load(Ordering::Acquire) < end).then_some(end)
+    pub fn marked_end(&self) -> u64 {
+        self.header().marked_end.load(Ordering::Relaxed)
+    }
+
+    /// The size of the data area.
+    #[inline(always)]
+    pub fn data_size(&self) -> usize {
+        self.data_size
     }
 
     /// Bytes of the ring between what the outputs printed and the newest
@@ -58,7 +59,8 @@ impl Ring {
     #[inline(always)]
     pub fn would_overwrite_unprinted(&self, len: usize) -> bool {
         let h = self.header();
-        // [R5] as in `unprinted_end`: the outputs are done with every
+        // [R5] printed Acquire: pairs with [W5] in `View::set_printed`;
+        // the outputs are done with every
         // record before `printed`, which may be overwritten.
         let printed = h.printed.load(Ordering::Acquire);
         // A process that does not read for the outputs never waits for
@@ -68,6 +70,12 @@ impl Ring {
         }
         let size = self.data_size as u64;
         let tail = h.tail.load(Ordering::Relaxed);
+        // Even after a pad (shorter than the record), the record ends
+        // within two of its lengths of the tail: the common case, decided
+        // without a division.
+        if tail + 2 * len as u64 <= printed + size {
+            return false;
+        }
         let off = tail % size;
         // A record that does not fit before the end pads to it first.
         let end = if off + len as u64 > size {

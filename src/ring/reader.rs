@@ -173,6 +173,11 @@ pub fn read_marked(
     // walk).
     let mut buf = [0u8; RECORD_MAX];
     let mut text = [0u8; MESSAGE_MAX];
+    // The dictionary as published when the walk began (read again for an
+    // entry added since), and the last entry decoded: entries never change
+    // once published, and a burst's records mostly share a few sites.
+    let mut dict = region.dict();
+    let mut last_site = None;
     // Every step but a jump to a moved head goes 8 bytes forward or more
     // within at most `size` bytes; a live ring's writer may lap the reader a
     // few times. More than this is not a ring's walk.
@@ -261,8 +266,8 @@ pub fn read_marked(
                     Kind::Deferred => deferred::render(rec.message, &mut message)
                         .ok()
                         .map(|()| (rec, true)),
-                    Kind::Site(entry) => {
-                        Site::decode(region.dict(), entry as usize).and_then(|site| {
+                    Kind::Site(entry) => site_of(region, &mut dict, &mut last_site, entry)
+                        .and_then(|site| {
                             deferred::render_args(site.format, rec.message, &mut message).ok()?;
                             let named = Record {
                                 source: site.source,
@@ -272,8 +277,7 @@ pub fn read_marked(
                                 ..rec
                             };
                             Some((named, true))
-                        })
-                    }
+                        }),
                 };
                 match rendered {
                     Some((rec, false)) => visit(Entry::Record(rec), for_outputs),
@@ -305,6 +309,28 @@ pub fn read_marked(
         pos: Some(pos),
         expected,
     }
+}
+
+/// The dictionary entry at `entry`: the last one decoded again, or decoded
+/// from `dict`, read again from `region` when the entry was published after
+/// it was read.
+fn site_of<'r>(
+    region: &'r (impl Region + ?Sized),
+    dict: &mut &'r [u8],
+    last: &mut Option<(u32, Site<'r>)>,
+    entry: u32,
+) -> Option<Site<'r>> {
+    if let Some((at, site)) = *last {
+        if at == entry {
+            return Some(site);
+        }
+    }
+    let site = Site::decode(dict, entry as usize).or_else(|| {
+        *dict = region.dict();
+        Site::decode(dict, entry as usize)
+    })?;
+    *last = Some((entry, site));
+    Some(site)
 }
 
 #[cfg(test)]

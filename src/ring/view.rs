@@ -70,7 +70,7 @@ impl<'a> View<'a> {
     /// handed to them and may be overwritten. Only the outputs' reader
     /// (under the printer's lock) moves it, forward only.
     pub fn set_printed(&self, pos: u64) {
-        // [W5] printed Release: pairs with [R5] in Ring::unprinted_end and
+        // [W5] printed Release: pairs with [R5] in
         // Ring::would_overwrite_unprinted; the outputs copied every record
         // before `pos` before the writer may overwrite it.
         self.header.printed.fetch_max(pos, Ordering::Release);
