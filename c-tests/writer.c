@@ -15,11 +15,24 @@
  *            each in FILE once
  *   alone    with VLOG_WRITER=caller: each line in FILE when its call
  *            returns, and the process has one thread (exits 3 if vlog
- *            started one: VLOG_WRITER was not obeyed) */
+ *            started one: VLOG_WRITER was not obeyed)
+ *   recover  a SIGSEGV the program's own handler recovers from (after
+ *            vlog's dump): lines logged afterwards are still written
+ *   sharedfork  with VLOG_BUFFER_FILE: a forked child with outputs of its
+ *            own (FILE.child) logs and exits while the parent logs: each
+ *            writes its own lines, none of the other's
+ *   atexit   an exit handler registered before vlog started, and a
+ *            destructor, log after vlog's exit handler ran: their lines are
+ *            in FILE
+ *   cancel   a thread whose only cancellation points are its info lines
+ *            ends when cancelled
+ *   smallmany  8 threads x 5,000 long lines into a 16 KiB ring: none lost */
 #include "check.h"
 
 #include <dirent.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <time.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -170,6 +183,133 @@ static int alone(void)
     return 0;
 }
 
+static sigjmp_buf recovery;
+
+static void recover_segv(int sig)
+{
+    (void)sig;
+    siglongjmp(recovery, 1);
+}
+
+static int recover(void)
+{
+    char *text;
+    set_output("2", "");
+    VLOG_INFO("before the fault");
+    CHECK(vlog_flush() == 0);
+    /* A plain handler, installed after vlog's: it gets the signal after
+     * the dump, and the program goes on. */
+    CHECK(signal(SIGSEGV, recover_segv) != SIG_ERR);
+    if (sigsetjmp(recovery, 1) == 0)
+        raise(SIGSEGV);
+    VLOG_INFO("info after recovering");
+    VLOG_ERROR("error after recovering");
+    CHECK(vlog_flush() == 0);
+    text = check_slurp_path(file);
+    CHECK(check_count(text, " : before the fault\n") == 1);
+    CHECK(check_count(text, " : info after recovering\n") == 1);
+    CHECK(check_count(text, " : error after recovering\n") == 1);
+    free(text);
+    return 0;
+}
+
+static int sharedfork(void)
+{
+    char child_file[600];
+    pid_t pid;
+    int status;
+    set_output("2", "");
+    snprintf(child_file, sizeof child_file, "%s.child", file);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        char spec[700];
+        snprintf(spec, sizeof spec, "2:file:%s", child_file);
+        CHECK(vlog_set_outputs(spec) == 0);
+        for (int i = 0; i < 100; i++)
+            VLOG_INFO("child line %d", i);
+        exit(0);
+    }
+    for (int i = 0; i < 500; i++)
+        VLOG_INFO("parent line %d", i);
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return 0;
+}
+
+static void late_handler(void)
+{
+    VLOG_WARN("from an exit handler registered before vlog's");
+}
+
+static int at_exit_mode;
+
+static __attribute__((destructor)) void late_destructor(void)
+{
+    if (at_exit_mode)
+        VLOG_WARN("from a destructor");
+}
+
+static int at_exit(void)
+{
+    at_exit_mode = 1;
+    CHECK(atexit(late_handler) == 0);
+    set_output("2", "");
+    VLOG_INFO("main runs");
+    return 0;
+}
+
+static void *logs_until_cancelled(void *arg)
+{
+    (void)arg;
+    for (long i = 0;; i++) {
+        /* Work without a cancellation point of its own. */
+        for (volatile long spin = 0; spin < 100000; spin++)
+            ;
+        VLOG_INFO("cancellable %ld", i);
+    }
+    return NULL;
+}
+
+static int cancel(void)
+{
+    pthread_t t;
+    struct timespec deadline;
+    set_output("2", "");
+    CHECK(pthread_create(&t, NULL, logs_until_cancelled, NULL) == 0);
+    CHECK(pthread_cancel(t) == 0);
+    CHECK(clock_gettime(CLOCK_REALTIME, &deadline) == 0);
+    deadline.tv_sec += 30;
+    if (pthread_timedjoin_np(t, NULL, &deadline) != 0) {
+        fprintf(stderr, "the cancelled thread still runs after 30 s\n");
+        return 1;
+    }
+    return 0;
+}
+
+static void *long_lines(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    char pad[1500];
+    memset(pad, 'x', sizeof pad - 1);
+    pad[sizeof pad - 1] = 0;
+    for (int i = 0; i < 5000; i++)
+        VLOG_INFO("t%d l%d %s", id, i, pad);
+    return NULL;
+}
+
+static int smallmany(void)
+{
+    pthread_t t[8];
+    CHECK(vlog_set_buffer_size(16 * 1024) == 0);
+    set_output("2", "");
+    for (int i = 0; i < 8; i++)
+        CHECK(pthread_create(&t[i], NULL, long_lines, (void *)(intptr_t)i) == 0);
+    for (int i = 0; i < 8; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     CHECK(argc == 3);
@@ -188,6 +328,16 @@ int main(int argc, char **argv)
         return forked();
     if (strcmp(argv[1], "alone") == 0)
         return alone();
+    if (strcmp(argv[1], "recover") == 0)
+        return recover();
+    if (strcmp(argv[1], "sharedfork") == 0)
+        return sharedfork();
+    if (strcmp(argv[1], "atexit") == 0)
+        return at_exit();
+    if (strcmp(argv[1], "cancel") == 0)
+        return cancel();
+    if (strcmp(argv[1], "smallmany") == 0)
+        return smallmany();
     fprintf(stderr, "unknown mode %s\n", argv[1]);
     return 2;
 }

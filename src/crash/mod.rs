@@ -385,6 +385,7 @@ unsafe fn chain(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
         DUMPER.store(0, Ordering::SeqCst);
         HANDED_BACK[sig as usize].store(true, Ordering::SeqCst);
         HANDLER.store(ATTEND, Ordering::SeqCst);
+        pending::thaw();
     }
     // Put the previous action back, so that a fault that repeats when the
     // previous handler returns reaches it directly, as without vlog.

@@ -7,7 +7,7 @@
 
 use crate::output::at_crash;
 use crate::ring::reader::{self, Cursor};
-use crate::ring::{published, Entry};
+use crate::ring::{published, Entry, Region};
 use crate::sys;
 use crate::text::json::render_json;
 use crate::text::line::render_line;
@@ -30,14 +30,22 @@ pub fn freeze() {
     at_crash::crashed();
 }
 
-/// Writes the lines pending at a crash (after [`freeze`]).
-/// Async-signal-safe.
+/// Writes the lines pending at a crash (after [`freeze`]), and marks them
+/// printed: if the program recovers from the fault, they are not written
+/// again. Only in a process whose outputs read the ring (not one sharing
+/// another's ring file). Async-signal-safe.
 pub fn write() {
+    if !published::prints_here() {
+        return;
+    }
     published::read(|view| {
         let Some(view) = view else {
             return;
         };
         let printed = view.printed();
+        // Records made while this writes are the writer thread's, if the
+        // process goes on.
+        let end = Region::tail(&view);
         if printed >= view.marked_end() {
             return;
         }
@@ -50,8 +58,11 @@ pub fn write() {
             let pid = Some(sys::process_id());
             super::dump::with_fd_sink(target.fd, |sink| {
                 let mut clock = Clock::new();
-                reader::read_marked(&view, Cursor::at(printed), u64::MAX, |entry, marked| {
-                    match entry {
+                reader::read_marked(
+                    &view,
+                    Cursor::at(printed),
+                    end - printed,
+                    |entry, marked| match entry {
                         Entry::Record(rec) if marked && rec.priority >= target.priority => {
                             if target.json {
                                 render_json(&rec, pid, &mut clock, sink);
@@ -60,9 +71,16 @@ pub fn write() {
                             }
                         }
                         _ => {}
-                    }
-                });
+                    },
+                );
             });
         });
+        view.set_printed(end);
     });
+}
+
+/// The program handles the signal itself and may go on: the outputs write
+/// again.
+pub fn thaw() {
+    at_crash::thawed();
 }

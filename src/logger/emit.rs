@@ -16,6 +16,7 @@ use crate::ring::record::Stamp;
 use crate::ring::sites::Site;
 use crate::ring::Ring;
 use crate::source::{Live, OFF, UNKNOWN};
+use crate::sys::cancel;
 use crate::text::{Bounded, Sink};
 use crate::{diag, stats, sys};
 
@@ -84,11 +85,6 @@ enum Next {
     MakeRoom,
 }
 
-/// How many times a caller has the outputs make room before its record may
-/// overwrite what they still have not written (other threads filled the
-/// ring again each time).
-const ROOM_TRIES: u32 = 4;
-
 /// Records a message: into the ring, marked for every output whose
 /// priority it meets.
 // Inlined into its two callers at the boundary: the recorded call is then
@@ -102,14 +98,14 @@ pub fn emit(call: &Call) -> Outcome {
 /// after.
 #[inline(always)]
 fn run(mut record: impl FnMut(&mut State) -> Next) -> Outcome {
-    let mut tries = 0;
+    let mut stuck = false;
     loop {
         let Some(mut entered) = Entered::new() else {
             stats::add(&stats::NESTED_DROPPED, 1);
             return Outcome::Dropped;
         };
         let state = entered.state();
-        state.evict_ok = tries >= ROOM_TRIES;
+        state.evict_ok = stuck;
         match record(state) {
             Next::Done(outcome) => {
                 entered.leave();
@@ -124,9 +120,15 @@ fn run(mut record: impl FnMut(&mut State) -> Next) -> Outcome {
                 return Outcome::Recorded;
             }
             Next::MakeRoom => {
+                // Room is made as long as the outputs make progress (other
+                // threads may fill the ring again meanwhile); outputs that
+                // cannot read on (a damaged ring) let the record overwrite.
                 stats::add(&stats::CALLER_WROTE, 1);
-                entered.leave_and_write(|| printer::write_upto(u64::MAX));
-                tries += 1;
+                entered.leave_and_write(|| {
+                    let (said, no_further) = printer::make_room();
+                    stuck = no_further;
+                    said
+                });
             }
         }
     }
@@ -310,6 +312,9 @@ impl State {
     /// vlog-file-burst.)
     #[inline(always)]
     fn after_printed(&mut self, priority: Priority) -> Next {
+        // A printing call is a cancellation point, as stdio's are, whoever
+        // writes its line: a pending cancel acts as it returns.
+        cancel::passed();
         let Some(ring) = self.ring.as_ref() else {
             return Next::Done(Outcome::Recorded);
         };

@@ -96,6 +96,9 @@ extern "C-unwind" fn child() {
             if let Some(ring) = state.ring.as_mut() {
                 ring.after_fork();
             }
+            // Readers find at once that the ring is not the child's to
+            // print from (its exit handler may run before it logs).
+            published::after_fork(state.ring.as_ref());
         }
     }))
 }

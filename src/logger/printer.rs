@@ -140,8 +140,12 @@ impl Printer {
         });
     }
 
-    /// [`Printer::catch_up`] on the ring readers find now.
+    /// [`Printer::catch_up`] on the ring readers find now, if this
+    /// process's outputs read it.
     pub fn catch_up_published(&mut self, upto: u64) {
+        if !published::prints_here() {
+            return;
+        }
         published::read(|view| {
             if let Some(view) = view {
                 self.catch_up(&view, upto);
@@ -162,6 +166,20 @@ pub fn write_upto(upto: u64) -> Vec<String> {
     let mut printer = lock();
     printer.catch_up_published(upto);
     printer.take_said()
+}
+
+/// Has the outputs read everything in the current ring, for a caller whose
+/// record would overwrite what they have not: what they had to report, and
+/// whether they are stuck (lines are left that they could not read on to:
+/// a damaged ring).
+pub fn make_room() -> (Vec<String>, bool) {
+    let mut printer = lock();
+    let place = || published::read(|view| view.map(|v| (v.printed(), v.marked_end())));
+    let before = place();
+    printer.catch_up_published(u64::MAX);
+    let after = place();
+    let stuck = after == before && after.is_some_and(|(printed, end)| printed < end);
+    (printer.take_said(), stuck)
 }
 
 /// [`Printer::print_at`] on the current ring, from a thread that does not
@@ -194,8 +212,10 @@ pub fn wake(writer: &Worker, urgent: impl FnOnce() -> bool) {
 }
 
 /// Starts the writer thread; `report` says what the outputs had to report
-/// (under the logger's lock, which the thread takes only for that).
-pub fn start(report: fn(Vec<String>)) -> std::io::Result<Worker> {
+/// (it takes the logger's lock, then the printer's, to take it: what the
+/// outputs report stays with them until then, so a flush that takes it
+/// first says it before it returns).
+pub fn start(report: fn()) -> std::io::Result<Worker> {
     ASLEEP.store(false, Ordering::SeqCst);
     Worker::spawn(
         "vlog-writer",
@@ -213,12 +233,16 @@ fn pending() -> bool {
 /// The writer thread: writes what is pending, sleeps until a caller wakes
 /// it, lets the burst gather, and writes again; ends when told to stop
 /// (after writing what was pending then).
-fn run(stop: &AtomicBool, report: fn(Vec<String>)) {
+fn run(stop: &AtomicBool, report: fn()) {
     loop {
-        let said = crate::panic::catch(|| write_upto(u64::MAX));
+        let said = crate::panic::catch(|| {
+            let mut printer = lock();
+            printer.catch_up_published(u64::MAX);
+            !printer.said.is_empty()
+        });
         match said {
-            Ok(said) if !said.is_empty() => {
-                let _ = crate::panic::catch(|| report(said));
+            Ok(true) => {
+                let _ = crate::panic::catch(report);
             }
             Ok(_) => {}
             // A panic in the outputs: the thread ends; callers write
@@ -239,7 +263,8 @@ fn run(stop: &AtomicBool, report: fn(Vec<String>)) {
             std::thread::park();
         }
         if stop.load(Ordering::SeqCst) {
-            ASLEEP.store(false, Ordering::SeqCst);
+            // (ASLEEP is left as it is: a writer started after this one
+            // was stopped owns it.)
             continue;
         }
         if !URGENT.swap(false, Ordering::SeqCst) {

@@ -409,6 +409,10 @@ extern "C-unwind" fn drain_at_exit() {
     crate::sys::cancel::callback!(|| {
         let _ = crate::panic::catch(|| {
             drain(Drain::Exit);
+            // Exit handlers registered before this one, and destructors,
+            // run after it: their lines are written by their callers (the
+            // writer thread may not live to write them).
+            enter(State::after_exit);
             if let Some(Some(ticker)) = enter(|s| s.threads.ticker.take()) {
                 ticker.stop_and_join();
             }

@@ -23,6 +23,13 @@ impl State {
         }
     }
 
+    /// After the exit handler wrote what the outputs had: every line from
+    /// now on is written by the thread that logs it.
+    pub(super) fn after_exit(&mut self) {
+        self.writer_off = true;
+        self.sync_from = 0;
+    }
+
     /// Starts the writer thread (the first line printed, or the first in a
     /// forked child, which has none of its parent's threads), with the
     /// threads the outputs need; false when it is off or cannot start (the
@@ -62,8 +69,12 @@ pub(super) fn print_now(printer: &'static Mutex<printer::Printer>, rec: &Record)
     printer::lock_of(printer).outputs.print(rec, diag::warn);
 }
 
-/// What the writer thread says the outputs had to report, under the
-/// logger's lock.
-fn report(said: Vec<String>) {
-    enter(|s| s.note_all(said));
+/// What the writer thread says the outputs had to report: taken from them
+/// under the logger's lock (the lock order), unless another thread took it
+/// first.
+fn report() {
+    enter(|s| {
+        let said = printer::lock_of(s.printer).take_said();
+        s.note_all(said);
+    });
 }

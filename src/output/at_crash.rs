@@ -113,3 +113,9 @@ pub fn busy() -> bool {
 pub fn crashed() {
     CRASHED.store(true, Ordering::SeqCst);
 }
+
+/// For the crash handler, when the program handles the signal itself and
+/// may go on: the outputs write again.
+pub fn thawed() {
+    CRASHED.store(false, Ordering::SeqCst);
+}

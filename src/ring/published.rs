@@ -11,7 +11,7 @@
 //! the count).
 
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 use super::layout::Header;
 use super::reader::{self, Cursor, Entry, Region};
@@ -19,15 +19,33 @@ use super::view::View;
 use super::writer::Ring;
 
 static PUBLISHED: AtomicPtr<Header> = AtomicPtr::new(ptr::null_mut());
+/// Whether this process's outputs read the published ring (see
+/// `Ring::prints_here`): a process that shares another's ring file never
+/// writes that process's lines, nor moves where its outputs stopped.
+static PRINTS_HERE: AtomicBool = AtomicBool::new(true);
 static READERS: AtomicUsize = AtomicUsize::new(0);
 
 /// Makes `ring` the one readers find (None: no ring).
 pub fn publish(ring: Option<&Ring>) {
     let now = ring.map_or(ptr::null(), Ring::as_raw);
     if PUBLISHED.load(Ordering::SeqCst).cast_const() != now {
+        // Before the pointer: a reader that finds the new ring finds
+        // whose outputs read it.
+        PRINTS_HERE.store(ring.is_none_or(Ring::prints_here), Ordering::SeqCst);
         // [W4] the pointer, then the count.
         PUBLISHED.store(now.cast_mut(), Ordering::SeqCst);
     }
+}
+
+/// Whether this process's outputs read the published ring.
+pub fn prints_here() -> bool {
+    PRINTS_HERE.load(Ordering::SeqCst)
+}
+
+/// In a forked child whose ring is its parent's too (a ring file): its
+/// outputs no longer read it (see `Ring::after_fork`).
+pub fn after_fork(ring: Option<&Ring>) {
+    PRINTS_HERE.store(ring.is_none_or(Ring::prints_here), Ordering::SeqCst);
 }
 
 /// Frees the rings in `retired` (none of them published) if no reader is

@@ -160,3 +160,72 @@ fn with_the_writer_thread_off_the_program_stays_single_threaded() {
         text(&out.stderr)
     );
 }
+
+/// Review findings, each a probe that failed before its fix.
+#[test]
+fn lines_after_a_fault_the_program_recovers_from_are_still_written() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (out, _) = run_mode("recover", &[]);
+    assert_ok("writer recover", &out);
+}
+
+#[test]
+fn a_forked_child_sharing_the_ring_file_writes_none_of_its_parents_lines() {
+    let ring = work().join("writer-sharedfork.ring");
+    let _ = std::fs::remove_file(&ring);
+    let (out, file) = run_mode(
+        "sharedfork",
+        &[("VLOG_BUFFER_FILE", ring.to_str().unwrap())],
+    );
+    assert_ok("writer sharedfork", &out);
+    let parent = messages(&file);
+    let child = messages(&file.with_extension("log.child"));
+    assert_all_in_order(&parent, "parent line ", 500);
+    assert_eq!(parent.len(), 500, "the parent's file: {parent:?}");
+    assert_all_in_order(&child, "child line ", 100);
+    assert_eq!(child.len(), 100, "the child's file: {child:?}");
+}
+
+#[test]
+fn lines_of_exit_handlers_and_destructors_after_vlogs_are_written() {
+    let (out, file) = run_mode("atexit", &[]);
+    assert_ok("writer atexit", &out);
+    let got = messages(&file);
+    for want in [
+        "main runs",
+        "from an exit handler registered before vlog's",
+        "from a destructor",
+    ] {
+        assert!(got.iter().any(|m| m == want), "{want:?} not in {got:?}");
+    }
+}
+
+#[test]
+fn a_thread_whose_only_cancellation_points_are_info_lines_ends_on_a_cancel() {
+    let (out, _) = run_mode("cancel", &[]);
+    assert_ok("writer cancel", &out);
+}
+
+#[test]
+fn eight_threads_into_a_small_ring_lose_no_line() {
+    let (out, file) = run_mode("smallmany", &[]);
+    assert_ok("writer smallmany", &out);
+    let got = messages(&file);
+    for t in 0..8 {
+        let prefix = format!("t{t} l");
+        let mine: Vec<usize> = got
+            .iter()
+            .filter_map(|m| m.strip_prefix(&prefix))
+            .filter_map(|rest| rest.split(' ').next()?.parse().ok())
+            .collect();
+        let want: Vec<usize> = (0..5000).collect();
+        let first_wrong = mine.iter().zip(&want).position(|(g, w)| g != w);
+        assert!(
+            mine.len() == 5000 && first_wrong.is_none(),
+            "thread {t}: {} lines, first out of place at {first_wrong:?}",
+            mine.len()
+        );
+    }
+}
