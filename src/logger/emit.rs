@@ -7,9 +7,10 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use super::message::{encode_fields, truncated};
 use super::{enter, printer, Entered, State};
 use crate::deferred::{self, Captured};
-use crate::fields::{self, Field, Names, Refusal};
+use crate::fields::{Field, Names};
 use crate::priority::Priority;
 use crate::record::{Record, MESSAGE_MAX};
 use crate::ring::record::Stamp;
@@ -17,8 +18,8 @@ use crate::ring::sites::Site;
 use crate::ring::Ring;
 use crate::source::{Live, OFF, UNKNOWN};
 use crate::sys::cancel;
-use crate::text::{Bounded, Sink};
-use crate::{diag, stats, sys};
+use crate::text::Bounded;
+use crate::{stats, sys};
 
 /// What became of a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,19 +95,31 @@ pub fn emit(call: &Call) -> Outcome {
     run(|state| state.record(call))
 }
 
-/// Runs one recorded call, `record` under the lock, then what it left for
-/// after.
+/// Runs one recorded call: `record` under the lock, then what it left for
+/// after ([`finish`]).
 #[inline(always)]
 fn run(mut record: impl FnMut(&mut State) -> Next) -> Outcome {
-    let mut stuck = false;
+    let Some(mut entered) = Entered::new() else {
+        stats::add(&stats::NESTED_DROPPED, 1);
+        return Outcome::Dropped;
+    };
+    let next = record(entered.state());
+    finish(entered, next, record)
+}
+
+/// What a recorded call left for after the lock: nothing, its line written
+/// (an error, `?sync`), or room made in a ring full of lines not yet
+/// written, and the call recorded again (`record`), as long as the outputs
+/// read on (other threads may fill the ring again meanwhile); outputs that
+/// cannot read on (a damaged ring) let the record overwrite.
+#[inline(always)]
+fn finish(
+    mut entered: Entered,
+    mut next: Next,
+    mut record: impl FnMut(&mut State) -> Next,
+) -> Outcome {
     loop {
-        let Some(mut entered) = Entered::new() else {
-            stats::add(&stats::NESTED_DROPPED, 1);
-            return Outcome::Dropped;
-        };
-        let state = entered.state();
-        state.evict_ok = stuck;
-        match record(state) {
+        match next {
             Next::Done(outcome) => {
                 entered.leave();
                 return outcome;
@@ -120,15 +133,23 @@ fn run(mut record: impl FnMut(&mut State) -> Next) -> Outcome {
                 return Outcome::Recorded;
             }
             Next::MakeRoom => {
-                // Room is made as long as the outputs make progress (other
-                // threads may fill the ring again meanwhile); outputs that
-                // cannot read on (a damaged ring) let the record overwrite.
                 stats::add(&stats::CALLER_WROTE, 1);
+                let mut stuck = false;
                 entered.leave_and_write(|| {
                     let (said, no_further) = printer::make_room();
                     stuck = no_further;
                     said
                 });
+                let Some(again) = Entered::new() else {
+                    stats::add(&stats::NESTED_DROPPED, 1);
+                    return Outcome::Dropped;
+                };
+                entered = again;
+                // Set only while this call records again: the flight
+                // recorder's path never writes it.
+                entered.state().evict_ok = stuck;
+                next = record(entered.state());
+                entered.state().evict_ok = false;
             }
         }
     }
@@ -167,7 +188,28 @@ impl<'a> SiteCall<'a> {
 /// builds no [`Call`] unless it leaves the ring-only path.
 #[inline(always)]
 pub fn emit_site(call: SiteCall) -> Outcome {
-    run(|state| state.record_site_call(call))
+    let Some(mut entered) = Entered::new() else {
+        stats::add(&stats::NESTED_DROPPED, 1);
+        return Outcome::Dropped;
+    };
+    match entered.state().record_site_call(call) {
+        Next::Done(outcome) => {
+            entered.leave();
+            outcome
+        }
+        // Apart, with the call by value: the flight recorder's path keeps
+        // its arguments in registers (a retry loop here, or a closure
+        // that may record again, cost it 58 instructions, callgrind,
+        // vlog-ring).
+        next => finish_site(entered, next, call),
+    }
+}
+
+/// [`emit_site`]'s call when it left something for after the lock.
+#[cold]
+#[inline(never)]
+fn finish_site(entered: Entered, next: Next, call: SiteCall) -> Outcome {
+    finish(entered, next, |state| state.record_site_call(call))
 }
 
 /// Registers a source and returns its level (`OFF` when dropped as
@@ -439,49 +481,6 @@ fn add_site(
     );
     entry_source.store(source.addr(), Ordering::Relaxed);
     Some(offset)
-}
-
-/// Fills `buf` with as much of `text` as fits in MESSAGE_MAX together with a
-/// marker giving the full length, and returns it. `buf` has MESSAGE_MAX
-/// bytes of capacity reserved, so this does not allocate.
-fn truncated<'b>(text: &[u8], full_len: usize, buf: &'b mut Vec<u8>) -> &'b [u8] {
-    buf.resize(MESSAGE_MAX, 0);
-    let mut message = Bounded::new(&mut buf[..]);
-    message.put(text);
-    message.claim(full_len);
-    message.finish()
-}
-
-/// The fields encoded into `buf` (refused and repeated names resolved, see
-/// `fields::encode_checked`), or nothing for none.
-fn encode_fields<'b>(list: &[Field], names: Names, buf: &'b mut Vec<u8>) -> &'b [u8] {
-    if list.is_empty() {
-        return b"";
-    }
-    buf.clear();
-    let report = |name: &[u8], why: Refusal| {
-        let why = match why {
-            Refusal::Invalid => {
-                "is not a valid field name (use A-Z, 0-9 and _, not first _ or \
-                                 digit, at most 64)"
-            }
-            Refusal::Reserved => "is a name journald or vlog gives every entry itself",
-        };
-        diag::warn(&format!(
-            "'{}' {why}: the field is kept as {} (its name as the value); later ones, and \
-             names given twice, are counted in vlog_stats.bad_fields",
-            String::from_utf8_lossy(name),
-            String::from_utf8_lossy(fields::BAD_FIELD)
-        ))
-    };
-    fields::encode_checked(list, names, buf, report);
-    // Just encoded from checked names: a count of 0 (no room for any)
-    // is the one encoding not to keep.
-    if buf.first().is_some_and(|&count| count > 0) {
-        buf
-    } else {
-        b""
-    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! The logger: the global state (configuration, the registry of sources, the
-//! ring, the outputs) behind one lock, and the calls that use it. The
-//! recorded call reads top to bottom in `emit`; configuration is `apply`; the
+//! ring) behind one lock, the outputs behind one of their own (`printer`,
+//! read and written by vlog's writer thread, `writer`), and the calls that
+//! use them. The recorded call reads top to bottom in `emit` (its message
+//! made as the ring keeps it in `message`); configuration is `apply`; the
 //! sources' cached levels are `levels`; fork handling is `fork`; what the
 //! control socket, a stage above with a lock of its own, does at the
 //! logger's moments is `above`.
@@ -24,6 +26,7 @@ pub mod apply;
 pub mod emit;
 pub mod fork;
 pub mod levels;
+mod message;
 pub mod printer;
 pub mod ticker;
 mod writer;

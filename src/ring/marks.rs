@@ -36,6 +36,12 @@ impl Ring {
         self.header().marked_end.load(Ordering::Relaxed)
     }
 
+    /// Whether the ring is in this process's private memory (no ring file
+    /// another process may write to).
+    pub fn is_private(&self) -> bool {
+        !self.shared
+    }
+
     /// The size of the data area.
     #[inline(always)]
     pub fn data_size(&self) -> usize {

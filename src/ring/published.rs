@@ -23,6 +23,9 @@ static PUBLISHED: AtomicPtr<Header> = AtomicPtr::new(ptr::null_mut());
 /// `Ring::prints_here`): a process that shares another's ring file never
 /// writes that process's lines, nor moves where its outputs stopped.
 static PRINTS_HERE: AtomicBool = AtomicBool::new(true);
+/// Whether the published ring is in this process's private memory (not a
+/// ring file): see `Region::whole`.
+static PRIVATE: AtomicBool = AtomicBool::new(false);
 static READERS: AtomicUsize = AtomicUsize::new(0);
 
 /// Makes `ring` the one readers find (None: no ring).
@@ -32,6 +35,7 @@ pub fn publish(ring: Option<&Ring>) {
         // Before the pointer: a reader that finds the new ring finds
         // whose outputs read it.
         PRINTS_HERE.store(ring.is_none_or(Ring::prints_here), Ordering::SeqCst);
+        PRIVATE.store(ring.is_some_and(Ring::is_private), Ordering::SeqCst);
         // [W4] the pointer, then the count.
         PUBLISHED.store(now.cast_mut(), Ordering::SeqCst);
     }
@@ -40,6 +44,11 @@ pub fn publish(ring: Option<&Ring>) {
 /// Whether this process's outputs read the published ring.
 pub fn prints_here() -> bool {
     PRINTS_HERE.load(Ordering::SeqCst)
+}
+
+/// Whether the published ring is in this process's private memory.
+pub fn private() -> bool {
+    PRIVATE.load(Ordering::SeqCst)
 }
 
 /// In a forked child whose ring is its parent's too (a ring file): its

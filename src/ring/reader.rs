@@ -21,6 +21,14 @@ pub trait Region {
     /// Copies `dst.len()` bytes from data offset `off`; both are multiples of 8
     /// and `off + dst.len() <= data_size()`.
     fn copy(&self, off: usize, dst: &mut [u8]);
+    /// Whether a record copied whole (committed below the tail, not
+    /// overwritten while copied) is the one its writer wrote: a ring in
+    /// this process's private memory, whose one writer is this process
+    /// ([W1], [W2]). Its checksum is then not computed again. False for
+    /// everything read from outside, and for shared mappings.
+    fn whole(&self) -> bool {
+        false
+    }
 }
 
 impl<R: Region + ?Sized> Region for &R {
@@ -42,6 +50,10 @@ impl<R: Region + ?Sized> Region for &R {
 
     fn copy(&self, off: usize, dst: &mut [u8]) {
         (**self).copy(off, dst)
+    }
+
+    fn whole(&self) -> bool {
+        (**self).whole()
     }
 }
 
@@ -178,6 +190,7 @@ pub fn read_marked(
     // once published, and a burst's records mostly share a few sites.
     let mut dict = region.dict();
     let mut last_site = None;
+    let whole = region.whole();
     // Every step but a jump to a moved head goes 8 bytes forward or more
     // within at most `size` bytes; a live ring's writer may lap the reader a
     // few times. More than this is not a ring's walk.
@@ -240,7 +253,7 @@ pub fn read_marked(
             pos = next;
             continue;
         }
-        match Stored::decode(&buf[..len]) {
+        match Stored::decode_checking(&buf[..len], !whole) {
             Ok(Stored {
                 rec,
                 kind,

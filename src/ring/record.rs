@@ -199,7 +199,15 @@ impl<'a> Stored<'a> {
 
     /// Validates and reads a record from `buf`, which holds exactly the bytes
     /// the record's `len` field claims (see [`peek_len`]).
+    #[cfg(test)]
     pub fn decode(buf: &'a [u8]) -> Result<Stored<'a>, Damage> {
+        Stored::decode_checking(buf, true)
+    }
+
+    /// [`Stored::decode`], without the checksum unless `checksum`: for a
+    /// reader that knows the bytes are whole (see `Region::whole`). Lengths
+    /// and the commit word are checked all the same.
+    pub fn decode_checking(buf: &'a [u8], checksum: bool) -> Result<Stored<'a>, Damage> {
         if buf.len() < HEADER_LEN || peek_len(buf) != Some(buf.len()) {
             return Err(Damage::Malformed);
         }
@@ -209,7 +217,7 @@ impl<'a> Stored<'a> {
             c if c != commit_value(seq) => return Err(Damage::Malformed),
             _ => {}
         }
-        if u32_at(buf, at::CHECKSUM) != checksum(buf) {
+        if checksum && u32_at(buf, at::CHECKSUM) != self::checksum(buf) {
             return Err(Damage::Checksum);
         }
         let for_outputs = buf[at::PRIORITY] & FOR_OUTPUTS != 0;

@@ -12,6 +12,8 @@ use super::reader::{self, Entry, Region};
 pub struct View<'a> {
     header: &'a Header,
     data: *const u8,
+    /// See `Region::whole`.
+    whole: bool,
 }
 
 impl<'a> View<'a> {
@@ -29,6 +31,16 @@ impl<'a> View<'a> {
                     .cast::<u8>()
                     .add(HEADER_SPACE + (*header).dict_size as usize)
             },
+            whole: false,
+        }
+    }
+
+    /// This view, for a reader that trusts a record copied whole when the
+    /// ring is in this process's private memory (see `Region::whole`).
+    pub fn trusting(self, private: bool) -> View<'a> {
+        View {
+            whole: private,
+            ..self
         }
     }
 
@@ -107,6 +119,10 @@ impl Region for View<'_> {
         unsafe {
             std::slice::from_raw_parts((h as *const Header).cast::<u8>().add(HEADER_SPACE), used)
         }
+    }
+
+    fn whole(&self) -> bool {
+        self.whole
     }
 
     fn copy(&self, off: usize, dst: &mut [u8]) {
