@@ -382,10 +382,11 @@ unsafe fn chain(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
         // recovers from): a later crash is dumped too, once a vlog call has
         // put the handler back (`attend`). Its handler gets the signal with
         // the mask it asked for (handback::call).
+        // Thawed first: a crash that wins the next dump freezes again.
+        pending::thaw();
         DUMPER.store(0, Ordering::SeqCst);
         HANDED_BACK[sig as usize].store(true, Ordering::SeqCst);
         HANDLER.store(ATTEND, Ordering::SeqCst);
-        pending::thaw();
     }
     // Put the previous action back, so that a fault that repeats when the
     // previous handler returns reaches it directly, as without vlog.

@@ -31,8 +31,8 @@ pub fn freeze() {
 }
 
 /// Writes the lines pending at a crash (after [`freeze`]), and marks them
-/// printed: if the program recovers from the fault, they are not written
-/// again. Only in a process whose outputs read the ring (not one sharing
+/// printed when every output got them: if the program recovers from the
+/// fault, they are not written again. Only in a process whose outputs read the ring (not one sharing
 /// another's ring file). Async-signal-safe.
 pub fn write() {
     if !published::prints_here() {
@@ -75,7 +75,13 @@ pub fn write() {
                 );
             });
         });
-        view.set_printed(end);
+        // If the program recovers, the outputs go on from here; unless some
+        // output did not get these lines here (journald, syslog, fluent):
+        // then they go on from where they were, and a file may get a line
+        // twice rather than another output none.
+        if at_crash::complete() {
+            view.set_printed(end);
+        }
     });
 }
 

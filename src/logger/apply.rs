@@ -163,6 +163,9 @@ impl State {
         }
         let path = self.buffer_file.take();
         let size = self.ring.as_ref().map_or(0, |r| r.stats().size as usize);
+        // The outputs write what the old ring holds for them first: the new
+        // one carries records over as printed.
+        drop(self.printer());
         if let Ok(mut ring) = Ring::new(size) {
             if let Some(old) = &self.ring {
                 ring.migrate_from(old);

@@ -252,6 +252,12 @@ fn run(stop: &AtomicBool, report: fn()) {
         if stop.load(Ordering::SeqCst) {
             return;
         }
+        if at_crash::frozen() {
+            // A crash is being dumped: the crash handler writes, and this
+            // thread waits for the process to end or go on.
+            std::thread::park_timeout(std::time::Duration::from_millis(GATHER_MS));
+            continue;
+        }
         ASLEEP.store(true, Ordering::SeqCst);
         // [R6] ASLEEP, then marked_end (read in `pending`).
         fence(Ordering::SeqCst);

@@ -413,8 +413,11 @@ extern "C-unwind" fn drain_at_exit() {
             // run after it: their lines are written by their callers (the
             // writer thread may not live to write them).
             enter(State::after_exit);
-            if let Some(Some(ticker)) = enter(|s| s.threads.ticker.take()) {
-                ticker.stop_and_join();
+            // Joined, as the ticker is: a thread of vlog's still running at
+            // exit would be one more thing a leak checker cannot stop.
+            let threads = enter(|s| [s.threads.ticker.take(), s.threads.writer.take()]);
+            for worker in threads.into_iter().flatten().flatten() {
+                worker.stop_and_join();
             }
         });
     })

@@ -41,6 +41,9 @@ const EMPTY: Slot = Slot {
 
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 static BUSY: AtomicBool = AtomicBool::new(false);
+/// Every output in force is in the table: the crash handler's writes are
+/// all the outputs' (see `complete`).
+static COMPLETE: AtomicBool = AtomicBool::new(true);
 static CRASHED: AtomicBool = AtomicBool::new(false);
 
 /// One output as the crash handler sees it.
@@ -53,8 +56,10 @@ pub struct Target {
     pub json: bool,
 }
 
-/// Publishes the outputs the crash handler writes to (at most SLOTS).
-pub fn publish(targets: impl Iterator<Item = (i32, FdInfo, Priority, Form)>) {
+/// Publishes the outputs the crash handler writes to (at most SLOTS), and
+/// whether they are all the outputs in force.
+pub fn publish(targets: impl Iterator<Item = (i32, FdInfo, Priority, Form)>, all: bool) {
+    COMPLETE.store(all, Ordering::SeqCst);
     let mut n = 0;
     for (fd, info, priority, form) in targets.take(SLOTS) {
         let slot = &TABLE[n];
@@ -102,6 +107,18 @@ pub fn while_busy(f: impl FnOnce()) {
         f();
     }
     BUSY.store(false, Ordering::SeqCst);
+}
+
+/// Whether the outputs the crash handler writes to are all of them: only
+/// then may it count the lines it wrote as printed (a program that recovers
+/// from the fault would otherwise never see them on the others).
+pub fn complete() -> bool {
+    COMPLETE.load(Ordering::SeqCst)
+}
+
+/// Whether a crash stopped the outputs (see [`crashed`]).
+pub fn frozen() -> bool {
+    CRASHED.load(Ordering::SeqCst)
 }
 
 /// For the crash handler: whether the outputs are busy now.

@@ -137,7 +137,9 @@ impl Outputs {
     /// Tells the crash handler which files and stderr the outputs print to
     /// now (see `at_crash`).
     pub fn publish_for_crash(&self) {
-        at_crash::publish(self.list.iter().filter_map(Output::for_crash));
+        let all =
+            self.list.len() <= at_crash::SLOTS && self.list.iter().all(|o| o.for_crash().is_some());
+        at_crash::publish(self.list.iter().filter_map(Output::for_crash), all);
     }
 
     /// The outputs in force as `VLOG_OUTPUTS` writes them.

@@ -272,8 +272,19 @@ pub fn keep_parents<T: Send + 'static>(copy: T) {
     }
 }
 
-/// Starts a thread named `name` running `f` with every signal blocked; the
-/// caller's mask is as it was when this returns.
+/// The signals a thread's own faults raise.
+const SYNCHRONOUS: [libc::c_int; 6] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGTRAP,
+    libc::SIGSYS,
+];
+
+/// Starts a thread named `name` running `f` with every signal blocked but
+/// those of its own faults; the caller's mask is as it was when this
+/// returns.
 pub fn spawn_quiet(
     name: &str,
     f: impl FnOnce() + Send + 'static,
@@ -285,6 +296,13 @@ pub fn spawn_quiet(
     // SAFETY: valid sets; pthread_sigmask changes this thread's mask only.
     unsafe {
         libc::sigfillset(&mut all);
+        // A fault of the thread's own is delivered to it whatever its mask
+        // says, and kills the process when blocked: left open, it reaches
+        // vlog's handlers (a ring file truncated under a reader is repaired,
+        // a crash is dumped) as on any other thread.
+        for sig in SYNCHRONOUS {
+            libc::sigdelset(&mut all, sig);
+        }
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
     }
     let spawned = std::thread::Builder::new().name(name.to_owned()).spawn(f);
