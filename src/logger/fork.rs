@@ -41,6 +41,15 @@ extern "C-unwind" fn prepare() {
             INSIDE.with(|inside| inside.set(false));
             return;
         }
+        // The writer thread ends before the fork (the next line printed in
+        // the parent starts another): a child has no copy of a thread it
+        // does not have, whose memory a leak checker there could not
+        // account for. Stopped and joined without the lock, which it may
+        // be waiting for to say what the outputs reported.
+        let writer = lock().threads.writer.take();
+        if let Some(writer) = writer {
+            writer.stop_and_join();
+        }
         let mut guard = lock();
         // The outputs write every line recorded for them: a parent that
         // exits at once (daemon(3)) loses none, and the child, whose copy
