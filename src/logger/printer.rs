@@ -214,13 +214,14 @@ pub fn wake(writer: &Worker, urgent: impl FnOnce() -> bool) {
 /// Starts the writer thread; `report` says what the outputs had to report
 /// (it takes the logger's lock, then the printer's, to take it: what the
 /// outputs report stays with them until then, so a flush that takes it
-/// first says it before it returns).
-pub fn start(report: fn()) -> std::io::Result<Worker> {
+/// first says it before it returns); `failed` steps down after a panic in
+/// the outputs, as the C boundary does after one of its own.
+pub fn start(report: fn(), failed: fn()) -> std::io::Result<Worker> {
     ASLEEP.store(false, Ordering::SeqCst);
     Worker::spawn(
         "vlog-writer",
         std::sync::Arc::new(Waker::new()?),
-        move |stop, _| run(stop, report),
+        move |stop, _| run(stop, report, failed),
     )
 }
 
@@ -233,7 +234,7 @@ fn pending() -> bool {
 /// The writer thread: writes what is pending, sleeps until a caller wakes
 /// it, lets the burst gather, and writes again; ends when told to stop
 /// (after writing what was pending then).
-fn run(stop: &AtomicBool, report: fn()) {
+fn run(stop: &AtomicBool, report: fn(), failed: fn()) {
     loop {
         let said = crate::panic::catch(|| {
             let mut printer = lock();
@@ -245,9 +246,11 @@ fn run(stop: &AtomicBool, report: fn()) {
                 let _ = crate::panic::catch(report);
             }
             Ok(_) => {}
-            // A panic in the outputs: the thread ends; callers write
-            // their own lines from now on (see `State::wake_writer`).
-            Err(_) => return,
+            // A panic in the outputs: vlog steps down (outputs off, the
+            // ring goes on), and the thread goes on with what is left.
+            Err(_) => {
+                let _ = crate::panic::catch(failed);
+            }
         }
         if stop.load(Ordering::SeqCst) {
             return;

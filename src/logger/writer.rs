@@ -41,7 +41,7 @@ impl State {
             return false;
         }
         ticker::drain_at_exit_once();
-        match printer::start(report) {
+        match printer::start(report, failed) {
             Ok(writer) => {
                 if let Some(old) = self.threads.writer.replace(writer) {
                     old.stop();
@@ -67,6 +67,12 @@ impl State {
 #[cold]
 pub(super) fn print_now(printer: &'static Mutex<printer::Printer>, rec: &Record) {
     printer::lock_of(printer).outputs.print(rec, diag::warn);
+}
+
+/// After a panic in the outputs on the writer thread: the step down of a
+/// panic at the C boundary.
+fn failed() {
+    super::apply::step_down("a panic in vlog's writer thread");
 }
 
 /// What the writer thread says the outputs had to report: taken from them
