@@ -495,8 +495,13 @@ mod tests {
     /// A logger of the test's own: its own outputs, no writer thread (the
     /// lines are written by the test, as a caller writes them).
     fn quiet_state() -> State {
+        // Kept where a leak checker finds them: a logger's printer lives as
+        // long as the process, as the process's own does.
+        static KEPT: std::sync::Mutex<Vec<&'static std::sync::Mutex<printer::Printer>>> =
+            std::sync::Mutex::new(Vec::new());
         let mut s = State::new();
         s.printer = Box::leak(Box::new(std::sync::Mutex::new(printer::Printer::new())));
+        KEPT.lock().unwrap().push(s.printer);
         s.writer_off = true;
         s.sync_from = 0;
         s.initialized = true;
