@@ -199,7 +199,7 @@ pub fn emit_site(call: SiteCall) -> Outcome {
         }
         // Apart, with the call by value: the flight recorder's path keeps
         // its arguments in registers (a retry loop here, or a closure
-        // that may record again, cost it 58 instructions, callgrind,
+        // that may record again, cost it 33 instructions, callgrind,
         // vlog-ring).
         next => finish_site(entered, next, call),
     }
