@@ -26,9 +26,10 @@ examples/daemon: lib examples/daemon.c examples/net.c examples/disk.c examples/d
 
 # The flight-recorder configuration: debug messages from the daemon's sources
 # are recorded in the ring (kept in a file), while stderr prints only warnings
-# and errors. The daemon crashes at the end: its crash dump goes to a file,
-# and vlog-dump reads its ring file. The story fits a screen.
-DEMO_ENV = VLOG_FILTERS="1:daemon" VLOG_OUTPUTS="3:stderr" \
+# and errors, an error with the last 5 debug records of its thread before it
+# (its context). The daemon crashes at the end: its crash dump goes to a
+# file, and vlog-dump reads its ring file. The story fits a screen.
+DEMO_ENV = VLOG_FILTERS="1:daemon" VLOG_OUTPUTS="3:stderr" VLOG_CONTEXT=5 \
 	VLOG_BUFFER_FILE=examples/daemon.ring VLOG_DUMP=file:examples/daemon.crash
 
 demo: examples/daemon

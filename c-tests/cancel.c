@@ -92,6 +92,11 @@ static void stats(void)
     CHECK(vlog_get_stats(&st) == 0);
 }
 
+UNWOUND static void context(void)
+{
+    CHECK(vlog_set_context("5") == 0);
+}
+
 static void level(void)
 {
     CHECK(vlog_set_level(VLOG_PRIO_DEBUG) == 0);
@@ -332,6 +337,7 @@ int main(int argc, char **argv)
     trial("vlog_relay_feed printed", relayed, 0);
     trial("vlog_get_stats", stats, 1);
     trial("vlog_set_level", level, 1);
+    trial("vlog_set_context", context, 0);
     /* Each call did its work. */
     text = check_slurp_path(log_path);
     CHECK(strstr(text, "printed with a cancel pending") != NULL);

@@ -144,6 +144,30 @@ int main(void)
     VLOG_DEBUG("%s%s%s%s", text, text, text, text);
     CHECK(count_alloc_calls == before);
 
+    /* An error printed with its context (the debug records before it, read
+     * back and rendered), and one whose site had a context a moment ago
+     * (a note of what it left out): nothing either. */
+    CHECK(vlog_set_context("20/0") == 0);
+    VLOG_ERROR("warm-up error");
+    before = count_alloc_calls;
+    for (int i = 0; i < 100; i++) {
+        for (int j = 0; j < 30; j++)
+            VLOG_DEBUG("context %d of error %d: %s", j, i, text + j);
+        VLOG_ERROR("error %d", i);
+    }
+    CHECK(count_alloc_calls == before);
+    CHECK(vlog_set_context("20/60") == 0);
+    VLOG_ERROR("a site with a context");
+    before = count_alloc_calls;
+    for (int i = 0; i < 100; i++) {
+        VLOG_DEBUG("left out %d", i);
+        VLOG_ERROR("a site with a context");
+    }
+    CHECK(count_alloc_calls == before);
+    CHECK(vlog_get_stats(&stats) == 0);
+    CHECK(stats.context_records >= 100 * 20 && stats.contexts_suppressed >= 99);
+    network_records += 1 + 100 * 31 + 1 + 200;
+
     /* And the counter does count: a message formatted at the call (long
      * double is) that is longer than the stack buffer takes one heap buffer. */
     VLOG_DEBUG("%1500.1Lf", 1.0L);

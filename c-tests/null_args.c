@@ -25,7 +25,15 @@ int main(void)
     CHECK(vlog_set_filters(NULL) == -1);
     CHECK_ERROR("NULL");
     CHECK(vlog_set_outputs(NULL) == -1);
-    CHECK(vlog_get_stats(NULL) == -1);
+    CHECK((vlog_get_stats)(NULL) == -1);
+    CHECK(vlog_get_stats_sized(NULL, sizeof(vlog_stats)) == -1);
+    {
+        vlog_stats st;
+        CHECK(vlog_get_stats_sized(&st, 0) == -1);
+        CHECK_ERROR("size is 0");
+    }
+    CHECK(vlog_set_context(NULL) == -1);
+    CHECK_ERROR("NULL");
     vlog_source_unregister(NULL);
     CHECK(vlog_source_enabled(NULL, VLOG_PRIO_ERROR) == 1);
 

@@ -73,8 +73,10 @@ int main(void)
 
     snprintf(spec, sizeof spec, "%s/warn.log", dir);
     text = check_slurp_path(spec);
-    CHECK(check_count(text, "\n") == 1);
-    CHECK(strstr(text, " : an error\n") != NULL);
+    /* The error, with the debug line before it as its context. */
+    CHECK(check_count(text, "\n") == 2);
+    CHECK(strstr(text, ": debug (context) : test.outputs : main:") != NULL);
+    CHECK(strstr(text, " : an error\n") > strstr(text, ": debug (context) : "));
     free(text);
 
     /* Rotation: move the file away, reopen, and the next line goes to a new
@@ -119,7 +121,13 @@ int main(void)
     VLOG_ERROR("kept by the later duplicate");
     snprintf(spec, sizeof spec, "%s/dup.log", dir);
     text = check_slurp_path(spec);
-    CHECK(check_count(text, "\n") == 1 && strstr(text, " : kept by the later") != NULL);
+    /* One line, the error, after its context (the records this new output
+     * did not print, the warning among them, marked as such). */
+    CHECK(check_count(text, "\n") == check_count(text, " (context) : ") + 1);
+    CHECK(strstr(text, " : kept by the later duplicate\n") == text + strlen(text) -
+                                                                  strlen(" : kept by the later duplicate\n"));
+    CHECK(strstr(text, ": warning (context) : test.outputs : main:") != NULL);
+    CHECK(strstr(text, ": warning : ") == NULL);
     free(text);
 
     /* Appending, never truncating: a new output on the same file keeps lines. */

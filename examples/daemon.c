@@ -2,7 +2,8 @@
  * A small storage daemon that shows vlog: three sources (daemon.main,
  * daemon.net, daemon.disk), configured from the environment. `make demo` runs
  * it as a flight recorder: debug messages go to the ring only, stderr shows
- * warnings and errors. When a request fails, the daemon trips over a broken
+ * warnings and errors, an error with the debug records that led to it (its
+ * context, VLOG_CONTEXT). When a request fails, the daemon trips over a broken
  * invariant and crashes: the crash handler writes the ring, the debug
  * messages that led there included, to the dump file, and the ring file it
  * kept is read back with vlog-dump after it is gone.
@@ -68,7 +69,9 @@ int main(int argc, char **argv)
     }
 
     vlog_get_stats(&stats);
-    fprintf(stderr, "(the daemon recorded %llu messages; stderr printed the warnings and errors)\n",
+    fprintf(stderr,
+            "(the daemon recorded %llu messages; stderr printed the errors, the first with "
+            "its context: the debug records before it)\n",
             (unsigned long long)stats.records);
 
     /* A request that failed leaves its buffer behind; the cleanup code does

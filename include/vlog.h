@@ -190,6 +190,17 @@ static inline __attribute__((format(printf, 8, 9))) int
 vlog_fields(const vlog_source *src, int prio, const char *file, int line, const char *func,
             const vlog_field *fields, size_t nfields, const char *fmt, ...);
 
+/* ---- Counters ----------------------------------------------------------- */
+
+/* Fills `*stats` with every counter this header's vlog_stats has (the
+ * library is told its size, so a program built against an older header
+ * gets the counters it knows, and one built against a newer header zeros
+ * for those the library lacks). `(vlog_get_stats)(stats)` calls the
+ * exported function, which fills the first header's six counters only.
+ * NULL: an error (-1); ownership: `*stats` stays the caller's; errors: -1
+ * and vlog_last_error(); async-signal-safe: no. */
+#define vlog_get_stats(stats) vlog_get_stats_sized((stats), sizeof *(stats))
+
 /* ========================================================================
  * Internal: the machinery behind the macros above. Not API; it may change
  * with any release (VLOG_ABI_VERSION tells programs and libraries apart).

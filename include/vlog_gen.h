@@ -185,6 +185,20 @@ typedef struct vlog_stats {
    * (the first kept as VLOG_BAD_FIELD_NAME), or given twice.
    */
   uint64_t bad_fields;
+  /**
+   * Errors' contexts printed (VLOG_CONTEXT), one per output that printed
+   * at least one record of one.
+   */
+  uint64_t contexts;
+  /**
+   * Records printed as an error's context.
+   */
+  uint64_t context_records;
+  /**
+   * Contexts left out because their error site had one within the
+   * interval (one per output).
+   */
+  uint64_t contexts_suppressed;
 } vlog_stats;
 
 /**
@@ -350,6 +364,22 @@ int vlog_set_level(int level);
  * vlog_last_error(); async-signal-safe: no.
  */
 int vlog_set_filters(const char *filters);
+
+/**
+ * Sets what an error brings with it, in `VLOG_CONTEXT` syntax:
+ * `N[/SECONDS] [all-threads] [off:MATCH] [off:file=NAME[:LINE]]
+ * [off:func=NAME]`. An output that prints an error first prints up to N
+ * records that came before it in the ring and that the output did not
+ * print (by default the erring thread's since its last context; 0: none),
+ * at most one context per error site every SECONDS (60), none for an
+ * error whose source matches an `off:` MATCH or whose file, line or
+ * function is named. The whole string is parsed first: on a bad token it
+ * returns -1, `vlog_last_error()` names it, and the context in force
+ * stays. Returns 0 on success.
+ * NULL: an error (-1); ownership: the string is not kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_set_context(const char *context);
 
 /**
  * Replaces the outputs with `outputs`, in `VLOG_OUTPUTS` syntax
@@ -520,13 +550,29 @@ int vlog_set_dump_signal(int signum);
 int vlog_dump(int fd);
 
 /**
- * Fills `*stats` with the ring's and the outputs' counters. Returns 0, or
- * -1 if `stats` is NULL or the thread is already inside vlog (a signal
- * handler that interrupted it). Takes the lock.
+ * Fills the first six counters of `*stats` (those of the first header's
+ * struct: buffer_size to bad_fields), for programs built against it. The
+ * header's `vlog_get_stats()` macro calls `vlog_get_stats_sized()`, which
+ * fills every counter. Returns 0, or -1 if `stats` is NULL or the thread
+ * is already inside vlog (a signal handler that interrupted it). Takes
+ * the lock.
  * NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
  * the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
  */
 int vlog_get_stats(struct vlog_stats *stats);
+
+/**
+ * Fills `*stats`, a struct of `size` bytes (`sizeof *stats` as the
+ * caller's header has it; `vlog_get_stats(stats)` passes it), with the
+ * ring's and the outputs' counters: every counter this library and the
+ * caller's struct both have; bytes of a larger struct (a newer header's)
+ * beyond this library's counters are set to 0. Returns 0, or -1 if
+ * `stats` is NULL, `size` is 0, or the thread is already inside vlog (a
+ * signal handler that interrupted it). Takes the lock.
+ * NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
+ * the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_get_stats_sized(struct vlog_stats *stats, size_t size);
 
 /**
  * Reads the environment (`VLOG_LEVEL`, `VLOG_FILTERS`, `VLOG_OUTPUTS`,

@@ -66,14 +66,14 @@ pub const RESERVED: &[&[u8]] = &[
     b"USER_UNIT",
     b"INVOCATION_ID",
     b"USER_INVOCATION_ID",
-    b"VLOG_SOURCE",
-    BAD_FIELD,
 ];
 
 /// Prefixes no field's name may start with: journald's fields about
 /// another process (`OBJECT_PID`, and the `OBJECT_SYSTEMD_UNIT` that
-/// `journalctl -u` matches), and systemd-coredump's.
-pub const RESERVED_PREFIXES: &[&[u8]] = &[b"OBJECT_", b"COREDUMP_"];
+/// `journalctl -u` matches), systemd-coredump's, and vlog's own
+/// (`VLOG_SOURCE`, [`BAD_FIELD`], an error's context's `VLOG_CONTEXT`,
+/// `VLOG_SEQ` and `VLOG_TIME`).
+pub const RESERVED_PREFIXES: &[&[u8]] = &[b"OBJECT_", b"COREDUMP_", b"VLOG_"];
 
 /// Whether `name` is one of the [`RESERVED`] names or starts with one of
 /// the [`RESERVED_PREFIXES`].

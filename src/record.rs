@@ -27,6 +27,10 @@ pub struct Record<'a> {
     pub message: &'a [u8],
     /// Encoded structured fields (see `fields`), empty for none.
     pub fields: &'a [u8],
+    /// Printed as an error's context (see `logger::context`): a record
+    /// made before the error, shown before it, marked as such by every
+    /// output. Never stored: the ring's records are false.
+    pub context: bool,
 }
 
 impl<'a> Record<'a> {
@@ -56,6 +60,7 @@ pub fn sample() -> Record<'static> {
         func: b"qemuMonitorSend",
         message: b"sent 12 bytes to fd 7",
         fields: b"",
+        context: false,
     }
 }
 

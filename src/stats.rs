@@ -17,6 +17,13 @@ pub static NESTED_DROPPED: AtomicU64 = AtomicU64::new(0);
 /// them written first (the control socket's `stats`).
 pub static CALLER_WROTE: AtomicU64 = AtomicU64::new(0);
 
+/// Errors' contexts printed (one per output that printed at least one
+/// record of one), the records printed in them, and contexts left out
+/// because their error site had one within the interval (one per output).
+pub static CONTEXTS: AtomicU64 = AtomicU64::new(0);
+pub static CONTEXT_RECORDS: AtomicU64 = AtomicU64::new(0);
+pub static CONTEXTS_SUPPRESSED: AtomicU64 = AtomicU64::new(0);
+
 pub fn add(counter: &AtomicU64, n: u64) {
     counter.fetch_add(n, Ordering::Relaxed);
 }

@@ -22,6 +22,7 @@ fn plain<'a>(message: &'a [u8], fields: &'a [u8]) -> Record<'a> {
         func: b"fn",
         message,
         fields,
+        context: false,
     }
 }
 
@@ -54,6 +55,7 @@ fn ring_file(name: &str) -> PathBuf {
             func: b"fn",
             message: msg.as_bytes(),
             fields: b"",
+            context: false,
         });
     }
     path

@@ -1,6 +1,7 @@
 //! vlog-ctl: talks to a running program's control socket (`VLOG_CONTROL`,
-//! `vlog_control_start`): changes its filters, outputs and level, shows its
-//! configuration and counters, dumps or follows its ring.
+//! `vlog_control_start`): changes its filters, outputs, level and error
+//! context, shows its configuration and counters, dumps or follows its
+//! ring.
 //!
 //! It sends one request line and prints the reply's body on stdout; an
 //! error the program answers goes to stderr, and the exit status says what
@@ -96,7 +97,7 @@ fn request(command: &str, args: &[String], json: bool) -> Result<String, String>
     }
     line.push_str(command);
     match command {
-        "filters" | "outputs" | "level" => {
+        "filters" | "outputs" | "level" | "context" => {
             if args.is_empty() {
                 return Err(format!("{command} needs its new value (\"\" for none)"));
             }
@@ -117,8 +118,8 @@ fn request(command: &str, args: &[String], json: bool) -> Result<String, String>
         }
         _ => {
             return Err(format!(
-                "unknown command '{command}': use filters, outputs, level, show, stats, dump, \
-                 follow, reopen or help"
+                "unknown command '{command}': use filters, outputs, level, context, show, \
+                 stats, dump, follow, reopen or help"
             ))
         }
     }

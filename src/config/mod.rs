@@ -5,6 +5,7 @@
 //! Imports the parsers of the stages below it (outputs, crash dumps, ring
 //! sizes) and the bottom of the crate.
 
+pub mod context;
 pub mod filter;
 pub mod select;
 
@@ -108,6 +109,8 @@ pub struct EnvConfig {
     /// `VLOG_WRITER=caller`: no writer thread; each line is written by the
     /// thread that logs it (`thread`, the default: vlog's writer thread).
     pub writer_off: Option<bool>,
+    /// `VLOG_CONTEXT`: what an error's context is.
+    pub context: Option<context::Context>,
 }
 
 /// `VLOG_WRITER`: who writes the outputs' lines.
@@ -177,6 +180,12 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>, mut warn: impl FnMut(&str)
         match parse_writer(&v) {
             Ok(off) => config.writer_off = Some(off),
             Err(e) => warn(&format!("ignoring VLOG_WRITER: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_CONTEXT") {
+        match context::Context::parse(&v) {
+            Ok(c) => config.context = Some(c),
+            Err(e) => warn(&format!("ignoring VLOG_CONTEXT: {e}")),
         }
     }
     if let Some(v) = read("VLOG_CONTROL") {

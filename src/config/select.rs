@@ -94,6 +94,7 @@ mod tests {
             func: b"",
             message: b"disk full",
             fields: b"",
+            context: false,
         };
         assert!(s.selects(&rec), "{s:?}");
         assert!(

@@ -23,6 +23,7 @@ pub const COMMANDS: &str =
     "  filters STRING    replace the filters (VLOG_FILTERS syntax; \"\" for none)
   outputs STRING    replace the outputs (VLOG_OUTPUTS syntax; \"\" for the default)
   level PRIO        set the default level (1-4, debug, info, warning, error)
+  context STRING    set what an error brings with it (VLOG_CONTEXT syntax)
   show              the configuration in force, as environment variables
   stats             the ring's and the outputs' counters
   dump [OPTIONS]    the ring, oldest record first
@@ -101,6 +102,11 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
             s.set_level(level);
             Ok((old, (level as u8).to_string()))
         }),
+        "context" => change(r, "context", rest, |s, v| {
+            let old = s.context_env();
+            s.set_context(v)?;
+            Ok((old, s.context_env()))
+        }),
         "show" => none("show").and_then(|()| {
             let mut pairs =
                 enter(|s| s.as_env()).ok_or_else(|| "vlog is busy on this thread".to_owned())?;
@@ -124,6 +130,15 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
                         ),
                         ("bad_fields", stats::get(&stats::BAD_FIELDS).to_string()),
                         ("caller_wrote", stats::get(&stats::CALLER_WROTE).to_string()),
+                        ("contexts", stats::get(&stats::CONTEXTS).to_string()),
+                        (
+                            "context_records",
+                            stats::get(&stats::CONTEXT_RECORDS).to_string(),
+                        ),
+                        (
+                            "contexts_suppressed",
+                            stats::get(&stats::CONTEXTS_SUPPRESSED).to_string(),
+                        ),
                     ])
                 })
                 .ok_or_else(|| "vlog is busy on this thread".to_owned())
@@ -147,8 +162,8 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
             "one command per connection; --json first for JSON replies:\n{COMMANDS}"
         ))),
         _ => Err(format!(
-            "unknown command '{command}': use filters, outputs, level, show, stats, dump, \
-             follow, reopen or help"
+            "unknown command '{command}': use filters, outputs, level, context, show, stats, \
+             dump, follow, reopen or help"
         )),
     }
 }
@@ -208,6 +223,7 @@ fn env_name(what: &str) -> &'static str {
     match what {
         "filters" => "VLOG_FILTERS",
         "outputs" => "VLOG_OUTPUTS",
+        "context" => "VLOG_CONTEXT",
         _ => "VLOG_LEVEL",
     }
 }

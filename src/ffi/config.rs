@@ -51,6 +51,29 @@ pub extern "C-unwind" fn vlog_set_filters(filters: *const c_char) -> c_int {
     })
 }
 
+/// Sets what an error brings with it, in `VLOG_CONTEXT` syntax:
+/// `N[/SECONDS] [all-threads] [off:MATCH] [off:file=NAME[:LINE]]
+/// [off:func=NAME]`. An output that prints an error first prints up to N
+/// records that came before it in the ring and that the output did not
+/// print (by default the erring thread's since its last context; 0: none),
+/// at most one context per error site every SECONDS (60), none for an
+/// error whose source matches an `off:` MATCH or whose file, line or
+/// function is named. The whole string is parsed first: on a bad token it
+/// returns -1, `vlog_last_error()` names it, and the context in force
+/// stays. Returns 0 on success.
+/// NULL: an error (-1); ownership: the string is not kept; errors: -1 and
+/// vlog_last_error(); async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog_set_context(context: *const c_char) -> c_int {
+    no_cancel!(|| {
+        config_call(|| {
+            // SAFETY: NULL or a NUL-terminated string, per the API contract.
+            let spec = unsafe { config_str(context, "context") }?;
+            logger::configure(|s| s.set_context(spec))
+        })
+    })
+}
+
 /// Replaces the outputs with `outputs`, in `VLOG_OUTPUTS` syntax
 /// (`PRIO:stderr`, `PRIO:file:PATH`, `PRIO:json:PATH`, `PRIO:json:stderr`,
 /// `PRIO:journald`, `PRIO:syslog:IDENT`, `PRIO:syslog` (the program's own

@@ -27,7 +27,19 @@ pub struct vlog_stats {
     /// Structured fields not kept as given: a name not valid or reserved
     /// (the first kept as VLOG_BAD_FIELD_NAME), or given twice.
     pub bad_fields: u64,
+    /// Errors' contexts printed (VLOG_CONTEXT), one per output that printed
+    /// at least one record of one.
+    pub contexts: u64,
+    /// Records printed as an error's context.
+    pub context_records: u64,
+    /// Contexts left out because their error site had one within the
+    /// interval (one per output).
+    pub contexts_suppressed: u64,
 }
+
+/// The counters as a program built against the first header knew them
+/// (`vlog_get_stats`, the exported function).
+const FIRST_STATS_SIZE: usize = 6 * 8;
 
 /// Writes the ring to `fd` as text lines, oldest first, in the output line
 /// format. Reads without taking any lock and validates every record (commit
@@ -48,16 +60,37 @@ pub extern "C-unwind" fn vlog_dump(fd: c_int) -> c_int {
     })
 }
 
-/// Fills `*stats` with the ring's and the outputs' counters. Returns 0, or
-/// -1 if `stats` is NULL or the thread is already inside vlog (a signal
-/// handler that interrupted it). Takes the lock.
+/// Fills the first six counters of `*stats` (those of the first header's
+/// struct: buffer_size to bad_fields), for programs built against it. The
+/// header's `vlog_get_stats()` macro calls `vlog_get_stats_sized()`, which
+/// fills every counter. Returns 0, or -1 if `stats` is NULL or the thread
+/// is already inside vlog (a signal handler that interrupted it). Takes
+/// the lock.
 /// NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
 /// the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_get_stats(stats: *mut vlog_stats) -> c_int {
+    vlog_get_stats_sized(stats, FIRST_STATS_SIZE)
+}
+
+/// Fills `*stats`, a struct of `size` bytes (`sizeof *stats` as the
+/// caller's header has it; `vlog_get_stats(stats)` passes it), with the
+/// ring's and the outputs' counters: every counter this library and the
+/// caller's struct both have; bytes of a larger struct (a newer header's)
+/// beyond this library's counters are set to 0. Returns 0, or -1 if
+/// `stats` is NULL, `size` is 0, or the thread is already inside vlog (a
+/// signal handler that interrupted it). Takes the lock.
+/// NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
+/// the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog_get_stats_sized(stats: *mut vlog_stats, size: usize) -> c_int {
     no_cancel!(|| {
-        if stats.is_null() {
-            set_last_error("stats is NULL");
+        if stats.is_null() || size == 0 {
+            set_last_error(if size == 0 {
+                "size is 0"
+            } else {
+                "stats is NULL"
+            });
             return -1;
         }
         guarded(-1, || {
@@ -74,9 +107,21 @@ pub extern "C-unwind" fn vlog_get_stats(stats: *mut vlog_stats) -> c_int {
                 dropped_nested: stats::get(&stats::NESTED_DROPPED),
                 output_lines_lost: stats::get(&stats::LINES_LOST),
                 bad_fields: stats::get(&stats::BAD_FIELDS),
+                contexts: stats::get(&stats::CONTEXTS),
+                context_records: stats::get(&stats::CONTEXT_RECORDS),
+                contexts_suppressed: stats::get(&stats::CONTEXTS_SUPPRESSED),
             };
-            // SAFETY: non-NULL, and the caller passes a writable vlog_stats.
-            unsafe { stats.write(out) };
+            let ours = std::mem::size_of::<vlog_stats>();
+            let dst = stats.cast::<u8>();
+            // SAFETY: non-NULL, and the caller passes `size` writable bytes
+            // (a vlog_stats as its header has it); at most `size` are
+            // written, from `out`, a local of `ours` bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping((&raw const out).cast::<u8>(), dst, size.min(ours));
+                if size > ours {
+                    std::ptr::write_bytes(dst.add(ours), 0, size - ours);
+                }
+            }
             0
         })
     })

@@ -6,6 +6,7 @@
 use std::sync::atomic::Ordering;
 
 use super::{enter, note, printer, safe_mode, State, NORMAL, RING_ONLY, SAFE_MODE, SILENT};
+use crate::config::context::Context;
 use crate::config::filter::Filters;
 use crate::config::{self, DEFAULT_BUFFER_SIZE, DEFAULT_LEVEL};
 use crate::crash::{self, target::DumpFiles, target::DumpTarget};
@@ -76,6 +77,10 @@ impl State {
             })
             .filter(|list| !list.is_empty());
         self.writer_off = env.writer_off.unwrap_or(false);
+        let context = env.context.unwrap_or_default();
+        if let Err(e) = printer::lock_of(self.printer).set_context(context) {
+            diag::warn(&format!("{e}; errors are printed without their context"));
+        }
         let set = match outputs {
             Some(list) => self
                 .set_output_list(list)
@@ -293,6 +298,19 @@ impl State {
         self.filters = filters;
         self.refresh_sources();
         Ok(())
+    }
+
+    /// Sets what an error's context is (`VLOG_CONTEXT`'s syntax), after the
+    /// outputs wrote what was pending under the one in force.
+    pub fn set_context(&mut self, spec: &str) -> Result<(), ConfigError> {
+        let context = Context::parse(spec)?;
+        self.ensure_init();
+        self.printer().set_context(context)
+    }
+
+    /// The error context in force, as `VLOG_CONTEXT` writes it.
+    pub fn context_env(&self) -> String {
+        printer::lock_of(self.printer).context().as_env()
     }
 
     pub fn set_outputs(&mut self, text: &str) -> Result<(), ConfigError> {

@@ -324,6 +324,7 @@ impl State {
             func,
             message: body,
             fields,
+            context: false,
         }
         .clipped();
 
@@ -507,6 +508,10 @@ mod tests {
         s.initialized = true;
         s.default_outputs = false;
         s.set_buffer_size(ring::layout::MIN_SIZE).unwrap();
+        // The tests that are about an error's context ask for one.
+        printer::lock_of(s.printer)
+            .set_context(crate::config::context::Context::parse("0").unwrap())
+            .unwrap();
         s
     }
 

@@ -23,6 +23,7 @@
 
 pub mod above;
 pub mod apply;
+pub mod context;
 pub mod emit;
 pub mod fork;
 pub mod levels;
@@ -317,6 +318,7 @@ fn note(ring: Option<&mut Ring>, event: &str) {
                 func: b"output",
                 message: event.as_bytes(),
                 fields: b"",
+                context: false,
             }
             .clipped(),
         );
@@ -390,6 +392,7 @@ impl State {
             ),
             ("VLOG_DUMP", self.dump.as_env()),
             ("VLOG_DUMP_SIGNAL", signal),
+            ("VLOG_CONTEXT", self.context_env()),
         ]
     }
 
@@ -430,6 +433,7 @@ impl State {
             func,
             message: message.as_bytes(),
             fields: &encoded,
+            context: false,
         }
         .clipped();
         let printed = self.prints(rec.priority);

@@ -40,6 +40,9 @@
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use super::context::{self, Pick};
+use crate::config::context::Context;
+use crate::error::ConfigError;
 use crate::output::{at_crash, Outputs};
 use crate::ring::published;
 use crate::ring::reader::{self, Cursor, Entry};
@@ -51,6 +54,10 @@ pub struct Printer {
     pub outputs: Outputs,
     /// What the outputs had to report, said once the lock is let go of.
     said: Vec<String>,
+    /// What an error's context is (`VLOG_CONTEXT`), and room for the
+    /// records it picks, reserved when it is set.
+    context: Context,
+    picks: Vec<Pick>,
 }
 
 /// The process's outputs (a logger made for a unit test has its own).
@@ -87,7 +94,27 @@ impl Printer {
         Printer {
             outputs: Outputs::new(),
             said: Vec::new(),
+            context: Context::new(),
+            picks: Vec::new(),
         }
+    }
+
+    /// Sets what an error's context is, with the room its records need
+    /// (refused, and the context in force kept, without the memory).
+    pub fn set_context(&mut self, context: Context) -> Result<(), ConfigError> {
+        let more = context.records.saturating_sub(self.picks.len());
+        self.picks.try_reserve_exact(more).map_err(|e| {
+            ConfigError::new(format!("not enough memory for the error context: {e}"))
+        })?;
+        if context != self.context {
+            self.outputs.restart_contexts();
+        }
+        self.context = context;
+        Ok(())
+    }
+
+    pub fn context(&self) -> &Context {
+        &self.context
     }
 
     /// Hands the outputs every record marked for them from where they
@@ -95,29 +122,59 @@ impl Printer {
     /// everything recorded now), writing after each step, and moves
     /// `printed` past what they were handed.
     pub fn catch_up(&mut self, view: &View, upto: u64) {
-        let Printer { outputs, said } = self;
-        outputs.print_all(|outputs| Printer::catch_up_with(outputs, said, view, upto));
+        let Printer {
+            outputs,
+            said,
+            context,
+            picks,
+        } = self;
+        outputs.print_all(|outputs| {
+            Printer::catch_up_with(outputs, said, (context, picks), view, upto)
+        });
     }
 
-    /// [`Printer::catch_up`], with no cancel acting inside.
-    fn catch_up_with(outputs: &mut Outputs, said: &mut Vec<String>, view: &View, upto: u64) {
+    /// [`Printer::catch_up`], with no cancel acting inside. The walk stops
+    /// before an error that brings a context (`logger::context`), has the
+    /// outputs print the context, and goes on from the error.
+    fn catch_up_with(
+        outputs: &mut Outputs,
+        said: &mut Vec<String>,
+        (context, picks): (&Context, &mut Vec<Pick>),
+        view: &View,
+        upto: u64,
+    ) {
         let end = upto.min(reader::Region::tail(view));
         let mut cursor = Cursor::at(view.printed());
+        // The error whose context was printed last: printed itself next.
+        let mut done = None;
         while cursor.pos().is_some_and(|pos| pos < end) {
             let from = cursor.pos();
+            let mut stopped = None;
             // After a crash, the crash handler writes what is left.
             at_crash::while_busy(|| {
-                cursor = reader::read_marked(view, cursor, READ_STEP, |entry, marked| {
+                cursor = reader::read_until(view, cursor, READ_STEP, |entry, marked| {
                     if let (Entry::Record(rec), true) = (entry, marked) {
+                        if done != Some(rec.seq) {
+                            stopped = context::due(context, outputs, &rec);
+                            if stopped.is_some() {
+                                return false;
+                            }
+                        }
                         outputs.add(&rec, |event| said.push(event.to_owned()));
                     }
+                    true
                 });
+                if let (Some(due), Some(at)) = (&stopped, cursor.pos()) {
+                    let mut report = |event: &str| said.push(event.to_owned());
+                    context::print(context, picks, outputs, view, at, due, &mut report);
+                    done = Some(due.seq());
+                }
                 outputs.flush(|event| said.push(event.to_owned()));
                 if let Some(pos) = cursor.pos().filter(|&pos| Some(pos) != from) {
                     view.set_printed(pos);
                 }
             });
-            if cursor.pos() == from {
+            if cursor.pos() == from && stopped.is_none() {
                 // A walk that did not move (a damaged ring, a crash): no
                 // further.
                 break;
@@ -129,8 +186,23 @@ impl Printer {
     /// process sharing a ring file whose outputs are not the ring's
     /// reader prints its own records as it makes them).
     pub fn print_at(&mut self, view: &View, pos: u64) {
-        let Printer { outputs, said } = self;
+        let Printer {
+            outputs,
+            said,
+            context,
+            picks,
+        } = self;
         outputs.print_all(|outputs| {
+            let mut due = None;
+            reader::read_marked(view, Cursor::at(pos), 1, |entry, _| {
+                if let Entry::Record(rec) = entry {
+                    due = context::due(context, outputs, &rec);
+                }
+            });
+            if let Some(due) = due {
+                let mut report = |event: &str| said.push(event.to_owned());
+                context::print(context, picks, outputs, view, pos, &due, &mut report);
+            }
             reader::read_marked(view, Cursor::at(pos), 1, |entry, _| {
                 if let Entry::Record(rec) = entry {
                     outputs.add(&rec, |event| said.push(event.to_owned()));

@@ -71,6 +71,16 @@ pub fn render(rec: &Record, ident: &[u8], out: &mut impl Sink) {
     put(b"CODE_LINE", decimal(rec.line as u64, &mut digits), out);
     put(b"CODE_FUNC", rec.func, out);
     put(b"VLOG_SOURCE", rec.source, out);
+    if rec.context {
+        // journald stamps an entry when it arrives: the record's own time
+        // and place in the ring go with it.
+        let mut time = [0u8; 32];
+        let mut stamp = crate::text::Bounded::new(&mut time);
+        crate::text::time::put_rfc3339(rec.time_ns, &mut stamp);
+        put(b"VLOG_CONTEXT", b"1", out);
+        put(b"VLOG_SEQ", decimal(rec.seq, &mut digits), out);
+        put(b"VLOG_TIME", stamp.finish(), out);
+    }
     for field in fields::decode(rec.fields).iter().flat_map(|f| f.iter()) {
         match field.value {
             Value::Str(s) => put(field.name, s, out),
@@ -132,6 +142,7 @@ mod tests {
             func: b"send",
             message: b"two\nlines",
             fields: &encoded,
+            context: false,
         };
         let mut out = Vec::new();
         render(&rec, b"daemon", &mut out);

@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 
 use super::at_crash;
+use super::context::Memory;
 use super::print::{Lines, Output, Target};
 use super::spec::Spec;
 use crate::error::ConfigError;
@@ -120,6 +121,13 @@ impl Outputs {
             )));
         }
         list.iter_mut().for_each(Output::start);
+        // An output that stays (the same destination) remembers the error
+        // contexts it printed: none is printed twice.
+        for out in list.iter_mut() {
+            if let Some(old) = self.list.iter().find(|old| old.spec.dest == out.spec.dest) {
+                out.context = old.context.clone();
+            }
+        }
         self.list = list;
         self.publish_for_crash();
         self.sync_from = self
@@ -182,6 +190,36 @@ impl Outputs {
                 report(&event);
             }
         }
+    }
+
+    /// Hands `rec` to output `i` alone (a record of an error's context,
+    /// `logger::context`), as [`Outputs::add`] does.
+    pub fn add_to(&mut self, i: usize, rec: &Record, mut report: impl FnMut(&str)) {
+        self.lines.text_made = false;
+        self.lines.json_made = false;
+        if let Some(out) = self.list.get_mut(i) {
+            if let Some(event) = out.add(rec, &mut self.lines) {
+                report(&event);
+            }
+        }
+        // The next record's lines are made anew.
+        self.lines.text_made = false;
+        self.lines.json_made = false;
+    }
+
+    /// How many outputs there are.
+    pub fn count(&self) -> usize {
+        self.list.len()
+    }
+
+    /// After the error context changed: see `context::Memory::restart`.
+    pub fn restart_contexts(&mut self) {
+        self.list.iter_mut().for_each(|o| o.context.restart());
+    }
+
+    /// Output `i`'s priority and its memory of error contexts.
+    pub fn context_of(&mut self, i: usize) -> Option<(Priority, &mut Memory)> {
+        self.list.get_mut(i).map(|o| (o.priority, &mut o.context))
     }
 
     /// Writes every output's batch (see [`Output::flush`]); as for

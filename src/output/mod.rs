@@ -14,6 +14,7 @@
 
 pub mod address;
 pub mod at_crash;
+pub mod context;
 pub mod file;
 pub mod fluent;
 pub mod journald;

@@ -5,6 +5,7 @@ use std::io;
 use std::net::SocketAddr;
 
 use super::address::Address;
+use super::context::Memory;
 use super::file::FileOutput;
 use super::fluent::{Fluent, Waiting};
 use super::journald::Journald;
@@ -48,6 +49,8 @@ pub struct Output {
     /// with one write(2) per batch ([`Output::flush`]).
     batch: Vec<u8>,
     batched: u64,
+    /// What it remembers of the error contexts it printed.
+    pub(super) context: Memory,
 }
 
 /// The most a batch of lines holds before it is written.
@@ -118,6 +121,7 @@ impl Output {
             failing: None,
             batch: Vec::new(),
             batched: 0,
+            context: Memory::new(),
         }
     }
 
@@ -311,8 +315,10 @@ impl Output {
     }
 
     /// In a forked child: lets go of a collector connection it shares with
-    /// the parent (the next message opens the child's own).
+    /// the parent (the next message opens the child's own), and starts its
+    /// own memory of error contexts.
     pub fn after_fork(&mut self) {
+        self.context.forget();
         match &mut self.target {
             Target::Syslog(syslog) => syslog.after_fork(),
             Target::Fluent(fluent) => fluent.after_fork(),

@@ -158,9 +158,10 @@ impl<const N: usize> Extend<u8> for Small<N> {
 /// upper-cased, every byte that is not a letter, digit or `_` made `_`, cut
 /// to 64 bytes. A name that would start with a digit or `_`, or is one of
 /// the names no field may take (`fields::RESERVED`: MESSAGE, PRIORITY,
-/// UNIT, ...) or FRAGMENT, or starts with CHILD_, CODE_, SYSLOG_, VLOG_
-/// (names the relay or the outputs write themselves) or a reserved prefix
-/// (`fields::RESERVED_PREFIXES`: OBJECT_, COREDUMP_), gets CHILD_ in front.
+/// UNIT, ...) or FRAGMENT, or starts with CHILD_, CODE_, SYSLOG_ (names
+/// the relay or the outputs write themselves) or a reserved prefix
+/// (`fields::RESERVED_PREFIXES`: OBJECT_, COREDUMP_, VLOG_), gets CHILD_ in
+/// front.
 pub fn field_name(key: &[u8], out: &mut Vec<u8>) {
     const PREFIX: &[u8] = b"CHILD_";
     let start = out.len();
@@ -178,7 +179,7 @@ pub fn field_name(key: &[u8], out: &mut Vec<u8>) {
             .iter()
             .chain([&&b"FRAGMENT"[..]])
             .any(|r| r.len() == key.len() && upper(key.len()).eq(r.iter().copied()))
-        || [&b"CHILD_"[..], b"CODE_", b"SYSLOG_", b"VLOG_"]
+        || [&b"CHILD_"[..], b"CODE_", b"SYSLOG_"]
             .iter()
             .chain(crate::fields::RESERVED_PREFIXES)
             .any(|p| key.len() >= p.len() && upper(p.len()).eq(p.iter().copied()));
@@ -592,6 +593,13 @@ mod tests {
             (Form::LibvirtLine, Some(Priority::Debug))
         );
         assert_eq!((msg.as_str(), fields.len()), ("opened", 4));
+        // A vlog child's record printed as an error's context: its own level.
+        let (l, msg, _) =
+            parsed("2026-11-30 13:45:12.345+0000: 7: debug (context) : q : virFileOpen:9 : opened");
+        assert_eq!(
+            (l.form, l.priority, msg.as_str()),
+            (Form::VlogLine, Some(Priority::Debug), "opened")
+        );
         for plain in [
             "",
             "hello",

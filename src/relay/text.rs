@@ -61,7 +61,7 @@ pub struct TextLine<'a> {
     pub message: &'a [u8],
 }
 
-/// `YYYY-MM-DD HH:MM:SS.mmm+0000: TID: PRIO : [SOURCE : ]FUNC:LINE : MSG`.
+/// `YYYY-MM-DD HH:MM:SS.mmm+0000: TID: PRIO[ (context)] : [SOURCE : ]FUNC:LINE : MSG`.
 pub fn text_line(line: &[u8]) -> Option<TextLine<'_>> {
     const STAMP: usize = "2026-11-30 13:45:12.345+0000".len();
     let time = line.get(..STAMP)?;
@@ -86,6 +86,10 @@ pub fn text_line(line: &[u8]) -> Option<TextLine<'_>> {
     }
     let rest = rest[colon..].strip_prefix(b": ")?;
     let (priority, rest) = split_at_sep(rest)?;
+    // A vlog child's line printed as an error's context: its own priority.
+    let priority = priority
+        .strip_suffix(crate::text::line::CONTEXT_MARK)
+        .unwrap_or(priority);
     Priority::from_child_level(priority)?;
     let (first, rest) = split_at_sep(rest)?;
     let (source, func_line, message) = match func_and_line(first) {

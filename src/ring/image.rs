@@ -315,6 +315,7 @@ mod tests {
                 func: b"fn",
                 message: msg.as_bytes(),
                 fields: b"",
+                context: false,
             });
             written.push(msg);
         }

@@ -4,10 +4,10 @@
 
 use std::sync::atomic::{fence, Ordering};
 
-use super::record::{self, Damage, Kind, Stored, RECORD_MAX};
+use super::record::{self, Damage, Head, Kind, Stored, HEADER_LEN, RECORD_MAX};
 use super::sites::Site;
 use crate::deferred;
-use crate::record::{Record, MESSAGE_MAX};
+use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
 use crate::text::Bounded;
 
 /// Where a reader finds a ring's data area and its head and tail.
@@ -137,6 +137,21 @@ pub fn read_marked(
     from: Cursor,
     budget: u64,
     mut visit: impl FnMut(Entry, bool),
+) -> Cursor {
+    read_until(region, from, budget, |entry, marked| {
+        visit(entry, marked);
+        true
+    })
+}
+
+/// [`read_marked`], ending before a record for which `visit` returns
+/// false: the cursor returned is at that record, for the next walk to read
+/// it again (the outputs stop before an error to print its context).
+pub fn read_until(
+    region: &(impl Region + ?Sized),
+    from: Cursor,
+    budget: u64,
+    mut visit: impl FnMut(Entry, bool) -> bool,
 ) -> Cursor {
     let size = region.data_size();
     let ended = |pos: u64| Cursor {
@@ -292,7 +307,7 @@ pub fn read_marked(
                             Some((named, true))
                         }),
                 };
-                match rendered {
+                let go_on = match rendered {
                     Some((rec, false)) => visit(Entry::Record(rec), for_outputs),
                     Some((rec, true)) => visit(
                         Entry::Record(Record {
@@ -308,6 +323,12 @@ pub fn read_marked(
                         },
                         false,
                     ),
+                };
+                if !go_on {
+                    return Cursor {
+                        pos: Some(pos),
+                        expected: Some(rec.seq),
+                    };
                 }
             }
             Err(damage) => {
@@ -321,6 +342,75 @@ pub fn read_marked(
     Cursor {
         pos: Some(pos),
         expected,
+    }
+}
+
+/// Visits the headers of the records from position `from` (a record
+/// boundary; the oldest record held, when `from` was overwritten or is not
+/// in this ring) up to position `until`, each with its position and, for a
+/// record with no file ([`Head::no_file`]), its source name: without
+/// copying the rest of a record, validating it or rendering it, to choose
+/// which records to read (with [`read_marked`], which validates them).
+/// Lock-free and bounded as [`read_marked`] is; ends at the first damage.
+pub fn scan(
+    region: &(impl Region + ?Sized),
+    from: u64,
+    until: u64,
+    mut visit: impl FnMut(u64, &Head, &[u8]),
+) {
+    let size = region.data_size();
+    let head = region.head();
+    let end = region.tail().min(until);
+    if size < 8 || end < head {
+        return;
+    }
+    let mut pos = if (head..end).contains(&from) {
+        from
+    } else {
+        head
+    };
+    let mut buf = [0u8; record::align8(HEADER_LEN + NAME_MAX)];
+    let mut steps_left = 4 * (size / 8) + 64;
+    while pos < end && steps_left > 0 {
+        steps_left -= 1;
+        let off = (pos % size) as usize;
+        region.copy(off, &mut buf[..8]);
+        let len = match record::pad_len(&buf[..8]) {
+            Some(pad) => Some(pad).filter(|&pad| pad == size as usize - off),
+            None => record::peek_len(&buf[..8]).filter(|&n| off + n <= size as usize),
+        };
+        let mut peeked = None;
+        if let Some(len) = len.filter(|_| record::pad_len(&buf[..8]).is_none()) {
+            region.copy(off, &mut buf[..HEADER_LEN]);
+            peeked = record::peek_head(&buf[..HEADER_LEN]);
+            if let Some(h) = peeked.filter(|h| h.no_file && h.len == len) {
+                let named = record::align8(HEADER_LEN + h.source_len.min(NAME_MAX)).min(len);
+                region.copy(off, &mut buf[..named]);
+            }
+        }
+        // [R2] as in `read_until`: a header copied from a newer lap is
+        // discarded.
+        fence(Ordering::Acquire);
+        let held = region.head();
+        if held > pos {
+            pos = held;
+            continue;
+        }
+        let Some(len) = len else {
+            return;
+        };
+        if let Some(h) = peeked.filter(|h| h.len == len) {
+            let source = if h.no_file {
+                &buf[HEADER_LEN..(HEADER_LEN + h.source_len).min(buf.len()).min(len)]
+            } else {
+                &buf[..0]
+            };
+            visit(pos, &h, source);
+        }
+        let Some(next) = pos.checked_add(len as u64) else {
+            return;
+        };
+        pos = next;
     }
 }
 
@@ -374,6 +464,20 @@ mod tests {
             dst.fill(0);
             // A record header's `len` field (at 4): 4096, plausible everywhere.
             dst[4..8].copy_from_slice(&4096u32.to_ne_bytes());
+        }
+    }
+
+    #[test]
+    fn a_scan_ends_whatever_the_positions_say() {
+        for (head, tail) in [
+            (u64::MAX - 4096, u64::MAX - 8),
+            (u64::MAX - 65536, u64::MAX),
+            (0, 64 * 1024),
+        ] {
+            let mut steps = 0u64;
+            scan(&Forged { head, tail }, 0, u64::MAX, |_, _, _| steps += 1);
+            // (The forged headers are never committed: nothing is visited.)
+            assert_eq!(steps, 0, "{head} {tail}");
         }
     }
 

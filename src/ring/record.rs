@@ -263,6 +263,7 @@ impl<'a> Stored<'a> {
                 func: parts[2],
                 message,
                 fields,
+                context: false,
             },
             kind,
             for_outputs,
@@ -277,6 +278,46 @@ fn split_fields(body: &[u8]) -> Option<(&[u8], &[u8])> {
     let fields = &body[4 + text_len..];
     fields::decode(fields)?;
     Some((text, fields))
+}
+
+/// What a committed record's header says, read without the rest of the
+/// record: enough to choose which records to read (an error's context,
+/// `logger::context`). Nothing but the commit word is checked; a reader
+/// reads a record it chose with the validating walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head {
+    pub len: usize,
+    pub seq: u64,
+    pub tid: u32,
+    /// The priority's number (1..=4 in a record that is not damaged).
+    pub priority: u8,
+    pub for_outputs: bool,
+    /// The names are in the record (not in the call-site dictionary), and
+    /// the file name is empty: a line with no call site, a relayed one.
+    pub no_file: bool,
+    pub source_len: usize,
+}
+
+/// The header of the committed record in `buf` (at least [`HEADER_LEN`]
+/// bytes), if it is one.
+pub fn peek_head(buf: &[u8]) -> Option<Head> {
+    if buf.len() < HEADER_LEN {
+        return None;
+    }
+    let len = peek_len(buf)?;
+    let seq = u64_at(buf, at::SEQ);
+    if u32_at(buf, at::COMMIT) != commit_value(seq) {
+        return None;
+    }
+    Some(Head {
+        len,
+        seq,
+        tid: u32_at(buf, at::TID),
+        priority: buf[at::PRIORITY] & !FOR_OUTPUTS,
+        for_outputs: buf[at::PRIORITY] & FOR_OUTPUTS != 0,
+        no_file: buf[at::KIND] != KIND_SITE && u16_at(buf, at::NAMES + 2) == 0,
+        source_len: u16_at(buf, at::NAMES) as usize,
+    })
 }
 
 /// The `len` field of a record header, if it is a plausible record length.
@@ -471,6 +512,7 @@ mod tests {
             func: b"qemuMonitorSend",
             message: b"sent 12 bytes to fd 7",
             fields: b"",
+            context: false,
         }
     }
 

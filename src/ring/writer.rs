@@ -441,6 +441,7 @@ mod tests {
             func: b"fn",
             message: msg,
             fields: b"",
+            context: false,
         }
     }
 

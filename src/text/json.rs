@@ -12,7 +12,7 @@ use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
 
 /// The longest line [`render_json`] can produce: a byte takes at most six
 /// (`\u00XX`), names and message included.
-pub const JSON_LINE_MAX: usize = 256 + 6 * (3 * NAME_MAX + MESSAGE_MAX + fields::ENCODED_MAX);
+pub const JSON_LINE_MAX: usize = 272 + 6 * (3 * NAME_MAX + MESSAGE_MAX + fields::ENCODED_MAX);
 
 /// Renders `rec` as one JSON object on one line. Strings are always valid
 /// UTF-8 JSON: invalid bytes become U+FFFD, control characters are escaped.
@@ -21,6 +21,9 @@ pub const JSON_LINE_MAX: usize = 256 + 6 * (3 * NAME_MAX + MESSAGE_MAX + fields:
 pub fn render_json(rec: &Record, pid: Option<u32>, clock: &mut Clock, out: &mut impl Sink) {
     out.put(b"{\"seq\":");
     put_decimal(rec.seq, 1, out);
+    if rec.context {
+        out.put(b",\"context\":true");
+    }
     out.put(b",\"time\":\"");
     clock.put_timestamp(rec.time_ns, out);
     out.put(b"\",\"time_ns\":");

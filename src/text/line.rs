@@ -18,7 +18,12 @@ use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
 
 /// The longest line [`render_line`] can produce: every escaped byte takes at most
 /// four bytes (a field's integer, eight bytes encoded, at most 20 digits).
-pub const LINE_MAX: usize = 96 + 4 * (2 * NAME_MAX + MESSAGE_MAX + fields::ENCODED_MAX);
+pub const LINE_MAX: usize = 112 + 4 * (2 * NAME_MAX + MESSAGE_MAX + fields::ENCODED_MAX);
+
+/// What follows the priority's name in the line of a record printed as an
+/// error's context (`debug (context) : ...`): in the line's head, where no
+/// message or name can put it.
+pub const CONTEXT_MARK: &[u8] = b" (context)";
 
 /// Renders `rec` as one text line ending in `\n`; `clock` keeps the date of
 /// the last second shown (see [`Clock`]).
@@ -28,6 +33,9 @@ pub fn render_line(rec: &Record, clock: &mut Clock, out: &mut impl Sink) {
     put_decimal(rec.tid as u64, 1, out);
     out.put(b": ");
     out.put(rec.priority.name().as_bytes());
+    if rec.context {
+        out.put(CONTEXT_MARK);
+    }
     out.put(b" : ");
     put_escaped(rec.source, out);
     out.put(b" : ");

@@ -21,14 +21,22 @@ pub(crate) fn environment(env: &[(&str, &str)]) -> (String, String) {
 #[test]
 fn env_flight_recorder_configuration() {
     let (dump, stderr) = environment(&[("VLOG_FILTERS", "1:qemu"), ("VLOG_OUTPUTS", "3:stderr")]);
-    // stderr prints warnings and errors only...
+    // stderr prints warnings and errors only, the error with the records
+    // before it as its context (VLOG_CONTEXT's default)...
     assert!(
         stderr.contains(" : qemu warning\n") && stderr.contains(" : qemu error\n"),
         "{stderr:?}"
     );
     assert!(stderr.contains(" : util warning\n"), "{stderr:?}");
+    let context = "debug (context) : qemu.monitor : main:16 : qemu debug\n";
+    let info = "info (context) : qemu.monitor : main:17 : qemu info\n";
+    let at = |s: &str| stderr.find(s).unwrap_or(usize::MAX);
     assert!(
-        !stderr.contains("qemu debug") && !stderr.contains("qemu info"),
+        at(context) < at(info) && at(info) < at(" : qemu error\n"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("debug : qemu") && !stderr.contains("info : qemu"),
         "{stderr}"
     );
     // ...while the ring keeps qemu's debug messages for a dump.

@@ -28,16 +28,16 @@ fn have_python_modules() -> bool {
     ok
 }
 
-struct Receiver {
+pub(crate) struct Receiver {
     child: Child,
     out: PathBuf,
     /// `tcp://127.0.0.1:PORT` or `unix:/PATH`.
-    url: String,
+    pub(crate) url: String,
     port: u16,
 }
 
 impl Receiver {
-    fn start(dir: &Path, unix: bool, port: u16, extra: &[&str]) -> Receiver {
+    pub(crate) fn start(dir: &Path, unix: bool, port: u16, extra: &[&str]) -> Receiver {
         let out = dir.join("received.jsonl");
         let script = root().join("tests/fluent_receiver.py");
         let mut cmd = Command::new(PYTHON);
@@ -87,7 +87,7 @@ impl Receiver {
     }
 
     /// The lines once `done` holds of them, or the test fails after 30 s.
-    fn wait_for(&self, what: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    pub(crate) fn wait_for(&self, what: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let lines = self.lines();

@@ -17,6 +17,7 @@
 //! | `control` | the control socket, vlog-ctl, and who may use them |
 //! | `preload` | libvlog-syslog.so in programs that call syslog(3): glibc's bytes, safety, setuid; real sshd and cron against rsyslogd |
 //! | `real_daemons` | journald and rsyslogd, started by the test |
+//! | `context` | an error's context: the records before it its output did not print, marked, bounded, never twice; in files, JSON, journald and fluent |
 //! | `writer` | vlog's writer thread: every line written, in order, at exit, at a crash, across fork, with a ring too small; after SIGKILL the ring file lists the rest |
 //! | `authority` | nothing outside the daemon's user makes vlog open, write, wait or say more than it should: planted files, devices, a log group on the control socket, resolvers that never answer, hostile servers for vlog-ctl, fields that speak for someone else |
 //!
@@ -31,6 +32,7 @@ mod common;
 
 mod api;
 mod authority;
+mod context;
 mod control;
 mod crash;
 mod environment;

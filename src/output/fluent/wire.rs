@@ -14,7 +14,7 @@ const KEYS: usize = 11;
 /// The largest event: every string may triple (each byte not UTF-8 becomes
 /// U+FFFD), and every header is at most 5 bytes.
 pub const EVENT_MAX: usize = 3 * (MESSAGE_MAX + fields::ENCODED_MAX + 3 * NAME_MAX + NAME_MAX)
-    + 64 * (KEYS + fields::MAX_FIELDS);
+    + 64 * (KEYS + 1 + fields::MAX_FIELDS);
 
 /// 16 hex digits, leading zeros kept.
 pub fn put_hex_fixed(n: u64, out: &mut impl Sink) {
@@ -70,7 +70,7 @@ pub fn encode_event(rec: &Record, ident: &[u8], out: &mut Vec<u8>) {
     let n_fields = decoded.as_ref().map_or(0, |f| f.iter().count());
     put_array_header(2, out);
     put_event_time(rec.time_ns, out);
-    put_map_header(KEYS + n_fields, out);
+    put_map_header(KEYS + usize::from(rec.context) + n_fields, out);
     out.extend_from_slice(b"\xa7message");
     put_str(rec.message, out);
     out.extend_from_slice(b"\xa8priority");
@@ -93,6 +93,10 @@ pub fn encode_event(rec: &Record, ident: &[u8], out: &mut Vec<u8>) {
     put_uint(rec.seq, out);
     out.extend_from_slice(b"\xa5ident");
     put_str(ident, out);
+    if rec.context {
+        // `context: true` (MessagePack's true is 0xc3).
+        out.extend_from_slice(b"\xa7context\xc3");
+    }
     if let Some(fields) = decoded {
         for field in fields.iter() {
             put_str(field.name, out);
@@ -140,6 +144,7 @@ mod tests {
             func: &name,
             message: &bad,
             fields: &encoded,
+            context: false,
         };
         let mut out = Vec::new();
         encode_event(&rec, &name, &mut out);
@@ -160,6 +165,7 @@ mod tests {
             func: b"fn",
             message: b"m",
             fields: b"",
+            context: false,
         };
         let mut out = Vec::new();
         encode_event(&rec, b"id", &mut out);

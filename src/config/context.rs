@@ -1,0 +1,224 @@
+//! `VLOG_CONTEXT`: how much of what came before an error its outputs print
+//! with it (see `logger::context`), and which errors bring none.
+//!
+//! `N[/SECONDS] [all-threads] [off:MATCH] [off:file=NAME[:LINE]] [off:func=NAME]`:
+//! up to N records (0: none), one context per error site every SECONDS
+//! (60; 0: every error), the erring thread's records or every thread's,
+//! and the errors that are expected (their source as filters match it, or
+//! their call site) printed alone.
+
+use super::filter::contains_match;
+use crate::error::ConfigError;
+use crate::record::Record;
+
+/// The default: 20 records of the erring thread, one context per error
+/// site a minute (DESIGN.md, section 8, says why).
+pub const DEFAULT_RECORDS: usize = 20;
+pub const DEFAULT_EVERY_S: u64 = 60;
+/// The most records one error's context may ask for.
+pub const RECORDS_MAX: usize = 1000;
+/// The longest interval, a day.
+pub const EVERY_MAX_S: u64 = 86_400;
+
+/// An error that brings no context.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Quiet {
+    /// Its source matches, as a filter's MATCH does.
+    Source(String),
+    /// Its file is NAME or ends in `/NAME`, and its line is LINE if given.
+    File(String, Option<u32>),
+    /// Its function is NAME.
+    Func(String),
+}
+
+/// What `VLOG_CONTEXT` asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Context {
+    pub records: usize,
+    pub every_s: u64,
+    pub all_threads: bool,
+    pub quiet: Vec<Quiet>,
+}
+
+impl Default for Context {
+    fn default() -> Context {
+        Context::new()
+    }
+}
+
+impl Context {
+    pub const fn new() -> Context {
+        Context {
+            records: DEFAULT_RECORDS,
+            every_s: DEFAULT_EVERY_S,
+            all_threads: false,
+            quiet: Vec::new(),
+        }
+    }
+
+    /// Parses the whole string; one bad token refuses it.
+    pub fn parse(s: &str) -> Result<Context, ConfigError> {
+        let mut tokens = s.split(' ').filter(|t| !t.is_empty());
+        let first = tokens
+            .next()
+            .ok_or_else(|| ConfigError::new("empty context: use N[/SECONDS], 0 for none"))?;
+        let (records, every) = match first.split_once('/') {
+            Some((n, every)) => (n, Some(every)),
+            None => (first, None),
+        };
+        let records = number(records, RECORDS_MAX as u64).ok_or_else(|| {
+            ConfigError::new(format!(
+                "invalid number of records '{records}' in context '{first}': use 0 to \
+                 {RECORDS_MAX}"
+            ))
+        })? as usize;
+        let every_s = match every {
+            None => DEFAULT_EVERY_S,
+            Some(every) => number(every, EVERY_MAX_S).ok_or_else(|| {
+                ConfigError::new(format!(
+                    "invalid interval '{every}' in context '{first}': use seconds from 0 \
+                     (every error) to {EVERY_MAX_S}"
+                ))
+            })?,
+        };
+        let mut context = Context {
+            records,
+            every_s,
+            all_threads: false,
+            quiet: Vec::new(),
+        };
+        for token in tokens {
+            if token == "all-threads" {
+                context.all_threads = true;
+                continue;
+            }
+            let quiet = token
+                .strip_prefix("off:")
+                .and_then(Quiet::parse)
+                .ok_or_else(|| {
+                    ConfigError::new(format!(
+                        "invalid context option '{token}': use all-threads, off:MATCH (a \
+                         source), off:file=NAME[:LINE] or off:func=NAME"
+                    ))
+                })?;
+            context.quiet.push(quiet);
+        }
+        Ok(context)
+    }
+
+    /// The value as `VLOG_CONTEXT` writes it, which parses back to the same.
+    pub fn as_env(&self) -> String {
+        let mut s = format!("{}/{}", self.records, self.every_s);
+        if self.all_threads {
+            s.push_str(" all-threads");
+        }
+        for quiet in &self.quiet {
+            s.push_str(" off:");
+            match quiet {
+                Quiet::Source(m) => s.push_str(m),
+                Quiet::File(name, None) => s.push_str(&format!("file={name}")),
+                Quiet::File(name, Some(line)) => s.push_str(&format!("file={name}:{line}")),
+                Quiet::Func(name) => s.push_str(&format!("func={name}")),
+            }
+        }
+        s
+    }
+
+    /// Whether the error `rec` is one that brings no context.
+    pub fn is_quiet(&self, rec: &Record) -> bool {
+        self.quiet.iter().any(|q| match q {
+            Quiet::Source(m) => contains_match(m.as_bytes(), rec.source),
+            Quiet::File(name, line) => {
+                let name = name.as_bytes();
+                (rec.file == name
+                    || rec.file.ends_with(name)
+                        && rec.file[..rec.file.len() - name.len()].ends_with(b"/"))
+                    && line.is_none_or(|l| l == rec.line)
+            }
+            Quiet::Func(name) => rec.func == name.as_bytes(),
+        })
+    }
+}
+
+impl Quiet {
+    fn parse(s: &str) -> Option<Quiet> {
+        let valid = |name: &str| !name.is_empty() && !name.contains([' ', '=']);
+        if let Some(file) = s.strip_prefix("file=") {
+            let (name, line) = match file.rsplit_once(':') {
+                Some((name, line)) => (name, Some(number(line, u32::MAX as u64)? as u32)),
+                None => (file, None),
+            };
+            return valid(name).then(|| Quiet::File(name.to_owned(), line));
+        }
+        if let Some(func) = s.strip_prefix("func=") {
+            return valid(func).then(|| Quiet::Func(func.to_owned()));
+        }
+        valid(s).then(|| Quiet::Source(s.to_owned()))
+    }
+}
+
+/// A whole decimal number from 0 to `max`.
+fn number(s: &str, max: u64) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse::<u64>().ok().filter(|&n| n <= max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_write_back() {
+        assert_eq!(Context::parse("20").unwrap(), Context::new());
+        let c = Context::parse(" 5/0  all-threads off:disk.probe off:file=disk.c:42 off:func=f ")
+            .unwrap();
+        assert_eq!((c.records, c.every_s, c.all_threads), (5, 0, true));
+        assert_eq!(
+            c.quiet,
+            [
+                Quiet::Source("disk.probe".into()),
+                Quiet::File("disk.c".into(), Some(42)),
+                Quiet::Func("f".into())
+            ]
+        );
+        assert_eq!(Context::parse(&c.as_env()).unwrap(), c);
+        assert_eq!(Context::parse("0").unwrap().records, 0);
+        for (bad, says) in [
+            ("", "empty"),
+            ("-1", "'-1'"),
+            ("1001", "'1001'"),
+            ("20/", "interval ''"),
+            ("20/86401", "'86401'"),
+            ("20 every", "'every'"),
+            ("20 off:", "'off:'"),
+            ("20 off:file=", "'off:file='"),
+            ("20 off:file=a.c:x", "'off:file=a.c:x'"),
+            ("20 off:func=", "'off:func='"),
+            ("x20", "'x20'"),
+        ] {
+            let e = Context::parse(bad).unwrap_err();
+            assert!(e.message.contains(says), "{bad}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn quiet_errors_by_source_file_line_and_function() {
+        let c = Context::parse("20 off:probe off:file=disk.c:42 off:func=try_open").unwrap();
+        let rec = |source: &'static [u8], file: &'static [u8], line, func: &'static [u8]| Record {
+            source,
+            file,
+            line,
+            func,
+            ..crate::record::sample()
+        };
+        assert!(c.is_quiet(&rec(b"disk.probe", b"x.c", 1, b"f")));
+        assert!(c.is_quiet(&rec(b"disk", b"src/disk.c", 42, b"f")));
+        assert!(c.is_quiet(&rec(b"disk", b"disk.c", 42, b"f")));
+        assert!(!c.is_quiet(&rec(b"disk", b"src/disk.c", 43, b"f")));
+        assert!(!c.is_quiet(&rec(b"disk", b"src/mydisk.c", 42, b"f")));
+        assert!(c.is_quiet(&rec(b"disk", b"a.c", 1, b"try_open")));
+        assert!(!c.is_quiet(&rec(b"disk", b"a.c", 1, b"try_open2")));
+    }
+}

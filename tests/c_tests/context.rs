@@ -1,0 +1,136 @@
+//! An error brings its context: the records its output did not print,
+//! marked, oldest first, then the error; bounded, quiet when asked,
+//! never a record twice; in files, JSON, journald (a real one) and fluent.
+//! (`c-tests/context.c`, which checks its file itself.)
+
+use std::process::Command;
+
+use crate::common::*;
+
+/// Runs `context MODE FILE` in a fresh directory, the daemon's debug
+/// records kept in the ring.
+fn run_mode(mode: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let exe = build("context", Link::Static);
+    let dir = scratch_dir(&format!("context-{mode}"));
+    let file = dir.join("out.log");
+    let mut all = vec![("VLOG_FILTERS", "1:daemon")];
+    all.extend_from_slice(env);
+    run_with(&exe, &[mode, file.to_str().unwrap()], &all)
+}
+
+#[test]
+fn an_error_brings_its_threads_records_once_and_not_the_other_threads() {
+    assert_ok("context threads", &run_mode("threads", &[]));
+}
+
+#[test]
+fn no_context_when_off_or_for_an_expected_error() {
+    assert_ok("context quiet", &run_mode("quiet", &[]));
+    // VLOG_CONTEXT=0 from the environment, and a bad value ignored with
+    // one warning, the default in force.
+    let exe = build("context", Link::Static);
+    let dir = scratch_dir("context-env");
+    let file = dir.join("out.log");
+    let show = |env: &[(&str, &str)]| {
+        let mut all = vec![("VLOG_FILTERS", "1:daemon")];
+        all.extend_from_slice(env);
+        let out = run_with(&exe, &["json", file.to_str().unwrap()], &all);
+        let _ = std::fs::remove_file(&file);
+        out
+    };
+    let out = show(&[("VLOG_CONTEXT", "0")]);
+    assert!(
+        !out.status.success(),
+        "with VLOG_CONTEXT=0 the JSON check finds no context"
+    );
+    let out = show(&[("VLOG_CONTEXT", "lots")]);
+    assert_ok("context json, VLOG_CONTEXT=lots ignored", &out);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("ignoring VLOG_CONTEXT: invalid number of records 'lots'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_json_context_record_has_its_own_seq_and_time() {
+    assert_ok("context json", &run_mode("json", &[]));
+}
+
+#[test]
+fn a_relays_error_brings_the_relays_own_lines() {
+    assert_ok("context relay", &run_mode("relay", &[]));
+}
+
+#[test]
+fn records_overwritten_since_the_last_context_are_counted() {
+    assert_ok("context wrap", &run_mode("wrap", &[]));
+}
+
+#[test]
+fn a_forked_child_has_its_own_memory_of_contexts() {
+    assert_ok("context fork", &run_mode("fork", &[]));
+}
+
+/// journald (a real one): the context's entry carries VLOG_CONTEXT=1, its
+/// own VLOG_SEQ and VLOG_TIME.
+#[test]
+fn a_journald_context_entry_is_marked() {
+    let Some(_journald) = super::real_daemons::Journald::start() else {
+        say_skipped("cannot start systemd-journald (not root, or not installed)");
+        return;
+    };
+    let out = run_mode("journald", &[]);
+    assert_ok("context journald", &out);
+    let pid = text(&out.stdout).trim().to_string();
+    let entries =
+        super::real_daemons::journal_entries(&[&format!("_PID={pid}"), "VLOG_SOURCE=daemon"], 2);
+    let context = entries
+        .lines()
+        .find(|l| l.contains("journald context record"))
+        .unwrap_or_else(|| panic!("no context entry in:\n{entries}"));
+    let error = entries
+        .lines()
+        .find(|l| l.contains("journald error"))
+        .unwrap_or_else(|| panic!("no error entry in:\n{entries}"));
+    assert_eq!(json_field(context, "VLOG_CONTEXT"), "1", "{context}");
+    assert_eq!(json_field(context, "PRIORITY"), "7", "{context}");
+    assert!(
+        json_field(context, "VLOG_TIME").starts_with("20"),
+        "{context}"
+    );
+    assert!(
+        json_field(context, "VLOG_SEQ").parse::<u64>().is_ok(),
+        "{context}"
+    );
+    assert!(!error.contains("VLOG_CONTEXT"), "{error}");
+}
+
+/// fluent: the context's event has `context: true`, its own seq, and its
+/// own time as the event's.
+#[test]
+fn a_fluent_context_event_is_marked() {
+    let python = Command::new("/usr/bin/python3")
+        .args(["-c", "import msgpack"])
+        .output();
+    if !python.is_ok_and(|o| o.status.success()) {
+        needs_installed("no python3-msgpack (apt-get install python3-msgpack)");
+        return;
+    }
+    let dir = scratch_dir("context-fluent");
+    let rx = super::fluent::Receiver::start(&dir, true, 0, &[]);
+    let exe = build("context", Link::Static);
+    let out = run_with(&exe, &["fluent", &rx.url], &[("VLOG_FILTERS", "1:daemon")]);
+    assert_ok("context fluent", &out);
+    let lines = rx.wait_for("the error and its context", |l| {
+        l.iter().any(|l| l.contains("fluent error"))
+    });
+    let context = lines
+        .iter()
+        .find(|l| l.contains("fluent context record"))
+        .unwrap_or_else(|| panic!("no context event in:\n{}", lines.join("\n")));
+    assert!(context.contains("\"context\": true"), "{context}");
+    assert!(context.contains("\"priority\": \"debug\""), "{context}");
+    let error = lines.iter().find(|l| l.contains("fluent error")).unwrap();
+    assert!(!error.contains("\"context\": true"), "{error}");
+}
