@@ -119,6 +119,19 @@ FLUENT_PEER = $(if $(shell command -v go >/dev/null && test -d /usr/share/gocode
 bench-fluent: bench-c/fluent bench-c/drain $(FLUENT_PEER)
 	bench-c/fluent.py bench-c/fluent bench-c/drain bench-c/fluentgo/fluentgo
 
+# What an error's context costs the thread that logs the error (BENCHMARKS.md).
+bench-c/context: lib bench-c/context.c include/vlog.h include/vlog_gen.h
+	$(CC) $(CFLAGS) -Iinclude bench-c/context.c -o $@ $(STATIC_LIB) $(LIBS)
+
+# What an error costs its caller after a long quiet spell (BENCHMARKS.md).
+bench-c/error_walk: lib bench-c/error_walk.c include/vlog.h include/vlog_gen.h
+	$(CC) $(CFLAGS) -Iinclude bench-c/error_walk.c -o $@ $(STATIC_LIB) $(LIBS)
+
+.PHONY: bench-context
+bench-context: bench-c/context bench-c/error_walk
+	bench-c/context.sh
+	bench-c/error_walk.sh
+
 bench-c/control: lib bench-c/control.c bench-c/harness.h c-tests/count_alloc.h include/vlog.h include/vlog_gen.h
 	$(CC) $(CFLAGS) -Iinclude bench-c/control.c -o $@ $(STATIC_LIB) $(LIBS)
 

@@ -20,6 +20,16 @@
  *   fork     a child's error within the parent's interval still brings the
  *            child's own context (its own memory), and nothing of the
  *            parent's
+ *   reset    records the output printed, or that came before the ring or
+ *            the outputs were replaced, are never context: a resized ring
+ *            (whose carried records lost their marks and positions), an
+ *            output set again at another priority, or removed and added
+ *            back
+ *   window   a thread whose last context is more than 4 MiB of the ring
+ *            back: the context is read from the last 4 MiB, and a note
+ *            says how many records were not read
+ *   forkring with VLOG_BUFFER_FILE: a forked child's own printed line is
+ *            not its context, and its lines are not the parent's
  *   journald, fluent  a debug record then an error, to `3:journald` or
  *            `3:fluent:context@URL` (FILE is the URL): the driver reads the
  *            context's entry from the receiver */
@@ -156,7 +166,7 @@ static int threads(void)
     attach_disk("vdb");
     EXPECT("the same error again",
            "info (context) : vlog : context:0 : 2 records were left out of this error's "
-           "context: this error site had one 0 s ago (one every 60 s)",
+           "context: its site had one 0 s ago (one every 60 s)",
            ": cannot attach disk vdb");
     /* Nothing since: no note at all. */
     attach_disk("vdc");
@@ -348,6 +358,100 @@ static int forked(void)
     return 0;
 }
 
+static int reset(void)
+{
+    char spec[600];
+
+    CHECK(vlog_set_context("3/0") == 0);
+    snprintf(spec, sizeof spec, "2:file:%s", file);
+    CHECK(vlog_set_outputs(spec) == 0);
+    for (int i = 0; i < 3000; i++)
+        VLOG_DEBUG("before %d", i);
+    attach_disk("one");
+    EXPECT("the first error", "info (context) : vlog : context:0 : the last 3 of ",
+           ": before 2997", ": before 2998", ": before 2999", ": cannot attach disk one");
+    VLOG_INFO("printed once");
+    VLOG_DEBUG("before the resize");
+    CHECK(vlog_set_buffer_size(1 << 20) == 0);
+    VLOG_DEBUG("after 1");
+    VLOG_DEBUG("after 2");
+    detach_disk("two");
+    EXPECT("after the ring was resized", "info : daemon : reset:*: printed once",
+           "debug (context)*: after 1", "debug (context)*: after 2", ": cannot detach disk two");
+
+    /* The same file at a higher priority: the info line it printed is not
+     * context now. */
+    VLOG_INFO("printed at 2");
+    snprintf(spec, sizeof spec, "3:file:%s", file);
+    CHECK(vlog_set_outputs(spec) == 0);
+    VLOG_ERROR("after the priority changed");
+    EXPECT("another priority", ": printed at 2", ": after the priority changed");
+    /* Removed and added back: what it showed as context is not shown
+     * again. */
+    VLOG_DEBUG("shown once");
+    VLOG_ERROR("first of two");
+    CHECK(vlog_set_outputs("3:file:/dev/null") == 0);
+    CHECK(vlog_set_outputs(spec) == 0);
+    VLOG_ERROR("second of two");
+    EXPECT("added back", "debug (context)*: shown once", ": first of two", ": second of two");
+    return 0;
+}
+
+static void *filler(void *arg)
+{
+    (void)arg;
+    /* About 10 MiB of another thread's records. */
+    for (int i = 0; i < 150000; i++)
+        VLOG_DEBUG("filler %d, with words to take some room in the ring", i);
+    return NULL;
+}
+
+static int window(void)
+{
+    pthread_t t;
+
+    set_outputs("file");
+    CHECK(vlog_set_buffer_size(16 << 20) == 0);
+    VLOG_DEBUG("long ago");
+    attach_disk("long ago");
+    EXPECT("the first", ": long ago", ": cannot attach disk long ago");
+    CHECK(pthread_create(&t, NULL, filler, NULL) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    VLOG_DEBUG("just now");
+    detach_disk("now");
+    EXPECT("beyond the window",
+           "info (context) : vlog : context:0 : * (of all threads) made since this thread's last "
+           "context were not read: a context reads the last 4 MiB of the ring",
+           "debug (context)*: just now", ": cannot detach disk now");
+    return 0;
+}
+
+static int forkring(void)
+{
+    pid_t pid;
+    int status;
+    char spec[600];
+
+    snprintf(spec, sizeof spec, "2:file:%s", file);
+    CHECK(vlog_set_outputs(spec) == 0);
+    CHECK(vlog_set_context("20/0") == 0);
+    VLOG_DEBUG("parent before");
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        VLOG_INFO("child info");
+        VLOG_DEBUG("child debug");
+        VLOG_ERROR("child error");
+        _exit(0);
+    }
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    VLOG_ERROR("parent error");
+    EXPECT("a shared ring file", "info : daemon : forkring:*: child info",
+           "debug (context)*: child debug", "error : daemon : forkring:*: child error",
+           "debug (context)*: parent before", "error : daemon : forkring:*: parent error");
+    return 0;
+}
+
 static int receiver(const char *form)
 {
     char spec[600];
@@ -384,6 +488,12 @@ int main(int argc, char **argv)
         return wrap();
     if (strcmp(mode, "fork") == 0)
         return forked();
+    if (strcmp(mode, "reset") == 0)
+        return reset();
+    if (strcmp(mode, "window") == 0)
+        return window();
+    if (strcmp(mode, "forkring") == 0)
+        return forkring();
     if (strcmp(mode, "journald") == 0 || strcmp(mode, "fluent") == 0)
         return receiver(mode);
     fprintf(stderr, "unknown mode %s\n", mode);

@@ -25,6 +25,7 @@ int main(void)
     CHECK(vlog_set_filters(NULL) == -1);
     CHECK_ERROR("NULL");
     CHECK(vlog_set_outputs(NULL) == -1);
+    CHECK(vlog_get_stats(NULL) == -1);
     CHECK((vlog_get_stats)(NULL) == -1);
     CHECK(vlog_get_stats_sized(NULL, sizeof(vlog_stats)) == -1);
     {

@@ -193,13 +193,13 @@ vlog_fields(const vlog_source *src, int prio, const char *file, int line, const 
 /* ---- Counters ----------------------------------------------------------- */
 
 /* Fills `*stats` with every counter this header's vlog_stats has (the
- * library is told its size, so a program built against an older header
- * gets the counters it knows, and one built against a newer header zeros
- * for those the library lacks). `(vlog_get_stats)(stats)` calls the
+ * library is told the struct's size, so a program built against an older
+ * header gets the counters it knows, and one built against a newer header
+ * zeros for those the library lacks). `(vlog_get_stats)(stats)` calls the
  * exported function, which fills the first header's six counters only.
  * NULL: an error (-1); ownership: `*stats` stays the caller's; errors: -1
  * and vlog_last_error(); async-signal-safe: no. */
-#define vlog_get_stats(stats) vlog_get_stats_sized((stats), sizeof *(stats))
+#define vlog_get_stats(stats) vlog_get_stats_sized((stats), sizeof(vlog_stats))
 
 /* ========================================================================
  * Internal: the machinery behind the macros above. Not API; it may change

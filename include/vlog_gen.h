@@ -562,7 +562,7 @@ int vlog_dump(int fd);
 int vlog_get_stats(struct vlog_stats *stats);
 
 /**
- * Fills `*stats`, a struct of `size` bytes (`sizeof *stats` as the
+ * Fills `*stats`, a struct of `size` bytes (`sizeof(vlog_stats)` as the
  * caller's header has it; `vlog_get_stats(stats)` passes it), with the
  * ring's and the outputs' counters: every counter this library and the
  * caller's struct both have; bytes of a larger struct (a newer header's)

@@ -73,7 +73,7 @@ pub extern "C-unwind" fn vlog_get_stats(stats: *mut vlog_stats) -> c_int {
     vlog_get_stats_sized(stats, FIRST_STATS_SIZE)
 }
 
-/// Fills `*stats`, a struct of `size` bytes (`sizeof *stats` as the
+/// Fills `*stats`, a struct of `size` bytes (`sizeof(vlog_stats)` as the
 /// caller's header has it; `vlog_get_stats(stats)` passes it), with the
 /// ring's and the outputs' counters: every counter this library and the
 /// caller's struct both have; bytes of a larger struct (a newer header's)

@@ -112,6 +112,7 @@ impl State {
                     }
                     let old = self.ring.replace(ring);
                     self.retire(old);
+                    self.ring_replaced();
                     self.buffer_file = Some(path);
                     true
                 }
@@ -177,6 +178,7 @@ impl State {
             }
             let old = self.ring.replace(ring);
             self.retire(old);
+            self.ring_replaced();
         }
         let path = path.map_or_else(String::new, |p| format!(" '{}'", p.display()));
         note(
@@ -226,10 +228,19 @@ impl State {
     /// Replaces the outputs, once they have written every line recorded
     /// for them (see `State::printer`).
     fn set_output_list(&mut self, list: Vec<Output>) -> Result<(), ConfigError> {
+        let next_seq = self.stats().recorded;
         let mut printer = self.printer();
         printer.outputs.set(list)?;
+        printer.restart_contexts(next_seq);
         self.outputs_changed(&printer.outputs);
         Ok(())
+    }
+
+    /// The ring was replaced: no error's context takes a record from
+    /// before (see `Contexts::restart`).
+    fn ring_replaced(&mut self) {
+        let next_seq = self.stats().recorded;
+        printer::lock_of(self.printer).restart_contexts(next_seq);
     }
 
     /// No outputs (after an internal error): what was recorded for them is
@@ -379,6 +390,7 @@ impl State {
         };
         let old = std::mem::replace(&mut self.ring, new);
         self.retire(old);
+        self.ring_replaced();
         Ok(())
     }
 

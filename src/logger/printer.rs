@@ -40,7 +40,7 @@
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use super::context::{self, Pick};
+use super::context::{self, Contexts};
 use crate::config::context::Context;
 use crate::error::ConfigError;
 use crate::output::{at_crash, Outputs};
@@ -54,10 +54,9 @@ pub struct Printer {
     pub outputs: Outputs,
     /// What the outputs had to report, said once the lock is let go of.
     said: Vec<String>,
-    /// What an error's context is (`VLOG_CONTEXT`), and room for the
-    /// records it picks, reserved when it is set.
-    context: Context,
-    picks: Vec<Pick>,
+    /// What an error's context is (`VLOG_CONTEXT`), and what printing one
+    /// needs (see `context`).
+    contexts: Contexts,
 }
 
 /// The process's outputs (a logger made for a unit test has its own).
@@ -94,27 +93,22 @@ impl Printer {
         Printer {
             outputs: Outputs::new(),
             said: Vec::new(),
-            context: Context::new(),
-            picks: Vec::new(),
+            contexts: Contexts::new(),
         }
     }
 
-    /// Sets what an error's context is, with the room its records need
-    /// (refused, and the context in force kept, without the memory).
+    /// Sets what an error's context is (see `Contexts::set`).
     pub fn set_context(&mut self, context: Context) -> Result<(), ConfigError> {
-        let more = context.records.saturating_sub(self.picks.len());
-        self.picks.try_reserve_exact(more).map_err(|e| {
-            ConfigError::new(format!("not enough memory for the error context: {e}"))
-        })?;
-        if context != self.context {
-            self.outputs.restart_contexts();
-        }
-        self.context = context;
-        Ok(())
+        self.contexts.set(context, &mut self.outputs)
     }
 
     pub fn context(&self) -> &Context {
-        &self.context
+        self.contexts.setting()
+    }
+
+    /// The outputs or the ring were replaced (see `Contexts::restart`).
+    pub fn restart_contexts(&mut self, next_seq: u64) {
+        self.contexts.restart(&mut self.outputs, next_seq);
     }
 
     /// Hands the outputs every record marked for them from where they
@@ -125,12 +119,9 @@ impl Printer {
         let Printer {
             outputs,
             said,
-            context,
-            picks,
+            contexts,
         } = self;
-        outputs.print_all(|outputs| {
-            Printer::catch_up_with(outputs, said, (context, picks), view, upto)
-        });
+        outputs.print_all(|outputs| Printer::catch_up_with(outputs, said, contexts, view, upto));
     }
 
     /// [`Printer::catch_up`], with no cancel acting inside. The walk stops
@@ -139,7 +130,7 @@ impl Printer {
     fn catch_up_with(
         outputs: &mut Outputs,
         said: &mut Vec<String>,
-        (context, picks): (&Context, &mut Vec<Pick>),
+        contexts: &mut Contexts,
         view: &View,
         upto: u64,
     ) {
@@ -150,12 +141,15 @@ impl Printer {
         while cursor.pos().is_some_and(|pos| pos < end) {
             let from = cursor.pos();
             let mut stopped = None;
+            if let Some(pos) = from {
+                contexts.passed(pos);
+            }
             // After a crash, the crash handler writes what is left.
             at_crash::while_busy(|| {
                 cursor = reader::read_until(view, cursor, READ_STEP, |entry, marked| {
                     if let (Entry::Record(rec), true) = (entry, marked) {
                         if done != Some(rec.seq) {
-                            stopped = context::due(context, outputs, &rec);
+                            stopped = context::due(contexts, outputs, &rec);
                             if stopped.is_some() {
                                 return false;
                             }
@@ -166,7 +160,7 @@ impl Printer {
                 });
                 if let (Some(due), Some(at)) = (&stopped, cursor.pos()) {
                     let mut report = |event: &str| said.push(event.to_owned());
-                    context::print(context, picks, outputs, view, at, due, &mut report);
+                    context::print(contexts, outputs, view, at, due, &mut report);
                     done = Some(due.seq());
                 }
                 outputs.flush(|event| said.push(event.to_owned()));
@@ -189,19 +183,21 @@ impl Printer {
         let Printer {
             outputs,
             said,
-            context,
-            picks,
+            contexts,
         } = self;
         outputs.print_all(|outputs| {
             let mut due = None;
             reader::read_marked(view, Cursor::at(pos), 1, |entry, _| {
                 if let Entry::Record(rec) = entry {
-                    due = context::due(context, outputs, &rec);
+                    due = context::due(contexts, outputs, &rec);
                 }
             });
-            if let Some(due) = due {
-                let mut report = |event: &str| said.push(event.to_owned());
-                context::print(context, picks, outputs, view, pos, &due, &mut report);
+            match due {
+                Some(due) => {
+                    let mut report = |event: &str| said.push(event.to_owned());
+                    context::print(contexts, outputs, view, pos, &due, &mut report);
+                }
+                None => contexts.passed(pos),
             }
             reader::read_marked(view, Cursor::at(pos), 1, |entry, _| {
                 if let Entry::Record(rec) = entry {

@@ -149,17 +149,19 @@ impl Memory {
         };
     }
 
-    /// Starts again after the context changed (every thread's records
-    /// taken, or each thread's): whatever a key's context took, nothing
-    /// from before the newest end is taken again. The sites are kept.
-    pub fn restart(&mut self) {
+    /// Starts again after the context setting changed (every thread's
+    /// records taken, or each thread's), or, with `next_seq`, the outputs
+    /// or the ring did: nothing from before the newest end a key's context
+    /// took, nor made before `next_seq`, is taken again. The sites are kept.
+    pub fn restart(&mut self, next_seq: Option<u64>) {
         let newest = self
             .marks
             .iter()
             .filter(|m| m.used != 0)
             .map(|m| m.seq)
             .max();
-        self.floor = self.floor.max(newest);
+        let before = next_seq.and_then(|n| n.checked_sub(1));
+        self.floor = self.floor.max(newest).max(before);
         self.marks = [Mark::default(); MARKS];
     }
 

@@ -212,9 +212,11 @@ impl Outputs {
         self.list.len()
     }
 
-    /// After the error context changed: see `context::Memory::restart`.
-    pub fn restart_contexts(&mut self) {
-        self.list.iter_mut().for_each(|o| o.context.restart());
+    /// See `context::Memory::restart`.
+    pub fn restart_contexts(&mut self, next_seq: Option<u64>) {
+        self.list
+            .iter_mut()
+            .for_each(|o| o.context.restart(next_seq));
     }
 
     /// Output `i`'s priority and its memory of error contexts.

@@ -138,19 +138,68 @@ pub fn read_marked(
     budget: u64,
     mut visit: impl FnMut(Entry, bool),
 ) -> Cursor {
-    read_until(region, from, budget, |entry, marked| {
-        visit(entry, marked);
-        true
-    })
+    let mut buffers = Buffers::new();
+    read_with(
+        region,
+        from,
+        budget,
+        &mut buffers,
+        false,
+        |entry, marked| {
+            visit(entry, marked);
+            true
+        },
+    )
 }
 
-/// [`read_marked`], ending before a record for which `visit` returns
-/// false: the cursor returned is at that record, for the next walk to read
-/// it again (the outputs stop before an error to print its context).
+/// Stack buffers for one record and its rendered text, filled anew for
+/// each record: made once per walk (clearing them per record cost more
+/// than the rest of the walk), and kept by a reader that reads records one
+/// at a time (an error's context) across its reads.
+pub struct Buffers {
+    record: [u8; RECORD_MAX],
+    text: [u8; MESSAGE_MAX],
+}
+
+impl Buffers {
+    pub fn new() -> Buffers {
+        Buffers {
+            record: [0; RECORD_MAX],
+            text: [0; MESSAGE_MAX],
+        }
+    }
+}
+
+impl Default for Buffers {
+    fn default() -> Buffers {
+        Buffers::new()
+    }
+}
+
+/// The outputs' walk: [`read_marked`] of the records marked for the
+/// outputs alone (a record that is not is passed over on what its header
+/// says, neither copied whole nor rendered: a daemon's debug records in the
+/// ring cost the walk to its next line little), ending before a record for
+/// which `visit` returns false: the cursor returned is at that record, for
+/// the next walk to read it again (the outputs stop before an error to
+/// print its context).
 pub fn read_until(
     region: &(impl Region + ?Sized),
     from: Cursor,
     budget: u64,
+    visit: impl FnMut(Entry, bool) -> bool,
+) -> Cursor {
+    read_with(region, from, budget, &mut Buffers::new(), true, visit)
+}
+
+/// [`read_marked`] into `buffers`, passing over the records not marked
+/// for the outputs when `marked_only`, and ending as [`read_until`] does.
+pub fn read_with(
+    region: &(impl Region + ?Sized),
+    from: Cursor,
+    budget: u64,
+    buffers: &mut Buffers,
+    marked_only: bool,
     mut visit: impl FnMut(Entry, bool) -> bool,
 ) -> Cursor {
     let size = region.data_size();
@@ -195,11 +244,7 @@ pub fn read_until(
         }
     }
     let start = pos;
-    // Stack buffers for one record and its rendered text, filled anew for
-    // each record (clearing them per record cost more than the rest of the
-    // walk).
-    let mut buf = [0u8; RECORD_MAX];
-    let mut text = [0u8; MESSAGE_MAX];
+    let Buffers { record: buf, text } = buffers;
     // The dictionary as published when the walk began (read again for an
     // entry added since), and the last entry decoded: entries never change
     // once published, and a burst's records mostly share a few sites.
@@ -233,10 +278,21 @@ pub fn read_until(
         let is_pad = pad.is_some();
         let len = match pad {
             Some(pad) => Some(pad).filter(|&pad| pad == size as usize - off),
-            None => record::peek_len(&buf).filter(|&n| off + n <= size as usize),
+            None => record::peek_len(&buf[..]).filter(|&n| off + n <= size as usize),
         };
+        // A record not marked for the outputs, when only those are wanted:
+        // its header is enough. (A damaged one whose mark this hides would
+        // have failed its checksum, and been passed over all the same.)
+        let mut unmarked = None;
         if let (Some(len), false) = (len, is_pad) {
-            region.copy(off, &mut buf[..len]);
+            if marked_only {
+                region.copy(off, &mut buf[..HEADER_LEN]);
+                unmarked = record::peek_head(&buf[..HEADER_LEN])
+                    .filter(|h| h.len == len && !h.for_outputs);
+            }
+            if unmarked.is_none() {
+                region.copy(off, &mut buf[..len]);
+            }
         }
         // [R2] Acquire fence, then head: pairs with [W2] in Ring::evict. If
         // the copy saw any bytes of a newer lap, this load sees the head
@@ -268,6 +324,11 @@ pub fn read_until(
             pos = next;
             continue;
         }
+        if let Some(head) = unmarked {
+            expected = Some(head.seq.wrapping_add(1));
+            pos = next;
+            continue;
+        }
         match Stored::decode_checking(&buf[..len], !whole) {
             Ok(Stored {
                 rec,
@@ -288,7 +349,7 @@ pub fn read_until(
                 expected = Some(rec.seq.wrapping_add(1));
                 // Deferred messages are made into text here, so every reader
                 // sees them exactly as printf would have written them at the call.
-                let mut message = Bounded::new(&mut text);
+                let mut message = Bounded::new(&mut text[..]);
                 let rendered = match kind {
                     Kind::Text => Some((rec, false)),
                     Kind::Deferred => deferred::render(rec.message, &mut message)

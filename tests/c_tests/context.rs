@@ -72,6 +72,26 @@ fn a_forked_child_has_its_own_memory_of_contexts() {
     assert_ok("context fork", &run_mode("fork", &[]));
 }
 
+#[test]
+fn records_printed_or_from_before_a_change_are_never_context() {
+    assert_ok("context reset", &run_mode("reset", &[]));
+}
+
+#[test]
+fn a_context_reads_at_most_the_last_4_mib_of_the_ring() {
+    assert_ok("context window", &run_mode("window", &[]));
+}
+
+#[test]
+fn processes_sharing_a_ring_file_never_print_a_line_twice() {
+    let dir = scratch_dir("context-forkring-ring");
+    let ring = dir.join("ring");
+    assert_ok(
+        "context forkring",
+        &run_mode("forkring", &[("VLOG_BUFFER_FILE", ring.to_str().unwrap())]),
+    );
+}
+
 /// journald (a real one): the context's entry carries VLOG_CONTEXT=1, its
 /// own VLOG_SEQ and VLOG_TIME.
 #[test]
