@@ -280,18 +280,16 @@ pub fn read_with(
             Some(pad) => Some(pad).filter(|&pad| pad == size as usize - off),
             None => record::peek_len(&buf[..]).filter(|&n| off + n <= size as usize),
         };
-        // A record not marked for the outputs, when only those are wanted:
-        // its header is enough. (A damaged one whose mark this hides would
-        // have failed its checksum, and been passed over all the same.)
         let mut unmarked = None;
         if let (Some(len), false) = (len, is_pad) {
+            region.copy(off, &mut buf[..len]);
+            // A record not marked for the outputs, when only those are
+            // wanted: its header is enough, nothing is checked or rendered.
+            // (A damaged one whose mark this hides would have failed its
+            // checksum, and been passed over all the same.)
             if marked_only {
-                region.copy(off, &mut buf[..HEADER_LEN]);
                 unmarked = record::peek_head(&buf[..HEADER_LEN])
                     .filter(|h| h.len == len && !h.for_outputs);
-            }
-            if unmarked.is_none() {
-                region.copy(off, &mut buf[..len]);
             }
         }
         // [R2] Acquire fence, then head: pairs with [W2] in Ring::evict. If
