@@ -12,20 +12,26 @@
 //!   the lines of its own relay (no file, the same source, the same
 //!   thread), which a thread's own error leaves out; with `all-threads`,
 //!   every record since the output's last context.
-//! - Not one the output printed, or would have (marked for the outputs at
-//!   its priority or above), and never one twice (`output::context`).
+//! - Never one at or above the output's priority (the output printed it,
+//!   or, in a ring file another process shares, the process that made it
+//!   did), nor one made before the outputs were set or the ring replaced,
+//!   and never one twice (`output::context`).
 //! - At most N of them, the newest, and at most `BYTES_MAX` of the ring's
-//!   bytes; one context per error site (source, file, function, line) per
+//!   bytes, looked for in at most the last `SCAN_MAX` bytes of the ring;
+//!   one context per error site (source, file, function, line) per
 //!   interval: a later error of the site prints a one-line note of how
-//!   many records were left out instead. Records the ring overwrote since
-//!   the thread's last context are counted in a note, too.
+//!   many records were left out instead. Records made since the key's last
+//!   context that were overwritten, or lie beyond `SCAN_MAX`, are counted
+//!   in a note, too.
 //!
 //! How: the walk that prints for the outputs stops before an error that
 //! has a context due ([`due`], `reader::read_until`), [`print`] reads the
-//! record headers from where the key's last context ended to the error
-//! (`reader::scan`: no record copied, validated or rendered), keeps where
-//! the last N that qualify are, reads those (validated as every reader
-//! does) and prints them, and the walk goes on with the error itself.
+//! record headers from where the key's last context ended, or from the
+//! boundary the walk passed (`checkpoints`) at most `SCAN_MAX` before, to
+//! the error (`reader::scan`: no record copied whole, validated or
+//! rendered), keeps where the last N that qualify are, reads those
+//! (validated as every reader does) and prints them, and the walk goes on
+//! with the error itself.
 //!
 //! Never from the crash handler (its pending lines are printed without a
 //! context), nor from a signal handler's nested call (dropped before it
@@ -212,8 +218,8 @@ pub fn print(
     }
     let now_ms = sys::monotonic_ns() / 1_000_000;
     let window = checkpoints.window(at);
-    // One set of buffers for every record read.
-    let buffers = &mut reader::Buffers::new();
+    // One set of buffers for every record read (made when the first is).
+    let mut buffers = None;
     for i in 0..outputs.count() {
         let Some((priority, memory)) = outputs.context_of(i) else {
             continue;
@@ -298,6 +304,7 @@ pub fn print(
         }
         let mut shown = 0u64;
         for pick in &picks[skipped..] {
+            let buffers = buffers.get_or_insert_with(reader::Buffers::new);
             reader::read_with(
                 region,
                 Cursor::at(pick.pos),
@@ -339,10 +346,10 @@ pub fn print(
 /// Scans the record headers from where the key's last context ended (or
 /// the window's start, or the oldest record) to the error at `at`, keeping
 /// in `picks`, in ring order, the last `wanted` (none: only counted)
-/// records that qualify: the
-/// key's, made since its last context, of a priority the output (at
-/// `priority`) does not print (a record it prints was printed, by it or,
-/// in a ring file another process shares, by the process that made it).
+/// records that qualify: the key's, made since its last context, of a
+/// priority the output (at `priority`) does not print (a record it prints
+/// was printed, by it or, in a ring file another process shares, by the
+/// process that made it).
 fn gather(
     context: &Context,
     picks: &mut Vec<Pick>,
