@@ -44,6 +44,7 @@ use super::context::{self, Contexts};
 use crate::config::context::Context;
 use crate::error::ConfigError;
 use crate::output::{at_crash, Outputs};
+use crate::priority::Priority;
 use crate::ring::published;
 use crate::ring::reader::{self, Cursor, Entry};
 use crate::ring::view::View;
@@ -186,12 +187,20 @@ impl Printer {
             contexts,
         } = self;
         outputs.print_all(|outputs| {
-            let mut due = None;
-            reader::read_marked(view, Cursor::at(pos), 1, |entry, _| {
-                if let Entry::Record(rec) = entry {
-                    due = context::due(contexts, outputs, &rec);
-                }
+            // An error's context comes first: the record is read whole
+            // twice only when its header says it is an error.
+            let mut error = false;
+            reader::scan(view, pos, pos + 1, |_, head, _| {
+                error = head.priority == Priority::Error as u8;
             });
+            let mut due = None;
+            if error {
+                reader::read_marked(view, Cursor::at(pos), 1, |entry, _| {
+                    if let Entry::Record(rec) = entry {
+                        due = context::due(contexts, outputs, &rec);
+                    }
+                });
+            }
             match due {
                 Some(due) => {
                     let mut report = |event: &str| said.push(event.to_owned());
