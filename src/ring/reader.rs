@@ -178,7 +178,7 @@ impl Default for Buffers {
 
 /// The outputs' walk: [`read_marked`] of the records marked for the
 /// outputs alone (a record that is not is passed over on what its header
-/// says, neither copied whole nor rendered: a daemon's debug records in the
+/// says, neither checked nor rendered: a daemon's debug records in the
 /// ring cost the walk to its next line little), ending before a record for
 /// which `visit` returns false: the cursor returned is at that record, for
 /// the next walk to read it again (the outputs stop before an error to
