@@ -30,6 +30,14 @@
  *            says how many records were not read
  *   forkring with VLOG_BUFFER_FILE: a forked child's own printed line is
  *            not its context, and its lines are not the parent's
+ *   bytes    records whose text is far longer than their arguments in the
+ *            ring: what a context prints stays within 64 KiB
+ *   forkall  with all-threads, a forked child's context has none of the
+ *            records before the fork, which the parent's showed
+ *   forkbig  with VLOG_BUFFER_FILE, a forked child (whose outputs do not
+ *            read the ring) after more than 4 MiB of its own unprinted
+ *            records: its error's context is not read, and a note says so;
+ *            its next error's context is read from the first
  *   journald, fluent  a debug record then an error, to `3:journald` or
  *            `3:fluent:context@URL` (FILE is the URL): the driver reads the
  *            context's entry from the receiver */
@@ -452,6 +460,85 @@ static int forkring(void)
     return 0;
 }
 
+static int bytes(void)
+{
+    char *text, *line;
+    size_t context_bytes = 0;
+    int context_lines = 0;
+
+    set_outputs("file");
+    CHECK(vlog_set_context("1000/0") == 0);
+    for (int i = 0; i < 200; i++)
+        VLOG_DEBUG("%f %f %f", 1e300, 1e300, (double)i);
+    VLOG_ERROR("after long records");
+    text = check_slurp_path(file);
+    for (line = text; *line != '\0';) {
+        char *end = strchr(line, '\n');
+        CHECK(end != NULL);
+        if (strstr(line, "debug (context)") != NULL && strstr(line, "debug (context)") < end) {
+            context_bytes += (size_t)(end - line + 1);
+            context_lines++;
+        }
+        line = end + 1;
+    }
+    if (context_bytes > 70000 || context_lines < 10 ||
+        strstr(text, "context:0 : the last ") == NULL || strstr(text, " of 200 records") == NULL) {
+        fprintf(stderr, "bytes: %d context lines, %zu bytes:\n%.2000s\n", context_lines,
+                context_bytes, text);
+        return 1;
+    }
+    free(text);
+    return 0;
+}
+
+static int forkall(void)
+{
+    pid_t pid;
+    int status;
+
+    set_outputs("file");
+    CHECK(vlog_set_context("20/0 all-threads") == 0);
+    VLOG_DEBUG("parent one");
+    attach_disk("parent");
+    EXPECT("the parent's", ": parent one", ": cannot attach disk parent");
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        VLOG_DEBUG("child one");
+        detach_disk("child");
+        _exit(0);
+    }
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT("the child's, with all-threads", "debug (context)*: child one",
+           ": cannot detach disk child");
+    return 0;
+}
+
+static int forkbig(void)
+{
+    pid_t pid;
+    int status;
+
+    set_outputs("file");
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        for (int i = 0; i < 150000; i++)
+            VLOG_DEBUG("child filler %d, with words to take some room in the ring", i);
+        attach_disk("child");
+        VLOG_DEBUG("child two");
+        detach_disk("child");
+        _exit(0);
+    }
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT("a child's error past 4 MiB",
+           "info (context) : vlog : context:0 : this error's context was not read: no record "
+           "boundary is known within the last 4 MiB of the ring",
+           ": cannot attach disk child", "debug (context)*: child two",
+           ": cannot detach disk child");
+    return 0;
+}
+
 static int receiver(const char *form)
 {
     char spec[600];
@@ -494,6 +581,12 @@ int main(int argc, char **argv)
         return window();
     if (strcmp(mode, "forkring") == 0)
         return forkring();
+    if (strcmp(mode, "bytes") == 0)
+        return bytes();
+    if (strcmp(mode, "forkall") == 0)
+        return forkall();
+    if (strcmp(mode, "forkbig") == 0)
+        return forkbig();
     if (strcmp(mode, "journald") == 0 || strcmp(mode, "fluent") == 0)
         return receiver(mode);
     fprintf(stderr, "unknown mode %s\n", mode);

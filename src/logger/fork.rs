@@ -102,6 +102,11 @@ extern "C-unwind" fn child() {
             // writing one stream could interleave frames. The child makes
             // its own.
             printer.outputs.iter_mut().for_each(|o| o.after_fork());
+            // Its own memory of error contexts, from its own records on:
+            // the parent's outputs, on the files the child shares, showed
+            // what came before.
+            let next_seq = state.stats().recorded;
+            printer.restart_contexts(next_seq);
             if let Some(ring) = state.ring.as_mut() {
                 ring.after_fork();
             }

@@ -132,6 +132,7 @@ pub fn read_from(
 /// [`read_from`], saying of each record whether it is marked for the
 /// outputs (see `record::FOR_OUTPUTS`): the outputs' walk, and a reader
 /// that tells which records they had not printed yet.
+#[inline(never)]
 pub fn read_marked(
     region: &(impl Region + ?Sized),
     from: Cursor,
@@ -168,6 +169,21 @@ impl Buffers {
             text: [0; MESSAGE_MAX],
         }
     }
+
+    /// A set on the heap, made once, for a reader that keeps one (an
+    /// error's context, read on a caller's stack, which may be small);
+    /// None without the memory.
+    pub fn on_heap() -> Option<Box<Buffers>> {
+        let layout = std::alloc::Layout::new::<Buffers>();
+        // SAFETY: the layout is not zero-sized. A non-null result is a
+        // fresh allocation of that layout, zeroed, and all-zero bytes are
+        // a valid Buffers (two byte arrays), so the Box may own it and
+        // free it with the same layout.
+        unsafe {
+            let p = std::alloc::alloc_zeroed(layout).cast::<Buffers>();
+            (!p.is_null()).then(|| Box::from_raw(p))
+        }
+    }
 }
 
 impl Default for Buffers {
@@ -183,6 +199,7 @@ impl Default for Buffers {
 /// which `visit` returns false: the cursor returned is at that record, for
 /// the next walk to read it again (the outputs stop before an error to
 /// print its context).
+#[inline(never)]
 pub fn read_until(
     region: &(impl Region + ?Sized),
     from: Cursor,
@@ -194,6 +211,9 @@ pub fn read_until(
 
 /// [`read_marked`] into `buffers`, passing over the records not marked
 /// for the outputs when `marked_only`, and ending as [`read_until`] does.
+/// (Inlined: a walk's buffers and the rest of its locals share one frame,
+/// as a thread with a small stack needs.)
+#[inline(always)]
 pub fn read_with(
     region: &(impl Region + ?Sized),
     from: Cursor,

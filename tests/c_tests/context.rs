@@ -92,6 +92,32 @@ fn processes_sharing_a_ring_file_never_print_a_line_twice() {
     );
 }
 
+#[test]
+fn a_context_prints_at_most_64_kib_however_long_its_records_render() {
+    assert_ok("context bytes", &run_mode("bytes", &[]));
+}
+
+#[test]
+fn a_forked_childs_context_has_nothing_from_before_the_fork() {
+    assert_ok("context forkall", &run_mode("forkall", &[]));
+}
+
+#[test]
+fn a_process_that_does_not_read_the_ring_reads_no_context_beyond_4_mib() {
+    let dir = scratch_dir("context-forkbig-ring");
+    let ring = dir.join("ring");
+    assert_ok(
+        "context forkbig",
+        &run_mode(
+            "forkbig",
+            &[
+                ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+                ("VLOG_BUFFER_SIZE", "16M"),
+            ],
+        ),
+    );
+}
+
 /// journald (a real one): the context's entry carries VLOG_CONTEXT=1, its
 /// own VLOG_SEQ and VLOG_TIME.
 #[test]

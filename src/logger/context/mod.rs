@@ -16,8 +16,8 @@
 //!   or, in a ring file another process shares, the process that made it
 //!   did), nor one made before the outputs were set or the ring replaced,
 //!   and never one twice (`output::context`).
-//! - At most N of them, the newest, and at most `BYTES_MAX` of the ring's
-//!   bytes, looked for in at most the last `SCAN_MAX` bytes of the ring;
+//! - At most N of them, the newest, and at most `BYTES_MAX` of what they
+//!   print, looked for in at most the last `SCAN_MAX` bytes of the ring;
 //!   one context per error site (source, file, function, line) per
 //!   interval: a later error of the site prints a one-line note of how
 //!   many records were left out instead. Records made since the key's last
@@ -57,16 +57,16 @@ use checkpoints::{Checkpoints, SCAN_MAX};
 // The notes say how far a context reads in words.
 const _: () = assert!(SCAN_MAX == 4 << 20);
 
-/// The most bytes of records, as the ring keeps them, that one error's
-/// context prints on one output.
+/// The most one error's context prints on one output: the records'
+/// messages, fields and names, and a line's head for each (see
+/// `printed_size`).
 pub const BYTES_MAX: usize = 64 * 1024;
 
-/// A record chosen for a context: where it is and how big.
+/// A record chosen for a context: where it is.
 #[derive(Clone, Copy, Debug)]
 pub struct Pick {
     pos: u64,
     seq: u64,
-    len: usize,
 }
 
 /// An error whose outputs print its context, as the walk that found it saw
@@ -132,6 +132,9 @@ pub struct Contexts {
     setting: Context,
     picks: Vec<Pick>,
     checkpoints: Checkpoints,
+    /// Where the records are read into: 21 KiB kept on the heap, off a
+    /// caller's stack.
+    buffers: Option<Box<reader::Buffers>>,
 }
 
 impl Contexts {
@@ -140,6 +143,7 @@ impl Contexts {
             setting: Context::new(),
             picks: Vec::new(),
             checkpoints: Checkpoints::new(),
+            buffers: None,
         }
     }
 
@@ -156,6 +160,11 @@ impl Contexts {
         self.picks.try_reserve_exact(more).map_err(|e| {
             ConfigError::new(format!("not enough memory for the error context: {e}"))
         })?;
+        if setting.records > 0 && self.buffers.is_none() {
+            self.buffers = Some(reader::Buffers::on_heap().ok_or_else(|| {
+                ConfigError::new("not enough memory for the error context's buffers")
+            })?);
+        }
         if setting != self.setting {
             outputs.restart_contexts(None);
         }
@@ -193,11 +202,15 @@ struct Found {
     /// not read, and why.
     unread: u64,
     overwritten: bool,
+    /// No record boundary within reach was known: nothing was read.
+    beyond: bool,
 }
 
 /// Has every output that prints the error `due`, at position `at` of
 /// `region`'s ring, print its context first (into its batch, before the
-/// error's line); what the outputs have to report goes to `report`.
+/// error's line); what the outputs have to report goes to `report`. (Not
+/// inlined: its frame is not on the stack while the walk's buffers are.)
+#[inline(never)]
 pub fn print(
     contexts: &mut Contexts,
     outputs: &mut Outputs,
@@ -210,16 +223,15 @@ pub fn print(
         setting: context,
         picks,
         checkpoints,
+        buffers,
     } = contexts;
     // (Without the room, which `Printer::set_context` reserves: none.)
     let wanted = context.records.min(picks.capacity());
-    if wanted == 0 {
+    let Some(buffers) = buffers.as_deref_mut().filter(|_| wanted > 0) else {
         return;
-    }
+    };
     let now_ms = sys::monotonic_ns() / 1_000_000;
     let window = checkpoints.window(at);
-    // One set of buffers for every record read (made when the first is).
-    let mut buffers = None;
     for i in 0..outputs.count() {
         let Some((priority, memory)) = outputs.context_of(i) else {
             continue;
@@ -248,63 +260,84 @@ pub fn print(
             // is counted, not read.
             stats::add(&stats::CONTEXTS_SUPPRESSED, 1);
             if found.count > 0 {
-                let mut buf = [0u8; 256];
-                let mut text = Bounded::new(&mut buf);
-                put_decimal(found.count, 1, &mut text);
-                text.put(plural(found.count, b" record was", b" records were"));
-                text.put(b" left out of this error's context: its site had one ");
-                put_decimal(ago_ms / 1000, 1, &mut text);
-                text.put(b" s ago (one every ");
-                put_decimal(context.every_s, 1, &mut text);
-                text.put(b" s)");
-                note(outputs, i, due, text.finish(), report);
+                note(outputs, i, due, report, |text| {
+                    put_decimal(found.count, 1, text);
+                    text.put(plural(found.count, b" record was", b" records were"));
+                    text.put(b" left out of this error's context: its site had one ");
+                    put_decimal(ago_ms / 1000, 1, text);
+                    text.put(b" s ago (one every ");
+                    put_decimal(context.every_s, 1, text);
+                    text.put(b" s)");
+                });
             }
             continue;
         }
-        // The newest first, as many as the byte bound takes.
+        // The newest first, as many as the byte bound takes of what they
+        // print (a deferred record's text may be far longer than its
+        // arguments in the ring): each is read to be measured.
         let mut bytes = 0;
-        let keep = picks
-            .iter()
-            .rev()
-            .take_while(|p| {
-                bytes += p.len;
-                bytes <= BYTES_MAX
-            })
-            .count();
+        let mut keep = 0;
+        for pick in picks.iter().rev() {
+            let mut size = 0;
+            reader::read_with(
+                region,
+                Cursor::at(pick.pos),
+                1,
+                buffers,
+                false,
+                |entry, _| {
+                    if let Entry::Record(rec) = entry {
+                        size = printed_size(&rec);
+                    }
+                    true
+                },
+            );
+            bytes += size;
+            if bytes > BYTES_MAX {
+                break;
+            }
+            keep += 1;
+        }
         let skipped = picks.len() - keep;
         let omitted = found.count - keep as u64;
+        if found.beyond {
+            note(outputs, i, due, report, |text| {
+                text.put(
+                    b"this error's context was not read: no record boundary is known within \
+                      the last 4 MiB of the ring, which is as far as a context reads",
+                )
+            });
+        }
         if omitted > 0 || found.unread > 0 {
-            let mut buf = [0u8; 320];
-            let mut text = Bounded::new(&mut buf);
-            if omitted > 0 {
-                text.put(b"the last ");
-                put_decimal(keep as u64, 1, &mut text);
-                text.put(b" of ");
-                put_decimal(found.count, 1, &mut text);
-                text.put(b" records before this error");
-            }
-            if found.unread > 0 {
+            note(outputs, i, due, report, |text| {
                 if omitted > 0 {
-                    text.put(b"; ");
+                    text.put(b"the last ");
+                    put_decimal(keep as u64, 1, text);
+                    text.put(b" of ");
+                    put_decimal(found.count, 1, text);
+                    text.put(b" records before this error");
                 }
-                put_decimal(found.unread, 1, &mut text);
-                text.put(plural(found.unread, b" record", b" records"));
-                text.put(if context.all_threads {
-                    b" made since the last context"
-                } else {
-                    b" (of all threads) made since this thread's last context"
-                });
-                text.put(if found.overwritten {
-                    b" were overwritten in the ring first"
-                } else {
-                    b" were not read: a context reads the last 4 MiB of the ring"
-                });
-            }
-            note(outputs, i, due, text.finish(), report);
+                if found.unread > 0 {
+                    if omitted > 0 {
+                        text.put(b"; ");
+                    }
+                    put_decimal(found.unread, 1, text);
+                    text.put(plural(found.unread, b" record", b" records"));
+                    text.put(if context.all_threads {
+                        b" made since the last context"
+                    } else {
+                        b" (of all threads) made since this thread's last context"
+                    });
+                    text.put(if found.overwritten {
+                        b" were overwritten in the ring first"
+                    } else {
+                        b" were not read: a context reads the last 4 MiB of the ring"
+                    });
+                }
+            });
         }
         let mut shown = 0u64;
         for pick in &picks[skipped..] {
-            let buffers = buffers.get_or_insert_with(reader::Buffers::new);
             reader::read_with(
                 region,
                 Cursor::at(pick.pos),
@@ -328,12 +361,11 @@ pub fn print(
         }
         let gone = keep as u64 - shown;
         if gone > 0 {
-            let mut buf = [0u8; 128];
-            let mut text = Bounded::new(&mut buf);
-            put_decimal(gone, 1, &mut text);
-            text.put(plural(gone, b" record was", b" records were"));
-            text.put(b" overwritten in the ring while this context was printed");
-            note(outputs, i, due, text.finish(), report);
+            note(outputs, i, due, report, |text| {
+                put_decimal(gone, 1, text);
+                text.put(plural(gone, b" record was", b" records were"));
+                text.put(b" overwritten in the ring while this context was printed");
+            });
         }
         if shown > 0 {
             stats::add(&stats::CONTEXTS, 1);
@@ -349,7 +381,9 @@ pub fn print(
 /// records that qualify: the key's, made since its last context, of a
 /// priority the output (at `priority`) does not print (a record it prints
 /// was printed, by it or, in a ring file another process shares, by the
-/// process that made it).
+/// process that made it). (Not inlined: its buffer is gone before records
+/// are read.)
+#[inline(never)]
 fn gather(
     context: &Context,
     picks: &mut Vec<Pick>,
@@ -359,12 +393,29 @@ fn gather(
     due: &Due,
     priority: Priority,
 ) -> Found {
-    let from = match (since.marked, window) {
-        (true, Some(w)) if since.pos < w => w,
-        (true, _) => since.pos,
-        (false, w) => w.unwrap_or(0),
-    };
+    // Where to start: a boundary within `SCAN_MAX` of the error (the
+    // key's last context's end, one the walk passed, or the oldest record),
+    // never further back. A process whose outputs do not read the ring (it
+    // shares another's ring file) knows only its own lines' boundaries:
+    // past a longer stretch of others' records, it reads nothing.
+    let reach = at.saturating_sub(SCAN_MAX);
+    let oldest = region.head();
     picks.clear();
+    let from = match (since.marked, window) {
+        (true, Some(w)) if since.pos < w => Some(w),
+        (true, _) if since.pos >= reach => Some(since.pos),
+        (_, Some(w)) => Some(w),
+        _ if oldest >= reach => Some(oldest),
+        _ => None,
+    };
+    let Some(from) = from else {
+        return Found {
+            count: 0,
+            unread: 0,
+            overwritten: false,
+            beyond: true,
+        };
+    };
     let mut next = 0;
     let mut count = 0u64;
     let mut first = None;
@@ -381,11 +432,7 @@ fn gather(
         if wanted == 0 {
             return;
         }
-        let pick = Pick {
-            pos,
-            seq: head.seq,
-            len: head.len,
-        };
+        let pick = Pick { pos, seq: head.seq };
         if picks.len() < wanted {
             picks.push(pick);
         } else {
@@ -405,7 +452,13 @@ fn gather(
         count,
         unread,
         overwritten,
+        beyond: false,
     }
+}
+
+/// About what a record takes printed: its message, fields and names.
+fn printed_size(rec: &Record) -> usize {
+    64 + rec.message.len() + rec.fields.len() + rec.source.len() + rec.file.len() + rec.func.len()
 }
 
 /// Whether the record whose header is `head` is one of the erring
@@ -429,7 +482,19 @@ fn whose(due: &Due, all_threads: bool, head: &Head, source: &[u8]) -> bool {
 /// the records it is about: a record of source `vlog`, at info, with the
 /// error's time and thread; its seq is 0, since no record of the ring is
 /// it (a reader that tells records apart by seq never takes it for one).
-fn note(outputs: &mut Outputs, i: usize, due: &Due, text: &[u8], report: &mut impl FnMut(&str)) {
+/// (Not inlined: its buffer is not on the stack while records are read.)
+#[inline(never)]
+fn note(
+    outputs: &mut Outputs,
+    i: usize,
+    due: &Due,
+    report: &mut impl FnMut(&str),
+    write: impl FnOnce(&mut Bounded),
+) {
+    let mut buf = [0u8; 320];
+    let mut text = Bounded::new(&mut buf);
+    write(&mut text);
+    let text = text.finish();
     let rec = Record {
         seq: 0,
         time_ns: due.time_ns,
