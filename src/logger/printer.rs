@@ -47,6 +47,7 @@ use crate::output::{at_crash, Outputs};
 use crate::priority::Priority;
 use crate::ring::published;
 use crate::ring::reader::{self, Cursor, Entry};
+use crate::ring::scan;
 use crate::ring::view::View;
 use crate::sys::watch::{Waker, Worker};
 
@@ -190,7 +191,7 @@ impl Printer {
             // An error's context comes first: the record is read whole
             // twice only when its header says it is an error.
             let mut error = false;
-            reader::scan(view, pos, pos + 1, |_, head, _| {
+            scan::scan(view, pos, pos + 1, |_, head, _| {
                 error = head.priority == Priority::Error as u8;
             });
             let mut due = None;

@@ -55,7 +55,8 @@
 //! `layout` (the header, offsets, sizes, magic), `record` (the record's
 //! binary form), `sites` (the dictionary), `lock` (a ring file's
 //! process-shared lock), `writer` (appending), `view` (a live ring, read),
-//! `reader` (the walk every reader shares), `image` (rings in bytes from
+//! `reader` (the walk every reader shares), `scan` (the header-only walk
+//! an error's context makes), `image` (rings in bytes from
 //! files and cores), `migrate` (records carried into a new ring), `file`
 //! (ring files), `guard` (a ring file truncated under its mapping),
 //! `published` (the ring lock-free readers find), `marks` (what the writer
@@ -71,6 +72,7 @@ pub mod migrate;
 pub mod published;
 pub mod reader;
 pub mod record;
+pub mod scan;
 pub mod sites;
 pub mod view;
 pub mod writer;

@@ -28,7 +28,7 @@
 //! has a context due ([`due`], `reader::read_until`), [`print`] reads the
 //! record headers from where the key's last context ended, or from the
 //! boundary the walk passed (`checkpoints`) at most `SCAN_MAX` before, to
-//! the error (`reader::scan`: no record copied whole, validated or
+//! the error (`ring::scan`: no record copied whole, validated or
 //! rendered), keeps where the last N that qualify are, reads those
 //! (validated as every reader does) and prints them, and the walk goes on
 //! with the error itself.
@@ -39,6 +39,7 @@
 //! contexts (`Output::after_fork`).
 
 mod checkpoints;
+mod notes;
 
 use crate::config::context::Context;
 use crate::error::ConfigError;
@@ -48,11 +49,13 @@ use crate::priority::Priority;
 use crate::record::Record;
 use crate::ring::reader::{self, Cursor, Entry, Region};
 use crate::ring::record::Head;
+use crate::ring::scan;
 use crate::stats;
 use crate::sys;
 use crate::text::num::put_decimal;
-use crate::text::{Bounded, Sink};
+use crate::text::Sink;
 use checkpoints::{Checkpoints, SCAN_MAX};
+use notes::{note, plural};
 
 // The notes say how far a context reads in words.
 const _: () = assert!(SCAN_MAX == 4 << 20);
@@ -260,7 +263,7 @@ pub fn print(
             // is counted, not read.
             stats::add(&stats::CONTEXTS_SUPPRESSED, 1);
             if found.count > 0 {
-                note(outputs, i, due, report, |text| {
+                note(outputs, i, (due.time_ns, due.tid), report, |text| {
                     put_decimal(found.count, 1, text);
                     text.put(plural(found.count, b" record was", b" records were"));
                     text.put(b" left out of this error's context: its site had one ");
@@ -301,7 +304,7 @@ pub fn print(
         let skipped = picks.len() - keep;
         let omitted = found.count - keep as u64;
         if found.beyond {
-            note(outputs, i, due, report, |text| {
+            note(outputs, i, (due.time_ns, due.tid), report, |text| {
                 text.put(
                     b"this error's context was not read: no record boundary is known within \
                       the last 4 MiB of the ring, which is as far as a context reads",
@@ -309,7 +312,7 @@ pub fn print(
             });
         }
         if omitted > 0 || found.unread > 0 {
-            note(outputs, i, due, report, |text| {
+            note(outputs, i, (due.time_ns, due.tid), report, |text| {
                 if omitted > 0 {
                     text.put(b"the last ");
                     put_decimal(keep as u64, 1, text);
@@ -361,7 +364,7 @@ pub fn print(
         }
         let gone = keep as u64 - shown;
         if gone > 0 {
-            note(outputs, i, due, report, |text| {
+            note(outputs, i, (due.time_ns, due.tid), report, |text| {
                 put_decimal(gone, 1, text);
                 text.put(plural(gone, b" record was", b" records were"));
                 text.put(b" overwritten in the ring while this context was printed");
@@ -419,7 +422,7 @@ fn gather(
     let mut next = 0;
     let mut count = 0u64;
     let mut first = None;
-    reader::scan(region, from, at, |pos, head, source| {
+    scan::scan(region, from, at, |pos, head, source| {
         first.get_or_insert((pos, head.seq));
         let fresh = since.seq.is_none_or(|s| head.seq > s) && head.seq < due.seq;
         if !fresh
@@ -475,47 +478,6 @@ fn whose(due: &Due, all_threads: bool, head: &Head, source: &[u8]) -> bool {
     match due.relayed {
         None => !head.no_file,
         Some(relay) => head.no_file && hash(&[source]) == relay,
-    }
-}
-
-/// One line of vlog's own in a context, printed on output `i` just before
-/// the records it is about: a record of source `vlog`, at info, with the
-/// error's time and thread; its seq is 0, since no record of the ring is
-/// it (a reader that tells records apart by seq never takes it for one).
-/// (Not inlined: its buffer is not on the stack while records are read.)
-#[inline(never)]
-fn note(
-    outputs: &mut Outputs,
-    i: usize,
-    due: &Due,
-    report: &mut impl FnMut(&str),
-    write: impl FnOnce(&mut Bounded),
-) {
-    let mut buf = [0u8; 320];
-    let mut text = Bounded::new(&mut buf);
-    write(&mut text);
-    let text = text.finish();
-    let rec = Record {
-        seq: 0,
-        time_ns: due.time_ns,
-        tid: due.tid,
-        line: 0,
-        priority: Priority::Info,
-        source: b"vlog",
-        file: b"",
-        func: b"context",
-        message: text,
-        fields: b"",
-        context: true,
-    };
-    outputs.add_to(i, &rec, report);
-}
-
-fn plural<'a>(n: u64, one: &'a [u8], many: &'a [u8]) -> &'a [u8] {
-    if n == 1 {
-        one
-    } else {
-        many
     }
 }
 
