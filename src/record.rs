@@ -34,6 +34,14 @@ pub struct Record<'a> {
 }
 
 impl<'a> Record<'a> {
+    /// The record, to be printed as an error's context.
+    pub fn as_context(self) -> Record<'a> {
+        Record {
+            context: true,
+            ..self
+        }
+    }
+
     /// Names longer than [`NAME_MAX`] and messages longer than
     /// [`MESSAGE_MAX`] are cut; the caller marks truncated messages before.
     pub fn clipped(mut self) -> Record<'a> {

@@ -282,19 +282,7 @@ pub fn print(
         let mut keep = 0;
         for pick in picks.iter().rev() {
             let mut size = 0;
-            reader::read_with(
-                region,
-                Cursor::at(pick.pos),
-                1,
-                buffers,
-                false,
-                |entry, _| {
-                    if let Entry::Record(rec) = entry {
-                        size = printed_size(&rec);
-                    }
-                    true
-                },
-            );
+            read_pick(region, pick, buffers, |rec| size = printed_size(&rec));
             bytes += size;
             if bytes > BYTES_MAX {
                 break;
@@ -341,26 +329,10 @@ pub fn print(
         }
         let mut shown = 0u64;
         for pick in &picks[skipped..] {
-            reader::read_with(
-                region,
-                Cursor::at(pick.pos),
-                1,
-                buffers,
-                false,
-                |entry, _| {
-                    if let Entry::Record(rec) = entry {
-                        if rec.seq == pick.seq {
-                            let rec = Record {
-                                context: true,
-                                ..rec
-                            };
-                            outputs.add_to(i, &rec, &mut *report);
-                            shown += 1;
-                        }
-                    }
-                    true
-                },
-            );
+            read_pick(region, pick, buffers, |rec| {
+                outputs.add_to(i, &rec.as_context(), &mut *report);
+                shown += 1;
+            });
         }
         let gone = keep as u64 - shown;
         if gone > 0 {
@@ -457,6 +429,35 @@ fn gather(
         overwritten,
         beyond: false,
     }
+}
+
+/// Reads the record `pick` chose into `buffers` and hands it to `f`,
+/// unless the ring overwrote it since the scan (another record is there
+/// now, or none).
+fn read_pick(
+    region: &(impl Region + ?Sized),
+    pick: &Pick,
+    buffers: &mut reader::Buffers,
+    f: impl FnOnce(Record),
+) {
+    let mut f = Some(f);
+    reader::read_with(
+        region,
+        Cursor::at(pick.pos),
+        1,
+        buffers,
+        false,
+        |entry, _| {
+            if let Entry::Record(rec) = entry {
+                if rec.seq == pick.seq {
+                    if let Some(f) = f.take() {
+                        f(rec);
+                    }
+                }
+            }
+            true
+        },
+    );
 }
 
 /// About what a record takes printed: its message, fields and names.
