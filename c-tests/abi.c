@@ -20,7 +20,7 @@ int main(int argc, char **argv)
     CHECK(vlog_get_stats(&stats) == 0);
     CHECK(stats.records == (mismatched ? 0u : 2u));
     /* The check is there however often it is asked. */
-    CHECK((vlog_abi_check(VLOG_ABI_VERSION, sizeof(vlog_source), sizeof(vlog_site)) == 0) ==
+    CHECK((vlog_abi_check(VLOG_ABI_VERSION, sizeof(vlog_source), sizeof(vlog__site)) == 0) ==
           !mismatched);
     return 0;
 }

@@ -102,6 +102,17 @@ static void level(void)
     CHECK(vlog_set_level(VLOG_PRIO_DEBUG) == 0);
 }
 
+static void ratelimit(void)
+{
+    CHECK(vlog_set_ratelimit("3:10/5") == 0);
+}
+
+/* A call a site's limit leaves out: no lock, no cancellation point. */
+static void limited(void)
+{
+    VLOG_LIMITED(VLOG_PRIO_DEBUG, 1, 3600, "left out with a cancel pending %d", 1);
+}
+
 /* Runs one call with a cancel pending since before it. */
 UNWOUND static void *one_call(void *arg)
 {
@@ -202,6 +213,8 @@ UNWOUND static void *asynchronous(void *arg)
     for (;;) {
         VLOG_DEBUG("async %ld", i);
         VLOG_ERROR("async printed %ld", i);
+        /* A limited site: its decision is made with the cancel off too. */
+        VLOG_LIMITED(VLOG_PRIO_DEBUG, 1, 3600, "async limited %ld", i);
         i++;
     }
     return NULL;
@@ -338,6 +351,10 @@ int main(int argc, char **argv)
     trial("vlog_get_stats", stats, 1);
     trial("vlog_set_level", level, 1);
     trial("vlog_set_context", context, 0);
+    trial("vlog_set_ratelimit", ratelimit, 1);
+    CHECK(vlog_set_ratelimit("off") == 0);
+    limited();
+    trial("a call a site's limit leaves out", limited, 1);
     /* Each call did its work. */
     text = check_slurp_path(log_path);
     CHECK(strstr(text, "printed with a cancel pending") != NULL);
@@ -362,8 +379,14 @@ int main(int argc, char **argv)
      * interrupted the program's own code; never inside vlog. Ten times, as
      * where the signal lands is chance. */
     if (with_handler) {
-        for (int round = 0; round < 10; round++)
+        for (int round = 0; round < 10; round++) {
+            /* Every other round with every site under a limit that lets
+             * all through: the recording thread's calls then ask the limit
+             * first, and the handler lands there too. */
+            CHECK(vlog_set_ratelimit(round % 2 ? "1:1000000/5" : "off") == 0);
             cancel_with_handler();
+        }
+        CHECK(vlog_set_ratelimit("off") == 0);
     } else {
         printf("skipped under valgrind: a cancel that acts in a signal handler (valgrind's "
                "signal frames cannot be unwound, and it delivers a busy thread's signals "

@@ -157,9 +157,9 @@ static void commands(const char *dir)
     free(r);
 
     /* Filters: all or nothing, with the environment's error texts. */
-    CHECK(!vlog_source_enabled(&qemu, VLOG_PRIO_DEBUG));
+    CHECK(!vlog__source_enabled(&qemu, VLOG_PRIO_DEBUG));
     expect("filters 1:qemu 3:util", "ok\nVLOG_FILTERS='1:qemu 3:util'\n");
-    CHECK(vlog_source_enabled(&qemu, VLOG_PRIO_DEBUG));
+    CHECK(vlog__source_enabled(&qemu, VLOG_PRIO_DEBUG));
     say(&qemu, VLOG_PRIO_DEBUG, "query-status sent");
     CHECK(vlog_set_filters("1:qemu 9:util") == -1);
     expect("filters 1:qemu 9:util", vlog_last_error());
@@ -167,7 +167,7 @@ static void commands(const char *dir)
     expect("filters", "error: filters needs its new value");
     expect("show", "VLOG_FILTERS='1:qemu 3:util'\n");
     expect("filters \"2:qemu\"", "VLOG_FILTERS=2:qemu\n");
-    CHECK(!vlog_source_enabled(&qemu, VLOG_PRIO_DEBUG));
+    CHECK(!vlog__source_enabled(&qemu, VLOG_PRIO_DEBUG));
     expect("filters \"\"", "ok\nVLOG_FILTERS=''\n");
     expect("filters 1:qemu", "ok\n");
 
@@ -1017,9 +1017,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "control: unknown mode '%s'\n", mode);
         return 2;
     }
-    vlog_source_unregister(&qemu);
+    vlog__source_unregister(&qemu);
     for (int t = 0; t < THREADS; t++)
-        vlog_source_unregister(&srcs[t]);
+        vlog__source_unregister(&srcs[t]);
     vlog_shutdown();
     return 0;
 }

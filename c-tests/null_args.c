@@ -35,31 +35,42 @@ int main(void)
     }
     CHECK(vlog_set_context(NULL) == -1);
     CHECK_ERROR("NULL");
-    vlog_source_unregister(NULL);
-    CHECK(vlog_source_enabled(NULL, VLOG_PRIO_ERROR) == 1);
+    vlog__source_unregister(NULL);
+    CHECK(vlog__source_enabled(NULL, VLOG_PRIO_ERROR) == 1);
 
     /* The deferred-formatting entries check what they are given. */
     {
-        static vlog_site site;
+        static vlog__site site;
         uint64_t word = 7;
-        CHECK(vlog_site_prepare(NULL, "%d", NULL, 0, NULL) == VLOG_SITE_FORMAT);
-        CHECK(vlog_site_prepare(&site, NULL, NULL, 0, NULL) == VLOG_SITE_FORMAT);
-        CHECK(site.state == VLOG_SITE_NEW);
-        CHECK(vlog_record(NULL, NULL, VLOG_PRIO_ERROR, NULL, 0, 0) == -1);
-        CHECK(vlog_record(&site, NULL, VLOG_PRIO_ERROR, NULL, 0, 0) == -1);
-        CHECK(vlog_site_prepare(&site, "n=%d", NULL, 0, NULL) == VLOG_SITE_DEFERRED);
-        CHECK(site.nargs == 1 && site.kinds[0] == VLOG_ARG_INT);
-        CHECK(site.nwords == 1 && site.classes == VLOG_CLASS_INT);
-        CHECK(vlog_record(&site, NULL, VLOG_PRIO_ERROR, NULL, 1, VLOG_CLASS_INT) == -1);
-        CHECK(vlog_record(&site, NULL, VLOG_PRIO_ERROR, &word, 1, VLOG_CLASS_INT) == 1);
+        CHECK(vlog__site_prepare(NULL, "%d") == VLOG__SITE_FORMAT);
+        CHECK(vlog__site_prepare(&site, NULL) == VLOG__SITE_FORMAT);
+        CHECK(site.state == VLOG__SITE_NEW);
+        CHECK(vlog__record(NULL, VLOG_PRIO_ERROR, NULL, 0, 0) == -1);
+        CHECK(vlog__record(&site, VLOG_PRIO_ERROR, NULL, 0, 0) == -1);
+        CHECK(vlog__site_prepare(&site, "n=%d") == VLOG__SITE_DEFERRED);
+        CHECK(site.nargs == 1 && site.kinds[0] == VLOG__ARG_INT);
+        CHECK(site.nwords == 1 && site.classes == VLOG__CLASS_INT);
+        CHECK(vlog__record(&site, VLOG_PRIO_ERROR, NULL, 1, VLOG__CLASS_INT) == -1);
+        CHECK(vlog__record(&site, VLOG_PRIO_ERROR, &word, 1, VLOG__CLASS_INT) == 1);
         /* Arguments that are not the format's (another C type, another
          * count) are never read: the format is recorded with a marker. */
-        CHECK(vlog_record(&site, NULL, VLOG_PRIO_ERROR, &word, 1, VLOG_CLASS_POINTER) == 1);
-        CHECK(vlog_record(&site, NULL, VLOG_PRIO_ERROR, NULL, 0, 0) == 1);
-        CHECK(vlog_record(&site, NULL, VLOG_PRIO_ERROR, &word, -1, VLOG_CLASS_INT) == 1);
-        CHECK(vlog_format_is_safe(NULL) == 0);
-        CHECK(vlog_format_is_safe("%d %s") == 1);
-        CHECK(vlog_format_is_safe("%hhn") == 0);
+        CHECK(vlog__record(&site, VLOG_PRIO_ERROR, &word, 1, VLOG__CLASS_POINTER) == 1);
+        CHECK(vlog__record(&site, VLOG_PRIO_ERROR, NULL, 0, 0) == 1);
+        CHECK(vlog__record(&site, VLOG_PRIO_ERROR, &word, -1, VLOG__CLASS_INT) == 1);
+        /* The catalog's entries: a NULL section or site is nothing. */
+        vlog__sites_register(NULL, NULL);
+        vlog__sites_register((const vlog__site *const *)&word, NULL);
+        vlog__sites_unregister(NULL);
+        CHECK(vlog__site_enabled(NULL, VLOG_PRIO_ERROR) == 0);
+        CHECK(vlog__site_admit(NULL, VLOG_PRIO_ERROR) == 1);
+        CHECK(vlog__write_site(NULL, VLOG_PRIO_ERROR, "x", 1, 1, NULL, 0) == -1);
+        CHECK(vlog__write_site(&site, VLOG_PRIO_ERROR, "x", 1, 1, NULL, 1) == -1);
+        CHECK(vlog__write_site(&site, VLOG_PRIO_ERROR, NULL, 0, 0, NULL, 0) == 1);
+        CHECK(vlog_set_ratelimit(NULL) == -1);
+        CHECK_ERROR("NULL");
+        CHECK(vlog__format_is_safe(NULL) == 0);
+        CHECK(vlog__format_is_safe("%d %s") == 1);
+        CHECK(vlog__format_is_safe("%hhn") == 0);
         dump = check_dump(&records);
         CHECK(strstr(dump, ": error : default : ?:0 : n=7\n") != NULL);
         {

@@ -70,22 +70,27 @@ extern vlog_source vlog_default_source;
  * Declares this file's source, used by every VLOG_* macro in the file. A
  * constructor checks, when the object is loaded, that the library has the
  * layout this header compiled in (vlog_abi_check: a mismatch is reported
- * once and the source stays off, never silent corruption); a destructor
- * unregisters the source when the object is unloaded (dlclose), so the
- * library never touches a source that is gone.
+ * once and the object's sites stay off, never silent corruption), and hands
+ * the library the object's call sites (the `vlog_sites` section), so that
+ * each is known, listed and configured before its first call; a destructor
+ * takes them back when the object is unloaded (dlclose), so the library
+ * never touches a site or a source that is gone.
  */
 #define VLOG_INIT(name)                                                       \
     static vlog_source vlog__source = VLOG_SOURCE_INITIALIZER(name);          \
     __attribute__((constructor)) static void vlog__source_init(void)          \
     {                                                                         \
         if (vlog_abi_check(VLOG_ABI_VERSION, sizeof(vlog_source),             \
-                           sizeof(vlog_site)) != 0)                           \
-            __atomic_store_n(&vlog__source.level, VLOG__LEVEL_OFF,            \
-                             __ATOMIC_RELAXED);                               \
+                           sizeof(vlog__site)) != 0)                          \
+            vlog__off(&vlog__source, __start_vlog_sites, __stop_vlog_sites);  \
+        else                                                                  \
+            vlog__sites_register((const vlog__site *const *)__start_vlog_sites, \
+                                 (const vlog__site *const *)__stop_vlog_sites); \
     }                                                                         \
     __attribute__((destructor)) static void vlog__source_fini(void)           \
     {                                                                         \
-        vlog_source_unregister(&vlog__source);                                \
+        vlog__sites_unregister((const vlog__site *const *)__start_vlog_sites); \
+        vlog__source_unregister(&vlog__source);                               \
     }                                                                         \
     static void vlog__source_fini(void)
 
@@ -99,18 +104,57 @@ extern vlog_source vlog_default_source;
 
 /* Log at one priority, from this file's source (VLOG_INIT). The arguments
  * are evaluated only when the message is recorded. */
-#define VLOG_DEBUG(...) VLOG__LOG(VLOG_PRIO_DEBUG, __VA_ARGS__)
-#define VLOG_INFO(...) VLOG__LOG(VLOG_PRIO_INFO, __VA_ARGS__)
-#define VLOG_WARN(...) VLOG__LOG(VLOG_PRIO_WARN, __VA_ARGS__)
-#define VLOG_ERROR(...) VLOG__LOG(VLOG_PRIO_ERROR, __VA_ARGS__)
+#define VLOG_DEBUG(...) VLOG__LOG(VLOG_PRIO_DEBUG, VLOG__LIMIT_NONE, 0, 0, __VA_ARGS__)
+#define VLOG_INFO(...) VLOG__LOG(VLOG_PRIO_INFO, VLOG__LIMIT_NONE, 0, 0, __VA_ARGS__)
+#define VLOG_WARN(...) VLOG__LOG(VLOG_PRIO_WARN, VLOG__LIMIT_NONE, 0, 0, __VA_ARGS__)
+#define VLOG_ERROR(...) VLOG__LOG(VLOG_PRIO_ERROR, VLOG__LIMIT_NONE, 0, 0, __VA_ARGS__)
 
 /* Priority chosen at run time; values outside 1..4 are clamped. `prio` is
  * evaluated once; the other arguments only when the message is recorded. */
 #define VLOG(prio, ...)                                                       \
     do {                                                                      \
         int vlog__prio = vlog__clamp(prio);                                   \
-        VLOG__LOG(vlog__prio, __VA_ARGS__);                                   \
+        VLOG__LOG(vlog__prio, VLOG__LIMIT_NONE, 0, 0, __VA_ARGS__);           \
     } while (0)
+
+/* ---- Limits per call site ----------------------------------------------- */
+
+/*
+ * A call site that records its first call only (_ONCE), every n-th call
+ * from the first (_EVERY_N; `n` a constant), or at most
+ * VLOG_RATELIMIT_BURST calls per VLOG_RATELIMIT_SECONDS (_RATELIMITED, the
+ * kernel's 10 per 5 s), counting the calls that pass the filters, across
+ * threads. A call left out costs a few instructions: its arguments are not
+ * evaluated, nothing is formatted or copied, and neither the ring nor any
+ * output sees it. The site's next record carries how many were left out
+ * (the field VLOG_SUPPRESSED, printed in the text line too), and
+ * vlog_stats.suppressed counts them.
+ */
+#define VLOG_DEBUG_ONCE(...) VLOG__LOG(VLOG_PRIO_DEBUG, VLOG__LIMIT_ONCE, 1, 0, __VA_ARGS__)
+#define VLOG_INFO_ONCE(...) VLOG__LOG(VLOG_PRIO_INFO, VLOG__LIMIT_ONCE, 1, 0, __VA_ARGS__)
+#define VLOG_WARN_ONCE(...) VLOG__LOG(VLOG_PRIO_WARN, VLOG__LIMIT_ONCE, 1, 0, __VA_ARGS__)
+#define VLOG_ERROR_ONCE(...) VLOG__LOG(VLOG_PRIO_ERROR, VLOG__LIMIT_ONCE, 1, 0, __VA_ARGS__)
+#define VLOG_DEBUG_EVERY_N(n, ...)                                            \
+    VLOG__LOG(VLOG_PRIO_DEBUG, VLOG__LIMIT_EVERY_N, (n), 0, __VA_ARGS__)
+#define VLOG_INFO_EVERY_N(n, ...)                                             \
+    VLOG__LOG(VLOG_PRIO_INFO, VLOG__LIMIT_EVERY_N, (n), 0, __VA_ARGS__)
+#define VLOG_WARN_EVERY_N(n, ...)                                             \
+    VLOG__LOG(VLOG_PRIO_WARN, VLOG__LIMIT_EVERY_N, (n), 0, __VA_ARGS__)
+#define VLOG_ERROR_EVERY_N(n, ...)                                            \
+    VLOG__LOG(VLOG_PRIO_ERROR, VLOG__LIMIT_EVERY_N, (n), 0, __VA_ARGS__)
+#define VLOG_DEBUG_RATELIMITED(...)                                           \
+    VLOG_LIMITED(VLOG_PRIO_DEBUG, VLOG_RATELIMIT_BURST, VLOG_RATELIMIT_SECONDS, __VA_ARGS__)
+#define VLOG_INFO_RATELIMITED(...)                                            \
+    VLOG_LIMITED(VLOG_PRIO_INFO, VLOG_RATELIMIT_BURST, VLOG_RATELIMIT_SECONDS, __VA_ARGS__)
+#define VLOG_WARN_RATELIMITED(...)                                            \
+    VLOG_LIMITED(VLOG_PRIO_WARN, VLOG_RATELIMIT_BURST, VLOG_RATELIMIT_SECONDS, __VA_ARGS__)
+#define VLOG_ERROR_RATELIMITED(...)                                           \
+    VLOG_LIMITED(VLOG_PRIO_ERROR, VLOG_RATELIMIT_BURST, VLOG_RATELIMIT_SECONDS, __VA_ARGS__)
+
+/* At most `burst` calls per `seconds` at priority `prio` (all three
+ * constants; `prio` 1..4). */
+#define VLOG_LIMITED(prio, burst, seconds, ...)                               \
+    VLOG__LOG((prio), VLOG__LIMIT_RATE, (burst), (seconds), __VA_ARGS__)
 
 /*
  * The function form of the macros, for wrappers that take a va_list. Checks
@@ -169,13 +213,13 @@ vlog(const vlog_source *src, int prio, const char *file, int line, const char *f
     do {                                                                      \
         VLOG__FORMAT_LITERAL(__VA_ARGS__);                                    \
         int vlog__fprio = vlog__clamp(prio);                                  \
-        int vlog__level = VLOG__LEVEL(&vlog__source);                         \
+        VLOG__SITE(prio, VLOG__LIMIT_NONE, 0, 0, VLOG__FIRST(__VA_ARGS__, 0)); \
+        int vlog__level = VLOG__LEVEL(&vlog__here);                           \
         if (VLOG__UNLIKELY(vlog__fprio >= vlog__level) &&                     \
-            (vlog__level != 0 ||                                              \
-             vlog_source_enabled(&vlog__source, vlog__fprio))) {              \
+            (vlog__level != 0 || vlog__site_enabled(&vlog__here, vlog__fprio)) && \
+            VLOG__ADMIT(&vlog__here, vlog__fprio, VLOG__LIMIT_NONE)) {        \
             const vlog_field vlog__fields[] = {VLOG__UNPAREN fields};         \
-            vlog__emit_fields(&vlog__source, vlog__fprio, __FILE__, __LINE__, \
-                              __func__, vlog__fields,                         \
+            vlog__emit_fields(&vlog__here, vlog__fprio, vlog__fields,         \
                               sizeof vlog__fields / sizeof vlog__fields[0],   \
                               __VA_ARGS__);                                   \
         }                                                                     \
@@ -282,29 +326,68 @@ static inline VLOG__PRINTF(4, 5) int vlog__check_call(const char *file, int line
     return 0;
 }
 
-/* Only a string literal format is deferred: a call site keeps its format's
- * address, which a format built in a buffer would reuse with other contents.
- * A call site's first call has the library analyse its format (and keep its
- * file, line and function), so later calls pass only what changes. */
-#define VLOG__LOG(prio, ...)                                                  \
+/* The limit's level: messages at this priority and above are limited at
+ * every site (VLOG_RATELIMIT); written by the library, read inline. */
+extern int vlog__limit_level;
+
+/* Each object's call sites: the linker gathers the pointer every macro use
+ * places in the `vlog_sites` section and names its bounds; weak, for an
+ * object with none. */
+extern vlog__site *const __start_vlog_sites[] __attribute__((weak, visibility("hidden")));
+extern vlog__site *const __stop_vlog_sites[] __attribute__((weak, visibility("hidden")));
+
+/* A macro use's call site: a static that holds what is known at compile
+ * time (its source, format, file, function, line, priority and limit; a
+ * format or priority that is not a constant is 0), with a pointer to it in
+ * the object's `vlog_sites` section. Every field is given, so that
+ * -Wmissing-field-initializers has nothing to say. */
+#define VLOG__CONSTANT(x, none) (__builtin_constant_p(x) ? (x) : (none))
+#define VLOG__SITE(prio, limit, count, seconds, fmt)                          \
+    static vlog__site vlog__here = {                                          \
+        0, 0, &vlog__source, VLOG__CONSTANT(fmt, (const char *)0), __FILE__,  \
+        __func__, __LINE__, VLOG__CONSTANT(prio, 0), (limit), (count),        \
+        (seconds), 0, 0, 0, 0, {0}, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0};          \
+    static vlog__site *const vlog__site_ref                                   \
+        __attribute__((section("vlog_sites"), used)) = &vlog__here
+
+/* A library of another ABI: the object's source and sites are turned off
+ * here, in the header's own layout (`level` is every ABI's first field),
+ * so that no macro calls into a library that would misread them. */
+static inline void vlog__off(vlog_source *src, vlog__site *const *start,
+                             vlog__site *const *stop)
+{
+    __atomic_store_n(&src->level, VLOG__LEVEL_OFF, __ATOMIC_RELAXED);
+    for (; start != NULL && start < stop; start++)
+        if (*start != NULL)
+            __atomic_store_n(&(*start)->level, VLOG__LEVEL_OFF, __ATOMIC_RELAXED);
+}
+
+/* Whether a call that passed the filters is recorded: always, unless the
+ * site has a limit or VLOG_RATELIMIT covers its priority. */
+#define VLOG__ADMIT(site, prio, limit)                                        \
+    (((limit) == VLOG__LIMIT_NONE &&                                          \
+      (prio) < __atomic_load_n(&vlog__limit_level, __ATOMIC_RELAXED)) ||      \
+     vlog__site_admit((site), (prio)))
+
+/* The inline check reads the site's level (0 until the library knows the
+ * site: that call asks). Only a string literal format is deferred: a call
+ * site keeps its format's address, which a format built in a buffer would
+ * reuse with other contents. A call site's first recorded call has the
+ * library analyse its format, so later calls pass only what changes. */
+#define VLOG__LOG(prio, limit, count, seconds, ...)                           \
     do {                                                                      \
         VLOG__FORMAT_LITERAL(__VA_ARGS__);                                    \
-        static vlog_site vlog__site;                                          \
-        int vlog__level = VLOG__LEVEL(&vlog__source);                         \
+        VLOG__SITE(prio, limit, count, seconds, VLOG__FIRST(__VA_ARGS__, 0)); \
+        int vlog__level = VLOG__LEVEL(&vlog__here);                           \
         if (VLOG__UNLIKELY((prio) >= vlog__level) &&                          \
-            (vlog__level != 0 ||                                              \
-             vlog_source_enabled(&vlog__source, (prio)))) {                   \
-            if (__builtin_constant_p(VLOG__FIRST(__VA_ARGS__, 0))) {          \
-                if (VLOG__UNLIKELY(__atomic_load_n(&vlog__site.state,         \
-                                                   __ATOMIC_ACQUIRE) ==       \
-                                   VLOG_SITE_NEW))                            \
-                    vlog_site_prepare(&vlog__site, VLOG__FIRST(__VA_ARGS__, 0), \
-                                      __FILE__, __LINE__, __func__);          \
-                VLOG__RECORD(&vlog__site, &vlog__source, (prio), __VA_ARGS__); \
-            } else {                                                          \
-                vlog__emit(&vlog__source, (prio), __FILE__, __LINE__,         \
-                           __func__, __VA_ARGS__);                            \
-            }                                                                 \
+            (vlog__level != 0 || vlog__site_enabled(&vlog__here, (prio))) &&  \
+            VLOG__ADMIT(&vlog__here, (prio), (limit))) {                      \
+            if (__builtin_constant_p(VLOG__FIRST(__VA_ARGS__, 0)) &&          \
+                VLOG__UNLIKELY(__atomic_load_n(&vlog__here.state,             \
+                                               __ATOMIC_ACQUIRE) ==           \
+                               VLOG__SITE_NEW))                               \
+                vlog__site_prepare(&vlog__here, VLOG__FIRST(__VA_ARGS__, 0)); \
+            VLOG__RECORD(&vlog__here, (prio), __VA_ARGS__);                   \
         }                                                                     \
         VLOG__FORMAT_TYPES(__VA_ARGS__)                                       \
     } while (0)
@@ -313,12 +396,12 @@ static inline VLOG__PRINTF(4, 5) int vlog__check_call(const char *file, int line
 /*
  * C11: each argument is captured where it is evaluated, once, as one 64-bit
  * word, and its C type's class is known at compile time (_Generic), so a
- * deferred call passes its words straight to vlog_record: no va_list, no
+ * deferred call passes its words straight to vlog__record: no va_list, no
  * second look at the arguments. The class of `x` is taken from
  * `0 ? (x) : (x)`, which is not evaluated and has the type printf would see
  * (integer promotions applied, arrays and functions made pointers) for any
  * operand, bit-fields and pointers to incomplete types included. The
- * library compares the classes with what the format says (vlog_site.classes)
+ * library compares the classes with what the format says (vlog__site.classes)
  * and never reads an argument as what it is not. A format the library does
  * not render, or one that changed, goes to vlog__emit_site and vsnprintf,
  * which evaluates the arguments instead: each call evaluates them once.
@@ -341,9 +424,9 @@ static inline uint64_t vlog__word_x(long double v)
 }
 /* Whether `site` records its calls with format `fmt` as words (a site in an
  * inline function may see other formats: those are formatted at the call). */
-static inline int vlog__deferred(const vlog_site *site, const char *fmt)
+static inline int vlog__deferred(const vlog__site *site, const char *fmt)
 {
-    return __atomic_load_n(&site->state, __ATOMIC_ACQUIRE) == VLOG_SITE_DEFERRED &&
+    return __atomic_load_n(&site->state, __ATOMIC_ACQUIRE) == VLOG__SITE_DEFERRED &&
            site->fmt == fmt;
 }
 #define VLOG__PROMOTED(x) (0 ? (x) : (x))
@@ -386,20 +469,20 @@ static inline uint64_t vlog__word_u128(vlog__uint128 v)
             long long: vlog__word_s, default: vlog__word_p))(x)
 #define VLOG__CLASS(x)                                                        \
     ((uint64_t)_Generic(VLOG__PROMOTED(x),                                    \
-        int: VLOG_CLASS_INT, long: VLOG_CLASS_INT, long long: VLOG_CLASS_INT, \
-        unsigned: VLOG_CLASS_INT, unsigned long: VLOG_CLASS_INT,              \
-        unsigned long long: VLOG_CLASS_INT,                                   \
-        float: VLOG_CLASS_DOUBLE, double: VLOG_CLASS_DOUBLE,                  \
+        int: VLOG__CLASS_INT, long: VLOG__CLASS_INT, long long: VLOG__CLASS_INT, \
+        unsigned: VLOG__CLASS_INT, unsigned long: VLOG__CLASS_INT,              \
+        unsigned long long: VLOG__CLASS_INT,                                   \
+        float: VLOG__CLASS_DOUBLE, double: VLOG__CLASS_DOUBLE,                  \
         long double: 0, VLOG__INT128_CLASS                                    \
         default: _Generic(VLOG__WIDE(x),                                      \
-            long long: VLOG_CLASS_INT, default: VLOG_CLASS_POINTER)))
+            long long: VLOG__CLASS_INT, default: VLOG__CLASS_POINTER)))
 
 #define VLOG__CAT2(a, b) a##b
 #define VLOG__CAT(a, b) VLOG__CAT2(a, b)
 
 /* The words of a call's arguments after the format, each with a leading
  * comma (VLOG__WORDS), and their classes, 2 bits each from the lowest
- * (VLOG__CLASSES). Past VLOG_SITE_MAX_ARGS a format is never deferred:
+ * (VLOG__CLASSES). Past VLOG__SITE_MAX_ARGS a format is never deferred:
  * those calls expand to nothing that is used. */
 #define VLOG__WORDS(...) VLOG__CAT(VLOG__W, VLOG__NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define VLOG__CLASSES(...) VLOG__CAT(VLOG__C, VLOG__NARGS(__VA_ARGS__))(__VA_ARGS__)
@@ -532,21 +615,21 @@ static inline uint64_t vlog__word_u128(vlog__uint128 v)
 #define VLOG__W64(...) , 0
 #define VLOG__C64(...) 0
 
-#define VLOG__RECORD(site, src, prio, ...)                                    \
+#define VLOG__RECORD(site, prio, ...)                                         \
     do {                                                                      \
         if (vlog__deferred((site), VLOG__FIRST(__VA_ARGS__, 0))) {            \
             const uint64_t vlog__words[] = {0 VLOG__WORDS(__VA_ARGS__)};      \
-            vlog_record((site), (src), (prio), vlog__words + 1,               \
-                        (int)(sizeof vlog__words / sizeof vlog__words[0]) - 1, \
-                        VLOG__CLASSES(__VA_ARGS__));                          \
+            vlog__record((site), (prio), vlog__words + 1,                     \
+                         (int)(sizeof vlog__words / sizeof vlog__words[0]) - 1, \
+                         VLOG__CLASSES(__VA_ARGS__));                         \
         } else {                                                              \
-            vlog__emit_site((site), (src), (prio), __VA_ARGS__);              \
+            vlog__emit_site((site), (prio), __VA_ARGS__);                     \
         }                                                                     \
     } while (0)
 #else
 /* C++ and C before C11: the arguments go through a va_list, fetched as the
  * format says (vlog__emit_site). */
-#define VLOG__RECORD(site, src, prio, ...) vlog__emit_site((site), (src), (prio), __VA_ARGS__)
+#define VLOG__RECORD(site, prio, ...) vlog__emit_site((site), (prio), __VA_ARGS__)
 #endif
 
 static inline int vlog__clamp(int prio)
@@ -556,17 +639,31 @@ static inline int vlog__clamp(int prio)
          : prio;
 }
 
+/* Hands a formatted message to the library: as the call site's when there
+ * is one (its level, limit report and count), else as the source's. */
+static inline int vlog__put(const vlog__site *site, const vlog_source *src, int prio,
+                            const char *file, int line, const char *func, const char *text,
+                            size_t len, size_t full_len, const vlog_field *fields,
+                            size_t nfields)
+{
+    if (site != NULL)
+        return vlog__write_site(site, prio, text, len, full_len, fields, nfields);
+    return vlog_write_fields(src, prio, file, line, func, text, len, full_len, fields,
+                             nfields);
+}
+
 /* Formats and records a message whose filters were already checked, with
- * `nfields` structured fields (NULL and 0 for none).
+ * `nfields` structured fields (NULL and 0 for none), for call site `site`
+ * (NULL: from `src`, at `file`, `line`, `func`).
  * `checked`: the format is known to have no %n (its call site said so), so
  * the library need not look again. */
-static inline VLOG__PRINTF(9, 0) int vlog__emitfv(int checked,
-                                                   const vlog_source *src, int prio,
-                                                   const char *file, int line,
-                                                   const char *func,
-                                                   const vlog_field *fields,
-                                                   size_t nfields,
-                                                   const char *fmt, va_list ap)
+static inline VLOG__PRINTF(10, 0) int vlog__emitfv(int checked, const vlog__site *site,
+                                                    const vlog_source *src, int prio,
+                                                    const char *file, int line,
+                                                    const char *func,
+                                                    const vlog_field *fields,
+                                                    size_t nfields,
+                                                    const char *fmt, va_list ap)
 {
     char stack[VLOG_STACK_MESSAGE];
     va_list again;
@@ -575,14 +672,14 @@ static inline VLOG__PRINTF(9, 0) int vlog__emitfv(int checked,
     int n, rc;
 
     if (fmt == NULL)
-        return vlog_write_fields(src, prio, file, line, func, "(null format)", 13, 13,
-                                 fields, nfields);
-    if (!checked && !vlog_format_is_safe(fmt)) {
+        return vlog__put(site, src, prio, file, line, func, "(null format)", 13, 13,
+                         fields, nfields);
+    if (!checked && !vlog__format_is_safe(fmt)) {
         /* %n would write through an argument: log the format, not run it. */
         n = snprintf(stack, sizeof stack, "[format with %%n not run] %s", fmt);
         want = n < 0 ? 0 : (size_t)n < sizeof stack ? (size_t)n : sizeof stack - 1;
-        return vlog_write_fields(src, prio, file, line, func, stack, want, want,
-                                 fields, nfields);
+        return vlog__put(site, src, prio, file, line, func, stack, want, want, fields,
+                         nfields);
     }
     va_copy(again, ap);
     n = vsnprintf(stack, sizeof stack, fmt, ap);
@@ -590,36 +687,27 @@ static inline VLOG__PRINTF(9, 0) int vlog__emitfv(int checked,
         va_end(again);
         n = snprintf(stack, sizeof stack, "[format error] %s", fmt);
         want = n < 0 ? 0 : (size_t)n < sizeof stack ? (size_t)n : sizeof stack - 1;
-        return vlog_write_fields(src, prio, file, line, func, stack, want, want,
-                                 fields, nfields);
+        return vlog__put(site, src, prio, file, line, func, stack, want, want, fields,
+                         nfields);
     }
     if ((size_t)n < sizeof stack) {
         va_end(again);
-        return vlog_write_fields(src, prio, file, line, func, stack, (size_t)n, (size_t)n,
-                                 fields, nfields);
+        return vlog__put(site, src, prio, file, line, func, stack, (size_t)n, (size_t)n,
+                         fields, nfields);
     }
     want = (size_t)n < VLOG_MESSAGE_MAX ? (size_t)n : VLOG_MESSAGE_MAX;
     heap = (char *)malloc(want + 1);
     if (heap == NULL) {
         va_end(again);
-        return vlog_write_fields(src, prio, file, line, func, stack, sizeof stack - 1,
-                                 (size_t)n, fields, nfields);
+        return vlog__put(site, src, prio, file, line, func, stack, sizeof stack - 1,
+                         (size_t)n, fields, nfields);
     }
     vsnprintf(heap, want + 1, fmt, again);
     va_end(again);
-    rc = vlog_write_fields(src, prio, file, line, func, heap, want, (size_t)n,
-                           fields, nfields);
+    rc = vlog__put(site, src, prio, file, line, func, heap, want, (size_t)n, fields,
+                   nfields);
     free(heap);
     return rc;
-}
-
-static inline VLOG__PRINTF(7, 0) int vlog__emitv(int checked,
-                                                  const vlog_source *src, int prio,
-                                                  const char *file, int line,
-                                                  const char *func,
-                                                  const char *fmt, va_list ap)
-{
-    return vlog__emitfv(checked, src, prio, file, line, func, NULL, 0, fmt, ap);
 }
 
 /* What the macros call carries no format attribute: each macro checks its
@@ -627,15 +715,15 @@ static inline VLOG__PRINTF(7, 0) int vlog__emitv(int checked,
  * each warning twice. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wsuggest-attribute=format"
-static inline int vlog__emit_fields(const vlog_source *src, int prio, const char *file,
-                                    int line, const char *func, const vlog_field *fields,
-                                    size_t nfields, const char *fmt, ...)
+static inline int vlog__emit_fields(const vlog__site *site, int prio,
+                                    const vlog_field *fields, size_t nfields,
+                                    const char *fmt, ...)
 {
     va_list ap;
     int rc;
 
     va_start(ap, fmt);
-    rc = vlog__emitfv(0, src, prio, file, line, func, fields, nfields, fmt, ap);
+    rc = vlog__emitfv(0, site, NULL, prio, NULL, 0, NULL, fields, nfields, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -647,69 +735,68 @@ static inline int vlog__emit(const vlog_source *src, int prio, const char *file,
     int rc;
 
     va_start(ap, fmt);
-    rc = vlog__emitv(0, src, prio, file, line, func, fmt, ap);
+    rc = vlog__emitfv(0, NULL, src, prio, file, line, func, NULL, 0, fmt, ap);
     va_end(ap);
     return rc;
 }
 
 /*
- * What the VLOG_* macros call for a literal format once the filters said yes
- * and the call site is prepared, when the arguments cannot be captured at
- * compile time (C++, C before C11) or the site's format is not deferred. A
- * deferred site's arguments are fetched as its format says, one word each,
- * for vlog_record; a format vlog does not render itself, or a format pointer
+ * What the VLOG_* macros call once the filters said yes, when the
+ * arguments cannot be captured at compile time (C++, C before C11) or the
+ * site's format is not deferred. A deferred site's arguments are fetched
+ * as its format says, one word each, for vlog__record; a format vlog does
+ * not render itself, a format that is not a literal, or a format pointer
  * that changed, is formatted here with vsnprintf.
  */
-static inline int vlog__emit_site(vlog_site *site, const vlog_source *src, int prio,
-                                  const char *fmt, ...)
+static inline int vlog__emit_site(vlog__site *site, int prio, const char *fmt, ...)
 {
     int state = __atomic_load_n(&site->state, __ATOMIC_ACQUIRE);
     va_list ap;
     int rc;
 
     va_start(ap, fmt);
-    if (state == VLOG_SITE_DEFERRED && site->fmt == fmt) {
-        uint64_t words[VLOG_SITE_MAX_ARGS];
+    if (state == VLOG__SITE_DEFERRED && site->fmt == fmt) {
+        uint64_t words[VLOG__SITE_MAX_ARGS];
         unsigned i, n = 0;
 
         for (i = 0; i < site->nargs; i++) {
             switch (site->kinds[i]) {
-            case VLOG_ARG_INT:
-            case VLOG_ARG_COUNT:
+            case VLOG__ARG_INT:
+            case VLOG__ARG_COUNT:
                 words[n++] = (uint64_t)(int64_t)va_arg(ap, int);
                 break;
-            case VLOG_ARG_UINT:
+            case VLOG__ARG_UINT:
                 words[n++] = va_arg(ap, unsigned int);
                 break;
-            case VLOG_ARG_LONG:
+            case VLOG__ARG_LONG:
                 words[n++] = (uint64_t)va_arg(ap, long);
                 break;
-            case VLOG_ARG_ULONG:
+            case VLOG__ARG_ULONG:
                 words[n++] = va_arg(ap, unsigned long);
                 break;
-            case VLOG_ARG_DOUBLE: {
+            case VLOG__ARG_DOUBLE: {
                 double d = va_arg(ap, double);
                 memcpy(&words[n++], &d, sizeof d);
                 break;
             }
-            case VLOG_ARG_STRING:
+            case VLOG__ARG_STRING:
                 words[n++] = (uint64_t)(uintptr_t)va_arg(ap, const char *);
                 break;
-            case VLOG_ARG_POINTER:
+            case VLOG__ARG_POINTER:
                 words[n++] = (uint64_t)(uintptr_t)va_arg(ap, void *);
                 break;
-            default: /* VLOG_ARG_ERRNO: %m takes no argument */
+            default: /* VLOG__ARG_ERRNO: %m takes no argument */
                 break;
             }
         }
         va_end(ap);
         /* Fetched as the format says: the classes are the site's own. */
-        return vlog_record(site, src, prio, words, (int)n, site->classes);
+        return vlog__record(site, prio, words, (int)n, site->classes);
     }
     /* A prepared site whose format did not change was checked for %n. */
-    rc = vlog__emitv((state == VLOG_SITE_DEFERRED || state == VLOG_SITE_FORMAT) &&
-                         site->fmt == fmt,
-                     src, prio, site->file, site->line, site->func, fmt, ap);
+    rc = vlog__emitfv((state == VLOG__SITE_DEFERRED || state == VLOG__SITE_FORMAT) &&
+                          site->fmt == fmt,
+                      site, NULL, prio, NULL, 0, NULL, NULL, 0, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -725,7 +812,7 @@ static inline int vlog__wanted(const vlog_source **src, int *prio)
         *src = &vlog_default_source;
     *prio = vlog__clamp(*prio);
     level = VLOG__LEVEL(*src);
-    return *prio >= level && (level != 0 || vlog_source_enabled(*src, *prio));
+    return *prio >= level && (level != 0 || vlog__source_enabled(*src, *prio));
 }
 
 /* The public inline functions declared above. */
@@ -735,7 +822,7 @@ static inline int vlogv(const vlog_source *src, int prio, const char *file, int 
 {
     if (!vlog__wanted(&src, &prio))
         return 0;
-    return vlog__emitv(0, src, prio, file, line, func, fmt, ap);
+    return vlog__emitfv(0, NULL, src, prio, file, line, func, NULL, 0, fmt, ap);
 }
 
 static inline int(vlog)(const vlog_source *src, int prio, const char *file, int line,
@@ -760,7 +847,7 @@ static inline int vlog_fields(const vlog_source *src, int prio, const char *file
     if (!vlog__wanted(&src, &prio))
         return 0;
     va_start(ap, fmt);
-    rc = vlog__emitfv(0, src, prio, file, line, func, fields, nfields, fmt, ap);
+    rc = vlog__emitfv(0, NULL, src, prio, file, line, func, fields, nfields, fmt, ap);
     va_end(ap);
     return rc;
 }

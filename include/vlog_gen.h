@@ -19,106 +19,15 @@
 
 /**
  * The layout of the structures the macros compile into programs
- * (`vlog_source`, `vlog_site`). A header and a library of another ABI
+ * (`vlog_source`, `vlog__site`). A header and a library of another ABI
  * version do not work together; `VLOG_INIT` checks it when the program (or
- * the library holding it) is loaded. 2: `vlog_site` keeps how much of each
+ * the library holding it) is loaded. 2: the site keeps how much of each
  * string argument may be read. 3: the macros capture each argument as one
- * word with its type's class (`vlog_record`).
+ * word with its type's class. 4: each site is a static known at compile
+ * time (in the `vlog_sites` section), with its own level, limit and id;
+ * the macros' machinery is named `vlog__`.
  */
-#define VLOG_ABI_VERSION 3
-
-/**
- * How many of a child's last bytes `vlog_relay_tail` can give back.
- */
-#define VLOG_RELAY_TAIL_MAX 4096
-
-/**
- * Internal: a call site not analysed yet.
- */
-#define VLOG_SITE_NEW 0
-
-/**
- * Internal: the call site's messages are recorded as format and arguments.
- */
-#define VLOG_SITE_DEFERRED 1
-
-/**
- * Internal: the call site's format is one vlog does not render itself: its
- * messages are formatted at the call.
- */
-#define VLOG_SITE_FORMAT 2
-
-/**
- * Internal: the call site's format has a `%n`: it is never handed to printf.
- */
-#define VLOG_SITE_UNSAFE 3
-
-/**
- * Internal: the most arguments a deferred call site captures.
- */
-#define VLOG_SITE_MAX_ARGS 32
-
-/**
- * Internal: the class of a captured argument's C type, as the header's
- * `_Generic` tells it at compile time (2 bits per argument in
- * `vlog_site.classes`): an integer (after the integer promotions).
- */
-#define VLOG_CLASS_INT 1
-
-/**
- * `float` or `double`.
- */
-#define VLOG_CLASS_DOUBLE 2
-
-/**
- * Any pointer (strings included).
- */
-#define VLOG_CLASS_POINTER 3
-
-/**
- * Internal: how an argument is fetched with va_arg: `int`.
- */
-#define VLOG_ARG_INT 1
-
-/**
- * `unsigned int`.
- */
-#define VLOG_ARG_UINT 2
-
-/**
- * `long` (also `long long`, `intmax_t`, `ssize_t`, `ptrdiff_t`: all 64 bits).
- */
-#define VLOG_ARG_LONG 3
-
-/**
- * `unsigned long` (also `unsigned long long`, `uintmax_t`, `size_t`).
- */
-#define VLOG_ARG_ULONG 4
-
-/**
- * `double`.
- */
-#define VLOG_ARG_DOUBLE 5
-
-/**
- * `const char *`, copied by value (NULL allowed).
- */
-#define VLOG_ARG_STRING 6
-
-/**
- * `void *`.
- */
-#define VLOG_ARG_POINTER 7
-
-/**
- * `%m`: nothing is fetched; pass strerror(errno) as it was at the call.
- */
-#define VLOG_ARG_ERRNO 8
-
-/**
- * `int`: a `*` width or precision.
- */
-#define VLOG_ARG_COUNT 9
+#define VLOG_ABI_VERSION 4
 
 /**
  * Debug messages: the most verbose priority.
@@ -147,11 +56,175 @@
 #define VLOG_MESSAGE_MAX 8192
 
 /**
+ * How many of a child's last bytes `vlog_relay_tail` can give back.
+ */
+#define VLOG_RELAY_TAIL_MAX 4096
+
+/**
+ * Internal: a call site not analysed yet.
+ */
+#define VLOG__SITE_NEW 0
+
+/**
+ * Internal: the call site's messages are recorded as format and arguments.
+ */
+#define VLOG__SITE_DEFERRED 1
+
+/**
+ * Internal: the call site's format is one vlog does not render itself: its
+ * messages are formatted at the call.
+ */
+#define VLOG__SITE_FORMAT 2
+
+/**
+ * Internal: the call site's format has a `%n`: it is never handed to printf.
+ */
+#define VLOG__SITE_UNSAFE 3
+
+/**
+ * Internal: the class of a captured argument's C type, as the header's
+ * `_Generic` tells it at compile time (2 bits per argument in
+ * `vlog__site.classes`): an integer (after the integer promotions).
+ */
+#define VLOG__CLASS_INT 1
+
+/**
+ * `float` or `double`.
+ */
+#define VLOG__CLASS_DOUBLE 2
+
+/**
+ * Any pointer (strings included).
+ */
+#define VLOG__CLASS_POINTER 3
+
+/**
+ * Internal: how an argument is fetched with va_arg: `int`.
+ */
+#define VLOG__ARG_INT 1
+
+/**
+ * `unsigned int`.
+ */
+#define VLOG__ARG_UINT 2
+
+/**
+ * `long` (also `long long`, `intmax_t`, `ssize_t`, `ptrdiff_t`: all 64 bits).
+ */
+#define VLOG__ARG_LONG 3
+
+/**
+ * `unsigned long` (also `unsigned long long`, `uintmax_t`, `size_t`).
+ */
+#define VLOG__ARG_ULONG 4
+
+/**
+ * `double`.
+ */
+#define VLOG__ARG_DOUBLE 5
+
+/**
+ * `const char *`, copied by value (NULL allowed).
+ */
+#define VLOG__ARG_STRING 6
+
+/**
+ * `void *`.
+ */
+#define VLOG__ARG_POINTER 7
+
+/**
+ * `%m`: nothing is fetched; pass strerror(errno) as it was at the call.
+ */
+#define VLOG__ARG_ERRNO 8
+
+/**
+ * `int`: a `*` width or precision.
+ */
+#define VLOG__ARG_COUNT 9
+
+/**
+ * Internal: a site with no limit of its own (`VLOG_RATELIMIT` may still
+ * limit it).
+ */
+#define VLOG__LIMIT_NONE 0
+
+/**
+ * Internal: the site's first call that passes the filters is recorded, no
+ * other (`VLOG_*_ONCE`).
+ */
+#define VLOG__LIMIT_ONCE 1
+
+/**
+ * Internal: every `limit_count`-th call is recorded, the first included
+ * (`VLOG_*_EVERY_N`).
+ */
+#define VLOG__LIMIT_EVERY_N 2
+
+/**
+ * Internal: at most `limit_count` calls per `limit_seconds`
+ * (`VLOG_*_RATELIMITED`).
+ */
+#define VLOG__LIMIT_RATE 3
+
+/**
+ * The burst and interval of `VLOG_*_RATELIMITED`: the kernel's
+ * `printk_ratelimited`, 10 messages per 5 seconds.
+ */
+#define VLOG_RATELIMIT_BURST 10
+
+#define VLOG_RATELIMIT_SECONDS 5
+
+/**
+ * Internal: the most arguments a deferred call site captures.
+ */
+#define VLOG__SITE_MAX_ARGS 32
+
+/**
  * A relay: what a child process writes (its stderr, a pipe), recorded line
  * by line as messages of one source. Made by `vlog_relay_new`, freed by
  * `vlog_relay_close`; opaque.
  */
 typedef struct vlog_relay vlog_relay;
+
+/**
+ * A log source. Declare one per C file with `VLOG_INIT("name")` (or initialise
+ * one with `VLOG_SOURCE_INITIALIZER("name")`); treat the fields as private.
+ */
+typedef struct vlog_source {
+  /**
+   * The lowest priority that is recorded for this source, kept by the library;
+   * 0 until the source is registered by its first call (so that call is always
+   * made), 5 when nothing is.
+   */
+  int level;
+  /**
+   * The source name: a string that lives as long as the source.
+   */
+  const char *name;
+  /**
+   * Length of `name` in bytes (without the NUL).
+   */
+  size_t name_len;
+} vlog_source;
+
+/**
+ * One structured field of a message (libvirt's metadata): a name and a
+ * string or integer value. Names are journald's: 1 to 64 uppercase letters,
+ * digits and underscores, not starting with an underscore or a digit.
+ */
+typedef struct vlog_field {
+  const char *key;
+  /**
+   * The value when `is_num` is 0 (NULL is logged as "(null)").
+   */
+  const char *str;
+  /**
+   * The value when `is_num` is not 0.
+   */
+  int64_t num;
+  int is_num;
+} vlog_field;
 
 /**
  * Counters of the ring and the outputs, filled by `vlog_get_stats`.
@@ -199,6 +272,11 @@ typedef struct vlog_stats {
    * interval (one per output).
    */
   uint64_t contexts_suppressed;
+  /**
+   * Calls left out by a call site's limit (`VLOG_*_ONCE`, `_EVERY_N`,
+   * `_RATELIMITED`, `VLOG_LIMITED`) or by `VLOG_RATELIMIT`.
+   */
+  uint64_t suppressed;
 } vlog_stats;
 
 /**
@@ -241,15 +319,49 @@ typedef struct vlog_relay_stats {
 
 /**
  * Internal: a call site, one per VLOG_* macro use (a static the macro
- * declares). The library fills it on the site's first call. Its layout is
- * part of the ABI (VLOG_ABI_VERSION).
+ * declares and initialises, with a pointer to it in the `vlog_sites`
+ * section). The fields up to `limit_seconds` are the macro's constants;
+ * the library keeps the rest. Its layout is part of the ABI
+ * (VLOG_ABI_VERSION).
  */
-typedef struct vlog_site {
+typedef struct vlog__site {
   /**
-   * VLOG_SITE_NEW, VLOG_SITE_DEFERRED, VLOG_SITE_FORMAT or VLOG_SITE_UNSAFE;
-   * written last.
+   * The lowest priority recorded from this site, kept by the library:
+   * 0 until the library knows the site (its first call asks), 5 when
+   * nothing is. The macros' inline check.
+   */
+  int level;
+  /**
+   * VLOG__SITE_NEW, _DEFERRED, _FORMAT or _UNSAFE; written last.
    */
   int state;
+  /**
+   * The source of the file the site is in (`VLOG_INIT`).
+   */
+  const struct vlog_source *source;
+  /**
+   * The format, NULL when it is not a string literal (then the first
+   * call's, if that one is).
+   */
+  const char *fmt;
+  const char *file;
+  const char *func;
+  int line;
+  /**
+   * The priority the macro names, 0 when it is chosen at run time.
+   */
+  int prio;
+  /**
+   * VLOG__LIMIT_*, and its count (N, or the burst) and interval.
+   */
+  uint32_t limit;
+  uint32_t limit_count;
+  uint32_t limit_seconds;
+  /**
+   * The site's message id (see `message_id`), written by the library
+   * when it learns of the site.
+   */
+  uint32_t id;
   /**
    * How many conversions the format has that take or show an argument
    * (`%m` included), and how each is fetched.
@@ -263,28 +375,19 @@ typedef struct vlog_site {
    * How many arguments a call passes: `nargs` without the `%m`s.
    */
   uint8_t nwords;
-  uint8_t kinds[VLOG_SITE_MAX_ARGS];
+  uint8_t kinds[VLOG__SITE_MAX_ARGS];
   /**
    * For each string argument, how much of it may be read: its literal
    * precision, 0xFFFE for a `*` precision (the argument before it), 0xFFFF
-   * for all of it. Used by the library only.
+   * for all of it.
    */
-  uint16_t precision[VLOG_SITE_MAX_ARGS];
+  uint16_t precision[VLOG__SITE_MAX_ARGS];
   /**
-   * The format the site was analysed for; a call with another format
-   * pointer is formatted at the call.
-   */
-  const char *fmt;
-  /**
-   * Its length in bytes, so calls need no strlen; the same for the call
-   * site's file and function names.
+   * The lengths of `fmt`, `file` and `func`, so calls need no strlen.
    */
   size_t fmt_len;
-  const char *file;
   size_t file_len;
-  const char *func;
   size_t func_len;
-  int line;
   /**
    * The site's entry in the current ring's call-site dictionary (ring id
    * and offset) and the source it names, so its records carry only the
@@ -293,55 +396,82 @@ typedef struct vlog_site {
   uint64_t entry;
   uintptr_t entry_source;
   /**
-   * The class (VLOG_CLASS_*) each argument must have, 2 bits per
+   * The class (VLOG__CLASS_*) each argument must have, 2 bits per
    * argument from the lowest: what a call's own classes are checked
    * against, so that no argument is read as what it is not.
    */
   uint64_t classes;
-} vlog_site;
-
-/**
- * A log source. Declare one per C file with `VLOG_INIT("name")` (or initialise
- * one with `VLOG_SOURCE_INITIALIZER("name")`); treat the fields as private.
- */
-typedef struct vlog_source {
   /**
-   * The lowest priority that is recorded for this source, kept by the library;
-   * 0 until the source is registered by its first call (so that call is always
-   * made), 5 when nothing is.
+   * The limit's state: the call count (once, every N) or the current
+   * interval's start and count (rate).
    */
-  int level;
+  uint64_t window;
   /**
-   * The source name: a string that lives as long as the source.
+   * Calls the limit left out since the site's last record.
    */
-  const char *name;
+  uint64_t suppressed;
   /**
-   * Length of `name` in bytes (without the NUL).
+   * Calls that passed the filters and the limit.
    */
-  size_t name_len;
-} vlog_source;
-
-/**
- * One structured field of a message (libvirt's metadata): a name and a
- * string or integer value. Names are journald's: 1 to 64 uppercase letters,
- * digits and underscores, not starting with an underscore or a digit.
- */
-typedef struct vlog_field {
-  const char *key;
-  /**
-   * The value when `is_num` is 0 (NULL is logged as "(null)").
-   */
-  const char *str;
-  /**
-   * The value when `is_num` is not 0.
-   */
-  int64_t num;
-  int is_num;
-} vlog_field;
+  uint64_t recorded;
+} vlog__site;
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Reads the environment (`VLOG_LEVEL`, `VLOG_FILTERS`, `VLOG_OUTPUTS`,
+ * `VLOG_BUFFER_SIZE`, `VLOG_BUFFER_FILE`, `VLOG_DUMP`, `VLOG_DUMP_SIGNAL`)
+ * and sets up the ring and outputs, then installs the crash handler and the
+ * dump signal unless `VLOG_DUMP=off` (see `vlog_install_crash_handler`).
+ * Calling it is optional: the first call of any vlog function does the
+ * same, and so does the start of a program that has a `VLOG_*` variable set
+ * (`VLOG_INIT`'s constructor), so a dump signal works before the first
+ * message. Idempotent: only the first of these reads the environment. A bad
+ * variable prints one warning line on stderr naming it and keeps that
+ * variable's default. In a setuid/setgid process the environment is
+ * ignored. Returns 0 (-1 only on an internal error; see `vlog_last_error`).
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+ * vlog_last_error(), bad variables warned about on stderr;
+ * async-signal-safe: no.
+ */
+int vlog_init(void);
+
+/**
+ * Closes the control socket (as `vlog_control_stop`), flushes (as
+ * `vlog_flush`, a fluent output's batches sent first) and closes the
+ * outputs, frees the ring and forgets every source:
+ * vlog returns to its state before the first call, and a later call starts
+ * it again from the environment. Safe to call more than once. Called from
+ * a signal handler that interrupted vlog on the same thread, it does
+ * nothing.
+ * NULL: takes no pointer; ownership: sources stay their owners', and vlog
+ * holds none; errors: none; async-signal-safe: no.
+ */
+void vlog_shutdown(void);
+
+/**
+ * The library's version as "MAJOR.MINOR.PATCH", which the header's
+ * VLOG_VERSION_* give for the header a program was built with.
+ * NULL: never returns NULL; ownership: the string belongs to vlog and lives
+ * for ever; errors: none; async-signal-safe: yes.
+ */
+const char *vlog_version(void);
+
+/**
+ * Internal, for VLOG_INIT: checks that the program calling it was built
+ * against a header with this library's ABI: `abi` is the header's
+ * VLOG_ABI_VERSION, `source_size` and `site_size` its sizeof(vlog_source)
+ * and sizeof(vlog__site). Returns 0 when they match; otherwise prints one
+ * line on stderr saying what to rebuild (once per process) and returns -1,
+ * and `VLOG_INIT` then turns the file's source off, so a mismatched program
+ * logs nothing rather than corrupting memory. `VLOG_INIT` calls this from a
+ * constructor; there is no need to call it yourself.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and one line
+ * on stderr; async-signal-safe: no.
+ */
+int vlog_abi_check(unsigned int abi, size_t source_size, size_t site_size);
 
 /**
  * Sets the default level: the lowest priority recorded for sources that no
@@ -356,7 +486,9 @@ int vlog_set_level(int level);
 
 /**
  * Replaces the filters with `filters`, in `VLOG_FILTERS` syntax (libvirt's:
- * space-separated `[+]PRIO:MATCH`; "" removes all filters). The whole
+ * space-separated `[+]PRIO:MATCH`, and matches on call sites:
+ * `PRIO:file=NAME[:LINE]`, `PRIO:func=NAME`, `PRIO:id=ID`; the first
+ * filter that matches a site decides; "" removes all filters). The whole
  * string is parsed first: on any bad token it returns -1,
  * `vlog_last_error()` names the token, and the previous filters stay in
  * force. Returns 0 on success.
@@ -380,6 +512,20 @@ int vlog_set_filters(const char *filters);
  * vlog_last_error(); async-signal-safe: no.
  */
 int vlog_set_context(const char *context);
+
+/**
+ * Sets a rate limit for every call site that has none of its own, in
+ * `VLOG_RATELIMIT` syntax: `[PRIO:]BURST/SECONDS` (from priority PRIO up,
+ * all priorities when it is left out) or `off`. Each such site then
+ * records at most BURST calls per SECONDS; the calls left out cost no
+ * formatting and no copy, are counted in vlog_stats.suppressed, and the
+ * site's next record says how many there were (the field
+ * VLOG_SUPPRESSED). On a bad value it returns -1, `vlog_last_error()`
+ * says why, and the limit in force stays. Returns 0 on success.
+ * NULL: an error (-1); ownership: the string is not kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_set_ratelimit(const char *ratelimit);
 
 /**
  * Replaces the outputs with `outputs`, in `VLOG_OUTPUTS` syntax
@@ -455,6 +601,126 @@ int vlog_flush(void);
 const char *vlog_last_error(void);
 
 /**
+ * Records a finished message of `len` bytes at `msg` (it need not be
+ * NUL-terminated and may contain any bytes) if the filters select it: into
+ * the ring, and to every output whose priority it meets, each line with one
+ * write(2). `full_len` is the length the message had before the caller cut
+ * it (pass `len` when it is whole); a message cut short, or longer than
+ * VLOG_MESSAGE_MAX, is stored with a ` [truncated: N bytes]` marker. `prio`
+ * outside 1..4 is clamped. Returns 1 if the message was recorded, 0 if the
+ * filters dropped it (or it was logged from inside vlog on the same thread,
+ * as from a signal handler, and dropped to avoid a deadlock), -1 on an
+ * internal error. errno is left as it was (an output's failure is reported
+ * once on vlog's diagnostics instead). Never allocates once running; takes
+ * one lock.
+ * NULL: `src` is the default source, `file` "", `func` "?", `msg`
+ * "(null)"; ownership: the bytes are copied, nothing kept; errors: -1, never
+ * errno; async-signal-safe: no.
+ */
+int vlog_write(const struct vlog_source *src,
+               int prio,
+               const char *file,
+               int line,
+               const char *func,
+               const char *msg,
+               size_t len,
+               size_t full_len);
+
+/**
+ * As vlog_write, with `nfields` structured fields at `fields`. The fields
+ * of a recorded message are stored in the ring record beside the text, shown by vlog_dump and vlog-dump, and
+ * printed by every output (text lines: ` [NAME=value ...]`; JSON outputs: a
+ * "fields" object), each name once. A name that is not valid, or that
+ * journald or vlog gives every entry (MESSAGE, PRIORITY,
+ * SYSLOG_IDENTIFIER, CODE_LINE, OBJECT_PID, VLOG_SOURCE, ...: vlog(7),
+ * FIELDS), is not kept under it: the first such becomes
+ * VLOG_BAD_FIELD_NAME with the name as its value, later ones are left out;
+ * a name given twice keeps its first value. Each field not kept is counted
+ * in vlog_stats.bad_fields, the first reported once on stderr (a message
+ * the filters drop is neither stored nor counted); at most 32 fields and
+ * 4 KiB of them are kept. Returns 1 if recorded, 0 if filtered out, -1 on a
+ * NULL `fields` with `nfields` > 0 (vlog_last_error says so) or an internal
+ * error. errno is left as it was. Never allocates once running; takes one
+ * lock.
+ * NULL: as vlog_write, and `fields` may be NULL when `nfields` is 0, a
+ * field's NULL string is "(null)"; ownership: everything is copied, nothing
+ * kept; errors: -1, never errno; async-signal-safe: no.
+ */
+int vlog_write_fields(const struct vlog_source *src,
+                      int prio,
+                      const char *file,
+                      int line,
+                      const char *func,
+                      const char *msg,
+                      size_t len,
+                      size_t full_len,
+                      const struct vlog_field *fields,
+                      size_t nfields);
+
+/**
+ * Writes the ring to `fd` as text lines, oldest first, in the output line
+ * format. Reads without taking any lock and validates every record (commit
+ * word, checksum, sequence); a damaged record is reported by a line
+ * starting `vlog:` instead of being printed, as are records overwritten
+ * while the dump ran. No allocation, no lock, only write(2). Returns the
+ * number of records written (0 without a ring), or -1 if a write failed
+ * (errno tells why).
+ * NULL: takes no pointer; ownership: `fd` stays the caller's; errors: -1
+ * and errno; async-signal-safe: yes.
+ */
+int vlog_dump(int fd);
+
+/**
+ * Fills the first six counters of `*stats` (those of the first header's
+ * struct: buffer_size to bad_fields), for programs built against it. The
+ * header's `vlog_get_stats()` macro calls `vlog_get_stats_sized()`, which
+ * fills every counter. Returns 0, or -1 if `stats` is NULL or the thread
+ * is already inside vlog (a signal handler that interrupted it). Takes
+ * the lock.
+ * NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
+ * the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_get_stats(struct vlog_stats *stats);
+
+/**
+ * Fills `*stats`, a struct of `size` bytes (`sizeof(vlog_stats)` as the
+ * caller's header has it; `vlog_get_stats(stats)` passes it), with the
+ * ring's and the outputs' counters: every counter this library and the
+ * caller's struct both have; bytes of a larger struct (a newer header's)
+ * beyond this library's counters are set to 0. Returns 0, or -1 if
+ * `stats` is NULL, `size` is 0, or the thread is already inside vlog (a
+ * signal handler that interrupted it). Takes the lock.
+ * NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
+ * the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_get_stats_sized(struct vlog_stats *stats, size_t size);
+
+/**
+ * Installs the crash handler now, with the dump going where `VLOG_DUMP`
+ * says (stderr by default, and also when `VLOG_DUMP=off`: calling this is
+ * an explicit request). `vlog_init()` does this unless `VLOG_DUMP=off`. On
+ * SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS and SIGTRAP the handler
+ * writes a header line, a backtrace of the crashing thread and the ring,
+ * then calls the handler installed before it, or dies by the default action
+ * (same exit status, same core). Every thread that logs gets an alternate
+ * signal stack (unless it has one), so stack overflows are dumped too.
+ * Idempotent. Returns 0, or -1 with `vlog_last_error()` set.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_install_crash_handler(void);
+
+/**
+ * Makes signal `signum` write a dump (header and ring, no backtrace) to the
+ * dump destination without ending the process, like `VLOG_DUMP_SIGNAL`.
+ * Fatal signals and numbers outside 1..64 are refused. Returns 0, or -1
+ * with `vlog_last_error()` set.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: no.
+ */
+int vlog_set_dump_signal(int signum);
+
+/**
  * Opens the control socket `spec` names, in `VLOG_CONTROL` syntax (an
  * absolute path, or `auto` for `$RUNTIME_DIRECTORY/vlog.sock`, else
  * `/run/IDENT/vlog.sock` as root and `$XDG_RUNTIME_DIR/IDENT/vlog.sock`
@@ -510,122 +776,6 @@ int vlog_control_handle(void);
  * vlog_last_error(); async-signal-safe: no.
  */
 int vlog_control_stop(void);
-
-/**
- * Installs the crash handler now, with the dump going where `VLOG_DUMP`
- * says (stderr by default, and also when `VLOG_DUMP=off`: calling this is
- * an explicit request). `vlog_init()` does this unless `VLOG_DUMP=off`. On
- * SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS and SIGTRAP the handler
- * writes a header line, a backtrace of the crashing thread and the ring,
- * then calls the handler installed before it, or dies by the default action
- * (same exit status, same core). Every thread that logs gets an alternate
- * signal stack (unless it has one), so stack overflows are dumped too.
- * Idempotent. Returns 0, or -1 with `vlog_last_error()` set.
- * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
- * vlog_last_error(); async-signal-safe: no.
- */
-int vlog_install_crash_handler(void);
-
-/**
- * Makes signal `signum` write a dump (header and ring, no backtrace) to the
- * dump destination without ending the process, like `VLOG_DUMP_SIGNAL`.
- * Fatal signals and numbers outside 1..64 are refused. Returns 0, or -1
- * with `vlog_last_error()` set.
- * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
- * vlog_last_error(); async-signal-safe: no.
- */
-int vlog_set_dump_signal(int signum);
-
-/**
- * Writes the ring to `fd` as text lines, oldest first, in the output line
- * format. Reads without taking any lock and validates every record (commit
- * word, checksum, sequence); a damaged record is reported by a line
- * starting `vlog:` instead of being printed, as are records overwritten
- * while the dump ran. No allocation, no lock, only write(2). Returns the
- * number of records written (0 without a ring), or -1 if a write failed
- * (errno tells why).
- * NULL: takes no pointer; ownership: `fd` stays the caller's; errors: -1
- * and errno; async-signal-safe: yes.
- */
-int vlog_dump(int fd);
-
-/**
- * Fills the first six counters of `*stats` (those of the first header's
- * struct: buffer_size to bad_fields), for programs built against it. The
- * header's `vlog_get_stats()` macro calls `vlog_get_stats_sized()`, which
- * fills every counter. Returns 0, or -1 if `stats` is NULL or the thread
- * is already inside vlog (a signal handler that interrupted it). Takes
- * the lock.
- * NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
- * the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
- */
-int vlog_get_stats(struct vlog_stats *stats);
-
-/**
- * Fills `*stats`, a struct of `size` bytes (`sizeof(vlog_stats)` as the
- * caller's header has it; `vlog_get_stats(stats)` passes it), with the
- * ring's and the outputs' counters: every counter this library and the
- * caller's struct both have; bytes of a larger struct (a newer header's)
- * beyond this library's counters are set to 0. Returns 0, or -1 if
- * `stats` is NULL, `size` is 0, or the thread is already inside vlog (a
- * signal handler that interrupted it). Takes the lock.
- * NULL: an error (-1, vlog_last_error says so); ownership: `*stats` stays
- * the caller's; errors: -1 and vlog_last_error(); async-signal-safe: no.
- */
-int vlog_get_stats_sized(struct vlog_stats *stats, size_t size);
-
-/**
- * Reads the environment (`VLOG_LEVEL`, `VLOG_FILTERS`, `VLOG_OUTPUTS`,
- * `VLOG_BUFFER_SIZE`, `VLOG_BUFFER_FILE`, `VLOG_DUMP`, `VLOG_DUMP_SIGNAL`)
- * and sets up the ring and outputs, then installs the crash handler and the
- * dump signal unless `VLOG_DUMP=off` (see `vlog_install_crash_handler`).
- * Calling it is optional: the first call of any vlog function does the
- * same, and so does the start of a program that has a `VLOG_*` variable set
- * (`VLOG_INIT`'s constructor), so a dump signal works before the first
- * message. Idempotent: only the first of these reads the environment. A bad
- * variable prints one warning line on stderr naming it and keeps that
- * variable's default. In a setuid/setgid process the environment is
- * ignored. Returns 0 (-1 only on an internal error; see `vlog_last_error`).
- * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
- * vlog_last_error(), bad variables warned about on stderr;
- * async-signal-safe: no.
- */
-int vlog_init(void);
-
-/**
- * Closes the control socket (as `vlog_control_stop`), flushes (as
- * `vlog_flush`, a fluent output's batches sent first) and closes the
- * outputs, frees the ring and forgets every source:
- * vlog returns to its state before the first call, and a later call starts
- * it again from the environment. Safe to call more than once. Called from
- * a signal handler that interrupted vlog on the same thread, it does
- * nothing.
- * NULL: takes no pointer; ownership: sources stay their owners', and vlog
- * holds none; errors: none; async-signal-safe: no.
- */
-void vlog_shutdown(void);
-
-/**
- * The library's version as "MAJOR.MINOR.PATCH", which the header's
- * VLOG_VERSION_* give for the header a program was built with.
- * NULL: never returns NULL; ownership: the string belongs to vlog and lives
- * for ever; errors: none; async-signal-safe: yes.
- */
-const char *vlog_version(void);
-
-/**
- * Internal, for VLOG_INIT: checks that the program calling it was built
- * against a header with this library's ABI: `abi` is the header's
- * VLOG_ABI_VERSION, `source_size` and `site_size` its sizeof(vlog_source)
- * and sizeof(vlog_site). Returns 0 when they match; otherwise prints one
- * line on stderr saying what to rebuild (once per process) and returns -1,
- * and `VLOG_INIT` then turns the file's source off, so a mismatched program
- * logs nothing rather than corrupting memory. `VLOG_INIT` calls this from a
- * constructor; there is no need to call it yourself.
- * NULL: takes no pointer; ownership: nothing kept; errors: -1 and one line
- * on stderr; async-signal-safe: no.
- */
-int vlog_abi_check(unsigned int abi, size_t source_size, size_t site_size);
 
 /**
  * Makes a relay that records what it is fed as messages of the source
@@ -703,33 +853,50 @@ int vlog_relay_watch(struct vlog_relay *relay, int fd);
 void vlog_relay_close(struct vlog_relay *relay);
 
 /**
- * Internal, for the macros: analyses `fmt` for call site `site` (in `file`
- * at `line`, function `func`) and returns the site's state:
- * VLOG_SITE_DEFERRED when vlog can record its messages as format and
- * arguments (see VLOG_ARG_*), VLOG_SITE_UNSAFE when it has a `%n`, else
- * VLOG_SITE_FORMAT. A site another thread prepared first keeps what it has,
- * and its state is returned. The site keeps `fmt`, `file`, `line` and
- * `func`, so later calls need not pass them: `site` must stay valid while
- * messages are logged through it, and the strings as long as the site is
- * used (string literals). errno is left as it was. Takes the logger lock.
- * NULL: `site` or `fmt` gives VLOG_SITE_FORMAT (the site stays
- * unprepared), `file` and `func` are "" and "?"; ownership: the site keeps the pointers (string literals);
- * errors: none; async-signal-safe: no.
+ * Internal, for `VLOG_INIT`: forgets `src` (and any call site of it the
+ * library learnt of on its own), so the library no longer updates it.
+ * `VLOG_INIT` calls this from a destructor, so a source in a library that is dlclose'd
+ * leaves nothing behind. Unknown sources are ignored.
+ * NULL: ignored; ownership: `src` stays the caller's, and vlog no longer
+ * holds it; errors: none; async-signal-safe: no.
  */
-int vlog_site_prepare(struct vlog_site *site,
-                      const char *fmt,
-                      const char *file,
-                      int line,
-                      const char *func);
+void vlog__source_unregister(const struct vlog_source *src);
+
+/**
+ * Internal, for the header: registers `src` if it is not yet known, and
+ * returns 1 if a message of priority `prio` from it is recorded, else 0.
+ * `vlog()` and `vlogv()` call this only when the inline check
+ * cannot decide. `prio` outside 1..4 is clamped. Registering initialises
+ * vlog lazily. errno is left as it was.
+ * NULL: the default source; ownership: `src` must stay valid until
+ * `vlog__source_unregister(src)`; errors: none (0); async-signal-safe: no.
+ */
+int vlog__source_enabled(const struct vlog_source *src, int prio);
+
+/**
+ * Internal, for the macros: analyses `fmt` for call site `site` and
+ * returns the site's state: VLOG__SITE_DEFERRED when vlog can record its
+ * messages as format and arguments (see VLOG__ARG_*), VLOG__SITE_UNSAFE
+ * when it has a `%n`, else VLOG__SITE_FORMAT. A site another thread
+ * prepared first keeps what it has, and its state is returned. A site
+ * whose format was not known at compile time keeps `fmt` (a string
+ * literal the inlined call passed); one whose format is another string
+ * is formatted at each call. errno is left as it was. Takes the logger
+ * lock.
+ * NULL: `site` or `fmt` gives VLOG__SITE_FORMAT (the site stays
+ * unprepared); ownership: the site keeps `fmt`, which must live as long
+ * as the site (a string literal); errors: none; async-signal-safe: no.
+ */
+int vlog__site_prepare(struct vlog__site *site, const char *fmt);
 
 /**
  * Internal, for the macros: records a message of call site `site`
- * (prepared, VLOG_SITE_DEFERRED; it holds the format, file, line and
- * function) from source `src` at `prio`, if the filters select it.
+ * (prepared, VLOG__SITE_DEFERRED; it holds the source, format, file,
+ * line and function) at `prio`, if the filters select it.
  * `words` are the call's `nwords` arguments as the macro captured them,
  * each evaluated once: integers sign- or zero-extended to 64 bits, doubles
  * as their bits, pointers and strings as addresses; `classes` says what C
- * type each had (VLOG_CLASS_*, 2 bits each, from `_Generic`). The text is
+ * type each had (VLOG__CLASS_*, 2 bits each, from `_Generic`). The text is
  * made only when the record is read, or here, by vlog's own printf, when an
  * output prints the message now, its arguments do not fit a record (the
  * text then cut with the truncation marker) or a `*` width or precision is
@@ -741,16 +908,14 @@ int vlog_site_prepare(struct vlog_site *site,
  * of errno at the call. Returns 1 if recorded, 0 if filtered out, -1 on
  * an error (a NULL or unprepared site, NULL `words` with `nwords` > 0).
  * Never allocates; takes one lock.
- * NULL: `src` is the default source, `site` an error (-1), a string
- * argument "(null)"; ownership: the arguments are copied, nothing kept;
+ * NULL: `site` an error (-1), a string argument "(null)"; ownership: the arguments are copied, nothing kept;
  * errors: -1, never errno; async-signal-safe: no.
  */
-int vlog_record(const struct vlog_site *site,
-                const struct vlog_source *src,
-                int prio,
-                const uint64_t *words,
-                int nwords,
-                uint64_t classes);
+int vlog__record(const struct vlog__site *site,
+                 int prio,
+                 const uint64_t *words,
+                 int nwords,
+                 uint64_t classes);
 
 /**
  * Internal, for the header: 1 if `fmt` may be handed to printf, 0 if it has
@@ -759,27 +924,69 @@ int vlog_record(const struct vlog_site *site,
  * NULL: 0; ownership: the string is not kept; errors: none;
  * async-signal-safe: yes.
  */
-int vlog_format_is_safe(const char *fmt);
+int vlog__format_is_safe(const char *fmt);
 
 /**
- * Forgets `src`, so the library no longer updates it. `VLOG_INIT` calls
- * this from a destructor, so a source in a library that is dlclose'd
- * leaves nothing behind. Unknown sources are ignored.
- * NULL: ignored; ownership: `src` stays the caller's, and vlog no longer
- * holds it; errors: none; async-signal-safe: no.
+ * Internal, for `VLOG_INIT`'s constructor: hands the library the call
+ * sites of the object being loaded, the pointers from `start` to `stop`
+ * (its `vlog_sites` section), so that each is listed and configured
+ * before its first call. Each of an object's files hands the same
+ * section over; the first is kept. Does not start vlog (the program's
+ * `main` may still set its `VLOG_*` variables).
+ * NULL: either bound NULL (an object with no sites) does nothing;
+ * ownership: the library reads the sites until `vlog__sites_unregister`;
+ * errors: none (no memory: the sites are learnt on their first calls);
+ * async-signal-safe: no.
  */
-void vlog_source_unregister(const struct vlog_source *src);
+void vlog__sites_register(const struct vlog__site *const *start,
+                          const struct vlog__site *const *stop);
 
 /**
- * Internal, for the macros: registers `src` if it is not yet known, and
- * returns 1 if a message of priority `prio` from it is recorded, else 0.
- * The header's macros and `vlog()` call this only when the inline check
- * cannot decide. `prio` outside 1..4 is clamped. Registering initialises
- * vlog lazily. errno is left as it was.
- * NULL: the default source; ownership: `src` must stay valid until
- * `vlog_source_unregister(src)`; errors: none (0); async-signal-safe: no.
+ * Internal, for `VLOG_INIT`'s destructor: the object whose section
+ * starts at `start` is being unloaded; the library forgets its sites.
+ * NULL: nothing; ownership: the library no longer reads the section;
+ * errors: none; async-signal-safe: no.
  */
-int vlog_source_enabled(const struct vlog_source *src, int prio);
+void vlog__sites_unregister(const struct vlog__site *const *start);
+
+/**
+ * Internal, for the macros: learns of `site` if it is new (starting vlog
+ * on the program's first call) and returns 1 if a call of priority `prio`
+ * from it is recorded, else 0. The macros call this only when the inline
+ * check cannot decide (the site's level is 0). `prio` outside 1..4 is
+ * clamped. errno is left as it was.
+ * NULL: 0; ownership: `site` must live as long as its object (a macro's
+ * static); errors: none (0); async-signal-safe: no.
+ */
+int vlog__site_enabled(const struct vlog__site *site, int prio);
+
+/**
+ * Internal, for the macros: whether a call of priority `prio` from
+ * `site`, which passed the filters, is recorded, as the site's limit (or
+ * `VLOG_RATELIMIT`) says: 1 if so, 0 if it is left out (counted, and
+ * reported by the site's next record). Lock-free; reads a coarse clock;
+ * reaches no cancellation point.
+ * NULL: 1; ownership: nothing kept; errors: none; async-signal-safe: yes.
+ */
+int vlog__site_admit(const struct vlog__site *site, int prio);
+
+/**
+ * Internal, for the header: records the message of `len` bytes at `msg`
+ * (cut from `full_len`), with `nfields` fields, that call site `site`
+ * formatted at the call, as vlog_write_fields does, with the site's
+ * source, file, line and function, and its level instead of its
+ * source's. Returns 1 if recorded, 0 if filtered out, -1 on an error.
+ * NULL: `site` an error (-1), `msg` "(null)", `fields` as in
+ * vlog_write_fields; ownership: everything is copied, nothing kept;
+ * errors: -1, never errno; async-signal-safe: no.
+ */
+int vlog__write_site(const struct vlog__site *site,
+                     int prio,
+                     const char *msg,
+                     size_t len,
+                     size_t full_len,
+                     const struct vlog_field *fields,
+                     size_t nfields);
 
 /**
  * Internal, for libvlog-syslog.so's constructor: marks the process as one
@@ -853,63 +1060,6 @@ int vlog__syslog_sigaction(int sig, const void *act, void *old);
  * never errno; async-signal-safe: no.
  */
 int vlog__syslog_write(int pri, const char *msg, size_t len, size_t full_len);
-
-/**
- * Records a finished message of `len` bytes at `msg` (it need not be
- * NUL-terminated and may contain any bytes) if the filters select it: into
- * the ring, and to every output whose priority it meets, each line with one
- * write(2). `full_len` is the length the message had before the caller cut
- * it (pass `len` when it is whole); a message cut short, or longer than
- * VLOG_MESSAGE_MAX, is stored with a ` [truncated: N bytes]` marker. `prio`
- * outside 1..4 is clamped. Returns 1 if the message was recorded, 0 if the
- * filters dropped it (or it was logged from inside vlog on the same thread,
- * as from a signal handler, and dropped to avoid a deadlock), -1 on an
- * internal error. errno is left as it was (an output's failure is reported
- * once on vlog's diagnostics instead). Never allocates once running; takes
- * one lock.
- * NULL: `src` is the default source, `file` "", `func` "?", `msg`
- * "(null)"; ownership: the bytes are copied, nothing kept; errors: -1, never
- * errno; async-signal-safe: no.
- */
-int vlog_write(const struct vlog_source *src,
-               int prio,
-               const char *file,
-               int line,
-               const char *func,
-               const char *msg,
-               size_t len,
-               size_t full_len);
-
-/**
- * As vlog_write, with `nfields` structured fields at `fields`. The fields
- * of a recorded message are stored in the ring record beside the text, shown by vlog_dump and vlog-dump, and
- * printed by every output (text lines: ` [NAME=value ...]`; JSON outputs: a
- * "fields" object), each name once. A name that is not valid, or that
- * journald or vlog gives every entry (MESSAGE, PRIORITY,
- * SYSLOG_IDENTIFIER, CODE_LINE, OBJECT_PID, VLOG_SOURCE, ...: vlog(7),
- * FIELDS), is not kept under it: the first such becomes
- * VLOG_BAD_FIELD_NAME with the name as its value, later ones are left out;
- * a name given twice keeps its first value. Each field not kept is counted
- * in vlog_stats.bad_fields, the first reported once on stderr (a message
- * the filters drop is neither stored nor counted); at most 32 fields and
- * 4 KiB of them are kept. Returns 1 if recorded, 0 if filtered out, -1 on a
- * NULL `fields` with `nfields` > 0 (vlog_last_error says so) or an internal
- * error. errno is left as it was. Never allocates once running; takes one
- * lock.
- * NULL: as vlog_write, and `fields` may be NULL when `nfields` is 0, a
- * field's NULL string is "(null)"; ownership: everything is copied, nothing
- * kept; errors: -1, never errno; async-signal-safe: no.
- */
-int vlog_write_fields(const struct vlog_source *src,
-                      int prio,
-                      const char *file,
-                      int line,
-                      const char *func,
-                      const char *msg,
-                      size_t len,
-                      size_t full_len,
-                      const struct vlog_field *fields,
-                      size_t nfields);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -207,7 +207,7 @@ static void vlog_syslog_emit(int pri, int flag, const char *fmt, va_list ap)
         errno = errno_was;
         return;
     }
-    if (!vlog_format_is_safe(fmt)) {
+    if (!vlog__format_is_safe(fmt)) {
         /* %n would write through an argument: log the format, not run it. */
         n = snprintf(stack, sizeof stack, "[format with %%n not run] %s", fmt);
         want = n < 0 ? 0 : (size_t)n < sizeof stack ? (size_t)n : sizeof stack - 1;

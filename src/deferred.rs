@@ -20,7 +20,7 @@ use crate::text::{Bounded, Sink};
 /// at the call.
 pub const MAX_ARGS: usize = 32;
 
-/// How the C side fetches and passes each argument (`vlog_site.kinds`).
+/// How the C side fetches and passes each argument (`vlog__site.kinds`).
 pub mod kind {
     pub const INT: u8 = 1;
     pub const UINT: u8 = 2;
@@ -36,7 +36,7 @@ pub mod kind {
     pub const COUNT: u8 = 9;
 }
 
-/// How much of a string argument may be read (`vlog_site.precision`): a
+/// How much of a string argument may be read (`vlog__site.precision`): a
 /// literal precision (`%.4s`: at most 4 bytes), [`PRECISION_STAR`] (the
 /// argument before it, a `*` precision), or [`PRECISION_NONE`] (up to its
 /// NUL). glibc reads no further than the precision, so neither may vlog.
@@ -229,10 +229,15 @@ pub fn write_args(args: &[Captured], out: &mut [u8]) {
 /// Renders a payload as the text glibc's printf would have made. Every length
 /// is checked: a damaged payload is an error, never a wrong text.
 pub fn render(payload: &[u8], out: &mut impl Sink) -> Result<(), Unsupported> {
-    let fmt_len = payload.get(..2).ok_or(Unsupported)?;
+    let fmt = format_of(payload).ok_or(Unsupported)?;
+    render_args(fmt, &payload[2 + fmt.len()..], out)
+}
+
+/// A payload's format (None when its length does not hold).
+pub fn format_of(payload: &[u8]) -> Option<&[u8]> {
+    let fmt_len = payload.get(..2)?;
     let fmt_len = u16::from_ne_bytes(fmt_len.try_into().unwrap()) as usize;
-    let fmt = payload.get(2..2 + fmt_len).ok_or(Unsupported)?;
-    render_args(fmt, &payload[2 + fmt_len..], out)
+    payload.get(2..2 + fmt_len)
 }
 
 /// Renders `fmt` with the argument part of a payload (as [`write_args`]

@@ -88,6 +88,9 @@ pub enum Names {
     Caller,
     /// vlog itself (libvlog-syslog.so's `SYSLOG_FACILITY`): trusted.
     Vlog,
+    /// The first field vlog's (what a call site's limit left out), the
+    /// others a caller's.
+    VlogFirst,
 }
 
 /// Why a caller's field was not kept under its name, for the one report.
@@ -119,12 +122,13 @@ pub fn encode_checked(
     let mut marked = false;
     let mut dropped = 0;
     let mut report = Some(report);
-    for field in list.iter().take(MAX_FIELDS) {
+    for (i, field) in list.iter().take(MAX_FIELDS).enumerate() {
         let refused = match names {
             Names::Vlog => None,
-            Names::Caller if !valid_name(field.name) => Some(Refusal::Invalid),
-            Names::Caller if is_reserved(field.name) => Some(Refusal::Reserved),
-            Names::Caller => None,
+            Names::VlogFirst if i == 0 => None,
+            _ if !valid_name(field.name) => Some(Refusal::Invalid),
+            _ if is_reserved(field.name) => Some(Refusal::Reserved),
+            _ => None,
         };
         let field = match refused {
             Some(why) => {

@@ -17,11 +17,13 @@
 //! ring/      the ring: layout, records, dictionary, writer, readers, images
 //! deferred   a format's arguments captured at the call, rendered when read
 //! text/      text without allocation: sinks, numbers, time, line, JSON, printf
-//! bottom     error, priority, record, fields, source, stats, diag, panic, sys/
+//! bottom     error, priority, record, fields, source, site (call sites and
+//!            their catalog), stats, diag, panic, sys/
 //! ```
 //!
-//! `unsafe` lives in `ffi/`, `ring/`, `crash/`, `sys/` and `source.rs` only,
-//! each block with a `// SAFETY:` comment.
+//! `unsafe` lives in `ffi/`, `ring/`, `crash/`, `sys/`, `source.rs` and
+//! `site.rs` (the C structs the macros compile into programs) only, each
+//! block with a `// SAFETY:` comment.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -60,6 +62,7 @@ mod record;
 mod relay;
 /// cbindgen:ignore
 mod ring;
+mod site;
 mod source;
 /// cbindgen:ignore
 mod stats;
@@ -78,7 +81,8 @@ static ALLOCATOR: sys::alloc::Allocator = sys::alloc::Allocator;
 /// core. Nothing here is stable; C programs use `vlog.h`.
 #[doc(hidden)]
 pub mod internal {
-    pub use crate::config::filter::{contains_match, Filters};
+    pub use crate::config::filter::Filters;
+    pub use crate::config::matcher::contains_match;
     pub use crate::config::select::{parse_priority, parse_when, Selection};
     pub use crate::config::{from_env, parse_size};
     pub use crate::crash::target::{parse_dump_signal, DumpTarget};

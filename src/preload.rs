@@ -73,6 +73,7 @@ pub fn record(source: Live, pri: i32, text: &[u8], full_len: usize) -> Outcome {
     ];
     let call = Call {
         source,
+        site: None,
         priority: Priority::from_syslog_severity(severity as u8),
         message: Message::Text {
             file: b"",

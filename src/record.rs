@@ -31,6 +31,10 @@ pub struct Record<'a> {
     /// made before the error, shown before it, marked as such by every
     /// output. Never stored: the ring's records are false.
     pub context: bool,
+    /// The message id of the call site that made it (see `site`), 0 for
+    /// none: a message vlog did not get as a literal format and its
+    /// arguments (`vlog()`, a formatted call, a relay's line).
+    pub id: u32,
 }
 
 impl<'a> Record<'a> {
@@ -69,6 +73,7 @@ pub fn sample() -> Record<'static> {
         message: b"sent 12 bytes to fd 7",
         fields: b"",
         context: false,
+        id: 0,
     }
 }
 

@@ -24,6 +24,9 @@ pub static CONTEXTS: AtomicU64 = AtomicU64::new(0);
 pub static CONTEXT_RECORDS: AtomicU64 = AtomicU64::new(0);
 pub static CONTEXTS_SUPPRESSED: AtomicU64 = AtomicU64::new(0);
 
+/// Calls a call site's limit left out (`vlog_stats.suppressed`).
+pub static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
+
 pub fn add(counter: &AtomicU64, n: u64) {
     counter.fetch_add(n, Ordering::Relaxed);
 }

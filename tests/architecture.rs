@@ -3,8 +3,8 @@
 //! - No module of `src/` imports one that imports it back, directly or
 //!   through others, and no stage (a top-level module) depends on a stage
 //!   that depends on it: imports point down (DESIGN.md, "Layout").
-//! - `unsafe` appears only in `ffi/`, `ring/`, `crash/`, `sys/` and
-//!   `source.rs`.
+//! - `unsafe` appears only in `ffi/`, `ring/`, `crash/`, `sys/`,
+//!   `source.rs` and `site.rs` (the two C structs the macros compile in).
 //! - No module has more than 500 lines before its tests, except
 //!   `text/printf.rs`, whose one job needs them.
 //!
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 const SIZE_LIMIT: usize = 500;
 const SIZE_EXEMPT: &[&str] = &["text::printf"];
-const UNSAFE_ALLOWED: &[&str] = &["ffi", "ring", "crash", "sys", "source"];
+const UNSAFE_ALLOWED: &[&str] = &["ffi", "ring", "crash", "sys", "source", "site"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

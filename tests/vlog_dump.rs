@@ -23,6 +23,7 @@ fn plain<'a>(message: &'a [u8], fields: &'a [u8]) -> Record<'a> {
         message,
         fields,
         context: false,
+        id: 0,
     }
 }
 
@@ -56,6 +57,7 @@ fn ring_file(name: &str) -> PathBuf {
             message: msg.as_bytes(),
             fields: b"",
             context: false,
+            id: 0,
         });
     }
     path

@@ -97,7 +97,7 @@ fn request(command: &str, args: &[String], json: bool) -> Result<String, String>
     }
     line.push_str(command);
     match command {
-        "filters" | "outputs" | "level" | "context" => {
+        "filters" | "outputs" | "level" | "context" | "ratelimit" => {
             if args.is_empty() {
                 return Err(format!("{command} needs its new value (\"\" for none)"));
             }
@@ -111,15 +111,15 @@ fn request(command: &str, args: &[String], json: bool) -> Result<String, String>
                 line.push_str(&quoted(a));
             }
         }
-        "show" | "stats" | "reopen" | "help" => {
+        "show" | "stats" | "reopen" | "help" | "sites" | "sources" => {
             if !args.is_empty() {
                 return Err(format!("{command} takes no argument"));
             }
         }
         _ => {
             return Err(format!(
-                "unknown command '{command}': use filters, outputs, level, context, show, \
-                 stats, dump, follow, reopen or help"
+                "unknown command '{command}': use filters, outputs, level, context, ratelimit, \
+                 sites, sources, show, stats, dump, follow, reopen or help"
             ))
         }
     }

@@ -7,7 +7,7 @@
 //! and the errors that are expected (their source as filters match it, or
 //! their call site) printed alone.
 
-use super::filter::contains_match;
+use super::matcher::{Match, SiteKey, SYNTAX};
 use crate::error::ConfigError;
 use crate::record::Record;
 
@@ -20,24 +20,14 @@ pub const RECORDS_MAX: usize = 1000;
 /// The longest interval, a day.
 pub const EVERY_MAX_S: u64 = 86_400;
 
-/// An error that brings no context.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Quiet {
-    /// Its source matches, as a filter's MATCH does.
-    Source(String),
-    /// Its file is NAME or ends in `/NAME`, and its line is LINE if given.
-    File(String, Option<u32>),
-    /// Its function is NAME.
-    Func(String),
-}
-
 /// What `VLOG_CONTEXT` asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Context {
     pub records: usize,
     pub every_s: u64,
     pub all_threads: bool,
-    pub quiet: Vec<Quiet>,
+    /// The errors that bring none.
+    pub quiet: Vec<Match>,
 }
 
 impl Default for Context {
@@ -94,11 +84,10 @@ impl Context {
             }
             let quiet = token
                 .strip_prefix("off:")
-                .and_then(Quiet::parse)
+                .and_then(Match::parse)
                 .ok_or_else(|| {
                     ConfigError::new(format!(
-                        "invalid context option '{token}': use all-threads, off:MATCH (a \
-                         source), off:file=NAME[:LINE] or off:func=NAME"
+                        "invalid context option '{token}': use all-threads or off:{SYNTAX}"
                     ))
                 })?;
             context.quiet.push(quiet);
@@ -114,46 +103,21 @@ impl Context {
         }
         for quiet in &self.quiet {
             s.push_str(" off:");
-            match quiet {
-                Quiet::Source(m) => s.push_str(m),
-                Quiet::File(name, None) => s.push_str(&format!("file={name}")),
-                Quiet::File(name, Some(line)) => s.push_str(&format!("file={name}:{line}")),
-                Quiet::Func(name) => s.push_str(&format!("func={name}")),
-            }
+            s.push_str(&quiet.as_env());
         }
         s
     }
 
     /// Whether the error `rec` is one that brings no context.
     pub fn is_quiet(&self, rec: &Record) -> bool {
-        self.quiet.iter().any(|q| match q {
-            Quiet::Source(m) => contains_match(m.as_bytes(), rec.source),
-            Quiet::File(name, line) => {
-                let name = name.as_bytes();
-                (rec.file == name
-                    || rec.file.ends_with(name)
-                        && rec.file[..rec.file.len() - name.len()].ends_with(b"/"))
-                    && line.is_none_or(|l| l == rec.line)
-            }
-            Quiet::Func(name) => rec.func == name.as_bytes(),
-        })
-    }
-}
-
-impl Quiet {
-    fn parse(s: &str) -> Option<Quiet> {
-        let valid = |name: &str| !name.is_empty() && !name.contains([' ', '=']);
-        if let Some(file) = s.strip_prefix("file=") {
-            let (name, line) = match file.rsplit_once(':') {
-                Some((name, line)) => (name, Some(number(line, u32::MAX as u64)? as u32)),
-                None => (file, None),
-            };
-            return valid(name).then(|| Quiet::File(name.to_owned(), line));
-        }
-        if let Some(func) = s.strip_prefix("func=") {
-            return valid(func).then(|| Quiet::Func(func.to_owned()));
-        }
-        valid(s).then(|| Quiet::Source(s.to_owned()))
+        let site = SiteKey {
+            source: rec.source,
+            file: rec.file,
+            func: rec.func,
+            line: rec.line,
+            id: rec.id,
+        };
+        self.quiet.iter().any(|q| q.matches(&site))
     }
 }
 
@@ -178,9 +142,9 @@ mod tests {
         assert_eq!(
             c.quiet,
             [
-                Quiet::Source("disk.probe".into()),
-                Quiet::File("disk.c".into(), Some(42)),
-                Quiet::Func("f".into())
+                Match::Source("disk.probe".into()),
+                Match::File("disk.c".into(), Some(42)),
+                Match::Func("f".into())
             ]
         );
         assert_eq!(Context::parse(&c.as_env()).unwrap(), c);

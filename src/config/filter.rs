@@ -1,6 +1,8 @@
 //! `VLOG_FILTERS`: libvirt's filter language, parsed whole and matched against
-//! source names.
+//! source names, and vlog's matches on call sites (`1:func=disk_submit`,
+//! `off:file=disk.c:42`, `off:id=3fa2b1c0`; see `matcher`).
 
+use super::matcher::{contains_match, Match, SiteKey, SYNTAX};
 use crate::error::ConfigError;
 use crate::priority::Priority;
 
@@ -19,9 +21,9 @@ pub enum Wanted {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Filter {
     pub wanted: Wanted,
-    /// The pattern as the user wrote it (after the `+`); matching treats it as
-    /// `*pattern*`, like libvirt.
-    pub pattern: String,
+    /// A source pattern (matched as `*pattern*`, like libvirt's, after its
+    /// `+`) or call sites.
+    pub target: Match,
 }
 
 /// An ordered filter list: the first filter that matches a source decides.
@@ -45,26 +47,39 @@ impl Filters {
             .0
             .iter()
             .map(|f| match f.wanted {
-                Wanted::From(p) => format!("{}:{}", p as u8, f.pattern),
-                Wanted::Off => format!("off:{}", f.pattern),
+                Wanted::From(p) => format!("{}:{}", p as u8, f.target.as_env()),
+                Wanted::Off => format!("off:{}", f.target.as_env()),
             })
             .collect();
         tokens.join(" ")
     }
 
-    /// What the first matching filter wants of `source`, if any matches.
+    /// What the first filter that names sources and matches `source`
+    /// wants of it, if any does: the level of the source's calls that no
+    /// site is known for (`vlog()`, a relay).
     pub fn lookup(&self, source: &[u8]) -> Option<Wanted> {
         self.0
             .iter()
-            .find(|f| contains_match(f.pattern.as_bytes(), source))
+            .find(|f| match &f.target {
+                Match::Source(m) => contains_match(m.as_bytes(), source),
+                _ => false,
+            })
+            .map(|f| f.wanted)
+    }
+
+    /// What the first filter that matches call site `site` (by its source,
+    /// file, line, function or id) wants of it, if any does.
+    pub fn lookup_site(&self, site: &SiteKey) -> Option<Wanted> {
+        self.0
+            .iter()
+            .find(|f| f.target.matches(site))
             .map(|f| f.wanted)
     }
 }
 
 impl Filter {
     fn parse(token: &str) -> Result<Filter, ConfigError> {
-        let fields: Vec<&str> = token.split(':').collect();
-        let [prio, pattern] = fields[..] else {
+        let Some((prio, pattern)) = token.split_once(':') else {
             return Err(ConfigError::new(format!(
                 "malformed filter '{token}': expected PRIORITY:MATCH"
             )));
@@ -78,89 +93,21 @@ impl Filter {
                 ))
             })?),
         };
-        // libvirt's "+" asked for a stack trace; the match itself drops it.
-        let pattern = pattern.strip_prefix('+').unwrap_or(pattern);
-        if pattern.is_empty() {
+        if pattern.strip_prefix('+').unwrap_or(pattern).is_empty() {
             return Err(ConfigError::new(format!("empty match in filter '{token}'")));
         }
-        Ok(Filter {
-            wanted,
-            pattern: pattern.to_owned(),
-        })
-    }
-}
-
-/// True when `pattern`, with `*` and `?` wildcards, matches somewhere inside
-/// `name` (libvirt wraps every pattern in `*...*` and uses GLib's
-/// `g_pattern_match_simple`, where `?` is one UTF-8 character).
-pub fn contains_match(pattern: &[u8], name: &[u8]) -> bool {
-    // Matching "*pattern*" at offset 0 equals matching "pattern*" at any offset.
-    (0..=name.len())
-        .any(|start| is_char_boundary(name, start) && glob_prefix(pattern, &name[start..]))
-}
-
-fn is_char_boundary(s: &[u8], i: usize) -> bool {
-    i == s.len() || (s[i] & 0xC0) != 0x80
-}
-
-/// Length in bytes of the UTF-8 character at the start of `s` (1 for a stray byte).
-fn char_len(s: &[u8]) -> usize {
-    let n = match s[0] {
-        0xF0..=0xF7 => 4,
-        0xE0..=0xEF => 3,
-        0xC0..=0xDF => 2,
-        _ => 1,
-    };
-    if s.len() >= n && s[1..n].iter().all(|b| (b & 0xC0) == 0x80) {
-        n
-    } else {
-        1
-    }
-}
-
-/// True when `pattern` matches a prefix of `name` (as if `pattern*`).
-/// Iterative with one backtrack point, so it is linear-time per start offset
-/// and cannot blow the stack on hostile patterns.
-fn glob_prefix(pattern: &[u8], name: &[u8]) -> bool {
-    let (mut p, mut n) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    loop {
-        if p == pattern.len() {
-            // Trailing implicit '*': any rest of the name is fine.
-            return true;
-        }
-        match pattern[p] {
-            b'*' => {
-                p += 1;
-                star = Some((p, n));
-                continue;
-            }
-            b'?' if n < name.len() => {
-                n += char_len(&name[n..]);
-                p += 1;
-                continue;
-            }
-            c if n < name.len() && c == name[n] => {
-                n += 1;
-                p += 1;
-                continue;
-            }
-            _ => {}
-        }
-        match star {
-            Some((sp, sn)) if sn < name.len() => {
-                let next = sn + char_len(&name[sn..]);
-                star = Some((sp, next));
-                p = sp;
-                n = next;
-            }
-            _ => return false,
-        }
+        let target = Match::parse(pattern).ok_or_else(|| {
+            ConfigError::new(format!(
+                "malformed filter '{token}': expected PRIORITY:{SYNTAX}"
+            ))
+        })?;
+        Ok(Filter { wanted, target })
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::matcher::glob_match;
     use super::*;
 
     fn m(pattern: &str, name: &str) -> bool {
@@ -189,7 +136,7 @@ mod tests {
     fn parse_valid() {
         let f = Filters::parse("  3:util.object 1:+qemu   2:*  ").unwrap();
         assert_eq!(f.0.len(), 3);
-        assert_eq!(f.0[1].pattern, "qemu");
+        assert_eq!(f.0[1].target, Match::Source("qemu".into()));
         assert_eq!(f.0[1].wanted, Wanted::From(Priority::Debug));
         assert_eq!(Filters::parse("").unwrap(), Filters::default());
         assert_eq!(
@@ -223,5 +170,62 @@ mod tests {
         assert_eq!(f.lookup(b"util.file"), from(Priority::Debug));
         assert_eq!(f.lookup(b"qemu"), from(Priority::Info));
         assert_eq!(Filters::default().lookup(b"qemu"), None);
+    }
+
+    #[test]
+    fn site_filters_name_sites_not_sources() {
+        let f =
+            Filters::parse("1:func=disk_submit off:file=disk.c:42 3:disk 1:file=net.c").unwrap();
+        assert_eq!(
+            f.as_env(),
+            "1:func=disk_submit off:file=disk.c:42 3:disk 1:file=net.c"
+        );
+        assert_eq!(Filters::parse(&f.as_env()).unwrap(), f);
+        // A source's own level comes from source filters alone.
+        assert_eq!(f.lookup(b"disk"), Some(Wanted::From(Priority::Warning)));
+        assert_eq!(f.lookup(b"net"), None);
+        let site = |func: &'static str, file: &'static str, line| SiteKey {
+            source: b"disk",
+            file: file.as_bytes(),
+            func: func.as_bytes(),
+            line,
+            id: 7,
+        };
+        let from = |p| Some(Wanted::From(p));
+        assert_eq!(
+            f.lookup_site(&site("disk_submit", "disk.c", 42)),
+            from(Priority::Debug)
+        );
+        assert_eq!(
+            f.lookup_site(&site("disk_read", "a/disk.c", 42)),
+            Some(Wanted::Off)
+        );
+        assert_eq!(
+            f.lookup_site(&site("disk_read", "disk.c", 43)),
+            from(Priority::Warning)
+        );
+        assert_eq!(
+            f.lookup_site(&site("x", "net.c", 1)),
+            from(Priority::Warning)
+        );
+        for bad in ["1:file=", "1:func=a=b", "1:id=xyz", "1:file=a:b", "1:a:b"] {
+            let err = Filters::parse(bad).unwrap_err();
+            assert!(
+                err.message.contains("file=NAME[:LINE]"),
+                "{bad}: {}",
+                err.message
+            );
+        }
+    }
+
+    #[test]
+    fn whole_globs() {
+        assert!(glob_match(b"disk_*", b"disk_submit"));
+        assert!(glob_match(b"*.c", b"disk.c"));
+        assert!(!glob_match(b"disk", b"disk_submit"));
+        assert!(glob_match(b"a*b", b"aXbYb"));
+        assert!(!glob_match(b"a*b", b"aXbY"));
+        assert!(glob_match(b"", b""));
+        assert!(!glob_match(b"", b"a"));
     }
 }

@@ -7,6 +7,8 @@
 
 pub mod context;
 pub mod filter;
+pub mod limit;
+pub mod matcher;
 pub mod select;
 
 use crate::crash::target::{parse_dump_signal, DumpTarget};
@@ -111,6 +113,9 @@ pub struct EnvConfig {
     pub writer_off: Option<bool>,
     /// `VLOG_CONTEXT`: what an error's context is.
     pub context: Option<context::Context>,
+    /// `VLOG_RATELIMIT`: the limit of every site that has none (`Some(None)`:
+    /// `off`).
+    pub ratelimit: Option<Option<limit::RateLimit>>,
 }
 
 /// `VLOG_WRITER`: who writes the outputs' lines.
@@ -186,6 +191,12 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>, mut warn: impl FnMut(&str)
         match context::Context::parse(&v) {
             Ok(c) => config.context = Some(c),
             Err(e) => warn(&format!("ignoring VLOG_CONTEXT: {e}")),
+        }
+    }
+    if let Some(v) = read("VLOG_RATELIMIT") {
+        match limit::RateLimit::parse(&v) {
+            Ok(l) => config.ratelimit = Some(l),
+            Err(e) => warn(&format!("ignoring VLOG_RATELIMIT: {e}")),
         }
     }
     if let Some(v) = read("VLOG_CONTROL") {

@@ -2,7 +2,7 @@
 //! socket's `dump` and `follow` take the same ones, read by the same
 //! parsers and applied by one rule.
 
-use crate::config::filter::contains_match;
+use crate::config::matcher::contains_match;
 use crate::priority::Priority;
 use crate::record::Record;
 use crate::text::line::put_fields_text;
@@ -95,6 +95,7 @@ mod tests {
             message: b"disk full",
             fields: b"",
             context: false,
+            id: 0,
         };
         assert!(s.selects(&rec), "{s:?}");
         assert!(

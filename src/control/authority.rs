@@ -37,7 +37,7 @@ enum Power {
 
 fn power(command: &str) -> Power {
     match command {
-        "filters" | "level" | "context" => Power::Tune,
+        "filters" | "level" | "context" | "ratelimit" => Power::Tune,
         "outputs" | "reopen" => Power::Manage,
         _ => Power::Observe,
     }
@@ -107,7 +107,17 @@ mod tests {
         assert_eq!(role(&member, Some(7)), Ok(Role::Member));
         assert!(role(&member, Some(8)).unwrap_err().contains("refused"));
         for command in [
-            "show", "stats", "dump", "follow", "help", "filters", "level", "context",
+            "show",
+            "stats",
+            "dump",
+            "follow",
+            "help",
+            "filters",
+            "level",
+            "context",
+            "ratelimit",
+            "sites",
+            "sources",
         ] {
             assert!(
                 allows(Role::Member, &member, Some(7), command).is_ok(),

@@ -8,6 +8,7 @@
 //! for what is `authority`'s.
 
 use super::authority;
+use super::catalog;
 use super::client::Stream;
 use super::server::{Reply, Request};
 use crate::config;
@@ -24,6 +25,10 @@ pub const COMMANDS: &str =
   outputs STRING    replace the outputs (VLOG_OUTPUTS syntax; \"\" for the default)
   level PRIO        set the default level (1-4, debug, info, warning, error)
   context STRING    set what an error brings with it (VLOG_CONTEXT syntax)
+  ratelimit STRING  limit every call site (VLOG_RATELIMIT syntax; off for none)
+  sites             every call site: id, on, priority, level, count, limit,
+                    source, file:line, function, format
+  sources           every source, its level and how many sites it has
   show              the configuration in force, as environment variables
   stats             the ring's and the outputs' counters
   dump [OPTIONS]    the ring, oldest record first
@@ -41,6 +46,9 @@ enum Answer {
     /// object.
     Pairs(Vec<(&'static str, String)>),
     Text(String),
+    /// A listing: lines of text, or members of a JSON object, made
+    /// already.
+    Listing(Vec<u8>),
     Stream(Stream),
 }
 
@@ -107,6 +115,25 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
             s.set_context(v)?;
             Ok((old, s.context_env()))
         }),
+        "ratelimit" => change(r, "ratelimit", rest, |s, v| {
+            let old = s.ratelimit_env();
+            s.set_ratelimit(v)?;
+            Ok((old, s.ratelimit_env()))
+        }),
+        "sites" => none("sites").and_then(|()| {
+            listing(
+                json,
+                || catalog::sites_text().map(String::into_bytes),
+                catalog::sites_json,
+            )
+        }),
+        "sources" => none("sources").and_then(|()| {
+            listing(
+                json,
+                || catalog::sources_text().map(String::into_bytes),
+                catalog::sources_json,
+            )
+        }),
         "show" => none("show").and_then(|()| {
             let mut pairs =
                 enter(|s| s.as_env()).ok_or_else(|| "vlog is busy on this thread".to_owned())?;
@@ -139,6 +166,7 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
                             "contexts_suppressed",
                             stats::get(&stats::CONTEXTS_SUPPRESSED).to_string(),
                         ),
+                        ("suppressed", stats::get(&stats::SUPPRESSED).to_string()),
                     ])
                 })
                 .ok_or_else(|| "vlog is busy on this thread".to_owned())
@@ -162,10 +190,21 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
             "one command per connection; --json first for JSON replies:\n{COMMANDS}"
         ))),
         _ => Err(format!(
-            "unknown command '{command}': use filters, outputs, level, context, show, stats, \
-             dump, follow, reopen or help"
+            "unknown command '{command}': use filters, outputs, level, context, ratelimit, \
+             sites, sources, show, stats, dump, follow, reopen or help"
         )),
     }
+}
+
+/// A listing, as text or JSON.
+fn listing(
+    json: bool,
+    text: impl FnOnce() -> Option<Vec<u8>>,
+    members: impl FnOnce() -> Option<Vec<u8>>,
+) -> Result<Answer, String> {
+    let made = if json { members() } else { text() };
+    made.map(Answer::Listing)
+        .ok_or_else(|| "vlog is busy on this thread".to_owned())
 }
 
 /// A configuration change: `set` parses the argument and applies it, all
@@ -224,6 +263,7 @@ fn env_name(what: &str) -> &'static str {
         "filters" => "VLOG_FILTERS",
         "outputs" => "VLOG_OUTPUTS",
         "context" => "VLOG_CONTEXT",
+        "ratelimit" => "VLOG_RATELIMIT",
         _ => "VLOG_LEVEL",
     }
 }
@@ -324,6 +364,7 @@ fn head(json: bool, answer: &Result<Answer, String>) -> Vec<u8> {
                     }
                 }
                 Answer::Text(text) => out.extend_from_slice(text.as_bytes()),
+                Answer::Listing(body) => out.extend_from_slice(body),
                 Answer::Stream(_) => {}
             }
         }
@@ -346,6 +387,10 @@ fn head(json: bool, answer: &Result<Answer, String>) -> Vec<u8> {
                 Answer::Text(text) => {
                     out.extend_from_slice(b",\"help\":");
                     put_json_string(text.as_bytes(), &mut out);
+                }
+                Answer::Listing(members) => {
+                    out.push(b',');
+                    out.extend_from_slice(members);
                 }
                 Answer::Stream(_) => {}
             }

@@ -41,6 +41,7 @@
 //! thread.
 
 mod authority;
+mod catalog;
 mod client;
 mod command;
 mod server;

@@ -34,7 +34,9 @@ pub extern "C-unwind" fn vlog_set_level(level: c_int) -> c_int {
 }
 
 /// Replaces the filters with `filters`, in `VLOG_FILTERS` syntax (libvirt's:
-/// space-separated `[+]PRIO:MATCH`; "" removes all filters). The whole
+/// space-separated `[+]PRIO:MATCH`, and matches on call sites:
+/// `PRIO:file=NAME[:LINE]`, `PRIO:func=NAME`, `PRIO:id=ID`; the first
+/// filter that matches a site decides; "" removes all filters). The whole
 /// string is parsed first: on any bad token it returns -1,
 /// `vlog_last_error()` names the token, and the previous filters stay in
 /// force. Returns 0 on success.
@@ -70,6 +72,27 @@ pub extern "C-unwind" fn vlog_set_context(context: *const c_char) -> c_int {
             // SAFETY: NULL or a NUL-terminated string, per the API contract.
             let spec = unsafe { config_str(context, "context") }?;
             logger::configure(|s| s.set_context(spec))
+        })
+    })
+}
+
+/// Sets a rate limit for every call site that has none of its own, in
+/// `VLOG_RATELIMIT` syntax: `[PRIO:]BURST/SECONDS` (from priority PRIO up,
+/// all priorities when it is left out) or `off`. Each such site then
+/// records at most BURST calls per SECONDS; the calls left out cost no
+/// formatting and no copy, are counted in vlog_stats.suppressed, and the
+/// site's next record says how many there were (the field
+/// VLOG_SUPPRESSED). On a bad value it returns -1, `vlog_last_error()`
+/// says why, and the limit in force stays. Returns 0 on success.
+/// NULL: an error (-1); ownership: the string is not kept; errors: -1 and
+/// vlog_last_error(); async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog_set_ratelimit(ratelimit: *const c_char) -> c_int {
+    no_cancel!(|| {
+        config_call(|| {
+            // SAFETY: NULL or a NUL-terminated string, per the API contract.
+            let spec = unsafe { config_str(ratelimit, "ratelimit") }?;
+            logger::configure(|s| s.set_ratelimit(spec))
         })
     })
 }

@@ -35,6 +35,9 @@ pub struct vlog_stats {
     /// Contexts left out because their error site had one within the
     /// interval (one per output).
     pub contexts_suppressed: u64,
+    /// Calls left out by a call site's limit (`VLOG_*_ONCE`, `_EVERY_N`,
+    /// `_RATELIMITED`, `VLOG_LIMITED`) or by `VLOG_RATELIMIT`.
+    pub suppressed: u64,
 }
 
 /// The counters as a program built against the first header knew them
@@ -110,6 +113,7 @@ pub extern "C-unwind" fn vlog_get_stats_sized(stats: *mut vlog_stats, size: usiz
                 contexts: stats::get(&stats::CONTEXTS),
                 context_records: stats::get(&stats::CONTEXT_RECORDS),
                 contexts_suppressed: stats::get(&stats::CONTEXTS_SUPPRESSED),
+                suppressed: stats::get(&stats::SUPPRESSED),
             };
             let ours = std::mem::size_of::<vlog_stats>();
             let dst = stats.cast::<u8>();

@@ -1,12 +1,13 @@
 //! Starting and stopping vlog, and what a program can ask of the library it
 //! was linked with: its version, and whether it has the layout of
-//! `vlog_source` and `vlog_site` that the program's header compiled in.
+//! `vlog_source` and `vlog__site` that the program's header compiled in.
 
 use std::ffi::{c_char, c_int, c_uint};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{cancellation_point, config_call, guarded, no_cancel, site::vlog_site};
+use super::{cancellation_point, config_call, guarded, no_cancel};
 use crate::logger;
+use crate::site::vlog__site;
 use crate::source::vlog_source;
 
 /// The library's version: major, minor, patch (the header's
@@ -16,12 +17,14 @@ pub const VLOG_VERSION_MINOR: c_uint = 1;
 pub const VLOG_VERSION_PATCH: c_uint = 0;
 
 /// The layout of the structures the macros compile into programs
-/// (`vlog_source`, `vlog_site`). A header and a library of another ABI
+/// (`vlog_source`, `vlog__site`). A header and a library of another ABI
 /// version do not work together; `VLOG_INIT` checks it when the program (or
-/// the library holding it) is loaded. 2: `vlog_site` keeps how much of each
+/// the library holding it) is loaded. 2: the site keeps how much of each
 /// string argument may be read. 3: the macros capture each argument as one
-/// word with its type's class (`vlog_record`).
-pub const VLOG_ABI_VERSION: c_uint = 3;
+/// word with its type's class. 4: each site is a static known at compile
+/// time (in the `vlog_sites` section), with its own level, limit and id;
+/// the macros' machinery is named `vlog__`.
+pub const VLOG_ABI_VERSION: c_uint = 4;
 
 const fn parse(s: &str) -> c_uint {
     let b = s.as_bytes();
@@ -120,7 +123,7 @@ fn start_if_configured() {
 /// Internal, for VLOG_INIT: checks that the program calling it was built
 /// against a header with this library's ABI: `abi` is the header's
 /// VLOG_ABI_VERSION, `source_size` and `site_size` its sizeof(vlog_source)
-/// and sizeof(vlog_site). Returns 0 when they match; otherwise prints one
+/// and sizeof(vlog__site). Returns 0 when they match; otherwise prints one
 /// line on stderr saying what to rebuild (once per process) and returns -1,
 /// and `VLOG_INIT` then turns the file's source off, so a mismatched program
 /// logs nothing rather than corrupting memory. `VLOG_INIT` calls this from a
@@ -137,7 +140,7 @@ pub extern "C-unwind" fn vlog_abi_check(
         let ours = (
             VLOG_ABI_VERSION,
             std::mem::size_of::<vlog_source>(),
-            std::mem::size_of::<vlog_site>(),
+            std::mem::size_of::<vlog__site>(),
         );
         if (abi, source_size, site_size) == ours {
             start_if_configured();
@@ -150,7 +153,7 @@ pub extern "C-unwind" fn vlog_abi_check(
         guarded(-1, || {
             crate::diag::warn(&format!(
                 "this program (or a library it loaded) was built with vlog.h for ABI {abi} \
-                     (vlog_source {source_size} bytes, vlog_site {site_size} bytes), but the vlog \
+                     (vlog_source {source_size} bytes, vlog__site {site_size} bytes), but the vlog \
                      library it runs with has ABI {} ({} and {} bytes): rebuild it against the \
                      installed vlog.h; until then its messages are not logged",
                 ours.0, ours.1, ours.2

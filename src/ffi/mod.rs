@@ -6,15 +6,17 @@
 //! | module | C names |
 //! | --- | --- |
 //! | `init` | `vlog_init`, `vlog_shutdown`, `vlog_version`, `vlog_abi_check` |
-//! | `config` | `vlog_set_level`, `vlog_set_filters`, `vlog_set_outputs`, `vlog_set_buffer_size`, `vlog_reopen`, `vlog_flush`, `vlog_last_error` |
+//! | `config` | `vlog_set_level`, `vlog_set_filters`, `vlog_set_context`, `vlog_set_ratelimit`, `vlog_set_outputs`, `vlog_set_buffer_size`, `vlog_reopen`, `vlog_flush`, `vlog_last_error` |
 //! | `write` | `vlog_write`, `vlog_write_fields`, `vlog_field`, `VLOG_PRIO_*`, `VLOG_MESSAGE_MAX` |
 //! | `dump` | `vlog_dump`, `vlog_get_stats`, `vlog_stats` |
 //! | `crash` | `vlog_install_crash_handler`, `vlog_set_dump_signal` |
 //! | `control` | `vlog_control_start`, `vlog_control_open`, `vlog_control_handle`, `vlog_control_stop` |
 //! | `relay` | `vlog_relay_new`, `vlog_relay_feed`, `vlog_relay_watch`, `vlog_relay_tail`, `vlog_relay_get_stats`, `vlog_relay_close`, `vlog_relay`, `vlog_relay_stats`, `VLOG_RELAY_TAIL_MAX` |
-//! | `source` | `vlog_source_unregister`, `vlog_source_enabled` (the macros'), `vlog_source`, `vlog_default_source` |
+//! | `source` | `vlog_source`, `vlog_default_source`, and the macros' `vlog__source_unregister`, `vlog__source_enabled` |
+//! | `site` | the macros' machinery: `vlog__site_prepare`, `vlog__record`, `vlog__format_is_safe`, `VLOG__SITE_*`, `VLOG__ARG_*`, `VLOG__CLASS_*` (the `vlog__site` type is `crate::site`'s) |
+//! | `sites` | the macros' calls about sites as a whole: `vlog__sites_register`, `vlog__sites_unregister`, `vlog__site_enabled`, `vlog__site_admit`, `vlog__write_site` |
 //! | `syslog` | libvlog-syslog.so's: `vlog__syslog_start`, `vlog__syslog_openlog`, `vlog__syslog_closelog`, `vlog__syslog_setlogmask`, `vlog__syslog_write`, and the statics its filter reads |
-//! | `site` | the macros' machinery: `vlog_site`, `vlog_site_prepare`, `vlog_record`, `vlog_format_is_safe`, `VLOG_SITE_*`, `VLOG_ARG_*`, `VLOG_CLASS_*` |
+//! | `abi3` | the names the macros of ABI 3 called, kept so that a program built with them loads, is told to rebuild, and logs nothing (not in the header) |
 //!
 //! The modules are declared in that order, which is the order cbindgen
 //! writes them into `vlog_gen.h`: the API first, the machinery last.
@@ -35,16 +37,31 @@ use crate::panic;
 use crate::source::{vlog_source, Live};
 use crate::sys::cancel;
 
-pub mod config;
-pub mod control;
-pub mod crash;
-pub mod dump;
+// In the order of the table above, each apart (so that rustfmt keeps
+// the order): cbindgen writes the functions in it.
 pub mod init;
-pub mod relay;
-pub mod site;
-pub mod source;
-pub mod syslog;
+
+pub mod config;
+
 pub mod write;
+
+pub mod dump;
+
+pub mod crash;
+
+pub mod control;
+
+pub mod relay;
+
+pub mod source;
+
+pub mod site;
+
+pub mod sites;
+
+pub mod syslog;
+
+pub mod abi3;
 
 /// The longest error message kept (longer ones are cut, with "...").
 const LAST_ERROR_MAX: usize = 1024;

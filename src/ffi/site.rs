@@ -1,180 +1,128 @@
-//! Internal: the machinery behind the macros. Per call site descriptors
-//! (`vlog_site`), the analysis of a site's format on its first call, the
-//! entry that records a format's arguments as the macro captured them (one
-//! 64-bit word each), and the `%n` check the header makes before every
-//! vsnprintf. None of it is API: the header's
-//! macros use it, and its layout is the ABI `vlog_abi_check` guards.
+//! Internal: the machinery behind the macros. The analysis of a call
+//! site's format on its first recorded call, the entry that records a
+//! format's arguments as the macro captured them (one 64-bit word each),
+//! and the `%n` check the header makes before every vsnprintf. None of it
+//! is API: the header's macros use it, and the site's layout (`vlog__site`,
+//! in `crate::site`) is the ABI `vlog_abi_check` guards.
 
 use std::ffi::{c_char, c_int, CStr};
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use super::{
-    before_the_record, c_bytes, guarded, in_call, may_act_anywhere, measured, no_cancel, source_arg,
-};
+use super::sites::{site_arg, site_source};
+use super::{before_the_record, c_bytes, guarded, in_call, may_act_anywhere, measured, no_cancel};
 use crate::deferred::{self, kind, Captured, MAX_ARGS};
 use crate::fields::Names;
 use crate::logger;
 use crate::logger::emit::{self, Call, CallSite, Message, Outcome, SiteCall};
 use crate::priority::Priority;
 use crate::ring::sites::Site;
-use crate::source::vlog_source;
+use crate::site::{vlog__site, VLOG__SITE_MAX_ARGS};
 use crate::sys::keeping_errno;
 use crate::text::{printf, Bounded, Sink};
 
 /// Internal: a call site not analysed yet.
-pub const VLOG_SITE_NEW: c_int = 0;
+pub const VLOG__SITE_NEW: c_int = 0;
 /// Internal: the call site's messages are recorded as format and arguments.
-pub const VLOG_SITE_DEFERRED: c_int = 1;
+pub const VLOG__SITE_DEFERRED: c_int = 1;
 /// Internal: the call site's format is one vlog does not render itself: its
 /// messages are formatted at the call.
-pub const VLOG_SITE_FORMAT: c_int = 2;
+pub const VLOG__SITE_FORMAT: c_int = 2;
 /// Internal: the call site's format has a `%n`: it is never handed to printf.
-pub const VLOG_SITE_UNSAFE: c_int = 3;
-/// Internal: the most arguments a deferred call site captures.
-pub const VLOG_SITE_MAX_ARGS: usize = 32;
-const _: () = assert!(VLOG_SITE_MAX_ARGS == MAX_ARGS);
+pub const VLOG__SITE_UNSAFE: c_int = 3;
+const _: () = assert!(VLOG__SITE_MAX_ARGS == MAX_ARGS);
 const _: () = assert!(
-    VLOG_ARG_INT == kind::INT
-        && VLOG_ARG_UINT == kind::UINT
-        && VLOG_ARG_LONG == kind::LONG
-        && VLOG_ARG_ULONG == kind::ULONG
-        && VLOG_ARG_DOUBLE == kind::DOUBLE
-        && VLOG_ARG_STRING == kind::STRING
-        && VLOG_ARG_POINTER == kind::POINTER
-        && VLOG_ARG_ERRNO == kind::ERRNO
-        && VLOG_ARG_COUNT == kind::COUNT
+    VLOG__ARG_INT == kind::INT
+        && VLOG__ARG_UINT == kind::UINT
+        && VLOG__ARG_LONG == kind::LONG
+        && VLOG__ARG_ULONG == kind::ULONG
+        && VLOG__ARG_DOUBLE == kind::DOUBLE
+        && VLOG__ARG_STRING == kind::STRING
+        && VLOG__ARG_POINTER == kind::POINTER
+        && VLOG__ARG_ERRNO == kind::ERRNO
+        && VLOG__ARG_COUNT == kind::COUNT
 );
 /// Internal: the class of a captured argument's C type, as the header's
 /// `_Generic` tells it at compile time (2 bits per argument in
-/// `vlog_site.classes`): an integer (after the integer promotions).
-pub const VLOG_CLASS_INT: u64 = 1;
+/// `vlog__site.classes`): an integer (after the integer promotions).
+pub const VLOG__CLASS_INT: u64 = 1;
 /// `float` or `double`.
-pub const VLOG_CLASS_DOUBLE: u64 = 2;
+pub const VLOG__CLASS_DOUBLE: u64 = 2;
 /// Any pointer (strings included).
-pub const VLOG_CLASS_POINTER: u64 = 3;
+pub const VLOG__CLASS_POINTER: u64 = 3;
 
 /// Internal: how an argument is fetched with va_arg: `int`.
-pub const VLOG_ARG_INT: u8 = 1;
+pub const VLOG__ARG_INT: u8 = 1;
 /// `unsigned int`.
-pub const VLOG_ARG_UINT: u8 = 2;
+pub const VLOG__ARG_UINT: u8 = 2;
 /// `long` (also `long long`, `intmax_t`, `ssize_t`, `ptrdiff_t`: all 64 bits).
-pub const VLOG_ARG_LONG: u8 = 3;
+pub const VLOG__ARG_LONG: u8 = 3;
 /// `unsigned long` (also `unsigned long long`, `uintmax_t`, `size_t`).
-pub const VLOG_ARG_ULONG: u8 = 4;
+pub const VLOG__ARG_ULONG: u8 = 4;
 /// `double`.
-pub const VLOG_ARG_DOUBLE: u8 = 5;
+pub const VLOG__ARG_DOUBLE: u8 = 5;
 /// `const char *`, copied by value (NULL allowed).
-pub const VLOG_ARG_STRING: u8 = 6;
+pub const VLOG__ARG_STRING: u8 = 6;
 /// `void *`.
-pub const VLOG_ARG_POINTER: u8 = 7;
+pub const VLOG__ARG_POINTER: u8 = 7;
 /// `%m`: nothing is fetched; pass strerror(errno) as it was at the call.
-pub const VLOG_ARG_ERRNO: u8 = 8;
+pub const VLOG__ARG_ERRNO: u8 = 8;
 /// `int`: a `*` width or precision.
-pub const VLOG_ARG_COUNT: u8 = 9;
+pub const VLOG__ARG_COUNT: u8 = 9;
 
-/// Internal: a call site, one per VLOG_* macro use (a static the macro
-/// declares). The library fills it on the site's first call. Its layout is
-/// part of the ABI (VLOG_ABI_VERSION).
-#[repr(C)]
-pub struct vlog_site {
-    /// VLOG_SITE_NEW, VLOG_SITE_DEFERRED, VLOG_SITE_FORMAT or VLOG_SITE_UNSAFE;
-    /// written last.
-    pub state: AtomicI32,
-    /// How many conversions the format has that take or show an argument
-    /// (`%m` included), and how each is fetched.
-    pub nargs: u8,
-    /// 1 when the format has a %m (the text of errno is taken at the call).
-    pub has_errno: u8,
-    /// How many arguments a call passes: `nargs` without the `%m`s.
-    pub nwords: u8,
-    pub kinds: [u8; VLOG_SITE_MAX_ARGS],
-    /// For each string argument, how much of it may be read: its literal
-    /// precision, 0xFFFE for a `*` precision (the argument before it), 0xFFFF
-    /// for all of it. Used by the library only.
-    pub precision: [u16; VLOG_SITE_MAX_ARGS],
-    /// The format the site was analysed for; a call with another format
-    /// pointer is formatted at the call.
-    pub fmt: *const c_char,
-    /// Its length in bytes, so calls need no strlen; the same for the call
-    /// site's file and function names.
-    pub fmt_len: usize,
-    pub file: *const c_char,
-    pub file_len: usize,
-    pub func: *const c_char,
-    pub func_len: usize,
-    pub line: c_int,
-    /// The site's entry in the current ring's call-site dictionary (ring id
-    /// and offset) and the source it names, so its records carry only the
-    /// arguments. Written under the logger's lock.
-    pub entry: AtomicU64,
-    pub entry_source: AtomicUsize,
-    /// The class (VLOG_CLASS_*) each argument must have, 2 bits per
-    /// argument from the lowest: what a call's own classes are checked
-    /// against, so that no argument is read as what it is not.
-    pub classes: u64,
-}
-
-/// Internal, for the macros: analyses `fmt` for call site `site` (in `file`
-/// at `line`, function `func`) and returns the site's state:
-/// VLOG_SITE_DEFERRED when vlog can record its messages as format and
-/// arguments (see VLOG_ARG_*), VLOG_SITE_UNSAFE when it has a `%n`, else
-/// VLOG_SITE_FORMAT. A site another thread prepared first keeps what it has,
-/// and its state is returned. The site keeps `fmt`, `file`, `line` and
-/// `func`, so later calls need not pass them: `site` must stay valid while
-/// messages are logged through it, and the strings as long as the site is
-/// used (string literals). errno is left as it was. Takes the logger lock.
-/// NULL: `site` or `fmt` gives VLOG_SITE_FORMAT (the site stays
-/// unprepared), `file` and `func` are "" and "?"; ownership: the site keeps the pointers (string literals);
-/// errors: none; async-signal-safe: no.
+/// Internal, for the macros: analyses `fmt` for call site `site` and
+/// returns the site's state: VLOG__SITE_DEFERRED when vlog can record its
+/// messages as format and arguments (see VLOG__ARG_*), VLOG__SITE_UNSAFE
+/// when it has a `%n`, else VLOG__SITE_FORMAT. A site another thread
+/// prepared first keeps what it has, and its state is returned. A site
+/// whose format was not known at compile time keeps `fmt` (a string
+/// literal the inlined call passed); one whose format is another string
+/// is formatted at each call. errno is left as it was. Takes the logger
+/// lock.
+/// NULL: `site` or `fmt` gives VLOG__SITE_FORMAT (the site stays
+/// unprepared); ownership: the site keeps `fmt`, which must live as long
+/// as the site (a string literal); errors: none; async-signal-safe: no.
 #[no_mangle]
-pub extern "C-unwind" fn vlog_site_prepare(
-    site: *mut vlog_site,
-    fmt: *const c_char,
-    file: *const c_char,
-    line: c_int,
-    func: *const c_char,
-) -> c_int {
+pub extern "C-unwind" fn vlog__site_prepare(site: *mut vlog__site, fmt: *const c_char) -> c_int {
     crate::control::install();
     before_the_record!(|| {
         if site.is_null() || fmt.is_null() {
-            return VLOG_SITE_FORMAT;
+            return VLOG__SITE_FORMAT;
         }
         // The call's own %m needs errno as the caller left it.
-        keeping_errno(|| guarded(VLOG_SITE_FORMAT, || prepare(site, fmt, file, line, func)))
+        keeping_errno(|| guarded(VLOG__SITE_FORMAT, || prepare(site, fmt)))
     })
 }
 
-fn prepare(
-    site: *mut vlog_site,
-    fmt: *const c_char,
-    file: *const c_char,
-    line: c_int,
-    func: *const c_char,
-) -> c_int {
+fn prepare(site: *mut vlog__site, fmt: *const c_char) -> c_int {
     // From a signal handler that interrupted vlog on this thread the lock
     // is not to be had: format that call, and leave the site for a later
     // one (the message itself is then dropped and counted once, as nested).
     if logger::inside() {
-        return VLOG_SITE_FORMAT;
+        return VLOG__SITE_FORMAT;
     }
     // The lock makes concurrent first calls of one site take turns; enter
     // marks this thread inside, for a signal handler that interrupts it.
-    logger::enter(|_| {
+    logger::enter(|state| {
         // SAFETY: non-NULL, and the caller passes its own live site.
         let site = unsafe { &mut *site };
         // Another thread prepared it while this one waited for the lock;
         // its calls may be reading the fields now.
         let current = site.state.load(Ordering::Acquire);
-        if current != VLOG_SITE_NEW {
+        if current != VLOG__SITE_NEW {
             return current;
         }
         // SAFETY: non-NULL and NUL-terminated per the contract.
         let format = unsafe { CStr::from_ptr(fmt) }.to_bytes();
+        let known = site.fmt;
+        // SAFETY: the macro stores NULL or a string literal.
+        let same = known.is_null() || unsafe { c_bytes(known, b"") } == format;
         let mut kinds = [0u8; MAX_ARGS];
         let mut precision = [deferred::PRECISION_NONE; MAX_ARGS];
-        let state = match deferred::signature(format, &mut kinds, &mut precision) {
-            _ if printf::writes_back(format) => VLOG_SITE_UNSAFE,
+        let analysed = match deferred::signature(format, &mut kinds, &mut precision) {
+            // Another format than the site's: each call formats its own.
+            _ if !same => VLOG__SITE_FORMAT,
+            _ if printf::writes_back(format) => VLOG__SITE_UNSAFE,
             // 32-bit targets would need `long` and `long long` told apart.
             Ok(n) if cfg!(target_pointer_width = "64") => {
                 site.nargs = n as u8;
@@ -184,39 +132,43 @@ fn prepare(
                 let (nwords, classes) = classes_of(&kinds[..n]);
                 site.nwords = nwords;
                 site.classes = classes;
-                VLOG_SITE_DEFERRED
+                VLOG__SITE_DEFERRED
             }
-            _ => VLOG_SITE_FORMAT,
+            _ => VLOG__SITE_FORMAT,
         };
-        // The format, names and line are kept for every state: the macros
-        // pass them only on the first call, and a FORMAT site's calls with
-        // this format need no %n check of their own.
-        site.fmt = fmt;
-        site.fmt_len = format.len();
-        site.file = file;
-        // SAFETY: NULL or NUL-terminated, per the contract.
-        site.file_len = unsafe { c_bytes(file, b"") }.len();
-        site.func = func;
+        if same {
+            // The call's own pointer (a literal the compiler did not merge
+            // with the site's, or the first one an inlined call passed), so
+            // that later calls match it; a FORMAT site's calls with it
+            // need no %n check of their own.
+            site.fmt = fmt;
+            site.fmt_len = format.len();
+        }
+        // SAFETY: the macro stores string literals (NULL for none).
+        site.file_len = unsafe { c_bytes(site.file, b"") }.len();
         // SAFETY: as above.
-        site.func_len = unsafe { c_bytes(func, b"") }.len();
-        site.line = line;
-        site.state.store(state, Ordering::Release);
-        state
+        site.func_len = unsafe { c_bytes(site.func, b"") }.len();
+        if known.is_null() {
+            // Its id is its format's now, which a filter may name.
+            state.site_learned(site);
+        }
+        site.state.store(analysed, Ordering::Release);
+        analysed
     })
-    .unwrap_or(VLOG_SITE_FORMAT)
+    .unwrap_or(VLOG__SITE_FORMAT)
 }
 
 /// The number of arguments a call of a format with these kinds passes, and
-/// the classes they must have (see `vlog_site.classes`).
+/// the classes they must have (see `vlog__site.classes`).
 fn classes_of(kinds: &[u8]) -> (u8, u64) {
     let mut classes = 0;
     let mut n = 0;
     for &k in kinds {
         let class = match k {
             kind::ERRNO => continue,
-            kind::DOUBLE => VLOG_CLASS_DOUBLE,
-            kind::STRING | kind::POINTER => VLOG_CLASS_POINTER,
-            _ => VLOG_CLASS_INT,
+            kind::DOUBLE => VLOG__CLASS_DOUBLE,
+            kind::STRING | kind::POINTER => VLOG__CLASS_POINTER,
+            _ => VLOG__CLASS_INT,
         };
         classes |= class << (2 * n);
         n += 1;
@@ -225,12 +177,12 @@ fn classes_of(kinds: &[u8]) -> (u8, u64) {
 }
 
 /// Internal, for the macros: records a message of call site `site`
-/// (prepared, VLOG_SITE_DEFERRED; it holds the format, file, line and
-/// function) from source `src` at `prio`, if the filters select it.
+/// (prepared, VLOG__SITE_DEFERRED; it holds the source, format, file,
+/// line and function) at `prio`, if the filters select it.
 /// `words` are the call's `nwords` arguments as the macro captured them,
 /// each evaluated once: integers sign- or zero-extended to 64 bits, doubles
 /// as their bits, pointers and strings as addresses; `classes` says what C
-/// type each had (VLOG_CLASS_*, 2 bits each, from `_Generic`). The text is
+/// type each had (VLOG__CLASS_*, 2 bits each, from `_Generic`). The text is
 /// made only when the record is read, or here, by vlog's own printf, when an
 /// output prints the message now, its arguments do not fit a record (the
 /// text then cut with the truncation marker) or a `*` width or precision is
@@ -242,22 +194,20 @@ fn classes_of(kinds: &[u8]) -> (u8, u64) {
 /// of errno at the call. Returns 1 if recorded, 0 if filtered out, -1 on
 /// an error (a NULL or unprepared site, NULL `words` with `nwords` > 0).
 /// Never allocates; takes one lock.
-/// NULL: `src` is the default source, `site` an error (-1), a string
-/// argument "(null)"; ownership: the arguments are copied, nothing kept;
+/// NULL: `site` an error (-1), a string argument "(null)"; ownership: the arguments are copied, nothing kept;
 /// errors: -1, never errno; async-signal-safe: no.
 #[no_mangle]
-pub extern "C-unwind" fn vlog_record(
-    site: *const vlog_site,
-    src: *const vlog_source,
+pub extern "C-unwind" fn vlog__record(
+    site: *const vlog__site,
     prio: c_int,
     words: *const u64,
     nwords: c_int,
     classes: u64,
 ) -> c_int {
     if may_act_anywhere() {
-        return record_uncancelled(site, src, prio, words, nwords, classes);
+        return record_uncancelled(site, prio, words, nwords, classes);
     }
-    in_call!(body record(site, src, prio, words, nwords, classes))
+    in_call!(body record(site, prio, words, nwords, classes))
 }
 
 /// `record` for a thread whose cancellation could act anywhere: with
@@ -266,22 +216,20 @@ pub extern "C-unwind" fn vlog_record(
 #[cold]
 #[inline(never)]
 fn record_uncancelled(
-    site: *const vlog_site,
-    src: *const vlog_source,
+    site: *const vlog__site,
     prio: c_int,
     words: *const u64,
     nwords: c_int,
     classes: u64,
 ) -> c_int {
-    no_cancel!(|| record(site, src, prio, words, nwords, classes))
+    no_cancel!(|| record(site, prio, words, nwords, classes))
 }
 
-/// The body of [`vlog_record`]: the recording call, one function from the C
+/// The body of [`vlog__record`]: the recording call, one function from the C
 /// entry to the ring, that the entry brackets for cancellation.
 #[inline(never)]
 fn record(
-    site: *const vlog_site,
-    src: *const vlog_source,
+    site: *const vlog__site,
     prio: c_int,
     words: *const u64,
     nwords: c_int,
@@ -292,16 +240,16 @@ fn record(
     }
     keeping_errno(|| {
         guarded(-1, || {
-            // SAFETY: non-NULL, a live site per the contract.
-            let site = unsafe { &*site };
-            if site.state.load(Ordering::Acquire) != VLOG_SITE_DEFERRED {
+            // SAFETY: non-NULL, a macro's site per the contract.
+            let (live, site) = unsafe { site_arg(site) };
+            if site.state.load(Ordering::Acquire) != VLOG__SITE_DEFERRED {
                 return -1;
             }
             let given = site.nwords as usize;
             if (nwords as usize != given || classes != site.classes)
                 && !only_beyond_the_format(nwords, given, classes, site.classes)
             {
-                return record_mismatch(site, src, prio);
+                return record_mismatch(site, prio);
             }
             if given > 0 && words.is_null() {
                 return -1;
@@ -381,12 +329,11 @@ fn record(
             // SAFETY: the loop wrote the first `count` slots.
             let captured =
                 unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<Captured>(), count) };
+            site.recorded.fetch_add(1, Ordering::Relaxed);
             outcome_code(emit::emit_site(SiteCall {
-                source: source_arg(src),
+                source: site_source(site),
                 priority: Priority::clamped(prio),
-                site,
-                entry: &site.entry,
-                entry_source: &site.entry_source,
+                site: live,
                 args: captured,
                 args_len: size.finish().filter(|_| counts_fit),
             }))
@@ -433,7 +380,7 @@ fn only_beyond_the_format(nwords: c_int, given: usize, classes: u64, want: u64) 
 /// site's names. No argument is read.
 #[cold]
 #[inline(never)]
-fn record_mismatch(site: &vlog_site, src: *const vlog_source, prio: c_int) -> c_int {
+fn record_mismatch(site: &vlog__site, prio: c_int) -> c_int {
     let marker: &[u8] = b"[arguments do not match the format, not rendered] ";
     let described = site.describe();
     let mut buf = [0u8; 512];
@@ -443,7 +390,8 @@ fn record_mismatch(site: &vlog_site, src: *const vlog_source, prio: c_int) -> c_
     // Cut with the marker if the format is that long.
     let text = text.finish();
     let call = Call {
-        source: source_arg(src),
+        source: site_source(site),
+        site: None,
         priority: Priority::clamped(prio),
         message: Message::Text {
             file: described.file,
@@ -464,7 +412,7 @@ fn record_mismatch(site: &vlog_site, src: *const vlog_source, prio: c_int) -> c_
 /// NULL: 0; ownership: the string is not kept; errors: none;
 /// async-signal-safe: yes.
 #[no_mangle]
-pub extern "C-unwind" fn vlog_format_is_safe(fmt: *const c_char) -> c_int {
+pub extern "C-unwind" fn vlog__format_is_safe(fmt: *const c_char) -> c_int {
     in_call!(|| {
         if fmt.is_null() {
             return 0;
@@ -477,10 +425,10 @@ pub extern "C-unwind" fn vlog_format_is_safe(fmt: *const c_char) -> c_int {
     })
 }
 
-impl CallSite for vlog_site {
+impl CallSite for vlog__site {
     fn describe(&self) -> Site<'_> {
         // SAFETY: a prepared site holds its format, file and function (NULL or
-        // NUL-terminated, per vlog_site_prepare's contract, and living as long
+        // NUL-terminated, per vlog__site_prepare's contract, and living as long
         // as the site) with their lengths.
         let (format, file, func) = unsafe {
             (
@@ -495,6 +443,7 @@ impl CallSite for vlog_site {
             func: if func.is_empty() { b"?" } else { func },
             line: self.line.max(0) as u32,
             format,
+            id: self.id.load(Ordering::Relaxed),
         }
     }
 }

@@ -9,13 +9,14 @@ use crate::priority::Priority;
 use crate::source::{vlog_source, UNKNOWN};
 use crate::sys::keeping_errno;
 
-/// Forgets `src`, so the library no longer updates it. `VLOG_INIT` calls
-/// this from a destructor, so a source in a library that is dlclose'd
+/// Internal, for `VLOG_INIT`: forgets `src` (and any call site of it the
+/// library learnt of on its own), so the library no longer updates it.
+/// `VLOG_INIT` calls this from a destructor, so a source in a library that is dlclose'd
 /// leaves nothing behind. Unknown sources are ignored.
 /// NULL: ignored; ownership: `src` stays the caller's, and vlog no longer
 /// holds it; errors: none; async-signal-safe: no.
 #[no_mangle]
-pub extern "C-unwind" fn vlog_source_unregister(src: *const vlog_source) {
+pub extern "C-unwind" fn vlog__source_unregister(src: *const vlog_source) {
     no_cancel!(|| {
         if src.is_null() {
             return;
@@ -30,15 +31,15 @@ pub extern "C-unwind" fn vlog_source_unregister(src: *const vlog_source) {
     })
 }
 
-/// Internal, for the macros: registers `src` if it is not yet known, and
+/// Internal, for the header: registers `src` if it is not yet known, and
 /// returns 1 if a message of priority `prio` from it is recorded, else 0.
-/// The header's macros and `vlog()` call this only when the inline check
+/// `vlog()` and `vlogv()` call this only when the inline check
 /// cannot decide. `prio` outside 1..4 is clamped. Registering initialises
 /// vlog lazily. errno is left as it was.
 /// NULL: the default source; ownership: `src` must stay valid until
-/// `vlog_source_unregister(src)`; errors: none (0); async-signal-safe: no.
+/// `vlog__source_unregister(src)`; errors: none (0); async-signal-safe: no.
 #[no_mangle]
-pub extern "C-unwind" fn vlog_source_enabled(src: *const vlog_source, prio: c_int) -> c_int {
+pub extern "C-unwind" fn vlog__source_enabled(src: *const vlog_source, prio: c_int) -> c_int {
     before_the_record!(|| {
         keeping_errno(|| {
             guarded(0, || {

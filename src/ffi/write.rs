@@ -154,21 +154,12 @@ fn write_fields(
     }
     keeping_errno(|| {
         guarded(-1, || {
-            let given: &[vlog_field] = if nfields == 0 {
-                &[]
-            } else {
-                // SAFETY: the caller passes `nfields` initialised fields.
-                unsafe { std::slice::from_raw_parts(fields, nfields) }
-            };
-            // Only the fields that are kept are looked at.
             let mut list = [Field {
                 name: b"",
                 value: Value::Int(0),
             }; MAX_FIELDS];
-            let n = given.len().min(MAX_FIELDS);
-            for (slot, f) in list.iter_mut().zip(given) {
-                *slot = field(f);
-            }
+            // SAFETY: the caller passes `nfields` initialised fields.
+            let n = unsafe { fields_of(fields, nfields, &mut list) };
             let text: &[u8] = if msg.is_null() {
                 b"(null)"
             } else {
@@ -177,6 +168,7 @@ fn write_fields(
             };
             let call = Call {
                 source: source_arg(src),
+                site: None,
                 priority: Priority::clamped(prio),
                 message: Message::Text {
                     // SAFETY: NULL or NUL-terminated strings, per the API
@@ -194,6 +186,28 @@ fn write_fields(
             c_int::from(emit::emit(&call) == Outcome::Recorded)
         })
     })
+}
+
+/// The first (at most 32) of the `n` C fields at `fields` as slices in
+/// `list`; returns how many. Only the fields that are kept are looked at.
+///
+/// # Safety
+/// `fields` points at `n` initialised fields (or `n` is 0), whose strings
+/// outlive `list`.
+pub(super) unsafe fn fields_of<'a>(
+    fields: *const vlog_field,
+    n: usize,
+    list: &mut [Field<'a>; MAX_FIELDS],
+) -> usize {
+    if n == 0 || fields.is_null() {
+        return 0;
+    }
+    // SAFETY: per the caller.
+    let given: &'a [vlog_field] = unsafe { std::slice::from_raw_parts(fields, n) };
+    for (slot, f) in list.iter_mut().zip(given) {
+        *slot = field(f);
+    }
+    n.min(MAX_FIELDS)
 }
 
 /// A C field as slices; its name is checked by the core, when the message is

@@ -77,6 +77,7 @@ impl State {
             })
             .filter(|list| !list.is_empty());
         self.writer_off = env.writer_off.unwrap_or(false);
+        self.apply_ratelimit(env.ratelimit.unwrap_or(None));
         let context = env.context.unwrap_or_default();
         if let Err(e) = printer::lock_of(self.printer).set_context(context) {
             diag::warn(&format!("{e}; errors are printed without their context"));
@@ -138,6 +139,7 @@ impl State {
                 "cannot reserve vlog's message buffers ({e}); they are made when first needed"
             ));
         }
+        self.register_site_sources();
         self.refresh_sources();
         // What vlog_init does, the first call of any kind does too: a user
         // who sets VLOG_DUMP or VLOG_DUMP_SIGNAL gets what it says whether
@@ -427,18 +429,19 @@ impl State {
     }
 
     /// Back to the state before the first call: outputs closed, ring freed,
-    /// sources forgotten. (Their data was made durable before, without
-    /// the lock: [`flush`].)
+    /// sources forgotten (their data made durable before: [`flush`]).
     pub fn shutdown(&mut self) {
         self.stop_ticker();
         drop(self.printer());
         printer::lock_of(self.printer).outputs.clear();
         self.sources.clear();
         vlog_default_source.set_level(UNKNOWN);
+        self.forget_site_levels();
         let old = self.ring.take();
         self.retire(old);
         *self = State {
             retired: std::mem::take(&mut self.retired),
+            catalog: std::mem::take(&mut self.catalog),
             printer: self.printer,
             ..State::new()
         };

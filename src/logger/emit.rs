@@ -5,9 +5,9 @@
 //! it (see `printer`), or, for an error or a `?sync` output, this thread
 //! does after letting go of the lock, before the call returns.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use super::message::{encode_fields, truncated};
+use super::message::{encode_fields, encode_reporting, take_suppressed, truncated};
 use super::{enter, printer, Entered, State};
 use crate::deferred::{self, Captured};
 use crate::fields::{Field, Names};
@@ -16,6 +16,7 @@ use crate::record::{Record, MESSAGE_MAX};
 use crate::ring::record::Stamp;
 use crate::ring::sites::Site;
 use crate::ring::Ring;
+use crate::site::{vlog__site, LiveSite};
 use crate::source::{Live, OFF, UNKNOWN};
 use crate::sys::cancel;
 use crate::text::Bounded;
@@ -31,7 +32,7 @@ pub enum Outcome {
 
 /// A deferred call site's names, line and format, as the logger asks for
 /// them: only on the site's first record in a ring and when the message is
-/// printed.
+/// printed. (Measured at the boundary, which prepared the site.)
 pub trait CallSite {
     /// The site's file, function, line and format (with an empty source
     /// name: the logger fills it in).
@@ -55,7 +56,7 @@ pub enum Message<'a> {
     /// The raw arguments of a deferred call site that the general path
     /// takes (see [`SiteCall`]); its names, line and format are the site's.
     Args {
-        site: &'a dyn CallSite,
+        site: LiveSite,
         args: &'a [Captured<'a>],
         /// Their size in a record (`deferred::args_len`), None when they do
         /// not fit one or a `*` count is beyond what a record may keep (the
@@ -66,6 +67,10 @@ pub enum Message<'a> {
 
 pub struct Call<'a> {
     pub source: Live,
+    /// The macro's call site, whose level decides instead of the source's
+    /// (a filter may name the site), and whose record reports what its
+    /// limit left out.
+    pub site: Option<LiveSite>,
     pub priority: Priority,
     pub message: Message<'a>,
 }
@@ -156,16 +161,15 @@ fn finish(
 }
 
 /// The arguments of a deferred call site, as the C entry hands them over.
+/// The site remembers its dictionary entry (`vlog__site.entry`: the
+/// ring's id in the high 32 bits, the entry's offset in the low ones) and
+/// the address of the source that entry names; both written under the
+/// lock.
 #[derive(Clone, Copy)]
 pub struct SiteCall<'a> {
     pub source: Live,
     pub priority: Priority,
-    pub site: &'a dyn CallSite,
-    /// Where the site remembers its dictionary entry (the ring's id in the
-    /// high 32 bits, the entry's offset in the low ones), and the address of
-    /// the source that entry names; both written under the lock.
-    pub entry: &'a AtomicU64,
-    pub entry_source: &'a AtomicUsize,
+    pub site: LiveSite,
     pub args: &'a [Captured<'a>],
     pub args_len: Option<usize>,
 }
@@ -174,6 +178,7 @@ impl<'a> SiteCall<'a> {
     fn call(self) -> Call<'a> {
         Call {
             source: self.source,
+            site: Some(self.site),
             priority: self.priority,
             message: Message::Args {
                 site: self.site,
@@ -225,12 +230,15 @@ pub fn register(source: Live) -> i32 {
 impl State {
     #[inline(always)]
     fn record(&mut self, call: &Call) -> Next {
-        // 1. The filters: the source's cached level (registering a source
-        // that is new decides it).
-        let mut level = call.source.get().level();
-        if level == UNKNOWN {
-            level = self.register(call.source);
-        }
+        // 1. The filters: the site's cached level, or the source's
+        // (learning of a site or source that is new decides it).
+        let level = match call.site {
+            Some(site) => self.site_level(site),
+            None => match call.source.get().level() {
+                UNKNOWN => self.register(call.source),
+                level => level,
+            },
+        };
         if (call.priority as i32) < level {
             return Next::Done(Outcome::Dropped);
         }
@@ -247,6 +255,9 @@ impl State {
         // 3. The message as the ring keeps it: the text (cut with a marker
         // when it is too long) and its fields, or a deferred payload
         // (without a ring, the text: the outputs print it now).
+        // What the site's limit left out since its last record, reported
+        // in this one (a field, so the text line shows it too).
+        let suppressed = call.site.map_or(0, |s| take_suppressed(s.get()));
         let State {
             ring,
             fields: field_buf,
@@ -269,7 +280,11 @@ impl State {
                 } else {
                     text
                 };
-                let fields = encode_fields(fields, *names, field_buf);
+                let fields = if suppressed == 0 {
+                    encode_fields(fields, *names, field_buf)
+                } else {
+                    encode_reporting(fields, *names, suppressed, field_buf)
+                };
                 (*file, *line, *func, body, fields, false)
             }
             Message::Args {
@@ -278,11 +293,12 @@ impl State {
                 args_len,
                 ..
             } => {
-                site = s.describe();
+                site = s.get().describe();
                 message.clear();
                 // No args_len: too long, or a count beyond what is stored.
                 if ring.is_some()
                     && args_len.is_some()
+                    && suppressed == 0
                     && deferred::encode(site.format, args, message)
                 {
                     (
@@ -302,12 +318,16 @@ impl State {
                     // Cannot fail: the site's signature matched the
                     // arguments and its counts were checked.
                     let _ = deferred::render_captured(site.format, args, &mut text);
+                    let fields = match suppressed {
+                        0 => &b""[..],
+                        n => encode_reporting(&[], Names::Vlog, n, field_buf),
+                    };
                     (
                         site.file,
                         site.line,
                         site.func,
                         text.finish(),
-                        &b""[..],
+                        fields,
                         false,
                     )
                 }
@@ -325,6 +345,7 @@ impl State {
             message: body,
             fields,
             context: false,
+            id: 0,
         }
         .clipped();
 
@@ -386,14 +407,15 @@ impl State {
     /// the general path takes the message.
     #[inline(always)]
     fn record_site_call(&mut self, call: SiteCall) -> Next {
-        // Step 1 as in `record`, written out again: made one helper, it
-        // cost this call 10 instructions more (callgrind, vlog-ring-full).
-        let mut level = call.source.get().level();
-        if level == UNKNOWN {
-            level = self.register(call.source);
-        }
+        // Step 1 as in `record`, with the site's level.
+        let level = self.site_level(call.site);
         if (call.priority as i32) < level {
             return Next::Done(Outcome::Dropped);
+        }
+        // A record that reports what the site's limit left out has a
+        // field: the general path's.
+        if call.site.get().suppressed.load(Ordering::Relaxed) != 0 {
+            return self.record_site_general(call, self.prints(call.priority));
         }
         // A line an output prints is the same record, marked (one bit),
         // then what the outputs need (step 5). Written out twice, each with
@@ -426,7 +448,7 @@ impl State {
     #[inline(always)]
     fn record_site(&mut self, call: SiteCall, printed: bool) -> Option<Next> {
         let ring = self.ring.as_mut()?;
-        let entry = site_entry(ring, call.source, call.site, call.entry, call.entry_source)?;
+        let entry = site_entry(ring, call.source, call.site.get())?;
         // Arguments too long for a record take the general path, which
         // makes their text.
         let args_len = call.args_len?;
@@ -448,39 +470,29 @@ impl State {
 /// The offset of the site's dictionary entry in `ring`, adding the site on
 /// its first record there; None when the dictionary has no room for it.
 #[inline]
-fn site_entry(
-    ring: &mut Ring,
-    source: Live,
-    site: &dyn CallSite,
-    entry: &AtomicU64,
-    entry_source: &AtomicUsize,
-) -> Option<u32> {
-    let cached = entry.load(Ordering::Relaxed);
-    if (cached >> 32) as u32 == ring.id() && entry_source.load(Ordering::Relaxed) == source.addr() {
+fn site_entry(ring: &mut Ring, source: Live, site: &vlog__site) -> Option<u32> {
+    let cached = site.entry.load(Ordering::Relaxed);
+    if (cached >> 32) as u32 == ring.id()
+        && site.entry_source.load(Ordering::Relaxed) == source.addr()
+    {
         return Some(cached as u32);
     }
-    add_site(ring, source, site, entry, entry_source)
+    add_site(ring, source, site)
 }
 
 /// A site's first record in this ring: its entry is added.
 #[cold]
-fn add_site(
-    ring: &mut Ring,
-    source: Live,
-    site: &dyn CallSite,
-    entry: &AtomicU64,
-    entry_source: &AtomicUsize,
-) -> Option<u32> {
+fn add_site(ring: &mut Ring, source: Live, site: &vlog__site) -> Option<u32> {
     let described = Site {
         source: source.get().name_bytes(),
         ..site.describe()
     };
     let offset = ring.add_site(&described)?;
-    entry.store(
+    site.entry.store(
         u64::from(ring.id()) << 32 | u64::from(offset),
         Ordering::Relaxed,
     );
-    entry_source.store(source.addr(), Ordering::Relaxed);
+    site.entry_source.store(source.addr(), Ordering::Relaxed);
     Some(offset)
 }
 
@@ -529,6 +541,7 @@ mod tests {
     fn text_call<'a>(src: Live, p: Priority, text: &'a [u8], full_len: usize) -> Call<'a> {
         Call {
             source: src,
+            site: None,
             priority: p,
             message: Message::Text {
                 file: b"f.c",
@@ -607,34 +620,6 @@ mod tests {
         assert_eq!(ring_messages(&s)[1], "short [truncated: 100000 bytes]");
     }
 
-    struct TestSite<'f> {
-        entry: AtomicU64,
-        entry_source: AtomicUsize,
-        format: &'f [u8],
-    }
-
-    impl TestSite<'_> {
-        fn new(format: &[u8]) -> TestSite<'_> {
-            TestSite {
-                entry: AtomicU64::new(0),
-                entry_source: AtomicUsize::new(0),
-                format,
-            }
-        }
-    }
-
-    impl CallSite for TestSite<'_> {
-        fn describe(&self) -> Site<'_> {
-            Site {
-                source: b"",
-                file: b"f.c",
-                func: b"f",
-                line: 1,
-                format: self.format,
-            }
-        }
-    }
-
     #[test]
     fn deferred_message_is_rendered_for_outputs_and_kept_raw_otherwise() {
         let mut s = quiet_state();
@@ -644,14 +629,12 @@ mod tests {
             .unwrap();
         s.set_level(Priority::Debug);
         let src = source(c"deferred.out");
-        let site = TestSite::new(b"n=%d x=%.2f");
+        let site = LiveSite::leaked(src, b"n=%d x=%.2f");
         let args = [Captured::Signed(42), Captured::Double(0.5)];
         let call = |p| SiteCall {
             source: src,
             priority: p,
-            site: &site,
-            entry: &site.entry,
-            entry_source: &site.entry_source,
+            site,
             args: &args,
             args_len: deferred::args_len(&args),
         };
@@ -659,7 +642,7 @@ mod tests {
         // file.
         let next = s.record_site_call(call(Priority::Info));
         assert_eq!(settle(&mut s, next), Outcome::Recorded);
-        assert_ne!(site.entry.load(Ordering::Relaxed), 0);
+        assert_ne!(site.get().entry.load(Ordering::Relaxed), 0);
         // Not printed: the site's record alone.
         let next = s.record_site_call(call(Priority::Debug));
         assert_eq!(settle(&mut s, next), Outcome::Recorded);
@@ -695,13 +678,11 @@ mod tests {
         let src = source(c"plain.out");
         let long = "y".repeat(MESSAGE_MAX + 1);
         for format in [&b"as it is"[..], b"100%% sure", b"", long.as_bytes()] {
-            let site = TestSite::new(format);
+            let site = LiveSite::leaked(src, format);
             let call = SiteCall {
                 source: src,
                 priority: Priority::Error,
-                site: &site,
-                entry: &site.entry,
-                entry_source: &site.entry_source,
+                site,
                 args: &[],
                 args_len: deferred::args_len(&[]),
             };

@@ -1,9 +1,12 @@
 //! A message's text and fields as the ring keeps them: cut with a marker
 //! when too long, fields encoded with bad names resolved (`emit`'s step 3).
 
+use std::sync::atomic::Ordering;
+
 use crate::diag;
 use crate::fields::{self, Field, Names, Refusal};
 use crate::record::MESSAGE_MAX;
+use crate::site::vlog__site;
 use crate::text::{Bounded, Sink};
 
 /// Fills `buf` with as much of `text` as fits in MESSAGE_MAX together with a
@@ -47,4 +50,43 @@ pub(super) fn encode_fields<'b>(list: &[Field], names: Names, buf: &'b mut Vec<u
     } else {
         b""
     }
+}
+
+/// The name of the field that reports what a call site's limit left out
+/// since its last record (the field comes first, so 32 of a caller's own
+/// cannot push it out).
+pub const SUPPRESSED_FIELD: &[u8] = b"VLOG_SUPPRESSED";
+
+/// What `site`'s limit left out since its last record, taken (so the next
+/// record does not report it again).
+pub(super) fn take_suppressed(site: &vlog__site) -> u64 {
+    if site.suppressed.load(Ordering::Relaxed) == 0 {
+        return 0;
+    }
+    site.suppressed.swap(0, Ordering::Relaxed)
+}
+
+/// `encode_fields` with [`SUPPRESSED_FIELD`] first: `n` calls left out.
+#[cold]
+pub(super) fn encode_reporting<'b>(
+    list: &[Field],
+    names: Names,
+    n: u64,
+    buf: &'b mut Vec<u8>,
+) -> &'b [u8] {
+    let mut all = [Field {
+        name: b"",
+        value: fields::Value::Int(0),
+    }; fields::MAX_FIELDS];
+    all[0] = Field {
+        name: SUPPRESSED_FIELD,
+        value: fields::Value::Int(i64::try_from(n).unwrap_or(i64::MAX)),
+    };
+    let given = list.len().min(fields::MAX_FIELDS - 1);
+    all[1..=given].copy_from_slice(&list[..given]);
+    let names = match names {
+        Names::Caller => Names::VlogFirst,
+        other => other,
+    };
+    encode_fields(&all[..=given], names, buf)
 }

@@ -39,6 +39,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::config::filter::Filters;
+use crate::config::limit::RateLimit;
 use crate::config::DEFAULT_LEVEL;
 use crate::crash;
 use crate::crash::target::{DumpFiles, DumpTarget};
@@ -47,6 +48,7 @@ use crate::output::Outputs;
 use crate::priority::Priority;
 use crate::record::Record;
 use crate::ring::{published, Ring};
+use crate::site::Catalog;
 use crate::source::Registry;
 use crate::{diag, sys};
 use printer::Printer;
@@ -80,6 +82,10 @@ pub struct State {
     /// (a `vlog_dump` blocked on a full pipe must not make the logger wait).
     retired: Vec<Ring>,
     sources: Registry,
+    /// Every call site of the loaded objects (see `site`).
+    catalog: Catalog,
+    /// `VLOG_RATELIMIT` (None: off), in force in `site`'s statics.
+    ratelimit: Option<RateLimit>,
     /// Preallocated buffers, so recording never allocates once running: the
     /// encoded fields, the message as stored (cut, or a deferred payload),
     /// and a deferred message rendered for the outputs.
@@ -131,6 +137,8 @@ impl State {
             ring: None,
             retired: Vec::new(),
             sources: Registry::new(),
+            catalog: Catalog::new(),
+            ratelimit: None,
             fields: Vec::new(),
             message: Vec::new(),
             rendered: Vec::new(),
@@ -319,6 +327,7 @@ fn note(ring: Option<&mut Ring>, event: &str) {
                 message: event.as_bytes(),
                 fields: b"",
                 context: false,
+                id: 0,
             }
             .clipped(),
         );
@@ -393,6 +402,7 @@ impl State {
             ("VLOG_DUMP", self.dump.as_env()),
             ("VLOG_DUMP_SIGNAL", signal),
             ("VLOG_CONTEXT", self.context_env()),
+            ("VLOG_RATELIMIT", self.ratelimit_env()),
         ]
     }
 
@@ -434,6 +444,7 @@ impl State {
             message: message.as_bytes(),
             fields: &encoded,
             context: false,
+            id: 0,
         }
         .clipped();
         let printed = self.prints(rec.priority);

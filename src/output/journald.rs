@@ -71,6 +71,9 @@ pub fn render(rec: &Record, ident: &[u8], out: &mut impl Sink) {
     put(b"CODE_LINE", decimal(rec.line as u64, &mut digits), out);
     put(b"CODE_FUNC", rec.func, out);
     put(b"VLOG_SOURCE", rec.source, out);
+    if rec.id != 0 {
+        put(b"VLOG_ID", &crate::text::num::id_hex(rec.id), out);
+    }
     if rec.context {
         // journald stamps an entry when it arrives: the record's own time
         // and place in the ring go with it.
@@ -143,6 +146,7 @@ mod tests {
             message: b"two\nlines",
             fields: &encoded,
             context: false,
+            id: 0,
         };
         let mut out = Vec::new();
         render(&rec, b"daemon", &mut out);
@@ -153,5 +157,20 @@ mod tests {
               CODE_LINE=123\nCODE_FUNC=send\nVLOG_SOURCE=qemu.monitor\nVM=guest1\nDELTA=-7\n",
         );
         assert_eq!(out, want);
+        // A call site's message id.
+        let mut out = Vec::new();
+        render(
+            &Record {
+                id: 0x1234_abcd,
+                ..rec
+            },
+            b"daemon",
+            &mut out,
+        );
+        let text = String::from_utf8_lossy(&out).into_owned();
+        assert!(
+            text.contains("\nVLOG_SOURCE=qemu.monitor\nVLOG_ID=1234abcd\n"),
+            "{text}"
+        );
     }
 }

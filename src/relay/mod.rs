@@ -353,6 +353,7 @@ impl Drop for Notes {
 fn record(source: &OwnedSource, priority: Priority, text: &[u8], fields: &[Field]) -> Outcome {
     emit::emit(&Call {
         source: source.live(),
+        site: None,
         priority,
         message: Message::Text {
             file: b"",

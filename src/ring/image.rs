@@ -316,6 +316,7 @@ mod tests {
                 message: msg.as_bytes(),
                 fields: b"",
                 context: false,
+                id: 0,
             });
             written.push(msg);
         }
@@ -453,6 +454,7 @@ mod tests {
                     func: b"fn",
                     line: 7,
                     format,
+                    id: 0,
                 };
                 ring.add_site(&site).unwrap()
             })

@@ -8,6 +8,7 @@ use super::record::{self, Damage, Kind, Stored, HEADER_LEN, RECORD_MAX};
 use super::sites::Site;
 use crate::deferred;
 use crate::record::{Record, MESSAGE_MAX};
+use crate::site::message_id;
 use crate::text::Bounded;
 
 /// Where a reader finds a ring's data area and its head and tail.
@@ -370,9 +371,15 @@ pub fn read_with(
                 let mut message = Bounded::new(&mut text[..]);
                 let rendered = match kind {
                     Kind::Text => Some((rec, false)),
-                    Kind::Deferred => deferred::render(rec.message, &mut message)
-                        .ok()
-                        .map(|()| (rec, true)),
+                    Kind::Deferred => {
+                        deferred::render(rec.message, &mut message)
+                            .ok()
+                            .and_then(|()| {
+                                let format = deferred::format_of(rec.message)?;
+                                let id = message_id(rec.source, format);
+                                Some((Record { id, ..rec }, true))
+                            })
+                    }
                     Kind::Site(entry) => site_of(region, &mut dict, &mut last_site, entry)
                         .and_then(|site| {
                             deferred::render_args(site.format, rec.message, &mut message).ok()?;
@@ -381,6 +388,11 @@ pub fn read_with(
                                 file: site.file,
                                 func: site.func,
                                 line: site.line,
+                                // Entries of older versions have none stored.
+                                id: match site.id {
+                                    0 => message_id(site.source, site.format),
+                                    id => id,
+                                },
                                 ..rec
                             };
                             Some((named, true))

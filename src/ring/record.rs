@@ -264,6 +264,7 @@ impl<'a> Stored<'a> {
                 message,
                 fields,
                 context: false,
+                id: 0,
             },
             kind,
             for_outputs,
@@ -513,6 +514,7 @@ mod tests {
             message: b"sent 12 bytes to fd 7",
             fields: b"",
             context: false,
+            id: 0,
         }
     }
 

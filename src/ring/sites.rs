@@ -13,7 +13,8 @@
 //!     14     2  file length
 //!     16     2  function length
 //!     18     2  format length
-//!     20     4  zero
+//!     20     4  message id (`site::message_id`; 0 in entries of older
+//!               versions, whose readers compute it)
 //!     24        source, file, function, format, zero padding to 8
 //! ```
 //! Entries are written beyond the published end (`dict_used` in the ring
@@ -37,6 +38,8 @@ pub struct Site<'a> {
     pub func: &'a [u8],
     pub line: u32,
     pub format: &'a [u8],
+    /// The site's message id, 0 for none stored.
+    pub id: u32,
 }
 
 impl<'a> Site<'a> {
@@ -66,7 +69,7 @@ impl<'a> Site<'a> {
             let at = 12 + 2 * i;
             buf[at..at + 2].copy_from_slice(&(part.len() as u16).to_ne_bytes());
         }
-        buf[20..24].fill(0);
+        buf[20..24].copy_from_slice(&self.id.to_ne_bytes());
         let mut at = ENTRY_HEADER_LEN;
         for part in parts {
             buf[at..at + part.len()].copy_from_slice(part);
@@ -110,6 +113,7 @@ impl<'a> Site<'a> {
             func: parts[2],
             line: u32_at(buf, 8),
             format: parts[3],
+            id: u32_at(buf, 20),
         })
     }
 }
@@ -125,6 +129,7 @@ mod tests {
             func: b"qemuMonitorSend",
             line: 77,
             format: b"sent %zu bytes to fd %d",
+            id: 0x1234_5678,
         }
     }
 

@@ -442,6 +442,7 @@ mod tests {
             message: msg,
             fields: b"",
             context: false,
+            id: 0,
         }
     }
 
@@ -602,6 +603,7 @@ mod tests {
             func: b"qemuMonitorSend",
             line: 77,
             format,
+            id: 0,
         }
     }
 

@@ -3,7 +3,7 @@
 //! bytes that are not UTF-8 become U+FFFD, control characters (C0, DEL and
 //! C1) are escaped, and plain ASCII goes by eight bytes at a time.
 
-use super::num::{put_decimal, put_signed};
+use super::num::{id_hex, put_decimal, put_signed};
 use super::plain::{self, all_plain};
 use super::sink::Sink;
 use super::time::Clock;
@@ -23,6 +23,11 @@ pub fn render_json(rec: &Record, pid: Option<u32>, clock: &mut Clock, out: &mut 
     put_decimal(rec.seq, 1, out);
     if rec.context {
         out.put(b",\"context\":true");
+    }
+    if rec.id != 0 {
+        out.put(b",\"id\":\"");
+        out.put(&id_hex(rec.id));
+        out.put(b"\"");
     }
     out.put(b",\"time\":\"");
     clock.put_timestamp(rec.time_ns, out);
@@ -212,6 +217,18 @@ mod tests {
         assert!(s.ends_with(
             "\"message\":\"quote\\\" back\\\\ nl\\n ctl\\u0001 del\\u007f bad\u{FFFD}\u{FFFD} \u{e9} csi\\u009b\"}\n"
         ), "{s}");
+        // A call site's message id, after the sequence number.
+        let mut v = Vec::new();
+        let rec = Record {
+            id: 0x0000_00af,
+            ..sample()
+        };
+        render_json(&rec, None, &mut Clock::new(), &mut v);
+        let s = String::from_utf8(v).unwrap();
+        assert!(
+            s.starts_with("{\"seq\":0,\"id\":\"000000af\",\"time\":"),
+            "{s}"
+        );
     }
 
     /// The word-at-a-time scan finds exactly what the byte-at-a-time rule

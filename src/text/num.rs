@@ -54,6 +54,17 @@ pub fn put_signed(value: i64, out: &mut impl Sink) {
     put_decimal(value.unsigned_abs(), 1, out);
 }
 
+/// A call site's message id as it is shown: eight lower-case hexadecimal
+/// digits.
+pub fn id_hex(id: u32) -> [u8; 8] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 8];
+    for (i, digit) in out.iter_mut().enumerate() {
+        *digit = HEX[(id >> (28 - 4 * i) & 15) as usize];
+    }
+    out
+}
+
 /// `0x` and `value` in lower-case hexadecimal.
 pub fn put_hex(value: u64, out: &mut impl Sink) {
     const HEX: &[u8; 16] = b"0123456789abcdef";

@@ -348,17 +348,17 @@ fn a_program_built_for_another_abi_is_told_and_logs_nothing() {
     let out = run(&exe, &[]);
     assert_ok("abi", &out);
     assert!(!text(&out.stderr).contains("ABI"), "{}", text(&out.stderr));
-    // The header of another release: another ABI number, and a vlog_site
+    // The header of another release: another ABI number, and a vlog__site
     // with another layout.
     let include = work().join("abi-include");
     std::fs::create_dir_all(&include).unwrap();
     std::fs::copy(root().join("include/vlog.h"), include.join("vlog.h")).unwrap();
     let generated = std::fs::read_to_string(root().join("include/vlog_gen.h")).unwrap();
     let older = generated
-        .replace("#define VLOG_ABI_VERSION 3", "#define VLOG_ABI_VERSION 0")
+        .replace("#define VLOG_ABI_VERSION 4", "#define VLOG_ABI_VERSION 0")
         .replace(
-            "typedef struct vlog_site {",
-            "typedef struct vlog_site {\n  int an_older_field;",
+            "uint16_t precision[VLOG__SITE_MAX_ARGS];",
+            "uint16_t precision[VLOG__SITE_MAX_ARGS + 4];",
         );
     assert_ne!(older, generated);
     std::fs::write(include.join("vlog_gen.h"), older).unwrap();
@@ -370,8 +370,27 @@ fn a_program_built_for_another_abi_is_told_and_logs_nothing() {
         assert_eq!(stderr.matches("vlog: ").count(), 1, "{stderr}");
         assert!(
             stderr.contains("built with vlog.h for ABI 0")
-                && stderr.contains("has ABI 3")
+                && stderr.contains("has ABI 4")
                 && stderr.contains("rebuild it"),
+            "{stderr}"
+        );
+    }
+    // A program built with the last release's header (ABI 3), bound at
+    // load time (-z now): it loads, is told, and its macros log nothing.
+    for link in [Link::Static, Link::Shared] {
+        let exe = build_as(
+            "abi_old",
+            link,
+            "",
+            &root().join("c-tests/abi3"),
+            &["-Wl,-z,now"],
+        );
+        let out = run(&exe, &[]);
+        assert_ok("abi_old", &out);
+        let stderr = text(&out.stderr);
+        assert_eq!(stderr.matches("vlog: ").count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("built with vlog.h for ABI 3") && stderr.contains("rebuild it"),
             "{stderr}"
         );
     }

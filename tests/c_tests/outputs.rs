@@ -40,8 +40,11 @@ got = [o["message"] for o in objs]
 bad = [(i, g[:80], w[:80]) for i, (g, w) in enumerate(zip(got, want)) if g != w]
 assert len(got) == len(want) and not bad, (len(got), bad)
 for o in objs:
-    assert sorted(o) == sorted(["seq", "time", "time_ns", "pid", "tid", "priority",
-                                "source", "file", "line", "func", "message"]), o
+    # "id": the call site's message id, on a record it made as format and
+    # arguments (eight hex digits).
+    assert sorted(k for k in o if k != "id") == sorted(["seq", "time", "time_ns", "pid",
+        "tid", "priority", "source", "file", "line", "func", "message"]), o
+    assert "id" not in o or (len(o["id"]) == 8 and int(o["id"], 16) > 0), o
     assert o["pid"] == int(sys.argv[2]) and o["tid"] == o["pid"], o
     assert o["priority"] == "error" and o["source"] == "test.json", o
     assert o["file"].endswith("json_output.c") and o["func"] == "main", o

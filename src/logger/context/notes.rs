@@ -34,6 +34,7 @@ pub fn note(
         message: text,
         fields: b"",
         context: true,
+        id: 0,
     };
     outputs.add_to(i, &rec, report);
 }

@@ -70,7 +70,8 @@ pub fn encode_event(rec: &Record, ident: &[u8], out: &mut Vec<u8>) {
     let n_fields = decoded.as_ref().map_or(0, |f| f.iter().count());
     put_array_header(2, out);
     put_event_time(rec.time_ns, out);
-    put_map_header(KEYS + usize::from(rec.context) + n_fields, out);
+    let keys = KEYS + usize::from(rec.context) + usize::from(rec.id != 0) + n_fields;
+    put_map_header(keys, out);
     out.extend_from_slice(b"\xa7message");
     put_str(rec.message, out);
     out.extend_from_slice(b"\xa8priority");
@@ -96,6 +97,10 @@ pub fn encode_event(rec: &Record, ident: &[u8], out: &mut Vec<u8>) {
     if rec.context {
         // `context: true` (MessagePack's true is 0xc3).
         out.extend_from_slice(b"\xa7context\xc3");
+    }
+    if rec.id != 0 {
+        out.extend_from_slice(b"\xa2id");
+        put_str(&crate::text::num::id_hex(rec.id), out);
     }
     if let Some(fields) = decoded {
         for field in fields.iter() {
@@ -145,6 +150,7 @@ mod tests {
             message: &bad,
             fields: &encoded,
             context: false,
+            id: 0,
         };
         let mut out = Vec::new();
         encode_event(&rec, &name, &mut out);
@@ -166,6 +172,7 @@ mod tests {
             message: b"m",
             fields: b"",
             context: false,
+            id: 0,
         };
         let mut out = Vec::new();
         encode_event(&rec, b"id", &mut out);
@@ -196,6 +203,22 @@ mod tests {
         put_str(b"ident", &mut want);
         put_str(b"id", &mut want);
         assert_eq!(out, want);
+        // A call site's message id: one more key, `id`, as put_str makes it.
+        let mut with_id = Vec::new();
+        encode_event(
+            &Record {
+                id: 0xabcdef01,
+                ..rec
+            },
+            b"id",
+            &mut with_id,
+        );
+        // The map's header (a fixmap) after the array's (1 byte) and the
+        // event time (10): one key more.
+        want[1 + 10] += 1;
+        put_str(b"id", &mut want);
+        put_str(b"abcdef01", &mut want);
+        assert_eq!(with_id, want);
     }
 
     #[test]

@@ -37,7 +37,14 @@ pub fn render(rec: &Record, ident: &[u8], hostname: &[u8], pid: u32, out: &mut i
     out.put(ident);
     out.put(b" ");
     put_decimal(pid as u64, 1, out);
-    out.put(b" - [");
+    // MSGID: the call site's message id, when the record has one.
+    out.put(b" ");
+    if rec.id != 0 {
+        out.put(&crate::text::num::id_hex(rec.id));
+    } else {
+        out.put(b"-");
+    }
+    out.put(b" [");
     out.put(SD_ID);
     // vlog's own names are ones no field may take (`fields::RESERVED`), and
     // a record's field names are unique: no SD-NAME is given twice.

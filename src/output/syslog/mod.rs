@@ -336,6 +336,7 @@ mod tests {
             message: b"hello",
             fields,
             context: false,
+            id: 0,
         }
     }
 
@@ -357,6 +358,15 @@ mod tests {
             "<28>1 2026-11-30T13:45:12.345678Z host daemon 77 - [vlog@32473 VLOG_SOURCE=\"qemu\" \
              CODE_FILE=\"m.c\" CODE_LINE=\"42\" CODE_FUNC=\"f\" VM=\"g\\\"1\\]\\\\\"] hello"
         );
+        // A call site's message id is the MSGID.
+        let mut out = Vec::new();
+        let rec = Record {
+            id: 0x3fa2_b1c0,
+            ..sample(&[])
+        };
+        render(&rec, b"daemon", b"host", 77, &mut out);
+        let line = String::from_utf8(out).unwrap();
+        assert!(line.contains(" daemon 77 3fa2b1c0 [vlog@32473 "), "{line}");
     }
 
     #[test]

@@ -1,0 +1,218 @@
+//! Internal: the macros' calls about call sites as a whole. An object
+//! hands its `vlog_sites` section over when it is loaded and takes it back
+//! when it is unloaded; a site's first call asks its level; a limited
+//! site's call asks whether it is recorded; a site whose message was
+//! formatted at the call records it as the site's.
+
+use std::ffi::{c_char, c_int};
+use std::ptr::NonNull;
+
+use super::write::{fields_of, vlog_field};
+use super::{before_the_record, guarded, in_call, may_act_anywhere, no_cancel};
+use crate::fields::{Field, Names, Value, MAX_FIELDS};
+use crate::logger::emit::{self, Call, Message, Outcome};
+use crate::logger::{self};
+use crate::priority::Priority;
+use crate::site::{vlog__site, LiveSite, Section};
+use crate::source::Live;
+use crate::sys::{self, keeping_errno};
+
+/// The site a C call names, proved once here.
+///
+/// # Safety
+/// `site` is non-NULL and one of the macros' sites, which live as long as
+/// their object, and the catalog forgets them before it goes.
+pub(super) unsafe fn site_arg<'a>(site: *const vlog__site) -> (LiveSite, &'a vlog__site) {
+    // SAFETY: per the caller.
+    let site = unsafe { &*site };
+    // SAFETY: as above.
+    (unsafe { LiveSite::new(site) }, site)
+}
+
+/// The source of a site (the default source for a site that names none).
+pub(super) fn site_source(site: &vlog__site) -> Live {
+    site.source().unwrap_or_else(Live::default_source)
+}
+
+/// Internal, for `VLOG_INIT`'s constructor: hands the library the call
+/// sites of the object being loaded, the pointers from `start` to `stop`
+/// (its `vlog_sites` section), so that each is listed and configured
+/// before its first call. Each of an object's files hands the same
+/// section over; the first is kept. Does not start vlog (the program's
+/// `main` may still set its `VLOG_*` variables).
+/// NULL: either bound NULL (an object with no sites) does nothing;
+/// ownership: the library reads the sites until `vlog__sites_unregister`;
+/// errors: none (no memory: the sites are learnt on their first calls);
+/// async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog__sites_register(
+    start: *const *const vlog__site,
+    stop: *const *const vlog__site,
+) {
+    no_cancel!(|| {
+        let Some(first) = NonNull::new(start.cast_mut()) else {
+            return;
+        };
+        if stop.is_null() || stop < start {
+            return;
+        }
+        guarded((), || {
+            // SAFETY: both bound the same section, per the contract.
+            let len = unsafe { stop.offset_from(start) } as usize;
+            // SAFETY: the linker's section of the object, which stays
+            // loaded until its destructor takes the section back.
+            let section = unsafe { Section::new(first, len) };
+            logger::enter(|state| state.add_section(section));
+        })
+    })
+}
+
+/// Internal, for `VLOG_INIT`'s destructor: the object whose section
+/// starts at `start` is being unloaded; the library forgets its sites.
+/// NULL: nothing; ownership: the library no longer reads the section;
+/// errors: none; async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog__sites_unregister(start: *const *const vlog__site) {
+    no_cancel!(|| {
+        let Some(first) = NonNull::new(start.cast_mut()) else {
+            return;
+        };
+        guarded((), || {
+            // Nested inside vlog on this thread (unloading from a signal
+            // handler, which dlclose does not allow anyway), the lock is
+            // not to be had: the section stays.
+            logger::enter(|state| state.remove_section(first));
+        })
+    })
+}
+
+/// Internal, for the macros: learns of `site` if it is new (starting vlog
+/// on the program's first call) and returns 1 if a call of priority `prio`
+/// from it is recorded, else 0. The macros call this only when the inline
+/// check cannot decide (the site's level is 0). `prio` outside 1..4 is
+/// clamped. errno is left as it was.
+/// NULL: 0; ownership: `site` must live as long as its object (a macro's
+/// static); errors: none (0); async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog__site_enabled(site: *const vlog__site, prio: c_int) -> c_int {
+    crate::control::install();
+    before_the_record!(|| {
+        if site.is_null() {
+            return 0;
+        }
+        keeping_errno(|| {
+            guarded(0, || {
+                // SAFETY: non-NULL, a macro's site per the contract.
+                let (live, _) = unsafe { site_arg(site) };
+                let level = logger::levels::site_level(live);
+                c_int::from(Priority::clamped(prio) as c_int >= level)
+            })
+        })
+    })
+}
+
+/// Internal, for the macros: whether a call of priority `prio` from
+/// `site`, which passed the filters, is recorded, as the site's limit (or
+/// `VLOG_RATELIMIT`) says: 1 if so, 0 if it is left out (counted, and
+/// reported by the site's next record). Lock-free; reads a coarse clock;
+/// reaches no cancellation point.
+/// NULL: 1; ownership: nothing kept; errors: none; async-signal-safe: yes.
+#[no_mangle]
+pub extern "C-unwind" fn vlog__site_admit(site: *const vlog__site, prio: c_int) -> c_int {
+    if site.is_null() {
+        return 1;
+    }
+    // An asynchronous cancel could act at any instruction, and unwind into
+    // the panic guard: turned off around it (as for a recording call). A
+    // deferred one never acts here, but the call is marked all the same: a
+    // signal handler that logs while it runs must leave the cancel to this
+    // call, not act on it in the handler and unwind through the guard.
+    if may_act_anywhere() {
+        return no_cancel!(|| admit(site, prio));
+    }
+    in_call!(body admit(site, prio))
+}
+
+#[inline(never)]
+fn admit(site: *const vlog__site, prio: c_int) -> c_int {
+    guarded(1, || {
+        // SAFETY: non-NULL, a macro's site per the contract.
+        let (_, site) = unsafe { site_arg(site) };
+        c_int::from(site.admit(prio, sys::coarse_ms))
+    })
+}
+
+/// Internal, for the header: records the message of `len` bytes at `msg`
+/// (cut from `full_len`), with `nfields` fields, that call site `site`
+/// formatted at the call, as vlog_write_fields does, with the site's
+/// source, file, line and function, and its level instead of its
+/// source's. Returns 1 if recorded, 0 if filtered out, -1 on an error.
+/// NULL: `site` an error (-1), `msg` "(null)", `fields` as in
+/// vlog_write_fields; ownership: everything is copied, nothing kept;
+/// errors: -1, never errno; async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog__write_site(
+    site: *const vlog__site,
+    prio: c_int,
+    msg: *const c_char,
+    len: usize,
+    full_len: usize,
+    fields: *const vlog_field,
+    nfields: usize,
+) -> c_int {
+    if may_act_anywhere() {
+        return no_cancel!(|| write_site(site, prio, msg, len, full_len, fields, nfields));
+    }
+    in_call!(body write_site(site, prio, msg, len, full_len, fields, nfields))
+}
+
+#[inline(never)]
+fn write_site(
+    site: *const vlog__site,
+    prio: c_int,
+    msg: *const c_char,
+    len: usize,
+    full_len: usize,
+    fields: *const vlog_field,
+    nfields: usize,
+) -> c_int {
+    if site.is_null() || (nfields > 0 && fields.is_null()) {
+        return -1;
+    }
+    keeping_errno(|| {
+        guarded(-1, || {
+            // SAFETY: non-NULL, a macro's site per the contract.
+            let (live, s) = unsafe { site_arg(site) };
+            s.recorded
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut list = [Field {
+                name: b"",
+                value: Value::Int(0),
+            }; MAX_FIELDS];
+            // SAFETY: the caller passes `nfields` initialised fields.
+            let n = unsafe { fields_of(fields, nfields, &mut list) };
+            let text: &[u8] = if msg.is_null() {
+                b"(null)"
+            } else {
+                // SAFETY: the caller passes `len` readable bytes at `msg`.
+                unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
+            };
+            let d = s.described();
+            let call = Call {
+                source: site_source(s),
+                site: Some(live),
+                priority: Priority::clamped(prio),
+                message: Message::Text {
+                    file: d.file,
+                    line: d.line,
+                    func: d.func,
+                    text,
+                    full_len: full_len.max(text.len()),
+                    fields: &list[..n],
+                    names: Names::Caller,
+                },
+            };
+            c_int::from(emit::emit(&call) == Outcome::Recorded)
+        })
+    })
+}

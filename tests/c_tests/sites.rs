@@ -1,0 +1,82 @@
+//! Every call site under control: per-site limits (a storm, once and every
+//! N across threads, `VLOG_RATELIMIT`), sites switched on by function, file
+//! and line through the control socket, the catalog listing a site that
+//! never ran, and message ids that survive a rebuild
+//! (`c-tests/site_control.c`, which checks its files itself).
+
+use crate::common::*;
+
+fn run_mode(mode: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let exe = build("site_control", Link::Static);
+    let dir = scratch_dir(&format!("site-control-{mode}"));
+    run_with(&exe, &[mode, dir.to_str().unwrap()], env)
+}
+
+#[test]
+fn a_storm_prints_the_burst_keeps_the_ring_and_costs_a_fraction() {
+    let out = run_mode("storm", &[]);
+    assert_ok("site_control storm", &out);
+    eprintln!("{}", text(&out.stderr));
+}
+
+#[test]
+fn once_and_every_n_count_every_thread_exactly() {
+    assert_ok("site_control once", &run_mode("once", &[]));
+}
+
+#[test]
+fn a_global_rate_limit_covers_sites_without_their_own() {
+    assert_ok("site_control global", &run_mode("global", &[]));
+}
+
+#[test]
+fn one_statement_switched_on_by_function_file_or_line_and_the_catalog() {
+    assert_ok("site_control switch", &run_mode("switch", &[]));
+}
+
+#[test]
+fn the_environment_sets_the_rate_limit_and_a_bad_one_is_said() {
+    // The storm mode's site limits itself; VLOG_RATELIMIT on the others.
+    let out = run_mode("global", &[("VLOG_RATELIMIT", "3:0/5")]);
+    assert_ok("site_control global, bad VLOG_RATELIMIT", &out);
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr
+            .matches("ignoring VLOG_RATELIMIT: invalid rate limit '3:0/5'")
+            .count(),
+        1,
+        "{stderr}"
+    );
+}
+
+/// The ids of two statements in a build: `id statement` lines.
+fn ids(variant: &str, defines: &[&str]) -> Vec<String> {
+    let exe = build_as(
+        "site_control",
+        Link::Static,
+        variant,
+        &root().join("include"),
+        defines,
+    );
+    let dir = scratch_dir(&format!("site-control-ids{variant}"));
+    let out = run_with(&exe, &["ids", dir.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "ids{variant}: {}", text(&out.stderr));
+    text(&out.stdout).lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn a_message_id_survives_a_rebuild_and_changes_with_its_format() {
+    let plain = ids("", &[]);
+    // Lines moved, another file name, optimised: the same ids.
+    let moved = ids("-moved", &["-DSITES_MOVED", "-O2"]);
+    // One format reworded: its id alone changes.
+    let reworded = ids("-reworded", &["-DSITES_REWORDED"]);
+    assert_eq!(plain.len(), 2, "{plain:?}");
+    assert_eq!(plain, moved);
+    assert_eq!(plain[1], reworded[1], "{plain:?} {reworded:?}");
+    assert_ne!(plain[0][..8], reworded[0][..8], "{plain:?} {reworded:?}");
+    assert!(
+        plain[0][..8].bytes().all(|b| b.is_ascii_hexdigit()),
+        "{plain:?}"
+    );
+}
