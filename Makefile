@@ -127,6 +127,10 @@ bench-c/context: lib bench-c/context.c include/vlog.h include/vlog_gen.h
 bench-c/error_walk: lib bench-c/error_walk.c include/vlog.h include/vlog_gen.h
 	$(CC) $(CFLAGS) -Iinclude bench-c/error_walk.c -o $@ $(STATIC_LIB) $(LIBS)
 
+.PHONY: bench-sites
+bench-sites: bench-c/bench
+	bench-c/sites.sh
+
 .PHONY: bench-context
 bench-context: bench-c/context bench-c/error_walk
 	bench-c/context.sh

@@ -63,12 +63,33 @@ static void disabled_setup(void) { vlog_setup_common("4:file:/dev/null", ""); }
 static void disabled_run(int msg, long n) { BENCH_LOOP(msg, n, VLOG_DEBUG); }
 static const char *none_recorded(long calls) { (void)calls; return expect_records(0); }
 
+/* -- vlog, disabled macro while a filter names call sites (another file's
+ * line, and a function): the site's own level decides, still inline. */
+static void site_rule_setup(void)
+{
+    vlog_setup_common("4:file:/dev/null", "1:file=elsewhere.c:42 1:func=elsewhere");
+}
+
+/* -- a call site's limit, steady state: every call passes the filters and
+ * all but the first ten are left out (no formatting, no copy, no lock). */
+#define VLOG_LIMITED_DEBUG(...) VLOG_LIMITED(VLOG_PRIO_DEBUG, 10, 3600, __VA_ARGS__)
+static void limited_setup(void) { vlog_setup_common("4:file:/dev/null", "1:bench.vlog"); }
+static void limited_run(int msg, long n) { BENCH_LOOP(msg, n, VLOG_LIMITED_DEBUG); }
+static const char *ten_recorded(long calls) { (void)calls; return expect_records(10); }
+
+/* -- VLOG_RATELIMIT on plain VLOG_DEBUG sites: the same, set at run time. */
+static void global_limit_setup(void)
+{
+    limited_setup();
+    vlog_set_ratelimit("1:10/3600");
+}
+
 /* -- vlog(), the function form, filtered out by a source filter. */
 static vlog_source quiet = VLOG_SOURCE_INITIALIZER("bench.quiet");
 static void filtered_setup(void)
 {
     vlog_setup_common("4:file:/dev/null", "4:bench.quiet");
-    vlog_source_enabled(&quiet, VLOG_PRIO_ERROR);
+    vlog__source_enabled(&quiet, VLOG_PRIO_ERROR);
 }
 #define VLOG_FN(...) vlog(&quiet, VLOG_PRIO_DEBUG, __FILE__, __LINE__, __func__, __VA_ARGS__)
 static void filtered_run(int msg, long n) { BENCH_LOOP(msg, n, VLOG_FN); }
@@ -425,6 +446,9 @@ static const char *log4c_on_check(long calls)
 static const struct bench_mode modes[] = {
     {"vlog-disabled", disabled_setup, disabled_run, none_recorded},
     {"vlog-fn-filtered", filtered_setup, filtered_run, none_recorded},
+    {"vlog-site-rule", site_rule_setup, disabled_run, none_recorded},
+    {"vlog-limited", limited_setup, limited_run, ten_recorded},
+    {"vlog-global-limit", global_limit_setup, ring_run, ten_recorded},
     {"vlog-ring", ring_setup, ring_run, all_recorded},
     {"vlog-ring-full", full_setup, full_run, full_check},
     {"vlog-ring-file", file_setup, ring_run, file_check},
