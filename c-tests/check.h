@@ -24,6 +24,16 @@
         }                                                                     \
     } while (0)
 
+/* Fails unless `text` contains `needle`, showing both. */
+#define CHECK_HAS(text, needle)                                               \
+    do {                                                                      \
+        if (strstr((text), (needle)) == NULL) {                               \
+            fprintf(stderr, "%s:%d: \"%s\" lacks \"%s\"\n", __FILE__,         \
+                    __LINE__, (text), (needle));                              \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
 /* Fails unless the last vlog error contains `needle`. */
 #define CHECK_ERROR(needle)                                                   \
     do {                                                                      \

@@ -105,15 +105,6 @@ static char *ask(const char *request)
     return ask_at(sock, request);
 }
 
-#define CHECK_HAS(text, needle)                                               \
-    do {                                                                      \
-        if (strstr((text), (needle)) == NULL) {                               \
-            fprintf(stderr, "%s:%d: \"%s\" lacks \"%s\"\n", __FILE__,         \
-                    __LINE__, (text), (needle));                              \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
-
 /* Asks, checks the reply has `needle`, frees it. */
 static void expect(const char *request, const char *needle)
 {

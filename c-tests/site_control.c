@@ -15,15 +15,6 @@
 
 VLOG_INIT("storage.disk");
 
-#define CHECK_HAS(text, needle)                                               \
-    do {                                                                      \
-        if (strstr((text), (needle)) == NULL) {                               \
-            fprintf(stderr, "%s:%d: \"%s\" lacks \"%s\"\n", __FILE__,         \
-                    __LINE__, (text), (needle));                              \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
-
 static char sock[512];
 
 /* One request to the control socket and its whole reply (malloc'd). */

@@ -41,7 +41,7 @@ echo
 echo "# One statement, not a whole source: the catalog lists every call site (run or not),"
 echo "# and a filter names one by file and line (or function, or id)"
 run sh -c "$ctl $sock sites | grep -E '^ID|disk.c'"
-run $ctl "$sock" filters "1:file=disk.c:19"
+run $ctl "$sock" filters "1:file=disk.c:23"
 sleep 0.5
 run sh -c "$ctl $sock dump --source disk | tail -3"
 echo

@@ -92,7 +92,7 @@ fn rows() -> Option<Vec<Row>> {
 pub fn sites_text() -> Option<String> {
     let rows = rows()?;
     let mut out = String::from(
-        "ID       ON  PRIO     LEVEL    RECORDED  LIMIT       SOURCE  WHERE  FUNCTION  FORMAT\n",
+        "ID        ON  PRIO     LEVEL    RECORDED  LIMIT       SOURCE  WHERE  FUNCTION  FORMAT\n",
     );
     for r in &rows {
         let mut format = Vec::new();

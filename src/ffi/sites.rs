@@ -7,11 +7,9 @@
 use std::ffi::{c_char, c_int};
 use std::ptr::NonNull;
 
-use super::write::{fields_of, vlog_field};
+use super::write::{emit_text, vlog_field, Origin};
 use super::{before_the_record, guarded, in_call, may_act_anywhere, no_cancel};
-use crate::fields::{Field, Names, Value, MAX_FIELDS};
-use crate::logger::emit::{self, Call, Message, Outcome};
-use crate::logger::{self};
+use crate::logger;
 use crate::priority::Priority;
 use crate::site::{vlog__site, LiveSite, Section};
 use crate::source::Live;
@@ -185,34 +183,16 @@ fn write_site(
             let (live, s) = unsafe { site_arg(site) };
             s.recorded
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let mut list = [Field {
-                name: b"",
-                value: Value::Int(0),
-            }; MAX_FIELDS];
-            // SAFETY: the caller passes `nfields` initialised fields.
-            let n = unsafe { fields_of(fields, nfields, &mut list) };
-            let text: &[u8] = if msg.is_null() {
-                b"(null)"
-            } else {
-                // SAFETY: the caller passes `len` readable bytes at `msg`.
-                unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
-            };
             let d = s.described();
-            let call = Call {
+            let origin = Origin {
                 source: site_source(s),
                 site: Some(live),
-                priority: Priority::clamped(prio),
-                message: Message::Text {
-                    file: d.file,
-                    line: d.line,
-                    func: d.func,
-                    text,
-                    full_len: full_len.max(text.len()),
-                    fields: &list[..n],
-                    names: Names::Caller,
-                },
+                file: d.file,
+                line: d.line,
+                func: d.func,
             };
-            c_int::from(emit::emit(&call) == Outcome::Recorded)
+            // SAFETY: as the caller's contract says of each.
+            unsafe { emit_text(origin, prio, msg, len, full_len, fields, nfields) }
         })
     })
 }

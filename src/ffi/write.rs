@@ -8,7 +8,8 @@ use super::{c_bytes, guarded, in_call, may_act_anywhere, no_cancel, set_last_err
 use crate::fields::{Field, Names, Value, MAX_FIELDS};
 use crate::logger::emit::{self, Call, Message, Outcome};
 use crate::priority::Priority;
-use crate::source::vlog_source;
+use crate::site::LiveSite;
+use crate::source::{vlog_source, Live};
 use crate::sys::keeping_errno;
 
 /// Debug messages: the most verbose priority.
@@ -154,38 +155,75 @@ fn write_fields(
     }
     keeping_errno(|| {
         guarded(-1, || {
-            let mut list = [Field {
-                name: b"",
-                value: Value::Int(0),
-            }; MAX_FIELDS];
-            // SAFETY: the caller passes `nfields` initialised fields.
-            let n = unsafe { fields_of(fields, nfields, &mut list) };
-            let text: &[u8] = if msg.is_null() {
-                b"(null)"
-            } else {
-                // SAFETY: the caller passes `len` readable bytes at `msg`.
-                unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
-            };
-            let call = Call {
+            let origin = Origin {
                 source: source_arg(src),
                 site: None,
-                priority: Priority::clamped(prio),
-                message: Message::Text {
-                    // SAFETY: NULL or NUL-terminated strings, per the API
-                    // contract.
-                    file: unsafe { c_bytes(file, b"") },
-                    line: line.max(0) as u32,
-                    // SAFETY: as above.
-                    func: unsafe { c_bytes(func, b"?") },
-                    text,
-                    full_len: full_len.max(text.len()),
-                    fields: &list[..n],
-                    names: Names::Caller,
-                },
+                // SAFETY: NULL or NUL-terminated strings, per the API
+                // contract.
+                file: unsafe { c_bytes(file, b"") },
+                line: line.max(0) as u32,
+                // SAFETY: as above.
+                func: unsafe { c_bytes(func, b"?") },
             };
-            c_int::from(emit::emit(&call) == Outcome::Recorded)
+            // SAFETY: as the caller's contract says of each.
+            unsafe { emit_text(origin, prio, msg, len, full_len, fields, nfields) }
         })
     })
+}
+
+/// Where a finished message comes from: its source, the call site that
+/// made it (if a macro did), and its names.
+pub(super) struct Origin<'a> {
+    pub source: Live,
+    pub site: Option<LiveSite>,
+    pub file: &'a [u8],
+    pub line: u32,
+    pub func: &'a [u8],
+}
+
+/// Records a finished message of `len` bytes at `msg` (cut from
+/// `full_len`) with `nfields` C fields: the one way both entries that take
+/// one make their call.
+///
+/// # Safety
+/// `msg` is NULL or `len` readable bytes; `fields` points at `nfields`
+/// initialised fields (or `nfields` is 0).
+pub(super) unsafe fn emit_text(
+    origin: Origin,
+    prio: c_int,
+    msg: *const c_char,
+    len: usize,
+    full_len: usize,
+    fields: *const vlog_field,
+    nfields: usize,
+) -> c_int {
+    let mut list = [Field {
+        name: b"",
+        value: Value::Int(0),
+    }; MAX_FIELDS];
+    // SAFETY: per the contract.
+    let n = unsafe { fields_of(fields, nfields, &mut list) };
+    let text: &[u8] = if msg.is_null() {
+        b"(null)"
+    } else {
+        // SAFETY: per the contract.
+        unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
+    };
+    let call = Call {
+        source: origin.source,
+        site: origin.site,
+        priority: Priority::clamped(prio),
+        message: Message::Text {
+            file: origin.file,
+            line: origin.line,
+            func: origin.func,
+            text,
+            full_len: full_len.max(text.len()),
+            fields: &list[..n],
+            names: Names::Caller,
+        },
+    };
+    c_int::from(emit::emit(&call) == Outcome::Recorded)
 }
 
 /// The first (at most 32) of the `n` C fields at `fields` as slices in
@@ -194,7 +232,7 @@ fn write_fields(
 /// # Safety
 /// `fields` points at `n` initialised fields (or `n` is 0), whose strings
 /// outlive `list`.
-pub(super) unsafe fn fields_of<'a>(
+unsafe fn fields_of<'a>(
     fields: *const vlog_field,
     n: usize,
     list: &mut [Field<'a>; MAX_FIELDS],
