@@ -177,7 +177,10 @@ int main(void)
     CHECK(waitpid(child, &status, 0) == child);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     CHECK(vlog_get_stats(&after) == 0);
-    CHECK(after.dropped_nested == before.dropped_nested + 1);
+    /* The handler's error, and its every-other-one site when it is that
+     * one's turn. */
+    CHECK(after.dropped_nested == before.dropped_nested + 1 ||
+          after.dropped_nested == before.dropped_nested + 2);
     CHECK(vlog_control_stop() == 0);
 
     /* At random moments, in every entry point. */
