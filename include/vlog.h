@@ -134,14 +134,10 @@ extern vlog_source vlog_default_source;
 #define VLOG_INFO_ONCE(...) VLOG__LOG(VLOG_PRIO_INFO, VLOG__LIMIT_ONCE, 1, 0, __VA_ARGS__)
 #define VLOG_WARN_ONCE(...) VLOG__LOG(VLOG_PRIO_WARN, VLOG__LIMIT_ONCE, 1, 0, __VA_ARGS__)
 #define VLOG_ERROR_ONCE(...) VLOG__LOG(VLOG_PRIO_ERROR, VLOG__LIMIT_ONCE, 1, 0, __VA_ARGS__)
-#define VLOG_DEBUG_EVERY_N(n, ...)                                            \
-    VLOG__LOG(VLOG_PRIO_DEBUG, VLOG__LIMIT_EVERY_N, (n), 0, __VA_ARGS__)
-#define VLOG_INFO_EVERY_N(n, ...)                                             \
-    VLOG__LOG(VLOG_PRIO_INFO, VLOG__LIMIT_EVERY_N, (n), 0, __VA_ARGS__)
-#define VLOG_WARN_EVERY_N(n, ...)                                             \
-    VLOG__LOG(VLOG_PRIO_WARN, VLOG__LIMIT_EVERY_N, (n), 0, __VA_ARGS__)
-#define VLOG_ERROR_EVERY_N(n, ...)                                            \
-    VLOG__LOG(VLOG_PRIO_ERROR, VLOG__LIMIT_EVERY_N, (n), 0, __VA_ARGS__)
+#define VLOG_DEBUG_EVERY_N(n, ...) VLOG__EVERY_N(VLOG_PRIO_DEBUG, n, __VA_ARGS__)
+#define VLOG_INFO_EVERY_N(n, ...) VLOG__EVERY_N(VLOG_PRIO_INFO, n, __VA_ARGS__)
+#define VLOG_WARN_EVERY_N(n, ...) VLOG__EVERY_N(VLOG_PRIO_WARN, n, __VA_ARGS__)
+#define VLOG_ERROR_EVERY_N(n, ...) VLOG__EVERY_N(VLOG_PRIO_ERROR, n, __VA_ARGS__)
 #define VLOG_DEBUG_RATELIMITED(...)                                           \
     VLOG_LIMITED(VLOG_PRIO_DEBUG, VLOG_RATELIMIT_BURST, VLOG_RATELIMIT_SECONDS, __VA_ARGS__)
 #define VLOG_INFO_RATELIMITED(...)                                            \
@@ -152,9 +148,23 @@ extern vlog_source vlog_default_source;
     VLOG_LIMITED(VLOG_PRIO_ERROR, VLOG_RATELIMIT_BURST, VLOG_RATELIMIT_SECONDS, __VA_ARGS__)
 
 /* At most `burst` calls per `seconds` at priority `prio` (all three
- * constants; `prio` 1..4). */
+ * constants: `prio` 1..4, `burst` 1..1000000, `seconds` 1..86400, checked
+ * at compile time). */
 #define VLOG_LIMITED(prio, burst, seconds, ...)                               \
-    VLOG__LOG((prio), VLOG__LIMIT_RATE, (burst), (seconds), __VA_ARGS__)
+    do {                                                                      \
+        VLOG__STATIC_ASSERT((burst) >= 1 && (burst) <= 1000000 &&             \
+                                (seconds) >= 1 && (seconds) <= 86400,         \
+                            "vlog: VLOG_LIMITED takes a burst of 1 to "       \
+                            "1000000 and 1 to 86400 seconds");                \
+        VLOG__LOG((prio), VLOG__LIMIT_RATE, (burst), (seconds), __VA_ARGS__); \
+    } while (0)
+/* Every n-th call (a constant, 1 to 2^31 - 1, checked at compile time). */
+#define VLOG__EVERY_N(prio, n, ...)                                           \
+    do {                                                                      \
+        VLOG__STATIC_ASSERT((n) >= 1 && (n) <= 2147483647,                    \
+                            "vlog: VLOG_*_EVERY_N takes n from 1");           \
+        VLOG__LOG((prio), VLOG__LIMIT_EVERY_N, (n), 0, __VA_ARGS__);          \
+    } while (0)
 
 /*
  * The function form of the macros, for wrappers that take a va_list. Checks
@@ -347,8 +357,18 @@ extern vlog__site *const __stop_vlog_sites[] __attribute__((weak, visibility("hi
         0, 0, &vlog__source, VLOG__CONSTANT(fmt, (const char *)0), __FILE__,  \
         __func__, __LINE__, VLOG__CONSTANT(prio, 0), (limit), (count),        \
         (seconds), 0, 0, 0, 0, {0}, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0};          \
+    VLOG__SITE_REF
+/* C++ puts the statics of inline functions, lambdas and templates in
+ * groups of their own, and GCC refuses them beside a plain one in one
+ * section ("section type conflict"): a C++ site is learnt on its first
+ * call instead. */
+#ifdef __cplusplus
+#define VLOG__SITE_REF (void)0
+#else
+#define VLOG__SITE_REF                                                        \
     static vlog__site *const vlog__site_ref                                   \
         __attribute__((section("vlog_sites"), used)) = &vlog__here
+#endif
 
 /* A library of another ABI: the object's source and sites are turned off
  * here, in the header's own layout (`level` is every ABI's first field),

@@ -344,6 +344,11 @@ impl LiveSite {
             suppressed: AtomicU64::new(0),
             recorded: AtomicU64::new(0),
         }));
+        // Kept where a leak checker finds them, as a C static would be.
+        static KEPT: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+        let mut kept = KEPT.lock().unwrap();
+        kept.push(site as *const vlog__site as usize);
+        kept.push(format.as_ptr() as usize);
         LiveSite(NonNull::from(&*site))
     }
 }
@@ -417,12 +422,18 @@ impl Catalog {
         true
     }
 
-    /// Forgets an object's section (and any loose site in it).
+    /// Forgets an object's section (and any loose site in it). Its sites
+    /// are turned off: a call that comes later, from a destructor that
+    /// runs after the object's own, stops at the inline check and never
+    /// makes the library learn of a site that is about to be unmapped.
     pub fn remove_section(&mut self, start: NonNull<*const vlog__site>) {
         let Some(i) = self.sections.iter().position(|s| s.start == start) else {
             return;
         };
         let section = self.sections.swap_remove(i);
+        for site in section.sites() {
+            site.level.store(crate::source::OFF, Ordering::Relaxed);
+        }
         self.loose.retain(|s| !section.holds(s.get()));
     }
 
@@ -445,8 +456,13 @@ impl Catalog {
     /// Forgets the loose sites of a source being unregistered (their
     /// object is going away).
     pub fn remove_source(&mut self, source: &vlog_source) {
-        self.loose
-            .retain(|s| !std::ptr::eq(s.get().source, source as *const vlog_source));
+        self.loose.retain(|s| {
+            let gone = std::ptr::eq(s.get().source, source as *const vlog_source);
+            if gone {
+                s.get().level.store(crate::source::OFF, Ordering::Relaxed);
+            }
+            !gone
+        });
     }
 
     /// The sites of one section, for the levels of a newly loaded object.

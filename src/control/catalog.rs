@@ -168,16 +168,15 @@ pub fn sites_json() -> Option<Vec<u8>> {
 /// The sources with their levels and how many sites each has.
 fn source_rows() -> Option<Vec<(String, i32, usize)>> {
     enter(|s: &mut State| {
-        let sites: Vec<String> = s
-            .sites()
-            .map(|(site, _)| text(site.described().source))
-            .collect();
+        let mut count = std::collections::BTreeMap::<&[u8], usize>::new();
+        for (site, _) in s.sites() {
+            *count.entry(site.described().source).or_default() += 1;
+        }
         s.sources_known()
             .into_iter()
             .map(|(name, level)| {
-                let name = text(&name);
-                let n = sites.iter().filter(|s| **s == name).count();
-                (name, level, n)
+                let n = count.get(&name[..]).copied().unwrap_or(0);
+                (text(&name), level, n)
             })
             .collect()
     })

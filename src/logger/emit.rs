@@ -589,7 +589,7 @@ mod tests {
         assert!(s.set_filters("1:qemu 9:x").is_err());
         assert_eq!(qemu.get().level(), 1, "a rejected string changes nothing");
         s.unregister(qemu.get());
-        assert_eq!(qemu.get().level(), UNKNOWN);
+        assert_eq!(qemu.get().level(), OFF, "unloaded: off for good");
         assert_eq!(ring_messages(&s), ["kept"]);
     }
 

@@ -91,9 +91,13 @@ impl State {
         RateLimit::as_env(self.ratelimit)
     }
 
+    /// Forgets a source whose object is being unloaded (`VLOG_INIT`'s
+    /// destructor): it is turned off, so a call from a destructor that runs
+    /// later never registers it again.
     pub fn unregister(&mut self, source: &vlog_source) {
         self.catalog.remove_source(source);
         self.sources.remove(source);
+        source.set_level(OFF);
     }
 
     /// A site's level, learning of the site (and its source) first if it

@@ -54,7 +54,7 @@ pub(super) fn encode_fields<'b>(list: &[Field], names: Names, buf: &'b mut Vec<u
 
 /// The name of the field that reports what a call site's limit left out
 /// since its last record (the field comes first, so 32 of a caller's own
-/// cannot push it out).
+/// cannot push it out; the 32nd gives way to it, counted in bad_fields).
 pub const SUPPRESSED_FIELD: &[u8] = b"VLOG_SUPPRESSED";
 
 /// What `site`'s limit left out since its last record, taken (so the next
@@ -83,6 +83,11 @@ pub(super) fn encode_reporting<'b>(
         value: fields::Value::Int(i64::try_from(n).unwrap_or(i64::MAX)),
     };
     let given = list.len().min(fields::MAX_FIELDS - 1);
+    if list.len() >= fields::MAX_FIELDS {
+        // The caller's 32nd gives way to the report: counted, as a field
+        // not kept is.
+        crate::stats::add(&crate::stats::BAD_FIELDS, 1);
+    }
     all[1..=given].copy_from_slice(&list[..given]);
     let names = match names {
         Names::Caller => Names::VlogFirst,

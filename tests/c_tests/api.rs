@@ -98,6 +98,7 @@ fn dlclosed_source_leaves_nothing_behind() {
     run_compiler(cmd);
     let exe = build("dlclose", Link::Shared);
     assert_ok("dlclose", &run(&exe, &[]));
+    assert_ok("dlclose late", &run_with(&exe, &["late"], &[]));
 }
 
 #[test]
