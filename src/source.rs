@@ -73,7 +73,7 @@ impl vlog_source {
 }
 
 /// A source the C caller vouches for: it stays valid until it is
-/// unregistered (`vlog_source_unregister`, which VLOG_INIT's destructor calls
+/// unregistered (`vlog__source_unregister`, which VLOG_INIT's destructor calls
 /// when the object that holds it is unloaded). The boundary makes one from
 /// each pointer it is given, once; the core then uses it as safe Rust, and
 /// the registry forgets it before its memory can go away.

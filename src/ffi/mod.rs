@@ -178,7 +178,7 @@ macro_rules! no_cancel {
 pub(crate) use no_cancel;
 
 /// `no_cancel!` for the calls a logging macro makes before the one that
-/// records (`vlog_source_enabled`, `vlog_site_prepare`): they never act on
+/// records (`vlog__site_enabled`, `vlog__site_prepare`): they never act on
 /// a cancel, even one whose point they passed (the first call of a program
 /// sets vlog up and opens its outputs), or the message would be lost; the
 /// recording call that follows acts as it returns, its message kept.
