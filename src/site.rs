@@ -485,6 +485,35 @@ impl Catalog {
 mod tests {
     use super::*;
 
+    fn limited(limit: u32, count: u32, seconds: u32) -> &'static vlog__site {
+        let site = LiveSite::leaked(Live::leaked(c"limit.test"), b"x");
+        // SAFETY: a test's own site, not shared yet.
+        let s = unsafe { &mut *site.0.as_ptr() };
+        (s.limit, s.limit_count, s.limit_seconds) = (limit, count, seconds);
+        s
+    }
+
+    #[test]
+    fn once_every_n_and_a_rate_admit_what_they_say() {
+        let once = limited(VLOG__LIMIT_ONCE, 1, 0);
+        let got: Vec<bool> = (0..4).map(|_| once.admit(1, || 1)).collect();
+        assert_eq!(got, [true, false, false, false]);
+        assert_eq!(once.suppressed.load(Ordering::Relaxed), 3);
+        let every = limited(VLOG__LIMIT_EVERY_N, 3, 0);
+        let got: Vec<bool> = (0..7).map(|_| every.admit(1, || 1)).collect();
+        assert_eq!(got, [true, false, false, true, false, false, true]);
+        // Two per second: the third call of a second is left out, the next
+        // second starts again.
+        let rate = limited(VLOG__LIMIT_RATE, 2, 1);
+        let at = |ms: u64| rate.admit(1, || ms);
+        assert_eq!(
+            [at(10), at(500), at(999), at(1009)],
+            [true, true, false, false]
+        );
+        assert_eq!([at(1010), at(1011), at(1012)], [true, true, false]);
+        assert_eq!(rate.suppressed.load(Ordering::Relaxed), 3);
+    }
+
     #[test]
     fn ids_are_stable_and_tell_formats_apart() {
         let a = message_id(b"disk", b"submitted %d bytes");
