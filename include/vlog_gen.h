@@ -277,6 +277,13 @@ typedef struct vlog_stats {
    * `_RATELIMITED`, `VLOG_LIMITED`) or by `VLOG_RATELIMIT`.
    */
   uint64_t suppressed;
+  /**
+   * Messages dropped because the oldest record, whose room they needed,
+   * was still being copied by its thread after a wait of 100 ms (a
+   * thread stopped in the middle of logging, in a signal handler or a
+   * debugger).
+   */
+  uint64_t dropped_in_flight;
 } vlog_stats;
 
 /**
@@ -368,9 +375,13 @@ typedef struct vlog__site {
    */
   uint8_t nargs;
   /**
-   * 1 when the format has a %m (the text of errno is taken at the call).
+   * How a call's arguments are recorded, decided once when the site is
+   * prepared (`ffi::site`): as the words the macro captured (with or
+   * without strings to measure and copy), or each argument apart; and
+   * whether the format has a %m (the text of errno is taken at the
+   * call). 0, the general way, until then.
    */
-  uint8_t has_errno;
+  uint8_t plan;
   /**
    * How many arguments a call passes: `nargs` without the `%m`s.
    */

@@ -275,6 +275,58 @@ pub fn render_args(fmt: &[u8], payload: &[u8], out: &mut impl Sink) -> Result<()
     printf::render(fmt, &args[..count], out)
 }
 
+/// The word a kind-4 record keeps for a NULL string (a string's word is
+/// otherwise its length).
+pub const WORD_NULL: u64 = u64::MAX;
+
+/// Whether a call site's records may keep its arguments as the macro
+/// captured them, one word each (a kind-4 record): every argument is a
+/// number, a pointer or a string read to its end or to a precision written
+/// in the format. A `%m` (text taken at the call) or a `*` width or
+/// precision (a count the record would have to bound) takes the general
+/// way.
+pub fn words_suffice(kinds: &[u8], precision: &[u16]) -> bool {
+    kinds.iter().zip(precision).all(|(&k, &p)| {
+        !matches!(k, kind::ERRNO | kind::COUNT) && (k != kind::STRING || p != PRECISION_STAR)
+    })
+}
+
+/// Renders `fmt` with the message part of a kind-4 record: one word per
+/// argument as the macro captured it (a string's its length, or
+/// [`WORD_NULL`]), then the strings' bytes. Every length is checked
+/// against the payload: a damaged one is an error, never a wrong text.
+pub fn render_words(fmt: &[u8], payload: &[u8], out: &mut impl Sink) -> Result<(), Unsupported> {
+    let mut kinds = [0u8; MAX_ARGS];
+    let mut precision = [PRECISION_NONE; MAX_ARGS];
+    let n = signature(fmt, &mut kinds, &mut precision)?;
+    if !words_suffice(&kinds[..n], &precision[..n]) {
+        return Err(Unsupported);
+    }
+    let (words, mut strings) = payload.split_at_checked(8 * n).ok_or(Unsupported)?;
+    let mut args = [Arg::Pointer(0); MAX_ARGS];
+    for ((slot, &k), w) in args.iter_mut().zip(&kinds[..n]).zip(words.chunks_exact(8)) {
+        let w = u64::from_ne_bytes(w.try_into().unwrap());
+        *slot = match k {
+            kind::INT | kind::LONG => Arg::Signed(w as i64),
+            kind::UINT | kind::ULONG => Arg::Unsigned(w),
+            kind::DOUBLE => Arg::Double(f64::from_bits(w)),
+            kind::POINTER => Arg::Pointer(w as usize),
+            kind::STRING if w == WORD_NULL => Arg::Str(None),
+            kind::STRING => {
+                let len = usize::try_from(w).map_err(|_| Unsupported)?;
+                let (s, rest) = strings.split_at_checked(len).ok_or(Unsupported)?;
+                strings = rest;
+                Arg::Str(Some(s))
+            }
+            _ => return Err(Unsupported),
+        };
+    }
+    if !strings.is_empty() {
+        return Err(Unsupported);
+    }
+    printf::render(fmt, &args[..n], out)
+}
+
 /// Renders `fmt` with captured arguments (that match it, as a call site's
 /// signature says): the text of a message whose arguments are too long to
 /// keep in a record, or that has a `*` width or precision beyond what a

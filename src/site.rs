@@ -101,8 +101,12 @@ pub struct vlog__site {
     /// How many conversions the format has that take or show an argument
     /// (`%m` included), and how each is fetched.
     pub nargs: u8,
-    /// 1 when the format has a %m (the text of errno is taken at the call).
-    pub has_errno: u8,
+    /// How a call's arguments are recorded, decided once when the site is
+    /// prepared (`ffi::site`): as the words the macro captured (with or
+    /// without strings to measure and copy), or each argument apart; and
+    /// whether the format has a %m (the text of errno is taken at the
+    /// call). 0, the general way, until then.
+    pub plan: u8,
     /// How many arguments a call passes: `nargs` without the `%m`s.
     pub nwords: u8,
     pub kinds: [u8; VLOG__SITE_MAX_ARGS],
@@ -330,7 +334,7 @@ impl LiveSite {
             limit_seconds: 0,
             id: AtomicU32::new(0),
             nargs: 0,
-            has_errno: 0,
+            plan: 0,
             nwords: 0,
             kinds: [0; VLOG__SITE_MAX_ARGS],
             precision: [0; VLOG__SITE_MAX_ARGS],

@@ -12,6 +12,12 @@ pub static BAD_FIELDS: AtomicU64 = AtomicU64::new(0);
 /// (`vlog_stats.dropped_nested`).
 pub static NESTED_DROPPED: AtomicU64 = AtomicU64::new(0);
 
+/// Messages dropped because the record whose room they needed was still
+/// being copied by its writer after the wait (a thread stopped in the
+/// middle of one, in a signal handler or a debugger):
+/// `vlog_stats.dropped_in_flight`.
+pub static IN_FLIGHT_DROPPED: AtomicU64 = AtomicU64::new(0);
+
 /// Times a thread that logs found its record would overwrite lines the
 /// outputs had not written yet (a ring too small for the burst), and had
 /// them written first (the control socket's `stats`).

@@ -58,7 +58,8 @@ fn ring_file(name: &str) -> PathBuf {
             fields: b"",
             context: false,
             id: 0,
-        });
+        })
+        .unwrap();
     }
     path
 }
@@ -219,14 +220,14 @@ fn follow_prints_records_as_they_arrive() {
     let _ = std::fs::remove_file(&path);
     let mut ring = Ring::create_file(&path, 64 * 1024, None, true).unwrap();
     let rec = |msg: &'static str| plain(msg.as_bytes(), b"");
-    ring.append(&rec("before follow"));
+    ring.append(&rec("before follow")).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_vlog-dump"))
         .args(["--follow", path.to_str().unwrap()])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
-    ring.append(&rec("while following"));
+    ring.append(&rec("while following")).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(700));
     child.kill().unwrap();
     let out = child.wait_with_output().unwrap();
@@ -323,7 +324,7 @@ fn grep_searches_structured_fields() {
     };
     vlog::internal::encode_fields([vm].into_iter(), &mut fields);
     for (msg, fields) in [("with fields", &fields[..]), ("without", &b""[..])] {
-        ring.append(&plain(msg.as_bytes(), fields));
+        ring.append(&plain(msg.as_bytes(), fields)).unwrap();
     }
     drop(ring);
     let out = text(&vlog_dump(&["--grep", "guest-42", path.to_str().unwrap()]).stdout);

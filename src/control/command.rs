@@ -167,6 +167,10 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
                             stats::get(&stats::CONTEXTS_SUPPRESSED).to_string(),
                         ),
                         ("suppressed", stats::get(&stats::SUPPRESSED).to_string()),
+                        (
+                            "dropped_in_flight",
+                            stats::get(&stats::IN_FLIGHT_DROPPED).to_string(),
+                        ),
                     ])
                 })
                 .ok_or_else(|| "vlog is busy on this thread".to_owned())

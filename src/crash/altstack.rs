@@ -68,7 +68,8 @@ fn key() -> Option<libc::pthread_key_t> {
 pub fn ensure() {
     if !ALT_STACK_CHECKED.with(Cell::get) {
         ALT_STACK_CHECKED.with(|c| c.set(true));
-        give_thread_alt_stack();
+        // The calls that log keep errno as their caller left it.
+        crate::sys::keeping_errno(give_thread_alt_stack);
     }
 }
 

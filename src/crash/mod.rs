@@ -112,14 +112,21 @@ fn take(sig: c_int) -> std::io::Result<()> {
 /// something for the logger to look at (a ring file repaired).
 #[inline(always)]
 pub fn on_entry() -> bool {
+    !settled() && attend()
+}
+
+/// [`on_entry`] without settling: true in the common case (a handler
+/// armed, or none); false when a handler left something to settle.
+#[inline(always)]
+pub fn settled() -> bool {
     // ARMED first: the state of every program since vlog sets itself up,
     // crash handler included, at its first call.
     let state = HANDLER.load(Ordering::Relaxed);
     if state == ARMED {
         altstack::ensure();
-        false
+        true
     } else {
-        state != NONE && attend()
+        state == NONE
     }
 }
 

@@ -38,6 +38,11 @@ pub struct vlog_stats {
     /// Calls left out by a call site's limit (`VLOG_*_ONCE`, `_EVERY_N`,
     /// `_RATELIMITED`, `VLOG_LIMITED`) or by `VLOG_RATELIMIT`.
     pub suppressed: u64,
+    /// Messages dropped because the oldest record, whose room they needed,
+    /// was still being copied by its thread after a wait of 100 ms (a
+    /// thread stopped in the middle of logging, in a signal handler or a
+    /// debugger).
+    pub dropped_in_flight: u64,
 }
 
 /// The counters as a program built against the first header knew them
@@ -114,6 +119,7 @@ pub extern "C-unwind" fn vlog_get_stats_sized(stats: *mut vlog_stats, size: usiz
                 context_records: stats::get(&stats::CONTEXT_RECORDS),
                 contexts_suppressed: stats::get(&stats::CONTEXTS_SUPPRESSED),
                 suppressed: stats::get(&stats::SUPPRESSED),
+                dropped_in_flight: stats::get(&stats::IN_FLIGHT_DROPPED),
             };
             let ours = std::mem::size_of::<vlog_stats>();
             let dst = stats.cast::<u8>();

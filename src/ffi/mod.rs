@@ -14,6 +14,7 @@
 //! | `relay` | `vlog_relay_new`, `vlog_relay_feed`, `vlog_relay_watch`, `vlog_relay_tail`, `vlog_relay_get_stats`, `vlog_relay_close`, `vlog_relay`, `vlog_relay_stats`, `VLOG_RELAY_TAIL_MAX` |
 //! | `source` | `vlog_source`, `vlog_default_source`, and the macros' `vlog__source_unregister`, `vlog__source_enabled` |
 //! | `site` | the macros' machinery: `vlog__site_prepare`, `vlog__record`, `vlog__format_is_safe`, `VLOG__SITE_*`, `VLOG__ARG_*`, `VLOG__CLASS_*` (the `vlog__site` type is `crate::site`'s) |
+//! | `words` | the flight recorder's capture behind `vlog__record`: a call site's plan, and the words and strings handed to the logger |
 //! | `sites` | the macros' calls about sites as a whole: `vlog__sites_register`, `vlog__sites_unregister`, `vlog__site_enabled`, `vlog__site_admit`, `vlog__write_site` |
 //! | `syslog` | libvlog-syslog.so's: `vlog__syslog_start`, `vlog__syslog_openlog`, `vlog__syslog_closelog`, `vlog__syslog_setlogmask`, `vlog__syslog_write`, and the statics its filter reads |
 //! | `abi3` | the names the macros of ABI 3 called, kept so that a program built with them loads, is told to rebuild, and logs nothing (not in the header) |
@@ -56,6 +57,8 @@ pub mod relay;
 pub mod source;
 
 pub mod site;
+
+pub mod words;
 
 pub mod sites;
 

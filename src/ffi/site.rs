@@ -10,11 +10,13 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
 
 use super::sites::{site_arg, site_source};
+use super::words::{self, plan_of, PLAN_ERRNO};
 use super::{before_the_record, c_bytes, guarded, in_call, may_act_anywhere, measured, no_cancel};
 use crate::deferred::{self, kind, Captured, MAX_ARGS};
 use crate::fields::Names;
 use crate::logger;
-use crate::logger::emit::{self, Call, CallSite, Message, Outcome, SiteCall};
+use crate::logger::emit::{self, Call, Message, Outcome, SiteCall};
+use crate::logger::flight::{self, CallSite};
 use crate::priority::Priority;
 use crate::ring::sites::Site;
 use crate::site::{vlog__site, VLOG__SITE_MAX_ARGS};
@@ -128,7 +130,7 @@ fn prepare(site: *mut vlog__site, fmt: *const c_char) -> c_int {
                 site.nargs = n as u8;
                 site.kinds = kinds;
                 site.precision = precision;
-                site.has_errno = kinds[..n].contains(&kind::ERRNO) as u8;
+                site.plan = plan_of(&kinds[..n], &precision[..n]);
                 let (nwords, classes) = classes_of(&kinds[..n]);
                 site.nwords = nwords;
                 site.classes = classes;
@@ -207,7 +209,36 @@ pub extern "C-unwind" fn vlog__record(
     if may_act_anywhere() {
         return record_uncancelled(site, prio, words, nwords, classes);
     }
-    in_call!(body record(site, prio, words, nwords, classes))
+    // The bracket is the first thing even for the flight recorder's call,
+    // which passes no cancellation point: a signal handler that interrupts
+    // it and prints must hand a pending cancel on to it, not act inside it.
+    in_call!(body record_any(site, prio, words, nwords, classes))
+}
+
+/// The body of [`vlog__record`]: the flight recorder's call, or else the
+/// general way.
+#[inline(never)]
+fn record_any(
+    site: *const vlog__site,
+    prio: c_int,
+    words: *const u64,
+    nwords: c_int,
+    classes: u64,
+) -> c_int {
+    if !flight::enter() {
+        return 0;
+    }
+    // SAFETY: a macro's site per the contract (or NULL). Its plan, word
+    // count and classes were written before its state was stored with
+    // Release.
+    let recorded = unsafe { site.as_ref() }
+        .filter(|s| s.state.load(Ordering::Acquire) == VLOG__SITE_DEFERRED)
+        .and_then(|s| words::record_words(s, prio, words, nwords, classes));
+    flight::leave();
+    match recorded {
+        Some(rc) => rc,
+        None => record(site, prio, words, nwords, classes),
+    }
 }
 
 /// `record` for a thread whose cancellation could act anywhere: with
@@ -265,7 +296,7 @@ fn record(
             };
             // Filled only for a %m: a buffer cleared on every call costs.
             let mut errno_buf;
-            let errno_text: &[u8] = if site.has_errno != 0 {
+            let errno_text: &[u8] = if site.plan & PLAN_ERRNO != 0 {
                 errno_buf = [0u8; 128];
                 errno_message(&mut errno_buf)
             } else {

@@ -7,6 +7,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::flight::{site_entry, CallSite};
 use super::message::{encode_fields, encode_reporting, take_suppressed, truncated};
 use super::{enter, printer, Entered, State};
 use crate::deferred::{self, Captured};
@@ -14,9 +15,8 @@ use crate::fields::{Field, Names};
 use crate::priority::Priority;
 use crate::record::{Record, MESSAGE_MAX};
 use crate::ring::record::Stamp;
-use crate::ring::sites::Site;
-use crate::ring::Ring;
-use crate::site::{vlog__site, LiveSite};
+use crate::ring::{Blocked, Ring};
+use crate::site::LiveSite;
 use crate::source::{Live, OFF, UNKNOWN};
 use crate::sys::cancel;
 use crate::text::Bounded;
@@ -28,15 +28,6 @@ pub enum Outcome {
     Recorded,
     /// Dropped by the filters (or as a nested call).
     Dropped,
-}
-
-/// A deferred call site's names, line and format, as the logger asks for
-/// them: only on the site's first record in a ring and when the message is
-/// printed. (Measured at the boundary, which prepared the site.)
-pub trait CallSite {
-    /// The site's file, function, line and format (with an empty source
-    /// name: the logger fills it in).
-    fn describe(&self) -> Site<'_>;
 }
 
 /// What a call hands over, every pointer already made a slice.
@@ -89,6 +80,10 @@ enum Next {
     /// The record would overwrite one the outputs have not written: they
     /// write everything, then the message is recorded again.
     MakeRoom,
+    /// The record's room is the oldest record's, still in flight: its
+    /// writer finishes it (no lock needed), then the message is recorded
+    /// again.
+    Blocked(Blocked),
 }
 
 /// Records a message: into the ring, marked for every output whose
@@ -136,6 +131,20 @@ fn finish(
             Next::WriteOne(pos) => {
                 entered.leave_and_write(|| printer::write_one(pos));
                 return Outcome::Recorded;
+            }
+            Next::Blocked(at) => {
+                entered.leave_and_write(|| {
+                    if !super::flight::wait_for(at) {
+                        stats::add(&stats::IN_FLIGHT_DROPPED, 1);
+                    }
+                    Vec::new()
+                });
+                let Some(again) = Entered::new() else {
+                    stats::add(&stats::NESTED_DROPPED, 1);
+                    return Outcome::Dropped;
+                };
+                entered = again;
+                next = record(entered.state());
             }
             Next::MakeRoom => {
                 stats::add(&stats::CALLER_WROTE, 1);
@@ -360,7 +369,9 @@ impl State {
         if ring.would_overwrite_unprinted(Ring::call_len(&rec, deferred)) && !self.evict_ok {
             return Next::MakeRoom;
         }
-        ring.append_call(&rec, deferred, printed);
+        if let Err(at) = ring.append_call(&rec, deferred, printed) {
+            return Next::Blocked(at);
+        }
         if !printed {
             return Next::Done(Outcome::Recorded);
         }
@@ -462,38 +473,11 @@ impl State {
             priority: call.priority,
             for_outputs: printed,
         };
-        ring.append_site(stamp, entry, call.args, args_len);
-        Some(Next::Done(Outcome::Recorded))
+        Some(match ring.append_site(stamp, entry, call.args, args_len) {
+            Ok(_) => Next::Done(Outcome::Recorded),
+            Err(at) => Next::Blocked(at),
+        })
     }
-}
-
-/// The offset of the site's dictionary entry in `ring`, adding the site on
-/// its first record there; None when the dictionary has no room for it.
-#[inline]
-fn site_entry(ring: &mut Ring, source: Live, site: &vlog__site) -> Option<u32> {
-    let cached = site.entry.load(Ordering::Relaxed);
-    if (cached >> 32) as u32 == ring.id()
-        && site.entry_source.load(Ordering::Relaxed) == source.addr()
-    {
-        return Some(cached as u32);
-    }
-    add_site(ring, source, site)
-}
-
-/// A site's first record in this ring: its entry is added.
-#[cold]
-fn add_site(ring: &mut Ring, source: Live, site: &vlog__site) -> Option<u32> {
-    let described = Site {
-        source: source.get().name_bytes(),
-        ..site.describe()
-    };
-    let offset = ring.add_site(&described)?;
-    site.entry.store(
-        u64::from(ring.id()) << 32 | u64::from(offset),
-        Ordering::Relaxed,
-    );
-    site.entry_source.store(source.addr(), Ordering::Relaxed);
-    Some(offset)
 }
 
 #[cfg(test)]

@@ -113,6 +113,14 @@ extern "C-unwind" fn child() {
             // Readers find at once that the ring is not the child's to
             // print from (its exit handler may run before it logs).
             published::after_fork(state.ring.as_ref());
+        } else if let Ok(mut state) = super::STATE.try_lock() {
+            // Forked from a signal handler that interrupted vlog on this
+            // thread while it copied a record (holding no lock): the other
+            // threads' records in flight are abandoned all the same (this
+            // thread's own is finished when the handler returns).
+            if let Some(ring) = state.ring.as_mut().filter(|r| r.is_private()) {
+                ring.after_fork();
+            }
         }
     }))
 }

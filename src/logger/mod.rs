@@ -25,6 +25,7 @@ pub mod above;
 pub mod apply;
 pub mod context;
 pub mod emit;
+pub mod flight;
 pub mod fork;
 pub mod levels;
 mod message;
@@ -314,7 +315,8 @@ fn note(ring: Option<&mut Ring>, event: &str) {
     let event = &*crate::error::for_people(event.to_owned().into());
     diag::warn(event);
     if let Some(ring) = ring {
-        ring.append(
+        append_note(
+            ring,
             &Record {
                 seq: 0,
                 time_ns: sys::realtime_ns(),
@@ -330,8 +332,27 @@ fn note(ring: Option<&mut Ring>, event: &str) {
                 id: 0,
             }
             .clipped(),
+            false,
         );
     }
+}
+
+/// Appends a record of vlog's own, made under the lock: when the oldest
+/// record, whose room it needs, is still in flight, its writer (which needs
+/// no lock to finish) is waited for here, a few times at most, and the
+/// record dropped and counted if it stays.
+fn append_note(ring: &mut Ring, rec: &Record, printed: bool) {
+    for _ in 0..3 {
+        match ring.append_call(rec, false, printed) {
+            Ok(_) => return,
+            Err(at) => {
+                let off = (at.0 % ring.data_size() as u64) as usize;
+                use crate::ring::reader::Region;
+                ring.view().wait_committed(off);
+            }
+        }
+    }
+    crate::stats::add(&crate::stats::IN_FLIGHT_DROPPED, 1);
 }
 
 impl State {
@@ -450,7 +471,7 @@ impl State {
         let printed = self.prints(rec.priority);
         match self.ring.as_mut() {
             Some(ring) => {
-                ring.append_call(&rec, false, printed);
+                append_note(ring, &rec, printed);
                 if printed {
                     self.wake_writer();
                 }

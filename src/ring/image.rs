@@ -317,7 +317,8 @@ mod tests {
                 fields: b"",
                 context: false,
                 id: 0,
-            });
+            })
+            .unwrap();
             written.push(msg);
         }
         (ring, written)
@@ -352,10 +353,10 @@ mod tests {
             }
         );
         let mut future = bytes.clone();
-        future[8..12].copy_from_slice(&4u32.to_ne_bytes());
+        future[8..12].copy_from_slice(&(LAYOUT_VERSION + 1).to_ne_bytes());
         assert_eq!(
             Image::parse(&future).unwrap_err(),
-            ImageError::FutureVersion(4)
+            ImageError::FutureVersion(LAYOUT_VERSION + 1)
         );
         // A version 2 ring reads as one whose records were all printed.
         let mut older = bytes.clone();
@@ -476,7 +477,7 @@ mod tests {
                 priority: Priority::Debug,
                 for_outputs: false,
             };
-            ring.append_site(stamp, entry, args, len);
+            ring.append_site(stamp, entry, args, len).unwrap();
         }
         let original = ring.image_bytes().to_vec();
         let clean = |bytes: &[u8]| {

@@ -42,8 +42,10 @@ pub const POSITION_MAX: u64 = 1 << 62;
 /// Version 2 added the call-site dictionary (a version 1 header reads as one
 /// with an empty dictionary); version 3 the printed position and the mark on
 /// records for the outputs (a version 2 ring reads as one whose records were
-/// all printed).
-pub const LAYOUT_VERSION: u32 = 3;
+/// all printed); version 4 the call sites' word records (record kind 4),
+/// which may be in flight below the tail (see `ring::slot`): its header is
+/// version 3's.
+pub const LAYOUT_VERSION: u32 = 4;
 /// Room reserved for the header at the start of the region; the dictionary
 /// and then the data area follow it.
 pub const HEADER_SPACE: usize = 256;

@@ -19,9 +19,13 @@ impl Ring {
     /// read it; the child prints its own records as it makes them. (A ring
     /// in private memory is the child's own copy, already printed: the
     /// parent wrote every pending line before it forked.)
+    /// The records the parent's other threads had in flight are never
+    /// finished in a private ring's copy: they are marked abandoned.
     pub fn after_fork(&mut self) {
         if self.shared {
             self.prints_here = false;
+        } else {
+            self.abandon_in_flight();
         }
     }
 

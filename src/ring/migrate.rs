@@ -22,8 +22,10 @@ impl Ring {
         let mut carried = 0;
         reader::read(&old, |entry| {
             if let Entry::Record(rec) = entry {
-                self.append_as(&Stored::text(rec), rec.seq);
-                carried += 1;
+                // A fresh ring has no record in flight to block it.
+                if self.append_as(&Stored::text(rec), rec.seq).is_ok() {
+                    carried += 1;
+                }
             }
         });
         // Records evicted while migrating were counted by the writer; the

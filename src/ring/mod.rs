@@ -26,6 +26,22 @@
 //! it, whatever the writer was doing, and a record a killed writer left
 //! half-written is reported, not printed.
 //!
+//! A call site's record that no output prints, in a ring in this process's
+//! private memory, is *in flight* for a while (`slot`): the writer reserves
+//! it under the lock (room made, its commit word 0, its length and number
+//! written, the tail moved past it) and copies it after letting go of the
+//! lock, its commit word stored last. So the lock is held for the
+//! reservation alone. A record in flight is never evicted: a writer that
+//! needs its room lets go of the lock and waits for it (100 ms at most; a
+//! message that would wait longer is dropped and counted), and a replaced
+//! ring is unmapped only once none of its records is in flight. Readers in
+//! this process wait for it as long (`View::wait_committed`); a reader of a
+//! file or a core reports it as never committed. A forked child marks the
+//! records its parent's other threads had in flight abandoned
+//! (`record::ABANDONED`). Ring files keep writing records whole under
+//! their lock: another process killed in the middle of a copy could not be
+//! told from one still copying.
+//!
 //! The call-site dictionary (`sites`) is append-only: an entry is written
 //! past `dict_used` and published by moving it, and never changes after.
 //!
@@ -46,6 +62,13 @@
 //!   the outputs are done with. A record marked for the outputs
 //!   (`record::FOR_OUTPUTS`) is never evicted before `printed` passed it:
 //!   the caller that would evict it has the outputs print first.
+//! - [W7] the commit word Release in `Slot::commit`, after the record's
+//!   bytes, pairs with [R7], the commit word's Acquire load in
+//!   `Ring::commit_at` (the writer, before it evicts a record and reuses
+//!   its bytes), `View::wait_committed` and `View::is_committed`, and the
+//!   reader's Acquire fence after it copied the commit word
+//!   (`reader::read_with`): a record seen committed is copied whole, and a
+//!   copy's bytes are done before the writer overwrites them.
 //! - [W4]/[R4] (`published`): the pointer readers find the ring by, and their
 //!   count, SeqCst on both sides, so a replaced ring is freed only after its
 //!   last reader left.
@@ -53,7 +76,8 @@
 //! # Files
 //!
 //! `layout` (the header, offsets, sizes, magic), `record` (the record's
-//! binary form), `sites` (the dictionary), `lock` (a ring file's
+//! binary form), `checksum` (its hash), `slot` (records in flight),
+//! `sites` (the dictionary), `lock` (a ring file's
 //! process-shared lock), `writer` (appending), `view` (a live ring, read),
 //! `reader` (the walk every reader shares), `scan` (the header-only walk
 //! an error's context makes), `image` (rings in bytes from
@@ -62,6 +86,7 @@
 //! `published` (the ring lock-free readers find), `marks` (what the writer
 //! keeps for the records marked for the outputs).
 
+pub mod checksum;
 pub mod file;
 pub mod guard;
 pub mod image;
@@ -74,6 +99,7 @@ pub mod reader;
 pub mod record;
 pub mod scan;
 pub mod sites;
+pub mod slot;
 pub mod view;
 pub mod writer;
 
@@ -81,4 +107,4 @@ pub use image::{find_rings, Image, ImageError};
 pub use layout::{check_size, Stats};
 pub use reader::{read, Entry, Region};
 pub use record::Damage;
-pub use writer::Ring;
+pub use writer::{Blocked, Ring};

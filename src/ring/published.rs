@@ -58,7 +58,8 @@ pub fn after_fork(ring: Option<&Ring>) {
 }
 
 /// Frees the rings in `retired` (none of them published) if no reader is
-/// inside any ring now; otherwise keeps them for a later call. Never waits:
+/// inside any ring now and no writer is copying a record into it;
+/// otherwise keeps them for a later call. Never waits:
 /// a reader may be blocked for long (`vlog_dump` to a full pipe).
 pub fn free_unread(retired: &mut Vec<Ring>) {
     debug_assert!(retired
@@ -66,7 +67,9 @@ pub fn free_unread(retired: &mut Vec<Ring>) {
         .all(|r| PUBLISHED.load(Ordering::SeqCst).cast_const() != r.as_raw()));
     // [W4] the pointer was stored (publish) before the count is read here.
     if READERS.load(Ordering::SeqCst) == 0 {
-        retired.clear();
+        // A ring a writer still copies a record into stays mapped until
+        // the record is committed (see `slot`).
+        retired.retain(Ring::copies_in_flight);
     }
 }
 

@@ -30,6 +30,14 @@ pub trait Region {
     fn whole(&self) -> bool {
         false
     }
+    /// Waits a little for the record at data offset `off`, whose commit
+    /// word was 0, to be committed, and returns its commit word then: a
+    /// live ring in this process, whose writers copy records after
+    /// reserving them (see `ring::slot`). Regions read from outside have no
+    /// writer to wait for: 0 at once.
+    fn wait_committed(&self, _off: usize) -> u32 {
+        0
+    }
 }
 
 impl<R: Region + ?Sized> Region for &R {
@@ -55,6 +63,10 @@ impl<R: Region + ?Sized> Region for &R {
 
     fn whole(&self) -> bool {
         (**self).whole()
+    }
+
+    fn wait_committed(&self, off: usize) -> u32 {
+        (**self).wait_committed(off)
     }
 }
 
@@ -303,14 +315,32 @@ pub fn read_with(
         };
         let mut unmarked = None;
         if let (Some(len), false) = (len, is_pad) {
+            let mut commit = record::u32_at(buf, 0);
+            if commit == 0 {
+                if marked_only {
+                    // In flight: a record the outputs print is written
+                    // whole under the lock, so this one is not theirs.
+                    region.copy(off + 8, &mut buf[8..16]);
+                    unmarked = Some(record::u64_at(buf, 8));
+                } else {
+                    commit = region.wait_committed(off);
+                }
+            }
+            // [R7] Acquire fence after the commit word was read: pairs with
+            // [W7] in Slot::commit; a record seen committed is read whole.
+            fence(Ordering::Acquire);
             region.copy(off, &mut buf[..len]);
+            // As it was before the fence: a record committed only since
+            // then may have been copied before its bytes were all there.
+            buf[..4].copy_from_slice(&commit.to_ne_bytes());
             // A record not marked for the outputs, when only those are
             // wanted: its header is enough, nothing is checked or rendered.
             // (A damaged one whose mark this hides would have failed its
             // checksum, and been passed over all the same.)
-            if marked_only {
+            if marked_only && unmarked.is_none() {
                 unmarked = record::peek_head(&buf[..HEADER_LEN])
-                    .filter(|h| h.len == len && !h.for_outputs);
+                    .filter(|h| h.len == len && !h.for_outputs)
+                    .map(|h| h.seq);
             }
         }
         // [R2] Acquire fence, then head: pairs with [W2] in Ring::evict. If
@@ -343,8 +373,8 @@ pub fn read_with(
             pos = next;
             continue;
         }
-        if let Some(head) = unmarked {
-            expected = Some(head.seq.wrapping_add(1));
+        if let Some(seq) = unmarked {
+            expected = Some(seq.wrapping_add(1));
             pos = next;
             continue;
         }
@@ -369,35 +399,41 @@ pub fn read_with(
                 // Deferred messages are made into text here, so every reader
                 // sees them exactly as printf would have written them at the call.
                 let mut message = Bounded::new(&mut text[..]);
-                let rendered = match kind {
-                    Kind::Text => Some((rec, false)),
-                    Kind::Deferred => {
-                        deferred::render(rec.message, &mut message)
+                let rendered =
+                    match kind {
+                        Kind::Text => Some((rec, false)),
+                        Kind::Deferred => deferred::render(rec.message, &mut message)
                             .ok()
                             .and_then(|()| {
                                 let format = deferred::format_of(rec.message)?;
                                 let id = message_id(rec.source, format);
                                 Some((Record { id, ..rec }, true))
+                            }),
+                        Kind::Site(entry) | Kind::Words(entry) => {
+                            site_of(region, &mut dict, &mut last_site, entry).and_then(|site| {
+                                let words = matches!(kind, Kind::Words(_));
+                                if words {
+                                    deferred::render_words(site.format, rec.message, &mut message)
+                                } else {
+                                    deferred::render_args(site.format, rec.message, &mut message)
+                                }
+                                .ok()?;
+                                let named = Record {
+                                    source: site.source,
+                                    file: site.file,
+                                    func: site.func,
+                                    line: site.line,
+                                    // Entries of older versions have none stored.
+                                    id: match site.id {
+                                        0 => message_id(site.source, site.format),
+                                        id => id,
+                                    },
+                                    ..rec
+                                };
+                                Some((named, true))
                             })
-                    }
-                    Kind::Site(entry) => site_of(region, &mut dict, &mut last_site, entry)
-                        .and_then(|site| {
-                            deferred::render_args(site.format, rec.message, &mut message).ok()?;
-                            let named = Record {
-                                source: site.source,
-                                file: site.file,
-                                func: site.func,
-                                line: site.line,
-                                // Entries of older versions have none stored.
-                                id: match site.id {
-                                    0 => message_id(site.source, site.format),
-                                    id => id,
-                                },
-                                ..rec
-                            };
-                            Some((named, true))
-                        }),
-                };
+                        }
+                    };
                 let go_on = match rendered {
                     Some((rec, false)) => visit(Entry::Record(rec), for_outputs),
                     Some((rec, true)) => visit(
@@ -423,7 +459,9 @@ pub fn read_with(
                 }
             }
             Err(damage) => {
-                let seq = expected.unwrap_or(0);
+                // A record in flight has its number (written at its reservation).
+                let in_flight = (damage == Damage::Uncommitted).then(|| record::u64_at(buf, 8));
+                let seq = expected.or(in_flight).unwrap_or(0);
                 expected = expected.map(|want| want.wrapping_add(1));
                 visit(Entry::Damaged { seq, damage }, false);
             }

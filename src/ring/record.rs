@@ -18,7 +18,12 @@
 //!                         is the arguments alone,
 //!                         3 = text with structured fields: the message is a u32
 //!                         text length, the text, then the fields (see
-//!                         crate::fields)
+//!                         crate::fields),
+//!                         4 = a call site's captured words (layout version
+//!                         4): the message is the call's 64-bit words, a
+//!                         string's replaced by its length (all ones for
+//!                         NULL), then the strings' bytes one after the
+//!                         other; the rest is in the dictionary, as for 2
 //!     34     2  source length
 //!     36     2  file length
 //!     38     2  function length
@@ -27,7 +32,13 @@
 //!     48        source, file, function, message, zero padding to 8
 //! ```
 //! All integers are in the writer's byte order, which the ring header records.
+//!
+//! A kind-4 record may be *in flight* (layout version 4): its writer
+//! reserved it under the lock (commit 0, `len` and `seq` written, the tail
+//! moved past it) and copies the rest after letting go of the lock. Its
+//! commit word is 0 until the copy is done (see `ring::slot`).
 
+use super::checksum::{checksum, checksum_parts};
 use crate::fields;
 use crate::priority::Priority;
 use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
@@ -64,6 +75,14 @@ const KIND_TEXT: u8 = 0;
 const KIND_DEFERRED: u8 = 1;
 const KIND_SITE: u8 = 2;
 const KIND_FIELDS: u8 = 3;
+const KIND_WORDS: u8 = 4;
+
+/// The commit word of a record whose writer will never finish it: one that
+/// was in flight in another thread of a process when it forked, in the
+/// child's copy of a private ring (see `Ring::after_fork`). Even, so never
+/// a commit value; readers report it as never committed, and the writer
+/// evicts it without waiting.
+pub const ABANDONED: u32 = 2;
 
 /// What a stored record's message bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +95,9 @@ pub enum Kind {
     /// offset (see `ring::sites`); source, file, function and line are there
     /// too.
     Site(u32),
+    /// A call site's captured words and strings (kind 4), its entry at
+    /// this offset.
+    Words(u32),
 }
 
 pub const fn align8(n: usize) -> usize {
@@ -106,7 +128,8 @@ impl Damage {
     pub fn describe(self) -> &'static str {
         match self {
             Damage::Uncommitted => {
-                "it was never committed (its writer stopped in the middle of it)"
+                "it was never committed (its writer was still writing it, or stopped in the \
+                 middle of it)"
             }
             Damage::Malformed => "its length or fields make no sense (damaged, or not a record)",
             Damage::Checksum => "its bytes changed after it was written (checksum mismatch)",
@@ -163,6 +186,7 @@ impl<'a> Stored<'a> {
             Kind::Text => (KIND_TEXT, r.line),
             Kind::Deferred => (KIND_DEFERRED, r.line),
             Kind::Site(entry) => (KIND_SITE, entry),
+            Kind::Words(entry) => (KIND_WORDS, entry),
         };
         let mut head = Header {
             len,
@@ -213,7 +237,7 @@ impl<'a> Stored<'a> {
         }
         let seq = u64_at(buf, at::SEQ);
         match u32_at(buf, at::COMMIT) {
-            0 => return Err(Damage::Uncommitted),
+            0 | ABANDONED => return Err(Damage::Uncommitted),
             c if c != commit_value(seq) => return Err(Damage::Malformed),
             _ => {}
         }
@@ -228,6 +252,7 @@ impl<'a> Stored<'a> {
             KIND_TEXT | KIND_FIELDS => (Kind::Text, line),
             KIND_DEFERRED => (Kind::Deferred, line),
             KIND_SITE => (Kind::Site(line), 0),
+            KIND_WORDS => (Kind::Words(line), 0),
             _ => return Err(Damage::Malformed),
         };
         let lens = [
@@ -316,7 +341,8 @@ pub fn peek_head(buf: &[u8]) -> Option<Head> {
         tid: u32_at(buf, at::TID),
         priority: buf[at::PRIORITY] & !FOR_OUTPUTS,
         for_outputs: buf[at::PRIORITY] & FOR_OUTPUTS != 0,
-        no_file: buf[at::KIND] != KIND_SITE && u16_at(buf, at::NAMES + 2) == 0,
+        no_file: !matches!(buf[at::KIND], KIND_SITE | KIND_WORDS)
+            && u16_at(buf, at::NAMES + 2) == 0,
         source_len: u16_at(buf, at::NAMES) as usize,
     })
 }
@@ -352,65 +378,34 @@ fn u16_at(buf: &[u8], at: usize) -> u16 {
     u16::from_ne_bytes(buf[at..at + 2].try_into().unwrap())
 }
 
-/// A word-at-a-time hash of the record, skipping the commit word and the
-/// checksum itself. It detects torn and stale bytes, not tampering, so it is
-/// chosen for speed on the recording path.
-fn checksum(buf: &[u8]) -> u32 {
-    let (head, body) = buf.split_at(HEADER_LEN);
-    checksum_parts(head.try_into().unwrap(), body)
-}
-
+/// Two 32-bit fields that lie one after the other in memory, as one word.
 #[inline(always)]
-fn checksum_parts(head: &[u8; HEADER_LEN], body: &[u8]) -> u32 {
-    let len = HEADER_LEN + body.len();
-    let mut sum = Mixer::new(len as u64);
-    let word = |at: usize| u64::from_ne_bytes(head[at..at + 8].try_into().unwrap());
-    // Bytes 4..44: the length word, then 36 bytes of fields (commit at 0..4 and
-    // the checksum at 44..48 are left out).
-    sum.mix(u32::from_ne_bytes(head[4..8].try_into().unwrap()) as u64);
-    for at in [8, 16, 24, 32] {
-        sum.mix(word(at));
-    }
-    sum.mix(u32::from_ne_bytes(head[40..44].try_into().unwrap()) as u64);
-    sum.words(body);
-    sum.finish()
+pub fn pack(first: u32, second: u32) -> u64 {
+    let mut w = [0u8; 8];
+    w[..4].copy_from_slice(&first.to_ne_bytes());
+    w[4..].copy_from_slice(&second.to_ne_bytes());
+    u64::from_ne_bytes(w)
 }
 
-/// The same hash over `bytes` (a multiple of 8 long), started from `seed`:
-/// the call-site dictionary's entries use it.
-pub fn checksum_words(seed: u64, bytes: &[u8]) -> u32 {
-    let mut sum = Mixer::new(seed);
-    sum.words(bytes);
-    sum.finish()
+/// Bytes 32..40 of a kind-4 record's header as one word: the priority
+/// byte (with the outputs' mark), the kind, and the names' lengths, 0
+/// (they are in the dictionary).
+#[inline(always)]
+pub fn words_kind(priority: Priority, for_outputs: bool) -> u64 {
+    let mut w = [0u8; 8];
+    w[at::PRIORITY - 32] = priority as u8 | (u8::from(for_outputs) * FOR_OUTPUTS);
+    w[at::KIND - 32] = KIND_WORDS;
+    u64::from_ne_bytes(w)
 }
 
-struct Mixer(u64);
-
-impl Mixer {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-
-    #[inline(always)]
-    fn new(seed: u64) -> Mixer {
-        Mixer(Self::K ^ seed)
-    }
-
-    #[inline(always)]
-    fn mix(&mut self, w: u64) {
-        self.0 = (self.0 ^ w).wrapping_mul(Self::K).rotate_left(29);
-    }
-
-    #[inline(always)]
-    fn words(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks_exact(8) {
-            self.mix(u64::from_ne_bytes(chunk.try_into().unwrap()));
-        }
-    }
-
-    #[inline(always)]
-    fn finish(&self) -> u32 {
-        (self.0 ^ (self.0 >> 32)) as u32
-    }
-}
+/// The byte offsets of a record's commit, length and sequence number: what
+/// the writer writes under the lock when it reserves a record.
+pub const COMMIT_AT: usize = at::COMMIT;
+pub const LEN_AT: usize = at::LEN;
+pub const SEQ_AT: usize = at::SEQ;
+const _: () = assert!(at::TIME == 16 && at::TID == 24 && at::LINE == 28);
+const _: () = assert!(at::PRIORITY == 32 && at::KIND == 33 && at::MESSAGE_LEN == 40);
+const _: () = assert!(at::CHECKSUM == 44 && HEADER_LEN == super::checksum::HEADER_LEN);
 
 /// A record header's fields, for the writers.
 struct Header {

@@ -21,7 +21,8 @@
 //! header) and published by moving that end, so a reader never sees one half
 //! written, and a published entry never changes.
 
-use super::record::{align8, checksum_words, u32_at};
+use super::checksum::checksum_words;
+use super::record::{align8, u32_at};
 use crate::record::NAME_MAX;
 
 pub const ENTRY_HEADER_LEN: usize = 24;

@@ -3,7 +3,7 @@
 //! when it evicts.
 
 use std::ffi::c_int;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::layout::{Header, Stats, HEADER_SPACE};
 use super::reader::{self, Entry, Region};
@@ -93,6 +93,17 @@ impl<'a> View<'a> {
     }
 }
 
+impl View<'_> {
+    /// Whether the record at data offset `off` is committed now.
+    pub fn is_committed(&self, off: usize) -> bool {
+        assert!(off.is_multiple_of(8) && off + 8 <= self.header.data_size as usize);
+        // SAFETY: a record's first word inside the data area (asserted).
+        let word = unsafe { AtomicU32::from_ptr(self.data.add(off).cast::<u32>().cast_mut()) };
+        // [R7] Acquire: pairs with [W7] in Slot::commit.
+        word.load(Ordering::Acquire) != 0
+    }
+}
+
 impl Region for View<'_> {
     fn data_size(&self) -> u64 {
         self.header.data_size
@@ -123,6 +134,37 @@ impl Region for View<'_> {
 
     fn whole(&self) -> bool {
         self.whole
+    }
+
+    fn wait_committed(&self, off: usize) -> u32 {
+        // A copy takes well under a microsecond; a writer preempted in the
+        // middle of one is back within a few scheduler slices, even on a
+        // loaded machine. One stopped for longer (in a signal handler, a
+        // debugger) is not waited for.
+        const WAIT_NS: u64 = 100_000_000;
+        assert!(off.is_multiple_of(8) && off + 8 <= self.header.data_size as usize);
+        // SAFETY: a record's first word inside the data area (asserted),
+        // which its writer stores atomically.
+        let word = unsafe { AtomicU32::from_ptr(self.data.add(off).cast::<u32>().cast_mut()) };
+        let start = crate::sys::monotonic_ns();
+        let mut spins = 0u32;
+        loop {
+            // [R7] Acquire: pairs with [W7] in Slot::commit.
+            let commit = word.load(Ordering::Acquire);
+            if commit != 0 {
+                return commit;
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+                continue;
+            }
+            if crate::sys::monotonic_ns().saturating_sub(start) > WAIT_NS {
+                return 0;
+            }
+            // SAFETY: no arguments; async-signal-safe.
+            unsafe { libc::sched_yield() };
+        }
     }
 
     fn copy(&self, off: usize, dst: &mut [u8]) {

@@ -40,6 +40,13 @@ pub struct Ring {
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
+/// An append that would have to overwrite a record still in flight (its
+/// writer copies it outside the lock): the record's position. The caller
+/// lets go of the lock, waits for the record's commit (see
+/// `View::wait_committed`) and tries again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blocked(pub u64);
+
 // SAFETY: the mapping is owned by the Ring and freed only by its Drop; moving
 // the owner to another thread moves nothing but the pointer.
 unsafe impl Send for Ring {}
@@ -187,7 +194,7 @@ impl Ring {
         unsafe { View::from_raw(self.as_raw()) }
     }
 
-    fn data_ptr(&self) -> *mut u8 {
+    pub(super) fn data_ptr(&self) -> *mut u8 {
         // SAFETY: the data area lies within the mapping.
         unsafe { self.base.as_ptr().add(HEADER_SPACE + self.dict_size) }
     }
@@ -241,15 +248,21 @@ impl Ring {
     }
 
     /// Appends a text record, overwriting the oldest ones as needed, and
-    /// returns the sequence number it was given (`rec.seq` is ignored).
-    pub fn append(&mut self, rec: &Record) -> u64 {
+    /// returns the sequence number it was given (`rec.seq` is ignored), or
+    /// the record in flight that keeps it from making room.
+    pub fn append(&mut self, rec: &Record) -> Result<u64, Blocked> {
         self.append_stored(&Stored::text(*rec))
     }
 
     /// Appends a record made by a call: text, or deferred (`rec.message`
     /// is the payload, see `deferred::encode`), marked for the outputs
     /// when they print it (and this process's outputs read the ring).
-    pub fn append_call(&mut self, rec: &Record, deferred: bool, for_outputs: bool) -> u64 {
+    pub fn append_call(
+        &mut self,
+        rec: &Record,
+        deferred: bool,
+        for_outputs: bool,
+    ) -> Result<u64, Blocked> {
         self.append_stored(&Stored {
             rec: *rec,
             kind: if deferred { Kind::Deferred } else { Kind::Text },
@@ -257,21 +270,22 @@ impl Ring {
         })
     }
 
-    fn append_stored(&mut self, stored: &Stored) -> u64 {
+    fn append_stored(&mut self, stored: &Stored) -> Result<u64, Blocked> {
         let _shared = self.lock_shared();
         let seq = self.header().next_seq.load(Ordering::Relaxed);
-        self.append_as(stored, seq);
-        seq
+        self.append_as(stored, seq)?;
+        Ok(seq)
     }
 
     /// Appends `stored` as number `seq` (migration keeps the old numbers).
-    pub(super) fn append_as(&mut self, stored: &Stored, seq: u64) {
+    pub(super) fn append_as(&mut self, stored: &Stored, seq: u64) -> Result<(), Blocked> {
         let len = stored.encoded_len();
-        let (tail, off) = self.reserve(len);
+        let (tail, off) = self.reserve(len)?;
         let mut numbered = *stored;
         numbered.rec.seq = seq;
         numbered.encode(self.data_mut(off, len));
         self.publish(seq, tail, off, len, stored.for_outputs);
+        Ok(())
     }
 
     /// Appends a kind-2 record of call site `entry` (see [`Ring::add_site`])
@@ -279,21 +293,18 @@ impl Ring {
     /// `stamp.seq` is ignored: the record's sequence number is returned.
     /// Marked for the outputs as `stamp` says when this process's outputs
     /// read the ring.
-    // Always inlined: the recording call stays one function from the C
-    // entry to the ring (a call here costs a copy of every argument).
-    #[inline(always)]
     pub fn append_site(
         &mut self,
         stamp: Stamp,
         entry: u32,
         args: &[Captured],
         args_len: usize,
-    ) -> u64 {
+    ) -> Result<u64, Blocked> {
         let _shared = self.lock_shared();
         let seq = self.header().next_seq.load(Ordering::Relaxed);
         let len = Ring::site_len(args_len);
         let for_outputs = stamp.for_outputs && self.prints_here;
-        let (tail, off) = self.reserve(len);
+        let (tail, off) = self.reserve(len)?;
         let buf = self.data_mut(off, len);
         let stamp = Stamp {
             seq,
@@ -303,27 +314,27 @@ impl Ring {
         deferred::write_args(args, record::site_args(buf, args_len));
         record::seal_site(buf, stamp, entry, args_len);
         self.publish(seq, tail, off, len, for_outputs);
-        seq
+        Ok(seq)
     }
 
     /// Makes room for a record of `len` bytes at the tail, padding to the end
     /// of the data area first if it does not fit there, and returns where it
     /// goes: its position and its offset in the data area.
     #[inline(always)]
-    fn reserve(&mut self, len: usize) -> (u64, usize) {
+    pub(super) fn reserve(&mut self, len: usize) -> Result<(u64, usize), Blocked> {
         let size = self.data_size as u64;
         let mut tail = self.header().tail.load(Ordering::Relaxed);
         let mut off = (tail % size) as usize;
         if off + len > self.data_size {
             let pad = self.data_size - off;
-            self.make_room(tail, pad);
+            self.make_room(tail, pad)?;
             self.data_mut(off, 8)
                 .copy_from_slice(&record::pad_word(pad));
             tail += pad as u64;
             off = 0;
         }
-        self.make_room(tail, len);
-        (tail, off)
+        self.make_room(tail, len)?;
+        Ok((tail, off))
     }
 
     /// Publishes the record written at `off` (position `tail`, `len` bytes)
@@ -348,35 +359,79 @@ impl Ring {
 
     /// Moves `head` past every record that overlaps `[tail, tail + len)` of
     /// the next lap, counting them as lost, before their bytes are reused.
+    /// When it has to move at all it moves a little further (a 64th of the
+    /// ring), so that the next calls find their room made: eviction is
+    /// paid for a few records at a time, not on every call.
     #[inline(always)]
-    fn make_room(&mut self, tail: u64, len: usize) {
+    fn make_room(&mut self, tail: u64, len: usize) -> Result<(), Blocked> {
         let size = self.data_size as u64;
         let Some(needed) = (tail + len as u64).checked_sub(size) else {
-            return;
+            return Ok(());
         };
         let head = self.header().head.load(Ordering::Relaxed);
         if head < needed {
-            self.evict(tail, needed, head);
+            return self.evict(tail, needed, head);
         }
+        Ok(())
+    }
+
+    /// The commit word of the record at data offset `off`.
+    pub(super) fn commit_at(&self, off: usize) -> u32 {
+        // SAFETY: a record's first word inside the data area (the caller's
+        // offset is a record boundary below the tail), 8-aligned; its
+        // writer stores it atomically.
+        let word = unsafe { AtomicU32::from_ptr(self.data_ptr().add(off).cast()) };
+        // [R7] Acquire: pairs with [W7] in Slot::commit; what the copy
+        // wrote is done before these bytes are reused.
+        word.load(Ordering::Acquire)
     }
 
     /// Moves `head` from `head` to at least `needed` (a record boundary, or
-    /// `tail`), counting the records passed as lost.
-    fn evict(&mut self, tail: u64, needed: u64, mut head: u64) {
-        use super::reader::Region;
+    /// `tail`), and on to a 64th of the ring beyond if it can, counting
+    /// the records passed as lost. A record still in flight is never
+    /// passed: Err when one is in the way before `needed`.
+    #[cold]
+    #[inline(never)]
+    fn evict(&mut self, tail: u64, needed: u64, mut head: u64) -> Result<(), Blocked> {
         let size = self.data_size as u64;
+        let h = self.header();
+        // Never ahead into records the outputs have not printed ([R5]).
+        let printed = h.printed.load(Ordering::Acquire);
+        let ahead = if self.prints_here && printed < h.marked_end.load(Ordering::Relaxed) {
+            (needed + size / 64).min(printed.max(needed))
+        } else {
+            needed + size / 64
+        };
         let mut lost = 0;
-        while head < needed && head < tail {
-            let off = (head % size) as usize;
-            let mut word = [0u8; 8];
-            self.view().copy(off, &mut word);
+        let mut result = Ok(());
+        let mut off = (head % size) as usize;
+        while head < ahead && head < tail {
+            if off + 8 > self.data_size {
+                // Our own bytes cannot be malformed (see below).
+                head = tail;
+                break;
+            }
+            // SAFETY: a record boundary inside the data area (checked
+            // above), 8-aligned; its first word is the writer's to read.
+            let word = unsafe { self.data_ptr().add(off).cast::<[u8; 8]>().read_volatile() };
             let step = match record::pad_len(&word) {
-                Some(pad) => pad as u64,
+                Some(pad) => pad,
+                None if self.commit_at(off) == 0 => {
+                    if head < needed {
+                        result = Err(Blocked(head));
+                    }
+                    break;
+                }
                 None => {
                     lost += 1;
-                    record::peek_len(&word).unwrap_or(0) as u64
+                    record::peek_len(&word).unwrap_or(0)
                 }
             };
+            off += step;
+            if off >= self.data_size {
+                off -= self.data_size;
+            }
+            let step = step as u64;
             if step == 0 {
                 // Our own bytes cannot be malformed; if they are, give up on
                 // everything older rather than walk garbage.
@@ -386,7 +441,12 @@ impl Ring {
             head += step;
         }
         let h = self.header();
-        h.head.store(head.max(needed.min(tail)), Ordering::Relaxed);
+        let head = if result.is_ok() {
+            head.max(needed.min(tail))
+        } else {
+            head
+        };
+        h.head.store(head, Ordering::Relaxed);
         // Only the lock's holder writes the counter: no read-modify-write.
         h.lost
             .store(h.lost.load(Ordering::Relaxed) + lost, Ordering::Relaxed);
@@ -394,6 +454,7 @@ impl Ring {
         // that overwrite the evicted bytes; pairs with [R2], the reader's
         // Acquire fence and head load after its copy (reader::read).
         fence(Ordering::Release);
+        result
     }
 
     /// Sets the counters a migrated ring carries on with. The records
@@ -463,7 +524,7 @@ mod tests {
     fn trusting_readers_read_what_checking_ones_read() {
         let mut ring = Ring::new(layout::MIN_SIZE).unwrap();
         for i in 0..500u32 {
-            ring.append(&rec(format!("m{i}").as_bytes()));
+            ring.append(&rec(format!("m{i}").as_bytes())).unwrap();
         }
         let collect = |view: View| {
             let mut got = Vec::new();
@@ -487,7 +548,7 @@ mod tests {
         let ring = Ring::new(layout::MIN_SIZE).unwrap();
         let h = ring.header();
         assert_eq!(&h.magic, b"VLOGRING");
-        assert_eq!(h.version, 3);
+        assert_eq!(h.version, 4);
         assert_eq!(h.data_size, layout::MIN_SIZE as u64);
         assert_eq!(h.dict_size, layout::dict_size_for(layout::MIN_SIZE) as u64);
         assert_eq!(
@@ -504,7 +565,7 @@ mod tests {
         for i in 0..n {
             // Varying lengths exercise the pad at the end of the data area.
             let msg = format!("message {i} {}", "x".repeat((i % 97) as usize));
-            assert_eq!(ring.append(&rec(msg.as_bytes())), i);
+            assert_eq!(ring.append(&rec(msg.as_bytes())), Ok(i));
         }
         let (got, damaged) = messages(ring.view());
         assert_eq!(damaged, 0);
@@ -530,8 +591,8 @@ mod tests {
         let mut ring = Ring::new(layout::MIN_SIZE).unwrap();
         let big = vec![b'y'; MESSAGE_MAX];
         for _ in 0..5 {
-            ring.append(&rec(b"small"));
-            ring.append(&rec(&big));
+            ring.append(&rec(b"small")).unwrap();
+            ring.append(&rec(&big)).unwrap();
         }
         let (got, damaged) = messages(ring.view());
         assert_eq!(damaged, 0);
@@ -542,7 +603,7 @@ mod tests {
     fn corrupted_record_reported_not_printed() {
         let mut ring = Ring::new(layout::MIN_SIZE).unwrap();
         for i in 0..3 {
-            ring.append(&rec(format!("m{i}").as_bytes()));
+            ring.append(&rec(format!("m{i}").as_bytes())).unwrap();
         }
         // Flip a byte in the second record's message.
         let first = Stored::text(rec(b"m0")).encoded_len();
@@ -563,11 +624,11 @@ mod tests {
     #[test]
     fn sequence_gap_is_reported_and_reading_goes_on() {
         let mut ring = Ring::new(layout::MIN_SIZE).unwrap();
-        ring.append(&rec(b"a"));
+        ring.append(&rec(b"a")).unwrap();
         // As if another writer took sequence numbers 1 and 2.
         ring.header().next_seq.store(3, Ordering::Relaxed);
-        ring.append(&rec(b"b"));
-        ring.append(&rec(b"c"));
+        ring.append(&rec(b"b")).unwrap();
+        ring.append(&rec(b"c")).unwrap();
         let mut seen = Vec::new();
         ring.view().read(|e| {
             seen.push(match e {
@@ -583,7 +644,8 @@ mod tests {
     fn migration_keeps_newest_and_counts_loss() {
         let mut old = Ring::new(64 * 1024).unwrap();
         for i in 0..1000 {
-            old.append(&rec(format!("message number {i}").as_bytes()));
+            old.append(&rec(format!("message number {i}").as_bytes()))
+                .unwrap();
         }
         let mut small = Ring::new(layout::MIN_SIZE).unwrap();
         small.migrate_from(&old);
@@ -593,7 +655,7 @@ mod tests {
         let stats = small.stats();
         assert_eq!(stats.recorded, 1000);
         assert_eq!(stats.lost + got.len() as u64, 1000);
-        assert_eq!(small.append(&rec(b"next")), 1000);
+        assert_eq!(small.append(&rec(b"next")), Ok(1000));
     }
 
     fn site<'a>(file: &'a [u8], format: &'a [u8]) -> Site<'a> {
@@ -616,7 +678,7 @@ mod tests {
             priority: Priority::Info,
             for_outputs: false,
         };
-        ring.append_site(stamp, entry, args, len);
+        ring.append_site(stamp, entry, args, len).unwrap();
     }
 
     #[test]

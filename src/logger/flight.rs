@@ -1,0 +1,245 @@
+//! The flight recorder's call, top to bottom: a deferred call site's message
+//! that no output prints, recorded as the words the macro captured (a
+//! kind-4 record, see `ring::record`). The lock is held only to reserve the
+//! record (its place, its sequence number, room made by evicting the
+//! oldest); the record is copied after the lock is let go of, and committed
+//! (see `ring::slot`). So threads that log at once queue only for the
+//! reservation, and the time, the thread id, the words, the strings and the
+//! checksum are each thread's own work.
+//!
+//! Anything else takes the general way (`emit`): a line an output prints, a
+//! ring file (shared with other processes, whose records are written whole
+//! under its lock), a site new to the ring's dictionary that does not fit
+//! it, a record that would overwrite lines the outputs have not written.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{lock, State, INSIDE, STATE};
+use crate::priority::Priority;
+use crate::record::MESSAGE_MAX;
+use crate::ring::reader::Region;
+use crate::ring::record::{align8, HEADER_LEN};
+use crate::ring::sites::Site;
+use crate::ring::slot::{Slot, WordsHead};
+use crate::ring::Ring;
+use crate::ring::{published, Blocked};
+use crate::site::vlog__site;
+use crate::source::Live;
+use crate::{crash, stats, sys};
+
+/// The largest message part a kind-4 record carries: as much as a text
+/// message. A call with more takes the general way, which makes its text
+/// and cuts it with the marker.
+pub const WORDS_MAX: usize = MESSAGE_MAX;
+
+/// A deferred call site's call, as the boundary hands it over: the words the
+/// macro captured (a string's replaced by its length) and the strings'
+/// bytes, `message_len` in all.
+pub struct Words<'a> {
+    pub site: &'a vlog__site,
+    pub source: Live,
+    pub priority: Priority,
+    pub words: &'a [u64],
+    pub strings: &'a [&'a [u8]],
+    pub message_len: usize,
+}
+
+/// A deferred call site's names, line and format, as the logger asks for
+/// them: only on the site's first record in a ring and when the message is
+/// printed. (Measured at the boundary, which prepared the site.)
+pub trait CallSite {
+    /// The site's file, function, line and format (with an empty source
+    /// name: the logger fills it in).
+    fn describe(&self) -> Site<'_>;
+}
+
+/// What became of a call on this path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flight {
+    Recorded,
+    /// Dropped: logged from a signal handler that interrupted vlog on this
+    /// thread, or the oldest record stayed in flight past the wait.
+    Dropped,
+    /// The general way takes it.
+    General,
+}
+
+/// What the lock's holder decided.
+enum Reserved {
+    Slot(Slot, u32),
+    Blocked(Blocked),
+    General,
+}
+
+/// Marks this thread inside vlog for a flight recorder's call, unless it
+/// already is (a signal handler that interrupted vlog on it): false then,
+/// and the message is dropped and counted. Marked until [`leave`], with no
+/// guard to drop: the caller's frame keeps no landing pad for a cancel
+/// acting in a signal handler to unwind through. Meanwhile a signal handler
+/// that logs is dropped: it would wait for the lock this thread holds, or
+/// for the record this thread copies to make room.
+#[inline(always)]
+pub fn enter() -> bool {
+    if INSIDE.with(|inside| inside.replace(true)) {
+        stats::add(&stats::NESTED_DROPPED, 1);
+        return false;
+    }
+    true
+}
+
+/// Ends what [`enter`] began.
+#[inline(always)]
+pub fn leave() {
+    INSIDE.with(|inside| inside.set(false));
+}
+
+/// Records `call` (its level and limit were decided by the caller), on a
+/// thread marked inside vlog ([`enter`]). Never
+/// allocates, makes no system call but the clock's and, when a thread
+/// waits for the lock or for a record in flight, futex(2) and
+/// sched_yield(2): no cancellation point, and errno is left as it was.
+#[inline(always)]
+pub fn record(call: &Words) -> Flight {
+    if call.message_len > WORDS_MAX {
+        return Flight::General;
+    }
+    let len = align8(HEADER_LEN + call.message_len);
+    // The time of the call, before the lock: records are numbered in the
+    // order they took the lock, and a thread that waited for it carries
+    // the time it asked.
+    let time_ns = sys::realtime_ns();
+    let tid = sys::thread_id();
+    loop {
+        if !crash::settled() {
+            return Flight::General;
+        }
+        let reserved = {
+            let mut state = match STATE.try_lock() {
+                Ok(state) => state,
+                Err(_) => lock_waiting(),
+            };
+            let reserved = state.reserve_words(call, len);
+            // What every holder does before letting go (see `publish`),
+            // but the ring readers find: a reservation does not replace it.
+            if !state.retired.is_empty() {
+                published::free_unread(&mut state.retired);
+            }
+            reserved
+        };
+        match reserved {
+            Reserved::Slot(slot, entry) => {
+                let head = WordsHead {
+                    len: len as u32,
+                    seq: slot.seq(),
+                    time_ns,
+                    tid,
+                    entry,
+                    priority: call.priority,
+                    for_outputs: false,
+                    message_len: call.message_len as u32,
+                };
+                slot.commit_words(&head, call.words, call.strings);
+                return Flight::Recorded;
+            }
+            Reserved::General => return Flight::General,
+            Reserved::Blocked(at) => {
+                if !wait_for(at) {
+                    stats::add(&stats::IN_FLIGHT_DROPPED, 1);
+                    return Flight::Dropped;
+                }
+            }
+        }
+    }
+}
+
+/// Waits, without the lock, for the record in flight at `at` to be
+/// committed (see `View::wait_committed`); false when it was not within the
+/// wait. Its writer needs no lock to finish it.
+/// The lock, for a thread that has to wait for it: futex(2) may change
+/// errno, which the caller's `%m` and the caller itself still need.
+#[cold]
+#[inline(never)]
+fn lock_waiting() -> std::sync::MutexGuard<'static, State> {
+    sys::keeping_errno(lock)
+}
+
+/// A record already waited for in vain is not waited for again (its
+/// writer is stopped for long): each call that needs its room is dropped
+/// at once until it is committed.
+#[cold]
+#[inline(never)]
+pub fn wait_for(at: Blocked) -> bool {
+    // The position, plus one (0: none), of the last record waited for in
+    // vain.
+    static STALLED: AtomicU64 = AtomicU64::new(0);
+    // sched_yield(2) and the clock leave errno as it was when they
+    // succeed; kept all the same, as every call that logs keeps it.
+    sys::keeping_errno(|| {
+        published::read(|view| {
+            view.is_none_or(|v| {
+                let off = (at.0 % v.data_size()) as usize;
+                if STALLED.load(Ordering::Relaxed) == at.0 + 1 {
+                    return v.is_committed(off);
+                }
+                let done = v.wait_committed(off) != 0;
+                if !done {
+                    STALLED.store(at.0 + 1, Ordering::Relaxed);
+                }
+                done
+            })
+        })
+    })
+}
+
+impl State {
+    /// Under the lock: the record's place, or why the general way takes
+    /// the call.
+    #[inline(always)]
+    fn reserve_words(&mut self, call: &Words, len: usize) -> Reserved {
+        if self.prints(call.priority) {
+            return Reserved::General;
+        }
+        let Some(ring) = self.ring.as_mut() else {
+            return Reserved::General;
+        };
+        if !ring.is_private() || ring.would_overwrite_unprinted(len) {
+            return Reserved::General;
+        }
+        let Some(entry) = site_entry(ring, call.source, call.site) else {
+            return Reserved::General;
+        };
+        match ring.reserve_slot(len) {
+            Ok(slot) => Reserved::Slot(slot, entry),
+            Err(at) => Reserved::Blocked(at),
+        }
+    }
+}
+
+/// The offset of the site's dictionary entry in `ring`, adding the site on
+/// its first record there; None when the dictionary has no room for it.
+#[inline]
+pub(super) fn site_entry(ring: &mut Ring, source: Live, site: &vlog__site) -> Option<u32> {
+    let cached = site.entry.load(Ordering::Relaxed);
+    if (cached >> 32) as u32 == ring.id()
+        && site.entry_source.load(Ordering::Relaxed) == source.addr()
+    {
+        return Some(cached as u32);
+    }
+    add_site(ring, source, site)
+}
+
+/// A site's first record in this ring: its entry is added.
+#[cold]
+fn add_site(ring: &mut Ring, source: Live, site: &vlog__site) -> Option<u32> {
+    let described = Site {
+        source: source.get().name_bytes(),
+        ..site.describe()
+    };
+    let offset = ring.add_site(&described)?;
+    site.entry.store(
+        u64::from(ring.id()) << 32 | u64::from(offset),
+        Ordering::Relaxed,
+    );
+    site.entry_source.store(source.addr(), Ordering::Relaxed);
+    Some(offset)
+}

@@ -1,0 +1,283 @@
+//! A record in flight: reserved under the logger's lock (its commit word 0,
+//! its length and sequence number written, the tail moved past it), then
+//! copied and committed by its writer after the lock is let go of, so that
+//! threads queue on the lock only for the reservation.
+//!
+//! What makes this safe for readers is the commit word (see the overview,
+//! [W7]/[R7]): a record is trusted only once its commit word is the value
+//! its sequence number gives, stored last with Release. Until then readers
+//! wait for it briefly or report it as never committed; the writer that
+//! needs its space waits for it outside the lock (`Ring::reserve`), and a
+//! ring is not unmapped while a record in it is in flight.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::checksum::Mixer;
+use super::reader::Region;
+use super::record::{self, commit_value, pack, HEADER_LEN};
+use super::writer::{Blocked, Ring};
+use crate::priority::Priority;
+
+/// The header of a kind-4 record (a call site's captured words), as the
+/// copy outside the lock writes it: word by word from registers, and its
+/// checksum the same hash over the same bytes as [`checksum`].
+#[derive(Clone, Copy, Debug)]
+pub struct WordsHead {
+    /// The whole record's length (written under the lock already).
+    pub len: u32,
+    pub seq: u64,
+    pub time_ns: u64,
+    pub tid: u32,
+    /// The offset of the call site's dictionary entry.
+    pub entry: u32,
+    pub priority: Priority,
+    pub for_outputs: bool,
+    /// The words and the strings' bytes, without the padding.
+    pub message_len: u32,
+}
+
+impl WordsHead {
+    /// Words 2 to 4 of the header (bytes 16..40): time, thread and entry,
+    /// priority and kind (the names' lengths are 0: they are in the
+    /// dictionary).
+    #[inline(always)]
+    pub fn middle(&self) -> [u64; 3] {
+        [
+            self.time_ns,
+            pack(self.tid, self.entry),
+            record::words_kind(self.priority, self.for_outputs),
+        ]
+    }
+
+    /// The record's checksum, `body` being its message part as 64-bit words
+    /// (the last one padded with zeros), as `decode` computes it.
+    #[inline(always)]
+    pub fn checksum(&self, middle: &[u64; 3], body: impl Iterator<Item = u64>) -> u32 {
+        let mut sum = Mixer::new(u64::from(self.len));
+        sum.mix(u64::from(self.len));
+        sum.mix(self.seq);
+        for w in middle {
+            sum.mix(*w);
+        }
+        sum.mix(u64::from(self.message_len));
+        for w in body {
+            sum.mix(w);
+        }
+        sum.finish()
+    }
+
+    /// The last header word (bytes 40..48): the message length and the
+    /// checksum.
+    #[inline(always)]
+    pub fn last(&self, checksum: u32) -> u64 {
+        pack(self.message_len, checksum)
+    }
+}
+
+/// A record reserved in the ring and not committed yet. Dropping it without
+/// committing leaves a record that readers report as never committed.
+#[must_use]
+pub struct Slot {
+    /// The record's first byte, inside the ring's data area, 8-aligned,
+    /// `len` bytes long, reserved for this writer alone.
+    at: NonNull<u8>,
+    len: usize,
+    seq: u64,
+}
+
+impl Slot {
+    /// # Safety
+    /// `at` is the 8-aligned start of `len` bytes of a ring's data area
+    /// (at least `HEADER_LEN`), reserved for the holder of this Slot: no
+    /// other writer touches them and the ring stays mapped until the
+    /// record is committed (or, if it never is, forever).
+    pub(super) unsafe fn new(at: NonNull<u8>, len: usize, seq: u64) -> Slot {
+        debug_assert!(len >= HEADER_LEN && len.is_multiple_of(8));
+        Slot { at, len, seq }
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Writes the 64-bit word `w` at byte `off` of the record.
+    #[inline(always)]
+    fn put(&mut self, off: usize, w: u64) {
+        debug_assert!(off + 8 <= self.len && off.is_multiple_of(8));
+        // SAFETY: in bounds (callers write inside `len`) and aligned; the
+        // bytes are this writer's alone (`new`). Readers may copy them at
+        // the same time; they trust nothing before the commit word.
+        unsafe { self.at.as_ptr().add(off).cast::<u64>().write_volatile(w) }
+    }
+
+    /// Fills the record as kind 4 from `head` and its message part, the
+    /// `words` and then the `strings` one after the other, and commits it.
+    /// `head.len`, `head.seq` and `head.message_len` must be the slot's and
+    /// the parts' (8 bytes a word, plus the strings).
+    #[inline(always)]
+    pub fn commit_words(mut self, head: &WordsHead, words: &[u64], strings: &[&[u8]]) {
+        debug_assert_eq!(head.seq, self.seq);
+        debug_assert_eq!(head.len as usize, self.len);
+        if !strings.is_empty() {
+            // The padding first: the words and strings then cover its start.
+            self.put(self.len - 8, 0);
+        }
+        let middle = head.middle();
+        for (i, w) in middle.iter().enumerate() {
+            self.put(16 + 8 * i, *w);
+        }
+        let mut off = HEADER_LEN;
+        for w in words {
+            self.put(off, *w);
+            off += 8;
+        }
+        let sum = if strings.is_empty() {
+            head.checksum(&middle, words.iter().copied())
+        } else {
+            self.copy_strings(off, strings);
+            self.checksum_written(head, &middle)
+        };
+        self.put(40, head.last(sum));
+        self.commit();
+    }
+
+    /// Copies the strings from `off` on.
+    #[inline(never)]
+    fn copy_strings(&mut self, mut off: usize, strings: &[&[u8]]) {
+        for s in strings {
+            assert!(off + s.len() <= self.len);
+            // SAFETY: in bounds (asserted) and this writer's; `s` is a
+            // slice, readable for its length, and cannot overlap the ring's
+            // reserved bytes (nobody else has them).
+            unsafe {
+                std::ptr::copy_nonoverlapping(s.as_ptr(), self.at.as_ptr().add(off), s.len())
+            };
+            off += s.len();
+        }
+    }
+
+    /// The checksum over the message part as written.
+    fn checksum_written(&self, head: &WordsHead, middle: &[u64; 3]) -> u32 {
+        let words = (HEADER_LEN..self.len).step_by(8).map(|off| {
+            // SAFETY: in bounds and aligned; bytes this writer wrote.
+            unsafe { self.at.as_ptr().add(off).cast::<u64>().read_volatile() }
+        });
+        head.checksum(middle, words)
+    }
+
+    /// Publishes the record: its commit word, last.
+    #[inline(always)]
+    fn commit(self) {
+        let commit = self.at.as_ptr().cast::<u32>();
+        // SAFETY: the record's first word, 8-aligned and inside the mapping
+        // (`new`); readers and the writer's eviction load it atomically.
+        let word = unsafe { AtomicU32::from_ptr(commit) };
+        // [W7] commit Release: pairs with [R7], the Acquire load of the
+        // commit word in `reader::wait_committed` and `Ring::evict`: the
+        // record's bytes are written before it counts as committed.
+        word.store(commit_value(self.seq), Ordering::Release);
+    }
+}
+
+impl Ring {
+    /// Reserves a record of `len` bytes (a multiple of 8, at most
+    /// `RECORD_MAX`) for its writer to copy after letting go of the lock:
+    /// its commit word 0, its length and sequence number written, the tail
+    /// moved past it. For a ring in this process's private memory only: a
+    /// ring file's records are written whole under its lock (a process
+    /// killed in the middle of a copy would leave a record nobody could
+    /// tell from one still being written). Err when the oldest record,
+    /// whose space this one needs, is itself still in flight.
+    #[inline(always)]
+    pub fn reserve_slot(&mut self, len: usize) -> Result<Slot, Blocked> {
+        debug_assert!(!self.shared && len.is_multiple_of(8));
+        let h = self.header();
+        let seq = h.next_seq.load(Ordering::Relaxed);
+        let (tail, off) = self.reserve(len)?;
+        assert!(off + len <= self.data_size);
+        // SAFETY: in bounds (asserted) of the data area.
+        let at = unsafe { NonNull::new_unchecked(self.data_ptr().add(off)) };
+        // SAFETY: the record's first word, 8-aligned, inside the mapping;
+        // readers load it atomically.
+        unsafe { AtomicU32::from_ptr(at.as_ptr().add(record::COMMIT_AT).cast()) }
+            .store(0, Ordering::Relaxed);
+        // SAFETY: inside the record (at least HEADER_LEN bytes) and aligned;
+        // readers take nothing from a record before its commit word.
+        unsafe {
+            at.as_ptr()
+                .add(record::LEN_AT)
+                .cast::<u32>()
+                .write_volatile(len as u32);
+            at.as_ptr()
+                .add(record::SEQ_AT)
+                .cast::<u64>()
+                .write_volatile(seq);
+        }
+        self.last = tail;
+        let h = self.header();
+        h.next_seq.store(seq + 1, Ordering::Relaxed);
+        // [W1] tail Release: pairs with [R1]; readers that go up to this tail
+        // find the record's commit word 0, its length and number.
+        h.tail.store(tail + len as u64, Ordering::Release);
+        // SAFETY: the `len` bytes at `at` were reserved above for this
+        // record alone; the ring is unmapped only once none of its records
+        // is in flight (`Ring::copies_in_flight`).
+        Ok(unsafe { Slot::new(at, len, seq) })
+    }
+
+    /// Whether a record of this ring is in flight (reserved, not committed
+    /// yet): then the ring must stay mapped, its writer still copies into
+    /// it. A walk from head to tail, for a ring that was replaced.
+    pub fn copies_in_flight(&self) -> bool {
+        self.in_flight(|_, _| true)
+    }
+
+    /// Calls `f` with the offset and position of every record in flight,
+    /// oldest first, until it returns true; whether it did.
+    fn in_flight(&self, mut f: impl FnMut(usize, u64) -> bool) -> bool {
+        let size = self.data_size as u64;
+        let h = self.header();
+        let tail = h.tail.load(Ordering::Acquire);
+        let mut pos = h.head.load(Ordering::Relaxed);
+        // Bounded by the data size: each step is 8 bytes or more.
+        for _ in 0..self.data_size / 8 {
+            if pos >= tail {
+                break;
+            }
+            let off = (pos % size) as usize;
+            let mut word = [0u8; 8];
+            self.view().copy(off, &mut word);
+            let step = match record::pad_len(&word) {
+                Some(pad) => pad,
+                None => {
+                    if self.commit_at(off) == 0 && f(off, pos) {
+                        return true;
+                    }
+                    record::peek_len(&word).unwrap_or(0)
+                }
+            };
+            if step == 0 {
+                break;
+            }
+            pos += step as u64;
+        }
+        false
+    }
+
+    /// In a forked child's copy of a private ring: the records other
+    /// threads of the parent had in flight are never finished here; they
+    /// are marked abandoned, so that the child's writers evict them
+    /// without waiting (readers report them as never committed).
+    pub(super) fn abandon_in_flight(&mut self) {
+        let data = self.data_ptr();
+        self.in_flight(|off, _| {
+            // SAFETY: a record's first word in the data area, found by the
+            // walk; this forked child has no other thread, and the walk
+            // reads the length, not this word, to go on.
+            unsafe { AtomicU32::from_ptr(data.add(off).cast()) }
+                .store(record::ABANDONED, Ordering::Release);
+            false
+        });
+    }
+}
