@@ -349,7 +349,13 @@ pub fn peek_head(buf: &[u8]) -> Option<Head> {
 
 /// The `len` field of a record header, if it is a plausible record length.
 pub fn peek_len(header: &[u8]) -> Option<usize> {
-    let len = u32_at(header, at::LEN) as usize;
+    valid_len(u32_at(header, at::LEN))
+}
+
+/// A record's `len` field, if it is a plausible record length.
+#[inline(always)]
+pub fn valid_len(len: u32) -> Option<usize> {
+    let len = len as usize;
     ((HEADER_LEN..=RECORD_MAX).contains(&len) && len.is_multiple_of(8)).then_some(len)
 }
 

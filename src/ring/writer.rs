@@ -412,19 +412,20 @@ impl Ring {
                 break;
             }
             // SAFETY: a record boundary inside the data area (checked
-            // above), 8-aligned; its first word is the writer's to read.
-            let word = unsafe { self.data_ptr().add(off).cast::<[u8; 8]>().read_volatile() };
-            let step = match record::pad_len(&word) {
-                Some(pad) => pad,
-                None if self.commit_at(off) == 0 => {
+            // above), 8-aligned: its first word is a commit word (or a
+            // pad's mark) and a length.
+            let len = unsafe { self.data_ptr().add(off + 4).cast::<u32>().read_volatile() };
+            let step = match self.commit_at(off) {
+                record::PAD_MARK => len as usize,
+                0 => {
                     if head < needed {
                         result = Err(Blocked(head));
                     }
                     break;
                 }
-                None => {
+                _ => {
                     lost += 1;
-                    record::peek_len(&word).unwrap_or(0)
+                    record::valid_len(len).unwrap_or(0)
                 }
             };
             off += step;

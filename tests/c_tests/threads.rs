@@ -84,3 +84,29 @@ fn every_entry_point_works_while_its_thread_exits() {
         &run_with(&exe, &[log.to_str().unwrap()], &[]),
     );
 }
+
+/// A thread stopped in the middle of copying its record (in flight, its
+/// commit word not yet written): a signal handler that logs, dumps,
+/// another thread filling the ring, a forked child and a crash meanwhile.
+#[test]
+fn a_record_in_flight_is_waited_for_reported_and_never_overwritten() {
+    use std::os::unix::process::ExitStatusExt;
+    let exe = build("in_flight", Link::Static);
+    for mode in ["handler-logs", "readers", "evict", "fork"] {
+        let out = run_with(&exe, &[mode], &[]);
+        assert_ok(&format!("in_flight {mode}"), &out);
+    }
+    if signal_test_skipped() {
+        return;
+    }
+    let out = run_with(&exe, &["crash"], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{stderr}");
+    for wanted in [
+        "never committed (its writer was still writing it",
+        "test.in_flight : copier:",
+        "vlog: end of dump",
+    ] {
+        assert!(stderr.contains(wanted), "{wanted:?} not in:\n{stderr}");
+    }
+}
