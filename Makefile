@@ -131,6 +131,10 @@ bench-c/error_walk: lib bench-c/error_walk.c include/vlog.h include/vlog_gen.h
 bench-sites: bench-c/bench
 	bench-c/sites.sh
 
+.PHONY: bench-lock
+bench-lock: bench-c/bench
+	bench-c/lock.sh
+
 .PHONY: bench-context
 bench-context: bench-c/context bench-c/error_walk
 	bench-c/context.sh

@@ -118,13 +118,7 @@ pub fn record(call: &Words) -> Flight {
                 Ok(state) => state,
                 Err(_) => lock_waiting(),
             };
-            let reserved = state.reserve_words(call, len);
-            // What every holder does before letting go (see `publish`),
-            // but the ring readers find: a reservation does not replace it.
-            if !state.retired.is_empty() {
-                published::free_unread(&mut state.retired);
-            }
-            reserved
+            state.reserve_words(call, len)
         };
         match reserved {
             Reserved::Slot(slot, entry) => {
@@ -193,9 +187,16 @@ pub fn wait_for(at: Blocked) -> bool {
 
 impl State {
     /// Under the lock: the record's place, or why the general way takes
-    /// the call.
-    #[inline(always)]
+    /// the call. Everything the lock's holder does between taking it and
+    /// letting go of it, in one function of its own, so that a profile
+    /// counts it (`make bench-lock`).
+    #[inline(never)]
     fn reserve_words(&mut self, call: &Words, len: usize) -> Reserved {
+        // What every holder does before letting go (see `publish`), but
+        // the ring readers find: a reservation does not replace it.
+        if !self.retired.is_empty() {
+            published::free_unread(&mut self.retired);
+        }
         if self.prints(call.priority) {
             return Reserved::General;
         }

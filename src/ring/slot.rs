@@ -214,7 +214,7 @@ impl Ring {
                 .cast::<u64>()
                 .write_volatile(seq);
         }
-        self.last = tail;
+        self.moved_tail(tail, off, len);
         let h = self.header();
         h.next_seq.store(seq + 1, Ordering::Relaxed);
         // [W1] tail Release: pairs with [R1]; readers that go up to this tail

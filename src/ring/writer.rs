@@ -2,7 +2,7 @@
 //! (`&mut self`) and, for a ring file, the file's lock too.
 
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 use super::layout::{self, Header, Stats, HEADER_SPACE, LOCK_OFFSET};
 use super::lock::{self, SharedLock};
@@ -36,6 +36,12 @@ pub struct Ring {
     pub(super) prints_here: bool,
     /// Where the newest record starts.
     pub(super) last: u64,
+    /// For a ring only this process writes (not `shared`): the tail's
+    /// offset in the data area, and where the room before the head ends
+    /// (head + data size), kept as they move, so that an append needs no
+    /// division and no look at the head while it has room.
+    pub(super) tail_off: usize,
+    pub(super) room_end: u64,
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
@@ -116,6 +122,8 @@ impl Ring {
             file: None,
             prints_here: true,
             last: 0,
+            tail_off: 0,
+            room_end: size as u64,
         }
     }
 
@@ -322,9 +330,12 @@ impl Ring {
     /// goes: its position and its offset in the data area.
     #[inline(always)]
     pub(super) fn reserve(&mut self, len: usize) -> Result<(u64, usize), Blocked> {
-        let size = self.data_size as u64;
         let mut tail = self.header().tail.load(Ordering::Relaxed);
-        let mut off = (tail % size) as usize;
+        let mut off = if self.shared {
+            (tail % self.data_size as u64) as usize
+        } else {
+            self.tail_off
+        };
         if off + len > self.data_size {
             let pad = self.data_size - off;
             self.make_room(tail, pad)?;
@@ -333,15 +344,25 @@ impl Ring {
             tail += pad as u64;
             off = 0;
         }
-        self.make_room(tail, len)?;
+        if self.shared || tail + len as u64 > self.room_end {
+            self.make_room(tail, len)?;
+        }
         Ok((tail, off))
+    }
+
+    /// The tail moved to `tail` + `len`, the end of a record at `off`.
+    #[inline(always)]
+    pub(super) fn moved_tail(&mut self, tail: u64, off: usize, len: usize) {
+        self.last = tail;
+        let end = off + len;
+        self.tail_off = if end == self.data_size { 0 } else { end };
     }
 
     /// Publishes the record written at `off` (position `tail`, `len` bytes)
     /// as number `seq`: its commit word last, then the tail.
     #[inline(always)]
     fn publish(&mut self, seq: u64, tail: u64, off: usize, len: usize, for_outputs: bool) {
-        self.last = tail;
+        self.moved_tail(tail, off, len);
         let commit = self.data_mut(off, 4).as_mut_ptr().cast::<u32>();
         // SAFETY: `commit` points at the record's first word, 8-aligned,
         // inside the mapping; readers load it atomically too.
@@ -404,42 +425,52 @@ impl Ring {
         };
         let mut lost = 0;
         let mut result = Ok(());
+        let data = self.data_ptr();
+        let data_size = self.data_size;
+        let end = ahead.min(tail);
         let mut off = (head % size) as usize;
-        while head < ahead && head < tail {
-            if off + 8 > self.data_size {
+        while head < end {
+            if off + 8 > data_size {
                 // Our own bytes cannot be malformed (see below).
                 head = tail;
                 break;
             }
             // SAFETY: a record boundary inside the data area (checked
-            // above), 8-aligned: its first word is a commit word (or a
-            // pad's mark) and a length.
-            let len = unsafe { self.data_ptr().add(off + 4).cast::<u32>().read_volatile() };
-            let step = match self.commit_at(off) {
-                record::PAD_MARK => len as usize,
-                0 => {
-                    if head < needed {
-                        result = Err(Blocked(head));
-                    }
-                    break;
+            // above), 8-aligned: its first word holds a commit word (or a
+            // pad's mark) and a length, the commit word stored atomically.
+            let word = unsafe { AtomicU64::from_ptr(data.add(off).cast()) };
+            // [R7] Acquire: pairs with [W7] in Slot::commit; what a copy
+            // wrote is done before these bytes are reused.
+            let [c0, c1, c2, c3, l0, l1, l2, l3] = word.load(Ordering::Acquire).to_ne_bytes();
+            let (commit, len) = (
+                u32::from_ne_bytes([c0, c1, c2, c3]),
+                u32::from_ne_bytes([l0, l1, l2, l3]) as usize,
+            );
+            if commit == 0 {
+                if head < needed {
+                    result = Err(Blocked(head));
                 }
-                _ => {
-                    lost += 1;
-                    record::valid_len(len).unwrap_or(0)
-                }
-            };
-            off += step;
-            if off >= self.data_size {
-                off -= self.data_size;
+                break;
             }
-            let step = step as u64;
-            if step == 0 {
-                // Our own bytes cannot be malformed; if they are, give up on
-                // everything older rather than walk garbage.
+            // A pad's length is whatever is left of the data area; a
+            // record's is checked. Our own bytes cannot be malformed; if
+            // they are, everything older is given up on rather than walk
+            // garbage.
+            let valid = if commit == record::PAD_MARK {
+                len == data_size - off
+            } else {
+                lost += 1;
+                record::valid_len(len as u32).is_some()
+            };
+            if !valid {
                 head = tail;
                 break;
             }
-            head += step;
+            off += len;
+            if off == data_size {
+                off = 0;
+            }
+            head += len as u64;
         }
         let h = self.header();
         let head = if result.is_ok() {
@@ -451,6 +482,7 @@ impl Ring {
         // Only the lock's holder writes the counter: no read-modify-write.
         h.lost
             .store(h.lost.load(Ordering::Relaxed) + lost, Ordering::Relaxed);
+        self.room_end = head + size;
         // [W2] Release fence: the head update is ordered before the stores
         // that overwrite the evicted bytes; pairs with [R2], the reader's
         // Acquire fence and head load after its copy (reader::read).
