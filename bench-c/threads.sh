@@ -28,7 +28,7 @@ for _ in $(seq "$rounds"); do
         done
     done
 done
-echo "| mode | ${names[*]} |" | sed 's/ \([a-zA-Z]\)/ | \1/g; s/| mode |/| mode |/'
+printf "| mode | "; printf "%s | " "${names[@]}"; echo
 echo "| --- |$(printf ' ---: |%.0s' 1 2 3 4 5 6)"
 for r in "${runs[@]}"; do
     mode=${r##* }
