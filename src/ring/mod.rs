@@ -76,7 +76,7 @@
 //! # Files
 //!
 //! `layout` (the header, offsets, sizes, magic), `record` (the record's
-//! binary form), `checksum` (its hash), `slot` (records in flight),
+//! binary form), `checksum` (its hash), `slot` (records in flight), `evict` (room made),
 //! `sites` (the dictionary), `lock` (a ring file's
 //! process-shared lock), `writer` (appending), `view` (a live ring, read),
 //! `reader` (the walk every reader shares), `scan` (the header-only walk
@@ -87,6 +87,7 @@
 //! keeps for the records marked for the outputs).
 
 pub mod checksum;
+pub mod evict;
 pub mod file;
 pub mod guard;
 pub mod image;

@@ -281,3 +281,125 @@ impl Ring {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Record;
+    use crate::ring::image::Image;
+    use crate::ring::layout::MIN_SIZE;
+    use crate::ring::reader::{self, Entry};
+    use crate::ring::record::Damage;
+
+    fn text(msg: &[u8]) -> Record<'_> {
+        Record {
+            seq: 0,
+            time_ns: 1,
+            tid: 7,
+            line: 9,
+            priority: Priority::Debug,
+            source: b"src",
+            file: b"f.c",
+            func: b"fn",
+            message: msg,
+            fields: b"",
+            context: false,
+            id: 0,
+        }
+    }
+
+    fn head(slot: &Slot, entry: u32, words: usize) -> WordsHead {
+        WordsHead {
+            len: slot.len as u32,
+            seq: slot.seq,
+            time_ns: 5,
+            tid: 6,
+            entry,
+            priority: Priority::Info,
+            for_outputs: false,
+            message_len: 8 * words as u32,
+        }
+    }
+
+    /// What a reader of the ring's bytes (a file, a core: nothing to wait
+    /// for) makes of it.
+    fn entries(ring: &Ring) -> Vec<String> {
+        let image = Image::parse(ring.image_bytes()).unwrap();
+        let mut seen = Vec::new();
+        reader::read(&image, |e| {
+            seen.push(match e {
+                Entry::Record(r) => format!("{} {}", r.seq, String::from_utf8_lossy(r.message)),
+                Entry::Damaged { seq, damage } => format!("{seq} {damage:?}"),
+                other => format!("{other:?}"),
+            })
+        });
+        seen
+    }
+
+    #[test]
+    fn a_record_in_flight_is_reported_with_its_number_then_read_once_committed() {
+        let mut ring = Ring::new(MIN_SIZE).unwrap();
+        let entry = ring
+            .add_site(&super::super::sites::Site {
+                source: b"s",
+                file: b"f.c",
+                func: b"f",
+                line: 3,
+                format: b"n=%d m=%u",
+                id: 0,
+            })
+            .unwrap();
+        ring.append(&text(b"before")).unwrap();
+        let slot = ring.reserve_slot(HEADER_LEN + 16).unwrap();
+        ring.append(&text(b"after")).unwrap();
+        assert_eq!(entries(&ring), ["0 before", "1 Uncommitted", "2 after"]);
+        let h = head(&slot, entry, 2);
+        slot.commit_words(&h, &[(-5i64) as u64, 7], &[]);
+        assert_eq!(entries(&ring), ["0 before", "1 n=-5 m=7", "2 after"]);
+    }
+
+    #[test]
+    fn a_record_in_flight_is_never_evicted_and_an_abandoned_one_is() {
+        for abandon in [false, true] {
+            let mut ring = Ring::new(MIN_SIZE).unwrap();
+            let slot = ring.reserve_slot(HEADER_LEN).unwrap();
+            let at = slot.seq();
+            // Fill the ring until an append needs the record's room.
+            let blocked = (0..10_000)
+                .find_map(|i| ring.append(&text(format!("filler {i}").as_bytes())).err());
+            let Some(Blocked(pos)) = blocked else {
+                panic!("nothing blocked: {:?}", entries(&ring));
+            };
+            assert_eq!(pos, 0, "the record in flight is the oldest");
+            assert!(ring.copies_in_flight());
+            if abandon {
+                // As in a forked child: nobody finishes it there.
+                ring.abandon_in_flight();
+                drop(slot);
+            } else {
+                let h = head(&slot, 0, 0);
+                slot.commit_words(&h, &[], &[]);
+            }
+            assert!(!ring.copies_in_flight());
+            ring.append(&text(b"now there is room")).unwrap();
+            let seen = entries(&ring);
+            assert!(
+                !seen.iter().any(|e| e.starts_with(&format!("{at} "))),
+                "{seen:?}"
+            );
+            assert_eq!(
+                seen.last().unwrap().split_once(' ').unwrap().1,
+                "now there is room"
+            );
+            assert!(!seen.iter().any(|e| e.contains("Uncommitted")), "{seen:?}");
+        }
+    }
+
+    #[test]
+    fn records_in_flight_in_a_ring_image_are_damage_not_guesses() {
+        let mut ring = Ring::new(MIN_SIZE).unwrap();
+        let _slot = ring.reserve_slot(HEADER_LEN + 8).unwrap();
+        assert!(Damage::Uncommitted.describe().contains("still writing"));
+        assert_eq!(entries(&ring), ["0 Uncommitted"]);
+    }
+}
