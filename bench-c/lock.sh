@@ -5,17 +5,25 @@
 # `State::reserve_words` (everything the lock's holder does between taking
 # the lock and letting go of it, the room made by evicting included), for
 # the six messages. Exact: the difference between N and 2N calls, so
-# set-up cancels. Usage, from the repo root after `make bench-c/bench`:
-# bench-c/lock.sh [N]
+# set-up cancels. The library is built a second time with
+# --cfg vlog_lock_profile, which makes reserve_words a function of its own
+# (inlined otherwise): its count includes that function's call, entry and
+# return, which the product does not make. Usage, from the repo root after
+# `make bench-c/bench`: bench-c/lock.sh [N]
 set -euo pipefail
 n=${1:-100000}
 exe=bench-c/bench
+profiled=target/lock-profile/release/libvlog.a
+RUSTFLAGS="--cfg vlog_lock_profile" cargo build --release --quiet --target-dir target/lock-profile
+${CC:-cc} -O2 -g -Wall -Wextra -Werror -Iinclude bench-c/bench.c -o bench-c/bench-lock \
+    "$profiled" -lpthread -ldl -lm
+lexe=bench-c/bench-lock
 count() { # MSG CALLS [TOGGLE]
-    local out args=()
+    local out args=() prog=$exe
     out=$(mktemp)
-    [ $# -gt 2 ] && args=(--collect-atstart=no "--toggle-collect=$3")
+    [ $# -gt 2 ] && args=(--collect-atstart=no "--toggle-collect=$3") && prog=$lexe
     valgrind --tool=callgrind "${args[@]}" --callgrind-out-file="$out" \
-        "$exe" vlog-ring-full "$1" "$2" >/dev/null 2>&1
+        "$prog" vlog-ring-full "$1" "$2" >/dev/null 2>&1
     callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
     rm -f "$out"
 }

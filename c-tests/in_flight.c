@@ -13,6 +13,9 @@
  *               counted, and every message records again once it is done
  * fork          a child forked meanwhile fills its copy of the ring at once:
  *               the record, never finished there, is not waited for
+ * resize        the ring is resized meanwhile (the old one stays mapped
+ *               for the record), then a child forked fills its ring at once
+ *               and so does the parent
  * crash         the program crashes meanwhile: the dump reports the record
  *               and ends
  *
@@ -220,6 +223,15 @@ int main(int argc, char **argv)
         text = dump_text(&skipped);
         CHECK(skipped);
         free(text);
+        /* A message that takes the general way (an output prints it) is
+         * dropped and counted too, once, and returns. */
+        CHECK(vlog_get_stats(&before) == 0);
+        for (made = 0; made < 50; made++)
+            VLOG_ERROR("stalled error %ld", made);
+        CHECK(vlog_get_stats(&after) == 0);
+        CHECK(after.dropped_in_flight > before.dropped_in_flight);
+        CHECK((long)(after.records - before.records) +
+                  (long)(after.dropped_in_flight - before.dropped_in_flight) == made);
         let_go(thread);
         CHECK(vlog_get_stats(&before) == 0);
         made = fill("after");
@@ -250,6 +262,29 @@ int main(int argc, char **argv)
         }
         CHECK(waitpid(pid, &status, 0) == pid);
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        let_go(thread);
+    } else if (strcmp(mode, "resize") == 0) {
+        pid_t pid;
+        int status;
+        long made;
+        CHECK(vlog_set_buffer_size(32 * 1024) == 0);
+        pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            CHECK(vlog_get_stats(&before) == 0);
+            made = fill("child");
+            CHECK(vlog_get_stats(&after) == 0);
+            CHECK(after.dropped_in_flight == before.dropped_in_flight);
+            CHECK((long)(after.records - before.records) == made);
+            _exit(0);
+        }
+        CHECK(waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        CHECK(vlog_get_stats(&before) == 0);
+        made = fill("parent");
+        CHECK(vlog_get_stats(&after) == 0);
+        CHECK(after.dropped_in_flight == before.dropped_in_flight);
+        CHECK((long)(after.records - before.records) == made);
         let_go(thread);
     } else if (strcmp(mode, "crash") == 0) {
         VLOG_ERROR("crashing with a record in flight");

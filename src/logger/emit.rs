@@ -133,12 +133,15 @@ fn finish(
                 return Outcome::Recorded;
             }
             Next::Blocked(at) => {
+                let mut committed = false;
                 entered.leave_and_write(|| {
-                    if !super::flight::wait_for(at) {
-                        stats::add(&stats::IN_FLIGHT_DROPPED, 1);
-                    }
+                    committed = super::flight::wait_for(at);
                     Vec::new()
                 });
+                if !committed {
+                    stats::add(&stats::IN_FLIGHT_DROPPED, 1);
+                    return Outcome::Dropped;
+                }
                 let Some(again) = Entered::new() else {
                     stats::add(&stats::NESTED_DROPPED, 1);
                     return Outcome::Dropped;

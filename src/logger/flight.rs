@@ -27,6 +27,10 @@ use crate::site::vlog__site;
 use crate::source::Live;
 use crate::{crash, stats, sys};
 
+/// How long a call waits for the record in flight whose room it needs
+/// (see `View::wait_committed`).
+pub const WAIT_NS: u64 = crate::ring::view::WAIT_NS;
+
 /// The largest message part a kind-4 record carries: as much as a text
 /// message. A call with more takes the general way, which makes its text
 /// and cuts it with the marker.
@@ -170,14 +174,15 @@ pub fn wait_for(at: Blocked) -> bool {
     // succeed; kept all the same, as every call that logs keeps it.
     sys::keeping_errno(|| {
         published::read(|view| {
-            view.is_none_or(|v| {
-                let off = (at.0 % v.data_size()) as usize;
-                if STALLED.load(Ordering::Relaxed) == at.0 + 1 {
+            // A ring replaced since: the call tries again in the new one.
+            view.filter(|v| v.id() == at.ring).is_none_or(|v| {
+                let off = (at.pos % v.data_size()) as usize;
+                if STALLED.load(Ordering::Relaxed) == at.pos + 1 {
                     return v.is_committed(off);
                 }
-                let done = v.wait_committed(off) != 0;
+                let done = v.wait_committed(off, WAIT_NS) != 0;
                 if !done {
-                    STALLED.store(at.0 + 1, Ordering::Relaxed);
+                    STALLED.store(at.pos + 1, Ordering::Relaxed);
                 }
                 done
             })
@@ -187,10 +192,12 @@ pub fn wait_for(at: Blocked) -> bool {
 
 impl State {
     /// Under the lock: the record's place, or why the general way takes
-    /// the call. Everything the lock's holder does between taking it and
-    /// letting go of it, in one function of its own, so that a profile
-    /// counts it (`make bench-lock`).
-    #[inline(never)]
+    /// the call: everything the lock's holder does between taking it and
+    /// letting go of it. A function of its own in a library built with
+    /// `--cfg vlog_lock_profile`, so that a profile counts it (`make
+    /// bench-lock`); inlined otherwise.
+    #[cfg_attr(vlog_lock_profile, inline(never))]
+    #[cfg_attr(not(vlog_lock_profile), inline(always))]
     fn reserve_words(&mut self, call: &Words, len: usize) -> Reserved {
         // What every holder does before letting go (see `publish`), but
         // the ring readers find: a reservation does not replace it.

@@ -107,7 +107,11 @@ extern "C-unwind" fn child() {
             // what came before.
             let next_seq = state.stats().recorded;
             printer.restart_contexts(next_seq);
-            if let Some(ring) = state.ring.as_mut() {
+            // Replaced rings too: one a record was in flight in when it
+            // was replaced is kept until the record is done, which in the
+            // child it never is.
+            let State { ring, retired, .. } = &mut *state;
+            for ring in ring.iter_mut().chain(retired.iter_mut()) {
                 ring.after_fork();
             }
             // Readers find at once that the ring is not the child's to
@@ -118,8 +122,11 @@ extern "C-unwind" fn child() {
             // thread while it copied a record (holding no lock): the other
             // threads' records in flight are abandoned all the same (this
             // thread's own is finished when the handler returns).
-            if let Some(ring) = state.ring.as_mut().filter(|r| r.is_private()) {
-                ring.after_fork();
+            let State { ring, retired, .. } = &mut *state;
+            for ring in ring.iter_mut().chain(retired.iter_mut()) {
+                if ring.is_private() {
+                    ring.after_fork();
+                }
             }
         }
     }))

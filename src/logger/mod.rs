@@ -342,13 +342,15 @@ fn note(ring: Option<&mut Ring>, event: &str) {
 /// no lock to finish) is waited for here, a few times at most, and the
 /// record dropped and counted if it stays.
 fn append_note(ring: &mut Ring, rec: &Record, printed: bool) {
-    for _ in 0..3 {
+    // A millisecond in all at most: this is under the lock, where nobody
+    // waits for long (a record in flight is normally done in well under a
+    // microsecond).
+    for _ in 0..2 {
         match ring.append_call(rec, false, printed) {
             Ok(_) => return,
             Err(at) => {
-                let off = (at.0 % ring.data_size() as u64) as usize;
-                use crate::ring::reader::Region;
-                ring.view().wait_committed(off);
+                let off = (at.pos % ring.data_size() as u64) as usize;
+                ring.view().wait_committed(off, 500_000);
             }
         }
     }

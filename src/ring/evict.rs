@@ -61,14 +61,10 @@ impl Ring {
         let end = ahead.min(tail);
         let mut off = (head % size) as usize;
         while head < end {
-            if off + 8 > data_size {
-                // Our own bytes cannot be malformed (see below).
-                head = tail;
-                break;
-            }
-            // SAFETY: a record boundary inside the data area (checked
-            // above), 8-aligned: its first word holds a commit word (or a
-            // pad's mark) and a length, the commit word stored atomically.
+            // SAFETY: a record boundary inside the data area (`off` stays
+            // below the data size: it goes back to 0 at its end), 8-aligned:
+            // its first word holds a commit word (or a pad's mark) and a
+            // length, the commit word stored atomically.
             let word = unsafe { AtomicU64::from_ptr(data.add(off).cast()) };
             // [R7] Acquire: pairs with [W7] in Slot::commit; what a copy
             // wrote is done before these bytes are reused.
@@ -79,28 +75,24 @@ impl Ring {
             );
             if commit == 0 {
                 if head < needed {
-                    result = Err(Blocked(head));
+                    result = Err(Blocked {
+                        pos: head,
+                        ring: self.as_raw().addr(),
+                    });
                 }
                 break;
             }
-            // A pad's length is whatever is left of the data area; a
-            // record's is checked. Our own bytes cannot be malformed; if
-            // they are, everything older is given up on rather than walk
+            lost += u64::from(commit != record::PAD_MARK);
+            // A record or a pad: 8 bytes or more, a multiple of 8, within
+            // the data area. Our own bytes cannot be otherwise; if they
+            // are, everything older is given up on rather than walk
             // garbage.
-            let valid = if commit == record::PAD_MARK {
-                len == data_size - off
-            } else {
-                lost += 1;
-                record::valid_len(len as u32).is_some()
-            };
-            if !valid {
+            let rest = data_size - off;
+            if len == 0 || !len.is_multiple_of(8) || len > rest {
                 head = tail;
                 break;
             }
-            off += len;
-            if off == data_size {
-                off = 0;
-            }
+            off = if len == rest { 0 } else { off + len };
             head += len as u64;
         }
         let h = self.header();

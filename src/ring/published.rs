@@ -69,7 +69,7 @@ pub fn free_unread(retired: &mut Vec<Ring>) {
     if READERS.load(Ordering::SeqCst) == 0 {
         // A ring a writer still copies a record into stays mapped until
         // the record is committed (see `slot`).
-        retired.retain(Ring::copies_in_flight);
+        retired.retain_mut(Ring::copies_in_flight);
     }
 }
 

@@ -228,18 +228,28 @@ impl Ring {
 
     /// Whether a record of this ring is in flight (reserved, not committed
     /// yet): then the ring must stay mapped, its writer still copies into
-    /// it. A walk from head to tail, for a ring that was replaced.
-    pub fn copies_in_flight(&self) -> bool {
-        self.in_flight(|_, _| true)
+    /// it. For a ring that was replaced, which gets no new record: each
+    /// call goes on from the record in flight the last one found, so that
+    /// the ring is walked once in all, however often it is asked.
+    pub fn copies_in_flight(&mut self) -> bool {
+        let from = self.flight_checked;
+        let mut found = None;
+        let end = self.in_flight(from, |_, pos| {
+            found = Some(pos);
+            true
+        });
+        self.flight_checked = found.unwrap_or(end);
+        found.is_some()
     }
 
-    /// Calls `f` with the offset and position of every record in flight,
-    /// oldest first, until it returns true; whether it did.
-    fn in_flight(&self, mut f: impl FnMut(usize, u64) -> bool) -> bool {
+    /// Calls `f` with the offset and position of every record in flight
+    /// from position `from` (or the head, if later) on, oldest first, until
+    /// it returns true; returns where the walk ended.
+    fn in_flight(&self, from: u64, mut f: impl FnMut(usize, u64) -> bool) -> u64 {
         let size = self.data_size as u64;
         let h = self.header();
         let tail = h.tail.load(Ordering::Acquire);
-        let mut pos = h.head.load(Ordering::Relaxed);
+        let mut pos = h.head.load(Ordering::Relaxed).max(from);
         // Bounded by the data size: each step is 8 bytes or more.
         for _ in 0..self.data_size / 8 {
             if pos >= tail {
@@ -252,7 +262,7 @@ impl Ring {
                 Some(pad) => pad,
                 None => {
                     if self.commit_at(off) == 0 && f(off, pos) {
-                        return true;
+                        return pos;
                     }
                     record::peek_len(&word).unwrap_or(0)
                 }
@@ -262,7 +272,7 @@ impl Ring {
             }
             pos += step as u64;
         }
-        false
+        pos
     }
 
     /// In a forked child's copy of a private ring: the records other
@@ -271,7 +281,7 @@ impl Ring {
     /// without waiting (readers report them as never committed).
     pub(super) fn abandon_in_flight(&mut self) {
         let data = self.data_ptr();
-        self.in_flight(|off, _| {
+        self.in_flight(0, |off, _| {
             // SAFETY: a record's first word in the data area, found by the
             // walk; this forked child has no other thread, and the walk
             // reads the length, not this word, to go on.
@@ -367,11 +377,12 @@ mod tests {
             // Fill the ring until an append needs the record's room.
             let blocked = (0..10_000)
                 .find_map(|i| ring.append(&text(format!("filler {i}").as_bytes())).err());
-            let Some(Blocked(pos)) = blocked else {
+            let Some(Blocked { pos, .. }) = blocked else {
                 panic!("nothing blocked: {:?}", entries(&ring));
             };
             assert_eq!(pos, 0, "the record in flight is the oldest");
             assert!(ring.copies_in_flight());
+            assert!(ring.copies_in_flight(), "asked again");
             if abandon {
                 // As in a forked child: nobody finishes it there.
                 ring.abandon_in_flight();

@@ -93,7 +93,42 @@ impl<'a> View<'a> {
     }
 }
 
+/// How long a reader waits for a record in flight (`Region::wait_committed`):
+/// a copy takes well under a microsecond; a writer preempted in the middle
+/// of one is back within a few scheduler slices, even on a loaded machine.
+/// One stopped for longer (in a signal handler, a debugger) is not waited
+/// for.
+pub const WAIT_NS: u64 = 100_000_000;
+
 impl View<'_> {
+    /// Waits up to `max_ns` for the record at data offset `off` to be
+    /// committed, and returns its commit word then (0: not committed).
+    pub fn wait_committed(&self, off: usize, max_ns: u64) -> u32 {
+        assert!(off.is_multiple_of(8) && off + 8 <= self.header.data_size as usize);
+        // SAFETY: a record's first word inside the data area (asserted),
+        // which its writer stores atomically.
+        let word = unsafe { AtomicU32::from_ptr(self.data.add(off).cast::<u32>().cast_mut()) };
+        let start = crate::sys::monotonic_ns();
+        let mut spins = 0u32;
+        loop {
+            // [R7] Acquire: pairs with [W7] in Slot::commit.
+            let commit = word.load(Ordering::Acquire);
+            if commit != 0 {
+                return commit;
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+                continue;
+            }
+            if crate::sys::monotonic_ns().saturating_sub(start) > max_ns {
+                return 0;
+            }
+            // SAFETY: no arguments; async-signal-safe.
+            unsafe { libc::sched_yield() };
+        }
+    }
+
     /// Whether the record at data offset `off` is committed now.
     pub fn is_committed(&self, off: usize) -> bool {
         assert!(off.is_multiple_of(8) && off + 8 <= self.header.data_size as usize);
@@ -137,34 +172,7 @@ impl Region for View<'_> {
     }
 
     fn wait_committed(&self, off: usize) -> u32 {
-        // A copy takes well under a microsecond; a writer preempted in the
-        // middle of one is back within a few scheduler slices, even on a
-        // loaded machine. One stopped for longer (in a signal handler, a
-        // debugger) is not waited for.
-        const WAIT_NS: u64 = 100_000_000;
-        assert!(off.is_multiple_of(8) && off + 8 <= self.header.data_size as usize);
-        // SAFETY: a record's first word inside the data area (asserted),
-        // which its writer stores atomically.
-        let word = unsafe { AtomicU32::from_ptr(self.data.add(off).cast::<u32>().cast_mut()) };
-        let start = crate::sys::monotonic_ns();
-        let mut spins = 0u32;
-        loop {
-            // [R7] Acquire: pairs with [W7] in Slot::commit.
-            let commit = word.load(Ordering::Acquire);
-            if commit != 0 {
-                return commit;
-            }
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-                continue;
-            }
-            if crate::sys::monotonic_ns().saturating_sub(start) > WAIT_NS {
-                return 0;
-            }
-            // SAFETY: no arguments; async-signal-safe.
-            unsafe { libc::sched_yield() };
-        }
+        View::wait_committed(self, off, WAIT_NS)
     }
 
     fn copy(&self, off: usize, dst: &mut [u8]) {

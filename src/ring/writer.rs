@@ -42,16 +42,23 @@ pub struct Ring {
     /// division and no look at the head while it has room.
     pub(super) tail_off: usize,
     pub(super) room_end: u64,
+    /// For a replaced ring: the position before which no record is in
+    /// flight (see `copies_in_flight`).
+    pub(super) flight_checked: u64,
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
 /// An append that would have to overwrite a record still in flight (its
-/// writer copies it outside the lock): the record's position. The caller
-/// lets go of the lock, waits for the record's commit (see
-/// `View::wait_committed`) and tries again.
+/// writer copies it outside the lock): the record's position, and the ring
+/// (its header's address, as `View::id` says). The caller lets go of the
+/// lock, waits for the record's commit (see `View::wait_committed`) and
+/// tries again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Blocked(pub u64);
+pub struct Blocked {
+    pub pos: u64,
+    pub ring: usize,
+}
 
 // SAFETY: the mapping is owned by the Ring and freed only by its Drop; moving
 // the owner to another thread moves nothing but the pointer.
@@ -124,6 +131,7 @@ impl Ring {
             last: 0,
             tail_off: 0,
             room_end: size as u64,
+            flight_checked: 0,
         }
     }
 

@@ -87,12 +87,13 @@ fn every_entry_point_works_while_its_thread_exits() {
 
 /// A thread stopped in the middle of copying its record (in flight, its
 /// commit word not yet written): a signal handler that logs, dumps,
-/// another thread filling the ring, a forked child and a crash meanwhile.
+/// another thread filling the ring (by the flight recorder's way and the
+/// general one), a forked child, a resize and a crash meanwhile.
 #[test]
 fn a_record_in_flight_is_waited_for_reported_and_never_overwritten() {
     use std::os::unix::process::ExitStatusExt;
     let exe = build("in_flight", Link::Static);
-    for mode in ["handler-logs", "readers", "evict", "fork"] {
+    for mode in ["handler-logs", "readers", "evict", "fork", "resize"] {
         let out = run_with(&exe, &[mode], &[]);
         assert_ok(&format!("in_flight {mode}"), &out);
     }
