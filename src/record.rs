@@ -38,6 +38,26 @@ pub struct Record<'a> {
 }
 
 impl<'a> Record<'a> {
+    /// A debug record of source `src`, file `f.c`, function `fn`, line 9,
+    /// thread 7, time 1, with `message`: for the ring's tests.
+    #[cfg(test)]
+    pub fn sample(message: &'a [u8]) -> Record<'a> {
+        Record {
+            seq: 0,
+            time_ns: 1,
+            tid: 7,
+            line: 9,
+            priority: crate::priority::Priority::Debug,
+            source: b"src",
+            file: b"f.c",
+            func: b"fn",
+            message,
+            fields: b"",
+            context: false,
+            id: 0,
+        }
+    }
+
     /// The record, to be printed as an error's context.
     pub fn as_context(self) -> Record<'a> {
         Record {

@@ -10,7 +10,7 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
 
 use super::sites::{site_arg, site_source};
-use super::words::{self, plan_of, PLAN_ERRNO};
+use super::words::{self, plan_of, string_arg, PLAN_ERRNO};
 use super::{before_the_record, c_bytes, guarded, in_call, may_act_anywhere, measured, no_cancel};
 use crate::deferred::{self, kind, Captured, MAX_ARGS};
 use crate::fields::Names;
@@ -332,26 +332,17 @@ fn record(
                     kind::POINTER => Captured::Pointer(word),
                     _ if word == 0 => Captured::Str(None),
                     _ => {
-                        let ptr = word as usize as *const c_char;
                         let precision = site.precision[i];
-                        // SAFETY: a string argument is readable up to its NUL
-                        // or, with a precision, up to that many bytes: what
-                        // printf requires of %s. strnlen reads no further.
-                        let bytes = unsafe {
-                            let len = if precision == deferred::PRECISION_NONE {
-                                libc::strlen(ptr)
-                            } else {
-                                // The `*` precision is the argument before
-                                // (an int, as printf reads it).
-                                let star = (i > 0).then_some(last as i32 as i64);
-                                match deferred::string_bound(precision, star) {
-                                    Some(max) => libc::strnlen(ptr, max),
-                                    None => libc::strlen(ptr),
-                                }
-                            };
-                            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+                        // A `*` precision is the argument before (an int,
+                        // as printf reads it).
+                        let star = (i > 0).then_some(last as i32 as i64);
+                        let bound = match precision {
+                            deferred::PRECISION_NONE => None,
+                            _ => deferred::string_bound(precision, star),
                         };
-                        Captured::Str(Some(bytes))
+                        // SAFETY: a string argument of the call, non-NULL,
+                        // with the precision its format gives it.
+                        Captured::Str(Some(unsafe { string_arg(word, bound) }))
                     }
                 };
                 last = word;

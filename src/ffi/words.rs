@@ -129,20 +129,14 @@ fn record_strings(site: &vlog__site, priority: Priority, words: &[u64]) -> Fligh
             *slot = deferred::WORD_NULL;
             continue;
         }
-        let ptr = word as usize as *const c_char;
-        let precision = site.precision[i];
-        // SAFETY: a string argument is readable up to its NUL or, with a
-        // precision (written in the format: the plan has no `*`), up to
-        // that many bytes: what printf requires of %s. strnlen reads no
-        // further.
-        let bytes = unsafe {
-            let len = if precision == deferred::PRECISION_NONE {
-                libc::strlen(ptr)
-            } else {
-                libc::strnlen(ptr, usize::from(precision))
-            };
-            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+        let bound = match site.precision[i] {
+            deferred::PRECISION_NONE => None,
+            // Written in the format: the plan has no `*`.
+            precision => Some(usize::from(precision)),
         };
+        // SAFETY: a string argument of the call, non-NULL, with the
+        // precision its format gives it.
+        let bytes = unsafe { string_arg(word, bound) };
         *slot = bytes.len() as u64;
         strings[count] = bytes;
         count += 1;
@@ -156,4 +150,24 @@ fn record_strings(site: &vlog__site, priority: Priority, words: &[u64]) -> Fligh
         strings: &strings[..count],
         message_len: total,
     })
+}
+
+/// A `%s` argument as printf may read it: up to its NUL, or with a
+/// precision (`bound`), up to that many bytes at most; strnlen reads no
+/// further.
+///
+/// # Safety
+/// `word` is the address of a string readable that far, what printf
+/// requires of a `%s` argument (non-NULL), and the bytes outlive the
+/// result.
+pub(super) unsafe fn string_arg<'a>(word: u64, bound: Option<usize>) -> &'a [u8] {
+    let ptr = word as usize as *const c_char;
+    // SAFETY: per the caller.
+    unsafe {
+        let len = match bound {
+            None => libc::strlen(ptr),
+            Some(max) => libc::strnlen(ptr, max),
+        };
+        std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+    }
 }

@@ -302,20 +302,7 @@ mod tests {
     use crate::ring::record::Damage;
 
     fn text(msg: &[u8]) -> Record<'_> {
-        Record {
-            seq: 0,
-            time_ns: 1,
-            tid: 7,
-            line: 9,
-            priority: Priority::Debug,
-            source: b"src",
-            file: b"f.c",
-            func: b"fn",
-            message: msg,
-            fields: b"",
-            context: false,
-            id: 0,
-        }
+        Record::sample(msg)
     }
 
     fn head(slot: &Slot, entry: u32, words: usize) -> WordsHead {

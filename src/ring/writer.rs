@@ -419,21 +419,10 @@ mod tests {
     use crate::ring::reader::{self, Entry, Region};
     use crate::ring::sites;
 
+    use crate::record::Record;
+
     fn rec(msg: &[u8]) -> Record<'_> {
-        Record {
-            seq: 0,
-            time_ns: 1,
-            tid: 7,
-            line: 9,
-            priority: Priority::Debug,
-            source: b"src",
-            file: b"f.c",
-            func: b"fn",
-            message: msg,
-            fields: b"",
-            context: false,
-            id: 0,
-        }
+        Record::sample(msg)
     }
 
     fn messages(view: View) -> (Vec<(u64, String)>, usize) {
