@@ -4,6 +4,7 @@
 //! hands them to `logger::flight` as they are, its strings measured.
 
 use std::ffi::{c_char, c_int};
+use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
 
 use super::guarded;
@@ -116,17 +117,23 @@ pub(super) fn record_words(
 /// its precision) and its word replaced by its length in the record.
 #[inline(never)]
 fn record_strings(site: &vlog__site, priority: Priority, words: &[u64]) -> Flight {
-    let mut lengths = [0u64; MAX_ARGS];
-    let mut strings: [&[u8]; MAX_ARGS] = [&[]; MAX_ARGS];
+    let n = words.len();
+    if n > MAX_ARGS {
+        return Flight::General;
+    }
+    // Only what the call has is written (clearing 32 slots of each cost
+    // more than the rest of the capture).
+    let mut lengths = [const { MaybeUninit::<u64>::uninit() }; MAX_ARGS];
+    let mut strings = [const { MaybeUninit::<&[u8]>::uninit() }; MAX_ARGS];
     let mut count = 0;
-    let mut total = 8 * words.len();
+    let mut total = 8 * n;
     for (i, (&word, slot)) in words.iter().zip(lengths.iter_mut()).enumerate() {
-        *slot = word;
         if site.kinds[i] != kind::STRING {
+            slot.write(word);
             continue;
         }
         if word == 0 {
-            *slot = deferred::WORD_NULL;
+            slot.write(deferred::WORD_NULL);
             continue;
         }
         let bound = match site.precision[i] {
@@ -137,17 +144,26 @@ fn record_strings(site: &vlog__site, priority: Priority, words: &[u64]) -> Fligh
         // SAFETY: a string argument of the call, non-NULL, with the
         // precision its format gives it.
         let bytes = unsafe { string_arg(word, bound) };
-        *slot = bytes.len() as u64;
-        strings[count] = bytes;
+        slot.write(bytes.len() as u64);
+        // At most one string a word: `count` stays below `n`.
+        strings[count].write(bytes);
         count += 1;
         total = total.saturating_add(bytes.len());
     }
+    // SAFETY: the loop wrote the first `n` lengths (n <= MAX_ARGS) and the
+    // first `count` strings.
+    let (lengths, strings) = unsafe {
+        (
+            std::slice::from_raw_parts(lengths.as_ptr().cast::<u64>(), n),
+            std::slice::from_raw_parts(strings.as_ptr().cast::<&[u8]>(), count),
+        )
+    };
     flight::record(&Words {
         site,
         source: site_source(site),
         priority,
-        words: &lengths[..words.len()],
-        strings: &strings[..count],
+        words: lengths,
+        strings,
         message_len: total,
     })
 }
