@@ -376,7 +376,7 @@ typedef struct vlog__site {
   uint8_t nargs;
   /**
    * How a call's arguments are recorded, decided once when the site is
-   * prepared (`ffi::site`): as the words the macro captured (with or
+   * prepared (`ffi::words`): as the words the macro captured (with or
    * without strings to measure and copy), or each argument apart; and
    * whether the format has a %m (the text of errno is taken at the
    * call). 0, the general way, until then.

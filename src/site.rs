@@ -102,7 +102,7 @@ pub struct vlog__site {
     /// (`%m` included), and how each is fetched.
     pub nargs: u8,
     /// How a call's arguments are recorded, decided once when the site is
-    /// prepared (`ffi::site`): as the words the macro captured (with or
+    /// prepared (`ffi::words`): as the words the macro captured (with or
     /// without strings to measure and copy), or each argument apart; and
     /// whether the format has a %m (the text of errno is taken at the
     /// call). 0, the general way, until then.
