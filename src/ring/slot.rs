@@ -75,8 +75,10 @@ impl WordsHead {
     }
 }
 
-/// A record reserved in the ring and not committed yet. Dropping it without
-/// committing leaves a record that readers report as never committed.
+/// A record reserved in the ring and not committed yet. Dropped without
+/// being committed (a panic caught in the middle of the copy), it is
+/// marked abandoned: readers report it as never committed, and the ring
+/// evicts it without waiting for a writer that will not come back.
 #[must_use]
 pub struct Slot {
     /// The record's first byte, inside the ring's data area, 8-aligned,
@@ -174,9 +176,19 @@ impl Slot {
         // (`new`); readers and the writer's eviction load it atomically.
         let word = unsafe { AtomicU32::from_ptr(commit) };
         // [W7] commit Release: pairs with [R7], the Acquire load of the
-        // commit word in `reader::wait_committed` and `Ring::evict`: the
+        // commit word in `View::wait_committed_within` and in eviction: the
         // record's bytes are written before it counts as committed.
         word.store(commit_value(self.seq), Ordering::Release);
+        // Committed: nothing for Drop to do.
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        // SAFETY: the record's first word, as in `commit`.
+        unsafe { AtomicU32::from_ptr(self.at.as_ptr().cast::<u32>()) }
+            .store(record::ABANDONED, Ordering::Release);
     }
 }
 
@@ -357,7 +369,9 @@ mod tests {
 
     #[test]
     fn a_record_in_flight_is_never_evicted_and_an_abandoned_one_is() {
-        for abandon in [false, true] {
+        // Committed; abandoned in a forked child; dropped uncommitted (a
+        // panic caught in the middle of the copy).
+        for way in ["commit", "fork", "drop"] {
             let mut ring = Ring::new(MIN_SIZE).unwrap();
             let slot = ring.reserve_slot(HEADER_LEN).unwrap();
             let at = slot.seq();
@@ -370,13 +384,17 @@ mod tests {
             assert_eq!(pos, 0, "the record in flight is the oldest");
             assert!(ring.copies_in_flight());
             assert!(ring.copies_in_flight(), "asked again");
-            if abandon {
-                // As in a forked child: nobody finishes it there.
-                ring.abandon_in_flight();
-                drop(slot);
-            } else {
-                let h = head(&slot, 0, 0);
-                slot.commit_words(&h, &[], &[]);
+            match way {
+                "commit" => {
+                    let h = head(&slot, 0, 0);
+                    slot.commit_words(&h, &[], &[]);
+                }
+                "fork" => {
+                    // As in a forked child: nobody finishes it there.
+                    ring.abandon_in_flight();
+                    std::mem::forget(slot);
+                }
+                _ => drop(slot),
             }
             assert!(!ring.copies_in_flight());
             ring.append(&text(b"now there is room")).unwrap();
