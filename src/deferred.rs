@@ -357,6 +357,49 @@ pub fn render_captured(
 mod tests {
     use super::*;
 
+    fn words_payload(words: &[u64], strings: &[u8]) -> Vec<u8> {
+        let mut out: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        out.extend_from_slice(strings);
+        out
+    }
+
+    fn render_w(fmt: &str, payload: &[u8]) -> Result<String, Unsupported> {
+        let mut out = Vec::new();
+        render_words(fmt.as_bytes(), payload, &mut out)?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    /// A kind-4 record's message part renders as printf would, and one
+    /// whose lengths or words do not hold (a damaged or forged record) is
+    /// refused, never read past.
+    #[test]
+    fn word_records_render_and_refuse_what_does_not_hold() {
+        let ok = words_payload(&[(-3i64) as u64, 5, 3, WORD_NULL], b"abc");
+        assert_eq!(render_w("%d %u %s %s", &ok).unwrap(), "-3 5 abc (null)");
+        assert_eq!(
+            render_w("%.2s!", &words_payload(&[2], b"ab")).unwrap(),
+            "ab!"
+        );
+        let refused = [
+            // Too few words, a trailing byte, a string longer than what is there.
+            ("%d %d", words_payload(&[1], b"")),
+            ("%d", words_payload(&[1], b"x")),
+            ("%s", words_payload(&[4], b"abc")),
+            ("%s", words_payload(&[u64::MAX - 1], b"abc")),
+            // Formats the plan never keeps as words: %m, a `*` count.
+            ("%m", words_payload(&[], b"")),
+            ("%*d", words_payload(&[3, 4], b"")),
+            ("%.*s", words_payload(&[3, 3], b"abc")),
+        ];
+        for (fmt, payload) in refused {
+            assert_eq!(
+                render_w(fmt, &payload),
+                Err(Unsupported),
+                "{fmt} {payload:?}"
+            );
+        }
+    }
+
     fn round_trip(fmt: &str, args: &[Captured]) -> String {
         let mut buf = Vec::new();
         assert!(encode(fmt.as_bytes(), args, &mut buf));

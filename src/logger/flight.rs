@@ -28,7 +28,7 @@ use crate::source::Live;
 use crate::{crash, stats, sys};
 
 /// How long a call waits for the record in flight whose room it needs
-/// (see `View::wait_committed`).
+/// (see `View::wait_committed_within`).
 pub const WAIT_NS: u64 = crate::ring::view::WAIT_NS;
 
 /// The largest message part a kind-4 record carries: as much as a text
@@ -61,8 +61,8 @@ pub trait CallSite {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flight {
     Recorded,
-    /// Dropped: logged from a signal handler that interrupted vlog on this
-    /// thread, or the oldest record stayed in flight past the wait.
+    /// Dropped: the oldest record, whose room it needed, stayed in flight
+    /// past the wait (counted in `dropped_in_flight`).
     Dropped,
     /// The general way takes it.
     General,
@@ -151,7 +151,7 @@ pub fn record(call: &Words) -> Flight {
 }
 
 /// Waits, without the lock, for the record in flight at `at` to be
-/// committed (see `View::wait_committed`); false when it was not within the
+/// committed (see `View::wait_committed_within`); false when it was not within the
 /// wait. Its writer needs no lock to finish it.
 /// The lock, for a thread that has to wait for it: futex(2) may change
 /// errno, which the caller's `%m` and the caller itself still need.
@@ -180,7 +180,7 @@ pub fn wait_for(at: Blocked) -> bool {
                 if STALLED.load(Ordering::Relaxed) == at.pos + 1 {
                     return v.is_committed(off);
                 }
-                let done = v.wait_committed(off, WAIT_NS) != 0;
+                let done = v.wait_committed_within(off, WAIT_NS) != 0;
                 if !done {
                     STALLED.store(at.pos + 1, Ordering::Relaxed);
                 }

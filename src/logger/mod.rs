@@ -350,7 +350,7 @@ fn append_note(ring: &mut Ring, rec: &Record, printed: bool) {
             Ok(_) => return,
             Err(at) => {
                 let off = (at.pos % ring.data_size() as u64) as usize;
-                ring.view().wait_committed(off, 500_000);
+                ring.view().wait_committed_within(off, 500_000);
             }
         }
     }

@@ -103,7 +103,7 @@ pub const WAIT_NS: u64 = 100_000_000;
 impl View<'_> {
     /// Waits up to `max_ns` for the record at data offset `off` to be
     /// committed, and returns its commit word then (0: not committed).
-    pub fn wait_committed(&self, off: usize, max_ns: u64) -> u32 {
+    pub fn wait_committed_within(&self, off: usize, max_ns: u64) -> u32 {
         assert!(off.is_multiple_of(8) && off + 8 <= self.header.data_size as usize);
         // SAFETY: a record's first word inside the data area (asserted),
         // which its writer stores atomically.
@@ -172,7 +172,7 @@ impl Region for View<'_> {
     }
 
     fn wait_committed(&self, off: usize) -> u32 {
-        View::wait_committed(self, off, WAIT_NS)
+        self.wait_committed_within(off, WAIT_NS)
     }
 
     fn copy(&self, off: usize, dst: &mut [u8]) {

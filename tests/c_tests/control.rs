@@ -268,6 +268,7 @@ fn vlog_ctl_changes_a_running_daemons_filters_and_takes_its_ring() {
     let pid = daemon.pid().to_string();
     let said = ok_stdout(&["--pid", &pid, "stats"]);
     assert!(said.starts_with("buffer_size 1048576\nrecords "), "{said}");
+    assert!(said.lines().any(|l| l == "dropped_in_flight 0"), "{said}");
     // The change is in the ring, naming who made it.
     let changes = ok_stdout(&[s, "dump", "--source", "vlog"]);
     assert!(
