@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # What the flight recorder's call costs, and how much of it runs while the
 # logger's lock is held: callgrind instructions per call of the recorded
-# call into a full ring (vlog-ring-full), in all and inside
-# `State::reserve_words` (everything the lock's holder does between taking
-# the lock and letting go of it, the room made by evicting included), for
+# call into a full ring (vlog-ring-full), in all and under the lock, for
 # the six messages. Exact: the difference between N and 2N calls, so
-# set-up cancels. The library is built a second time with
-# --cfg vlog_lock_profile, which makes reserve_words a function of its own
-# (inlined otherwise): its count includes that function's call, entry and
-# return, which the product does not make. Usage, from the repo root after
+# set-up cancels (bench-c/count.sh). For the count under the lock the
+# library is built a second time with --cfg vlog_lock_profile, where the
+# call toggles callgrind's collection (a client request, sys/profile.rs)
+# as soon as its compare-and-swap has taken the lock and again once the
+# lock is let go of: the count is everything in between, the release
+# included, and the second mark's own 3 instructions (its address, a
+# register cleared, one rotation). The product's code differs from the
+# profiled one only by the marks. Usage, from the repo root after
 # `make bench-c/bench`: bench-c/lock.sh [N]
 set -euo pipefail
 n=${1:-100000}
@@ -18,21 +20,21 @@ RUSTFLAGS="--cfg vlog_lock_profile" cargo build --release --quiet --target-dir t
 ${CC:-cc} -O2 -g -Wall -Wextra -Werror -Iinclude bench-c/bench.c -o bench-c/bench-lock \
     "$profiled" -lpthread -ldl -lm
 lexe=bench-c/bench-lock
-count() { # MSG CALLS [TOGGLE]
+count() { # MSG CALLS [under-lock]
     local out args=() prog=$exe
     out=$(mktemp)
-    [ $# -gt 2 ] && args=(--collect-atstart=no "--toggle-collect=$3") && prog=$lexe
+    [ $# -gt 2 ] && args=(--collect-atstart=no) && prog=$lexe
     valgrind --tool=callgrind "${args[@]}" --callgrind-out-file="$out" \
         "$prog" vlog-ring-full "$1" "$2" >/dev/null 2>&1
     callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
     rm -f "$out"
 }
-per_call() { awk -v a="$1" -v b="$2" -v n="$n" 'BEGIN { printf "%.1f", (b - a) / n }'; }
+. bench-c/count.sh
 names=(staticString stringConcat singleInteger twoIntegers singleDouble complexFormat)
 echo "| message | instructions per call | of which under the lock |"
 echo "| --- | ---: | ---: |"
 for msg in 0 1 2 3 4 5; do
-    all=$(per_call "$(count $msg "$n")" "$(count $msg $((2 * n)))")
-    lock=$(per_call "$(count $msg "$n" '*reserve_words*')" "$(count $msg $((2 * n)) '*reserve_words*')")
+    all=$(per_call "$(count $msg "$n")" "$(count $msg $((2 * n)))" "$n")
+    lock=$(per_call "$(count $msg "$n" lock)" "$(count $msg $((2 * n)) lock)" "$n")
     echo "| ${names[$msg]} | $all | $lock |"
 done

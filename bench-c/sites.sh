@@ -3,7 +3,8 @@
 # without filters that name call sites, a call a site's limit leaves out
 # (VLOG_LIMITED, and VLOG_RATELIMIT on plain sites), and the recorded call
 # into a full ring for comparison. Instructions per call under callgrind
-# (the difference between N and 2N calls, so set-up cancels) and the median
+# (bench-c/count.sh: the difference between N and 2N calls, so set-up
+# cancels) and the median
 # ns per call over ROUNDS runs, each mode in the same rounds. Usage, from
 # the repo root after `make bench-c/bench`: bench-c/sites.sh [ROUNDS] [N]
 set -euo pipefail
@@ -19,6 +20,7 @@ total() {
     callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
     rm -f "$out"
 }
+. bench-c/count.sh
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 declare -A ns=()
 for _ in $(seq "$rounds"); do
@@ -35,7 +37,7 @@ for mode in $modes; do
     for msg in $msgs; do
         a=$(total "$mode" "$msg" "$n")
         b=$(total "$mode" "$msg" $((2 * n)))
-        ins+="$(awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN { printf "%.1f", (b - a) / n }') / "
+        ins+="$(per_call "$a" "$b" "$n") / "
         nss+="$(echo "${ns[$mode.$msg]}" | tr ' ' '\n' | grep . | median) / "
     done
     echo "| $mode | ${ins% / } | ${nss% / } |"

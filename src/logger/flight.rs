@@ -22,9 +22,10 @@ use crate::ring::record::{align8, HEADER_LEN};
 use crate::ring::sites::Site;
 use crate::ring::slot::{Slot, WordsHead};
 use crate::ring::Ring;
-use crate::ring::{published, Blocked};
+use crate::ring::{ahead, published, Blocked};
 use crate::site::vlog__site;
 use crate::source::Live;
+use crate::sys::lock::Guard;
 use crate::{crash, stats, sys};
 
 /// How long a call waits for the record in flight whose room it needs
@@ -118,11 +119,14 @@ pub fn record(call: &Words) -> Flight {
             return Flight::General;
         }
         let reserved = {
-            let mut state = match STATE.try_lock() {
-                Ok(state) => state,
-                Err(_) => lock_waiting(),
-            };
-            state.reserve_words(call, len)
+            let mut state = STATE.try_lock().unwrap_or_else(lock_waiting);
+            #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
+            sys::profile::toggle_collect();
+            let reserved = state.reserve_words(call, len);
+            drop(state);
+            #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
+            sys::profile::toggle_collect();
+            reserved
         };
         match reserved {
             Reserved::Slot(slot, entry) => {
@@ -137,6 +141,11 @@ pub fn record(call: &Words) -> Flight {
                     message_len: call.message_len as u32,
                 };
                 slot.commit_words(&head, call.words, call.strings);
+                // Room was made lately: the next stretch is walked here,
+                // without the lock, for the holder that next needs room.
+                if ahead::wanted() {
+                    walk_ahead();
+                }
                 return Flight::Recorded;
             }
             Reserved::General => return Flight::General,
@@ -150,6 +159,21 @@ pub fn record(call: &Words) -> Flight {
     }
 }
 
+/// Walks the published ring's oldest records for the holder that next
+/// makes room (`ring::ahead`), if a walk is wanted and no other thread
+/// walks. Makes no system call and takes no lock.
+#[cold]
+#[inline(never)]
+fn walk_ahead() {
+    ahead::walk_with(|| {
+        published::read(|view| {
+            let view = view.filter(|_| published::private())?;
+            let (from, found) = view.walk_ahead();
+            Some((view.id(), from, found))
+        })
+    });
+}
+
 /// Waits, without the lock, for the record in flight at `at` to be
 /// committed (see `View::wait_committed_within`); false when it was not within the
 /// wait. Its writer needs no lock to finish it.
@@ -157,7 +181,7 @@ pub fn record(call: &Words) -> Flight {
 /// errno, which the caller's `%m` and the caller itself still need.
 #[cold]
 #[inline(never)]
-fn lock_waiting() -> std::sync::MutexGuard<'static, State> {
+fn lock_waiting() -> Guard<'static, State> {
     sys::keeping_errno(lock)
 }
 
@@ -193,12 +217,36 @@ pub fn wait_for(at: Blocked) -> bool {
 impl State {
     /// Under the lock: the record's place, or why the general way takes
     /// the call: everything the lock's holder does between taking it and
-    /// letting go of it. A function of its own in a library built with
-    /// `--cfg vlog_lock_profile`, so that a profile counts it (`make
-    /// bench-lock`); inlined otherwise.
-    #[cfg_attr(vlog_lock_profile, inline(never))]
-    #[cfg_attr(not(vlog_lock_profile), inline(always))]
+    /// letting go of it. The common case first, decided with a few
+    /// compares: no replaced ring to free, no output that prints the
+    /// message, the site known to this ring, room for the record without
+    /// evicting (so none that the outputs have not printed either).
+    #[inline(always)]
     fn reserve_words(&mut self, call: &Words, len: usize) -> Reserved {
+        // (Fields apart, not `prints`: the ring is borrowed meanwhile.)
+        let State {
+            ring,
+            retired,
+            lowest,
+            ..
+        } = self;
+        if let Some(ring) = ring.as_mut() {
+            if (call.priority as u8) < *lowest && retired.is_empty() {
+                if let Some(entry) = known_entry(ring, call.source, call.site) {
+                    if let Some(slot) = ring.reserve_slot_in_room(len) {
+                        return Reserved::Slot(slot, entry);
+                    }
+                }
+            }
+        }
+        self.reserve_words_making_room(call, len)
+    }
+
+    /// [`State::reserve_words`] past the common case: replaced rings freed,
+    /// the site added to the dictionary, room made.
+    #[cold]
+    #[inline(never)]
+    fn reserve_words_making_room(&mut self, call: &Words, len: usize) -> Reserved {
         // What every holder does before letting go (see `publish`), but
         // the ring readers find: a reservation does not replace it.
         if !self.retired.is_empty() {
@@ -223,17 +271,20 @@ impl State {
     }
 }
 
+/// The site's dictionary entry in `ring`, if it has one there already.
+#[inline(always)]
+fn known_entry(ring: &Ring, source: Live, site: &vlog__site) -> Option<u32> {
+    let cached = site.entry.load(Ordering::Relaxed);
+    ((cached >> 32) as u32 == ring.id()
+        && site.entry_source.load(Ordering::Relaxed) == source.addr())
+    .then_some(cached as u32)
+}
+
 /// The offset of the site's dictionary entry in `ring`, adding the site on
 /// its first record there; None when the dictionary has no room for it.
 #[inline]
 pub(super) fn site_entry(ring: &mut Ring, source: Live, site: &vlog__site) -> Option<u32> {
-    let cached = site.entry.load(Ordering::Relaxed);
-    if (cached >> 32) as u32 == ring.id()
-        && site.entry_source.load(Ordering::Relaxed) == source.addr()
-    {
-        return Some(cached as u32);
-    }
-    add_site(ring, source, site)
+    known_entry(ring, source, site).or_else(|| add_site(ring, source, site))
 }
 
 /// A site's first record in this ring: its entry is added.

@@ -9,6 +9,7 @@ use super::printer::Printer;
 use super::{above, lock, State, INSIDE};
 use crate::crash;
 use crate::ring::published;
+use crate::sys::lock::Guard;
 use crate::{diag, panic, sys};
 
 thread_local! {
@@ -18,7 +19,7 @@ thread_local! {
 }
 
 /// The logger's lock, then the printer's (the lock order).
-type Held = (MutexGuard<'static, State>, MutexGuard<'static, Printer>);
+type Held = (Guard<'static, State>, MutexGuard<'static, Printer>);
 
 // A panic must not unwind into libc's fork; these run in the middle of it,
 // so they only swallow one.
@@ -89,6 +90,8 @@ extern "C-unwind" fn child() {
         // The child has only this thread: no reader can be inside the ring,
         // and the cached thread id belongs to the parent.
         published::forget_readers_after_fork();
+        // A thread of the parent's that walked ahead is not here.
+        crate::ring::ahead::after_fork();
         sys::forget_ids_after_fork();
         sys::alloc::after_fork();
         crash::after_fork();
@@ -117,7 +120,7 @@ extern "C-unwind" fn child() {
             // Readers find at once that the ring is not the child's to
             // print from (its exit handler may run before it logs).
             published::after_fork(state.ring.as_ref());
-        } else if let Ok(mut state) = super::STATE.try_lock() {
+        } else if let Some(mut state) = super::STATE.try_lock() {
             // Forked from a signal handler that interrupted vlog on this
             // thread while it copied a record (holding no lock): the other
             // threads' records in flight are abandoned all the same (this

@@ -7,7 +7,8 @@
 //! control socket, a stage above with a lock of its own, does at the
 //! logger's moments is `above`.
 //!
-//! The lock is std's Mutex, a bare futex word on Linux. parking_lot keeps a
+//! The lock is a bare futex word (`sys::lock`, std's Mutex without its
+//! poisoning, which the logger takes no notice of). parking_lot keeps a
 //! process-wide table of parked threads whose bucket locks a fork can leave
 //! held by a thread that does not exist in the child, so a child forked
 //! while other threads log could hang on its first contended lock
@@ -37,7 +38,7 @@ use std::cell::Cell;
 use std::ffi::c_int;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use crate::config::filter::Filters;
 use crate::config::limit::RateLimit;
@@ -51,6 +52,7 @@ use crate::record::Record;
 use crate::ring::{published, Ring};
 use crate::site::Catalog;
 use crate::source::Registry;
+use crate::sys::lock::{Guard, Lock};
 use crate::{diag, sys};
 use printer::Printer;
 
@@ -105,7 +107,7 @@ pub struct State {
     threads: ticker::Threads,
 }
 
-static STATE: Mutex<State> = Mutex::new(State::new());
+static STATE: Lock<State> = Lock::new(State::new());
 
 /// `State::lowest` when no output prints anything.
 const NONE_PRINTED: u8 = 5;
@@ -158,12 +160,10 @@ impl Default for State {
     }
 }
 
-/// Takes the lock. A panic while it was held (caught at the C boundary)
-/// leaves the state usable, so poisoning is ignored.
-fn lock() -> MutexGuard<'static, State> {
-    STATE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// Takes the lock. (A panic while it was held, caught at the C boundary,
+/// leaves the state usable: the lock knows no poisoning.)
+fn lock() -> Guard<'static, State> {
+    STATE.lock()
 }
 
 /// What every holder of the lock does before letting go of it: readers find
@@ -191,7 +191,7 @@ impl Drop for Inside {
 /// The state, locked by a thread marked inside the logger.
 pub struct Entered {
     // Dropped in this order: the lock, then the mark.
-    guard: MutexGuard<'static, State>,
+    guard: Guard<'static, State>,
     _inside: Inside,
 }
 

@@ -1,11 +1,13 @@
 //! Making room: the oldest records move out of the ring (`head` moves past
 //! them, counted as lost) before their bytes are reused, never a record
 //! still in flight ([R7]), and a little ahead, so that most appends find
-//! their room made.
+//! their room made. The walk over them is done outside the lock when it can
+//! be (`ahead`): the lock's holder then only checks and takes its result.
 
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
 
-use super::record;
+use super::ahead;
+use super::walk::{walk, Stop};
 use super::writer::{Blocked, Ring};
 
 impl Ring {
@@ -41,75 +43,113 @@ impl Ring {
     /// Moves `head` from `head` to at least `needed` (a record boundary, or
     /// `tail`), and on to a 64th of the ring beyond if it can, counting
     /// the records passed as lost. A record still in flight is never
-    /// passed: Err when one is in the way before `needed`.
+    /// passed: Err when one is in the way before `needed`. A walk done
+    /// ahead without the lock (`ahead`) is taken first, when it began
+    /// where the head is and goes no further than the rules allow.
     #[cold]
     #[inline(never)]
-    fn evict(&mut self, tail: u64, needed: u64, mut head: u64) -> Result<(), Blocked> {
+    fn evict(&mut self, tail: u64, needed: u64, head: u64) -> Result<(), Blocked> {
         let size = self.data_size as u64;
         let h = self.header();
         // Never ahead into records the outputs have not printed ([R5]).
         let printed = h.printed.load(Ordering::Acquire);
-        let ahead = if self.prints_here && printed < h.marked_end.load(Ordering::Relaxed) {
-            (needed + size / 64).min(printed.max(needed))
+        let limit = if self.prints_here && printed < h.marked_end.load(Ordering::Relaxed) {
+            printed.max(needed)
         } else {
-            needed + size / 64
+            u64::MAX
         };
         let mut lost = 0;
+        let mut head = head;
+        if let Some(done) = ahead::take(self.as_raw().addr(), head) {
+            if done.head <= limit.min(tail) {
+                head = done.head;
+                lost = done.records;
+            }
+        }
         let mut result = Ok(());
-        let data = self.data_ptr();
-        let data_size = self.data_size;
-        let end = ahead.min(tail);
-        let mut off = (head % size) as usize;
-        while head < end {
-            // SAFETY: a record boundary inside the data area (`off` stays
-            // below the data size: it goes back to 0 at its end), 8-aligned:
-            // its first word holds a commit word (or a pad's mark) and a
-            // length, the commit word stored atomically.
-            let word = unsafe { AtomicU64::from_ptr(data.add(off).cast()) };
-            // [R7] Acquire: pairs with [W7] in Slot::commit; what a copy
-            // wrote is done before these bytes are reused.
-            let [c0, c1, c2, c3, l0, l1, l2, l3] = word.load(Ordering::Acquire).to_ne_bytes();
-            let (commit, len) = (
-                u32::from_ne_bytes([c0, c1, c2, c3]),
-                u32::from_ne_bytes([l0, l1, l2, l3]) as usize,
-            );
-            if commit == 0 {
-                if head < needed {
+        if head < needed {
+            // SAFETY: this ring's data area, mapped while it lives.
+            let walked = unsafe {
+                walk(
+                    self.data_ptr(),
+                    self.data_size,
+                    head,
+                    (needed + size / 64).min(limit).min(tail),
+                )
+            };
+            lost += walked.records;
+            head = match walked.stop {
+                Stop::InFlight if walked.head < needed => {
                     result = Err(Blocked {
-                        pos: head,
+                        pos: walked.head,
                         ring: self.as_raw().addr(),
                     });
+                    walked.head
                 }
-                break;
-            }
-            lost += u64::from(commit != record::PAD_MARK);
-            // A record or a pad: 8 bytes or more, a multiple of 8, within
-            // the data area. Our own bytes cannot be otherwise; if they
-            // are, everything older is given up on rather than walk
-            // garbage.
-            let rest = data_size - off;
-            if len == 0 || !len.is_multiple_of(8) || len > rest {
-                head = tail;
-                break;
-            }
-            off = if len == rest { 0 } else { off + len };
-            head += len as u64;
+                // Our own bytes cannot be damaged; if they are, everything
+                // older is given up on rather than walk garbage.
+                Stop::Damaged => tail,
+                _ => walked.head.max(needed.min(tail)),
+            };
         }
         let h = self.header();
-        let head = if result.is_ok() {
-            head.max(needed.min(tail))
-        } else {
-            head
-        };
         h.head.store(head, Ordering::Relaxed);
         // Only the lock's holder writes the counter: no read-modify-write.
         h.lost
             .store(h.lost.load(Ordering::Relaxed) + lost, Ordering::Relaxed);
-        self.room_end = head + size;
+        if !self.shared {
+            self.room_end = head + size;
+        }
         // [W2] Release fence: the head update is ordered before the stores
         // that overwrite the evicted bytes; pairs with [R2], the reader's
         // Acquire fence and head load after its copy (reader::read).
         fence(Ordering::Release);
+        if !self.shared {
+            // The next stretch is walked by the next thread that records.
+            ahead::want();
+        }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Record;
+    use crate::ring::layout::MIN_SIZE;
+
+    /// A record's length damaged by a wild write of the program (0, not a
+    /// multiple of 8, past the data area's end): eviction gives up on
+    /// everything older rather than walk it, and appending goes on.
+    #[test]
+    fn a_damaged_length_is_given_up_on_never_walked() {
+        for bad in [0u32, 12, 2 * MIN_SIZE as u32] {
+            let mut ring = Ring::new(MIN_SIZE).unwrap();
+            let mut i = 0;
+            // Until the next append has to evict.
+            while ring.header().tail.load(Ordering::Relaxed) + 256 < MIN_SIZE as u64 {
+                ring.append(&Record::sample(format!("record {i}").as_bytes()))
+                    .unwrap();
+                i += 1;
+            }
+            let head = ring.header().head.load(Ordering::Relaxed);
+            let off = (head % MIN_SIZE as u64) as usize;
+            ring.data_mut(off + crate::ring::record::LEN_AT, 4)
+                .copy_from_slice(&bad.to_ne_bytes());
+            for j in 0..3 * i {
+                let tail = ring.header().tail.load(Ordering::Relaxed);
+                ring.append(&Record::sample(format!("after {j}").as_bytes()))
+                    .unwrap_or_else(|e| panic!("length {bad}: append {j} refused: {e:?}"));
+                let h = ring.header();
+                let (head, new_tail) = (
+                    h.head.load(Ordering::Relaxed),
+                    h.tail.load(Ordering::Relaxed),
+                );
+                assert!(
+                    head <= tail && new_tail - head <= MIN_SIZE as u64,
+                    "length {bad}, append {j}: head {head}, tail {tail} -> {new_tail}"
+                );
+            }
+        }
     }
 }

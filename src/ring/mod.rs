@@ -72,11 +72,21 @@
 //! - [W4]/[R4] (`published`): the pointer readers find the ring by, and their
 //!   count, SeqCst on both sides, so a replaced ring is freed only after its
 //!   last reader left.
+//! - [W8] the state READY Release in `Ahead::walk_with`, after what a
+//!   walker without the lock found (`ahead`: where its walk over the oldest
+//!   records began and ended), pairs with [R8] the state's Acquire load in
+//!   `Ahead::take`, by the lock's holder that makes room: it reads what was
+//!   found whole. With [R7] in the walk (each record passed was seen
+//!   committed), the records' copies are done before their bytes are
+//!   reused; the holder takes the walk only if the head is still where it
+//!   began, so no record it passed was evicted and reused meanwhile.
 //!
 //! # Files
 //!
 //! `layout` (the header, offsets, sizes, magic), `record` (the record's
-//! binary form), `checksum` (its hash), `slot` (records in flight), `evict` (room made),
+//! binary form), `checksum` (its hash), `slot` (records in flight), `evict` (room made), `walk`
+//! (the walk over the oldest records), `ahead` (that walk done without the
+//! lock),
 //! `sites` (the dictionary), `lock` (a ring file's
 //! process-shared lock), `writer` (appending), `view` (a live ring, read),
 //! `reader` (the walk every reader shares), `scan` (the header-only walk
@@ -86,6 +96,7 @@
 //! `published` (the ring lock-free readers find), `marks` (what the writer
 //! keeps for the records marked for the outputs).
 
+pub mod ahead;
 pub mod checksum;
 pub mod evict;
 pub mod file;
@@ -102,6 +113,7 @@ pub mod scan;
 pub mod sites;
 pub mod slot;
 pub mod view;
+pub mod walk;
 pub mod writer;
 
 pub use image::{find_rings, Image, ImageError};

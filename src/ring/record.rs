@@ -107,7 +107,7 @@ pub const fn align8(n: usize) -> usize {
 /// The commit word of the record with sequence number `seq`: odd, so it is
 /// never 0 (being written) nor the pad mark, and tied to `seq` so a stale record
 /// left from an earlier lap of the ring cannot pass for a newer one.
-pub fn commit_value(seq: u64) -> u32 {
+pub const fn commit_value(seq: u64) -> u32 {
     ((seq as u32) << 1 | 1) ^ 0x6C6F_6700
 }
 

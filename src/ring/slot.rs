@@ -204,10 +204,34 @@ impl Ring {
     #[inline(always)]
     pub fn reserve_slot(&mut self, len: usize) -> Result<Slot, Blocked> {
         debug_assert!(!self.shared && len.is_multiple_of(8));
+        let (tail, off) = self.reserve(len)?;
+        Ok(self.slot_at(tail, off, len))
+    }
+
+    /// [`Ring::reserve_slot`] when nothing has to be made room for: the
+    /// record fits before the data area's end and before the head (no
+    /// record is evicted, so none that the outputs have not printed yet).
+    /// None otherwise, and for a ring file. The common case, decided with
+    /// two compares.
+    #[inline(always)]
+    pub fn reserve_slot_in_room(&mut self, len: usize) -> Option<Slot> {
+        debug_assert!(len.is_multiple_of(8));
+        let tail = self.header().tail.load(Ordering::Relaxed);
+        let off = self.tail_off;
+        // A ring file's `room_end` is 0: never here.
+        if off + len > self.data_size || tail + len as u64 > self.room_end {
+            return None;
+        }
+        Some(self.slot_at(tail, off, len))
+    }
+
+    /// The record of `len` bytes at position `tail`, data offset `off`,
+    /// whose room is made: reserved.
+    #[inline(always)]
+    fn slot_at(&mut self, tail: u64, off: usize, len: usize) -> Slot {
+        assert!(off + len <= self.data_size);
         let h = self.header();
         let seq = h.next_seq.load(Ordering::Relaxed);
-        let (tail, off) = self.reserve(len)?;
-        assert!(off + len <= self.data_size);
         // SAFETY: in bounds (asserted) of the data area.
         let at = unsafe { NonNull::new_unchecked(self.data_ptr().add(off)) };
         // SAFETY: the record's first word, 8-aligned, inside the mapping;
@@ -235,7 +259,7 @@ impl Ring {
         // SAFETY: the `len` bytes at `at` were reserved above for this
         // record alone; the ring is unmapped only once none of its records
         // is in flight (`Ring::copies_in_flight`).
-        Ok(unsafe { Slot::new(at, len, seq) })
+        unsafe { Slot::new(at, len, seq) }
     }
 
     /// Whether a record of this ring is in flight (reserved, not committed

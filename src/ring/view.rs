@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::layout::{Header, Stats, HEADER_SPACE};
 use super::reader::{self, Entry, Region};
+use super::walk::{walk, Walked};
 
 #[derive(Clone, Copy)]
 pub struct View<'a> {
@@ -127,6 +128,19 @@ impl View<'_> {
             // SAFETY: no arguments; async-signal-safe.
             unsafe { libc::sched_yield() };
         }
+    }
+
+    /// Walks the oldest records from the head, a 64th of the ring (see
+    /// `ahead`): where it began, and what it found.
+    pub fn walk_ahead(&self) -> (u64, Walked) {
+        let size = self.header.data_size;
+        let from = self.head();
+        let end = (from + size / 64).min(self.tail());
+        // SAFETY: this view's data area, mapped while the view lives, its
+        // record words stored atomically by their writers. Bytes that
+        // change under the walk (the head moved past them) give wrong
+        // lengths at worst, and a result `ahead::take` drops.
+        (from, unsafe { walk(self.data, size as usize, from, end) })
     }
 
     /// Whether the record at data offset `off` is committed now.

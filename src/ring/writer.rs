@@ -17,6 +17,8 @@ use crate::sys;
 /// of a ring file, written only through `&mut self` (the logger's lock).
 pub struct Ring {
     base: NonNull<u8>,
+    /// Where the data area begins in the mapping.
+    data: NonNull<u8>,
     map_len: usize,
     pub(super) data_size: usize,
     dict_size: usize,
@@ -37,9 +39,10 @@ pub struct Ring {
     /// Where the newest record starts.
     pub(super) last: u64,
     /// For a ring only this process writes (not `shared`): the tail's
-    /// offset in the data area, and where the room before the head ends
-    /// (head + data size), kept as they move, so that an append needs no
-    /// division and no look at the head while it has room.
+    /// offset in the data area (the data size itself after a record that
+    /// ends there), and where the room before the head ends (head + data
+    /// size; 0 for a ring file), kept as they move, so that an append needs
+    /// no division and no look at the head while it has room.
     pub(super) tail_off: usize,
     pub(super) room_end: u64,
     /// For a replaced ring: the position before which no record is in
@@ -90,7 +93,7 @@ impl Ring {
         // SAFETY: LOCK_OFFSET lies inside the header space of the fresh
         // mapping, 8-aligned, unused so far.
         unsafe { lock::init(ring.lock_ptr()) }?;
-        ring.shared = true;
+        ring.make_shared();
         Ok(ring)
     }
 
@@ -105,9 +108,16 @@ impl Ring {
     /// the Ring may unmap it.
     pub(super) unsafe fn join_shared(map: NonNull<u8>, size: usize) -> Ring {
         let mut ring = Ring::over(map, size);
-        ring.shared = true;
+        ring.make_shared();
         ring.prints_here = false;
         ring
+    }
+
+    /// A ring file: other processes append too, so an append always looks
+    /// at the head (no room is ever known to be there: `room_end` 0).
+    fn make_shared(&mut self) {
+        self.shared = true;
+        self.room_end = 0;
     }
 
     fn init(base: NonNull<u8>, size: usize) -> Ring {
@@ -119,11 +129,15 @@ impl Ring {
 
     /// The owner of the mapping at `base`, a ring of `size` bytes.
     fn over(base: NonNull<u8>, size: usize) -> Ring {
+        let dict_size = layout::dict_size_for(size);
         Ring {
             base,
+            // SAFETY: the data area lies within the mapping, after the
+            // header and the dictionary.
+            data: unsafe { base.add(HEADER_SPACE + dict_size) },
             map_len: layout::region_len(size),
             data_size: size,
-            dict_size: layout::dict_size_for(size),
+            dict_size,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             shared: false,
             file: None,
@@ -211,12 +225,11 @@ impl Ring {
     }
 
     pub(super) fn data_ptr(&self) -> *mut u8 {
-        // SAFETY: the data area lies within the mapping.
-        unsafe { self.base.as_ptr().add(HEADER_SPACE + self.dict_size) }
+        self.data.as_ptr()
     }
 
     /// The `len` bytes of the data area at `off`, for the writer.
-    fn data_mut(&mut self, off: usize, len: usize) -> &mut [u8] {
+    pub(super) fn data_mut(&mut self, off: usize, len: usize) -> &mut [u8] {
         assert!(off + len <= self.data_size);
         // SAFETY: in bounds (checked above) and 8-aligned. `&mut self` makes
         // this the only writer. Lock-free readers may copy these bytes at the
@@ -341,6 +354,8 @@ impl Ring {
         let mut tail = self.header().tail.load(Ordering::Relaxed);
         let mut off = if self.shared {
             (tail % self.data_size as u64) as usize
+        } else if self.tail_off == self.data_size {
+            0
         } else {
             self.tail_off
         };
@@ -352,7 +367,8 @@ impl Ring {
             tail += pad as u64;
             off = 0;
         }
-        if self.shared || tail + len as u64 > self.room_end {
+        // Always for a ring file (`room_end` 0).
+        if tail + len as u64 > self.room_end {
             self.make_room(tail, len)?;
         }
         Ok((tail, off))
@@ -362,8 +378,10 @@ impl Ring {
     #[inline(always)]
     pub(super) fn moved_tail(&mut self, tail: u64, off: usize, len: usize) {
         self.last = tail;
-        let end = off + len;
-        self.tail_off = if end == self.data_size { 0 } else { end };
+        // The data area's end itself when the record ends there: the next
+        // append starts again at 0 (`reserve`), and the flight recorder's
+        // room test (`reserve_slot_in_room`) fails, which sends it there.
+        self.tail_off = off + len;
     }
 
     /// Publishes the record written at `off` (position `tail`, `len` bytes)

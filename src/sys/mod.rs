@@ -2,8 +2,8 @@
 //! `unsafe` block: descriptors and the one way vlog opens a file of its own
 //! (`private`; `fd` keeps a descriptor vlog's), sockets (`net`; `connection`, a stream for an output with a
 //! queue of its own), cancellation (`cancel`), the global allocator
-//! (`alloc`), a reading thread's waits (`watch`), signals taken and sent on
-//! (`signal`), and the thread, clock and process calls below.
+//! (`alloc`), a reading thread's waits (`watch`), the logger's lock (`lock`),
+//! signals taken and sent on (`signal`), and the thread, clock and process calls below.
 //!
 //! The bottom of the crate: it imports nothing of vlog's.
 
@@ -12,9 +12,12 @@ pub mod cancel;
 pub mod connection;
 pub mod fd;
 pub mod listen;
+pub mod lock;
 pub mod net;
 pub mod place;
 pub mod private;
+#[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
+pub mod profile;
 pub mod signal;
 pub mod syslog;
 pub mod watch;
