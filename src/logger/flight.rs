@@ -166,10 +166,13 @@ pub fn record(call: &Words) -> Flight {
 #[inline(never)]
 fn walk_ahead() {
     ahead::walk_with(|| {
+        // Before the pointer: the id of the ring read or of an earlier one
+        // (whose walk the current ring drops), never a later one's.
+        let id = published::id();
         published::read(|view| {
             let view = view.filter(|_| published::private())?;
             let (from, found) = view.walk_ahead();
-            Some((view.id(), from, found))
+            Some((id, from, found))
         })
     });
 }

@@ -5,9 +5,10 @@
 //! room has been made, the next thread that records walks the following
 //! stretch (a 64th of the ring) after letting go of the lock, and leaves
 //! what it found here; the holder that next needs room takes it in a few
-//! instructions if the head is still where the walk began (and walks
-//! itself otherwise: another holder moved the head, the ring was replaced,
-//! no thread has walked yet).
+//! instructions if it is the same ring (by its id: a ring mapped where a
+//! freed one was has its address and starts at the same head 0) and the
+//! head is still where the walk began (and walks itself otherwise: another
+//! holder moved the head, the ring was replaced, no thread has walked yet).
 //!
 //! The walker reads the ring as the other lock-free readers do, through
 //! the published ring (`published::read`, `View::walk_ahead`; the caller
@@ -22,7 +23,7 @@
 //! was found. With [R7] in the walk, what the records' writers wrote is
 //! done before the holder lets their bytes be reused.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use super::walk::{Stop, Walked};
 
@@ -38,7 +39,8 @@ const READY: u8 = 3;
 
 pub(super) struct Ahead {
     state: AtomicU8,
-    ring: AtomicUsize,
+    /// The walked ring's id (`Ring::id`: never reused, unlike its address).
+    ring: AtomicU32,
     from: AtomicU64,
     to: AtomicU64,
     records: AtomicU64,
@@ -51,7 +53,7 @@ impl Ahead {
     pub(super) const fn new() -> Ahead {
         Ahead {
             state: AtomicU8::new(IDLE),
-            ring: AtomicUsize::new(0),
+            ring: AtomicU32::new(0),
             from: AtomicU64::new(0),
             to: AtomicU64::new(0),
             records: AtomicU64::new(0),
@@ -66,10 +68,10 @@ impl Ahead {
             .compare_exchange(IDLE, WANTED, Ordering::Relaxed, Ordering::Relaxed);
     }
 
-    /// Under the lock, making room at `head` of ring `ring` (its header's
-    /// address): the walk done ahead, if one waits and began there. One
-    /// that began elsewhere is dropped.
-    pub(super) fn take(&self, ring: usize, head: u64) -> Option<Walked> {
+    /// Under the lock, making room at `head` of ring `ring` (its id): the
+    /// walk done ahead, if one waits and began there. One that began
+    /// elsewhere is dropped.
+    pub(super) fn take(&self, ring: u32, head: u64) -> Option<Walked> {
         // [R8] Acquire: pairs with [W8] in `walk_with`.
         if self.state.load(Ordering::Acquire) != READY {
             return None;
@@ -90,9 +92,11 @@ impl Ahead {
     }
 
     /// Without the lock: if a walk is wanted and no other thread walks,
-    /// walks with `walk` (which returns the ring, where it began and what
-    /// it found) and leaves what it found for the holder.
-    fn walk_with(&self, walk: impl FnOnce() -> Option<(usize, u64, Walked)>) {
+    /// walks with `walk` (which returns the ring's id, where it began and
+    /// what it found) and leaves what it found for the holder. The ring is
+    /// named by its id, not its address: a ring freed and another mapped
+    /// where it was would otherwise take a walk over bytes it never had.
+    fn walk_with(&self, walk: impl FnOnce() -> Option<(u32, u64, Walked)>) {
         if self
             .state
             .compare_exchange(WANTED, WALKING, Ordering::Relaxed, Ordering::Relaxed)
@@ -120,7 +124,7 @@ pub(super) fn want() {
 }
 
 /// See [`Ahead::take`].
-pub(super) fn take(ring: usize, head: u64) -> Option<Walked> {
+pub(super) fn take(ring: u32, head: u64) -> Option<Walked> {
     AHEAD.take(ring, head)
 }
 
@@ -133,7 +137,7 @@ pub fn wanted() -> bool {
 
 /// Without the lock: see [`Ahead::walk_with`]. (The caller walks the
 /// published ring: `View::walk_ahead`.)
-pub fn walk_with(walk: impl FnOnce() -> Option<(usize, u64, Walked)>) {
+pub fn walk_with(walk: impl FnOnce() -> Option<(u32, u64, Walked)>) {
     AHEAD.walk_with(walk);
 }
 
@@ -158,7 +162,7 @@ mod tests {
         let view = unsafe { View::from_raw(ring.as_raw()) };
         ahead.walk_with(|| {
             let (from, found) = view.walk_ahead();
-            Some((view.id(), from, found))
+            Some((ring.id(), from, found))
         });
     }
 
@@ -174,15 +178,16 @@ mod tests {
     #[test]
     fn a_walk_is_made_only_when_wanted_and_taken_only_where_it_began() {
         let ring = filled(40);
-        let id = ring.as_raw().addr();
+        let id = ring.id();
         let ahead = Ahead::new();
         walk_over(&ahead, &ring);
         assert!(ahead.take(id, 0).is_none(), "walked without being wanted");
 
         ahead.want();
         walk_over(&ahead, &ring);
-        // Another ring, another head: dropped, and nothing waits after.
-        assert!(ahead.take(id + 8, 0).is_none());
+        // Another ring (one mapped where this one was, say), another head:
+        // dropped, and nothing waits after.
+        assert!(ahead.take(id + 1, 0).is_none());
         ahead.want();
         walk_over(&ahead, &ring);
         assert!(ahead.take(id, 8).is_none());
@@ -209,7 +214,7 @@ mod tests {
             ring.append(&Record::sample(format!("record {i}").as_bytes()))
                 .unwrap();
         }
-        let id = ring.as_raw().addr();
+        let id = ring.id();
         let ahead = Ahead::new();
         ahead.want();
         walk_over(&ahead, &ring);

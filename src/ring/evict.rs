@@ -60,7 +60,14 @@ impl Ring {
         };
         let mut lost = 0;
         let mut head = head;
-        if let Some(done) = ahead::take(self.as_raw().addr(), head) {
+        // (A ring file's oldest records are walked under its lock: other
+        // processes append to it.)
+        let done = if self.shared {
+            None
+        } else {
+            ahead::take(self.id(), head)
+        };
+        if let Some(done) = done {
             if done.head <= limit.min(tail) {
                 head = done.head;
                 lost = done.records;

@@ -71,15 +71,18 @@
 //!   copy's bytes are done before the writer overwrites them.
 //! - [W4]/[R4] (`published`): the pointer readers find the ring by, and their
 //!   count, SeqCst on both sides, so a replaced ring is freed only after its
-//!   last reader left.
+//!   last reader left. The ring's id is stored after the pointer and loaded
+//!   before it (`published::id`), so the id a reader holds is that of the
+//!   ring it reads or of an earlier one, never a later ring's.
 //! - [W8] the state READY Release in `Ahead::walk_with`, after what a
 //!   walker without the lock found (`ahead`: where its walk over the oldest
 //!   records began and ended), pairs with [R8] the state's Acquire load in
 //!   `Ahead::take`, by the lock's holder that makes room: it reads what was
 //!   found whole. With [R7] in the walk (each record passed was seen
 //!   committed), the records' copies are done before their bytes are
-//!   reused; the holder takes the walk only if the head is still where it
-//!   began, so no record it passed was evicted and reused meanwhile.
+//!   reused; the holder takes the walk only for its own ring (by id, see
+//!   [W4]) and if the head is still where it began, so no record it passed
+//!   was evicted and reused meanwhile.
 //!
 //! # Files
 //!

@@ -11,7 +11,7 @@
 //! the count).
 
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 use super::layout::Header;
 use super::reader::{self, Cursor, Entry, Region};
@@ -27,6 +27,10 @@ static PRINTS_HERE: AtomicBool = AtomicBool::new(true);
 /// ring file): see `Region::whole`.
 static PRIVATE: AtomicBool = AtomicBool::new(false);
 static READERS: AtomicUsize = AtomicUsize::new(0);
+/// The published ring's id (`Ring::id`, never reused; 0: none), stored
+/// after the pointer: whoever loads it before the pointer finds that ring
+/// or a later one, never an earlier ring that had its address.
+static PUBLISHED_ID: AtomicU32 = AtomicU32::new(0);
 
 /// Makes `ring` the one readers find (None: no ring).
 pub fn publish(ring: Option<&Ring>) {
@@ -38,7 +42,16 @@ pub fn publish(ring: Option<&Ring>) {
         PRIVATE.store(ring.is_some_and(Ring::is_private), Ordering::SeqCst);
         // [W4] the pointer, then the count.
         PUBLISHED.store(now.cast_mut(), Ordering::SeqCst);
+        PUBLISHED_ID.store(ring.map_or(0, Ring::id), Ordering::SeqCst);
     }
+}
+
+/// The id of the ring published now (0: none), for a reader that must tell
+/// the ring it reads from any other ring that had its address: loaded
+/// before [`read`] loads the pointer, it is that ring's id or an earlier
+/// ring's, never a later one's.
+pub fn id() -> u32 {
+    PUBLISHED_ID.load(Ordering::SeqCst)
 }
 
 /// Whether this process's outputs read the published ring.

@@ -85,6 +85,13 @@ fn every_entry_point_works_while_its_thread_exits() {
     );
 }
 
+/// Eviction's walk done ahead without the lock is taken only by the ring
+/// it walked, never by a later ring mapped at its address.
+#[test]
+fn a_walk_done_ahead_is_never_taken_by_another_ring() {
+    check("walk_ahead");
+}
+
 /// A thread stopped in the middle of copying its record (in flight, its
 /// commit word not yet written): a signal handler that logs, dumps,
 /// another thread filling the ring (by the flight recorder's way and the
