@@ -295,6 +295,43 @@ static const char *position_moved(long calls)
     return shared_position >= (unsigned long)calls ? NULL : "the counter did not move";
 }
 
+/* -- the floor for any one ring that threads share without a lock: a
+ * record's place taken by an atomic add on the shared position, the same
+ * work as above, then the record (56 bytes, as vlog's staticString) written
+ * into one data area all threads write, its first word stored last with
+ * release, as a commit word is. Records of different threads share cache
+ * lines there, as they do in any one ring: those lines move between cores
+ * too. */
+#define FLOOR_RING_SIZE (64 * 1024)
+#define FLOOR_RECORD 56
+static _Alignas(64) unsigned long ring_floor_position;
+static _Alignas(64) unsigned char ring_floor_data[FLOOR_RING_SIZE];
+static void shared_ring_run(int msg, long n)
+{
+    for (long i = 0; i < n; i++) {
+        unsigned long at = __atomic_fetch_add(&ring_floor_position, FLOOR_RECORD, __ATOMIC_ACQ_REL);
+        unsigned long off = at % FLOOR_RING_SIZE, h = at;
+        unsigned long *rec;
+        if (off + FLOOR_RECORD > FLOOR_RING_SIZE)
+            off = 0; /* a wrap's pad, simplified */
+        rec = (unsigned long *)(void *)(ring_floor_data + off);
+        for (int k = 0; k < 60; k++)
+            h = h * 0x9E3779B97F4A7C15ul + (unsigned long)k;
+        for (int w = 1; w < FLOOR_RECORD / 8; w++)
+            rec[w] = h + (unsigned long)w;
+        __atomic_store_n(&rec[0], at | 1, __ATOMIC_RELEASE);
+    }
+    floor_sum += (unsigned long)msg;
+}
+BENCH_THREADED(shared_ring, shared_ring_run, 1)
+BENCH_THREADED(shared_ring, shared_ring_run, 2)
+BENCH_THREADED(shared_ring, shared_ring_run, 8)
+static const char *ring_position_moved(long calls)
+{
+    return ring_floor_position >= (unsigned long)calls * FLOOR_RECORD ? NULL
+                                                                      : "the position did not move";
+}
+
 /* -- The floor of the short lock: the lock taken only to reserve a place
  * (the position, and a few steps of work for making room) and again to
  * publish it, the rest of the record's work (50 of the 60 multiplications)
@@ -475,6 +512,9 @@ static const struct bench_mode modes[] = {
     {"floor-memcpy-mutex", NULL, memcpy_run, sum_positive},
     {"floor-shared-line-threads-1", NULL, shared_line_run_1, position_moved},
     {"floor-shared-line-threads-2", NULL, shared_line_run_2, position_moved},
+    {"floor-shared-ring-threads-1", NULL, shared_ring_run_1, ring_position_moved},
+    {"floor-shared-ring-threads-2", NULL, shared_ring_run_2, ring_position_moved},
+    {"floor-shared-ring-threads-8", NULL, shared_ring_run_8, ring_position_moved},
     {"floor-short-lock-threads-1", NULL, short_lock_run_1, all_published},
     {"floor-short-lock-threads-2", NULL, short_lock_run_2, all_published},
     {"syslog-masked", syslog_setup, syslog_run, syslog_check},
