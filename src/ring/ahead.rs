@@ -82,7 +82,9 @@ impl Ahead {
             self.to.load(Ordering::Relaxed),
             self.records.load(Ordering::Relaxed),
         );
-        self.state.store(IDLE, Ordering::Relaxed);
+        // Release: pairs with the next walker's Acquire claim, which
+        // writes only after what was found here has been read.
+        self.state.store(IDLE, Ordering::Release);
         let (r, from, to, records) = found;
         (r == ring && from == head).then_some(Walked {
             head: to,
@@ -99,7 +101,7 @@ impl Ahead {
     fn walk_with(&self, walk: impl FnOnce() -> Option<(u32, u64, Walked)>) {
         if self
             .state
-            .compare_exchange(WANTED, WALKING, Ordering::Relaxed, Ordering::Relaxed)
+            .compare_exchange(WANTED, WALKING, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
             return;

@@ -82,7 +82,9 @@
 //!   committed), the records' copies are done before their bytes are
 //!   reused; the holder takes the walk only for its own ring (by id, see
 //!   [W4]) and if the head is still where it began, so no record it passed
-//!   was evicted and reused meanwhile.
+//!   was evicted and reused meanwhile. Back the other way, the holder's
+//!   Release as it lets the state go pairs with the next walker's Acquire
+//!   claim: a walker writes what it finds only after the last was read.
 //!
 //! # Files
 //!
