@@ -1,6 +1,6 @@
 //! A read-only handle on a ring in this process's memory, for the readers
-//! that take no lock: `vlog_dump`, the crash handler, the writer's own walk
-//! when it evicts.
+//! that take no lock: `vlog_dump`, the crash handler, the control socket,
+//! and the walk over the oldest records done ahead of eviction (`ahead`).
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};
