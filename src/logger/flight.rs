@@ -110,42 +110,52 @@ pub fn record(call: &Words) -> Flight {
         return Flight::General;
     }
     let len = align8(HEADER_LEN + call.message_len);
-    // The time of the call, before the lock: records are numbered in the
-    // order they took the lock, and a thread that waited for it carries
-    // the time it asked.
+    // The time of the call, before its record's place is taken: records
+    // are numbered in the order their places were taken, and a thread that
+    // waited for the lock carries the time it asked.
     let time_ns = sys::realtime_ns();
     let tid = sys::thread_id();
-    let copy = |slot: Slot, entry: u32| {
-        let head = WordsHead {
-            len: len as u32,
-            seq: slot.seq(),
-            time_ns,
-            tid,
-            entry,
-            priority: call.priority,
-            for_outputs: false,
-            message_len: call.message_len as u32,
-        };
-        slot.commit_words(&head, call.words, call.strings);
-        // Room was made lately: the next stretch is walked here,
-        // without the lock, for the holder that next needs room.
-        if ahead::wanted() {
-            walk_ahead();
-        }
-        Flight::Recorded
+    if !crash::settled() {
+        return Flight::General;
+    }
+    // Most calls: a record taken from the window the last holder of the
+    // lock opened, without the lock.
+    let taken = window::WINDOW.reserve(len, call.priority as u8, |ring| {
+        known_entry_in(ring, call.source, call.site)
+    });
+    let (slot, entry) = match taken {
+        Some(taken) => taken,
+        None => match reserve_locked(call, len) {
+            Ok(taken) => taken,
+            Err(flight) => return flight,
+        },
     };
+    let head = WordsHead {
+        len: len as u32,
+        seq: slot.seq(),
+        time_ns,
+        tid,
+        entry,
+        priority: call.priority,
+        for_outputs: false,
+        message_len: call.message_len as u32,
+    };
+    slot.commit_words(&head, call.words, call.strings);
+    // Room was made lately: the next stretch is walked here, without the
+    // lock, for the holder that next needs room.
+    if ahead::wanted() {
+        walk_ahead();
+    }
+    Flight::Recorded
+}
+
+/// The record's place when the window has none for it: reserved under the
+/// lock (room made, the next window opened), or taken from a window opened
+/// while this thread waited for a record in flight.
+#[cold]
+#[inline(never)]
+fn reserve_locked(call: &Words, len: usize) -> Result<(Slot, u32), Flight> {
     loop {
-        if !crash::settled() {
-            return Flight::General;
-        }
-        // Most calls: a record taken from the window the last holder of
-        // the lock opened, without the lock.
-        let taken = window::WINDOW.reserve(len, call.priority as u8, |ring| {
-            known_entry_in(ring, call.source, call.site)
-        });
-        if let Some((slot, entry)) = taken {
-            return copy(slot, entry);
-        }
         let reserved = {
             let mut state = STATE.try_lock().map_or_else(lock_waiting, holding);
             #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
@@ -160,14 +170,23 @@ pub fn record(call: &Words) -> Flight {
             reserved
         };
         match reserved {
-            Reserved::Slot(slot, entry) => return copy(slot, entry),
-            Reserved::General => return Flight::General,
+            Reserved::Slot(slot, entry) => return Ok((slot, entry)),
+            Reserved::General => return Err(Flight::General),
             Reserved::Blocked(at) => {
                 if !wait_for(at) {
                     stats::add(&stats::IN_FLIGHT_DROPPED, 1);
-                    return Flight::Dropped;
+                    return Err(Flight::Dropped);
                 }
             }
+        }
+        if !crash::settled() {
+            return Err(Flight::General);
+        }
+        let taken = window::WINDOW.reserve(len, call.priority as u8, |ring| {
+            known_entry_in(ring, call.source, call.site)
+        });
+        if let Some(taken) = taken {
+            return Ok(taken);
         }
     }
 }

@@ -64,19 +64,15 @@ pub struct Window {
     word: AtomicU64,
     /// The word's tail when opened.
     base_units: AtomicU64,
-    /// Where the window begins: position, sequence number, data offset;
-    /// and the ring's data area.
+    /// Where the window begins: position, sequence number, first byte.
     pos: AtomicU64,
     seq: AtomicU64,
-    off: AtomicU64,
-    data: AtomicPtr<u8>,
+    start: AtomicPtr<u8>,
     header: AtomicPtr<Header>,
     /// The bytes it holds.
     limit: AtomicU64,
     /// The ring's id (`Ring::id`), for the call site's dictionary entry.
     ring: AtomicU32,
-    /// The ring's data area size.
-    size: AtomicU64,
     /// The lowest priority an output prints (`logger::State::lowest`).
     lowest: AtomicU8,
 }
@@ -91,25 +87,25 @@ impl Window {
             base_units: AtomicU64::new(0),
             pos: AtomicU64::new(0),
             seq: AtomicU64::new(0),
-            off: AtomicU64::new(0),
-            data: AtomicPtr::new(std::ptr::null_mut()),
+            start: AtomicPtr::new(std::ptr::null_mut()),
             header: AtomicPtr::new(std::ptr::null_mut()),
             limit: AtomicU64::new(0),
             ring: AtomicU32::new(0),
-            size: AtomicU64::new(0),
             lowest: AtomicU8::new(0),
         }
     }
 }
 
-/// A record taken from the window, not stamped yet.
+/// A record taken from the window, not stamped yet: where it is, and
+/// what publishing it needs.
 struct Taken {
     at: NonNull<u8>,
     pos: u64,
     seq: u64,
     header: *const Header,
-    data: *mut u8,
-    size: usize,
+    /// Its offset in the window, and the window's bytes.
+    taken: u64,
+    limit: u64,
 }
 
 fn units(word: u64) -> u64 {
@@ -139,14 +135,7 @@ impl Window {
         // while it is not published and committed.
         unsafe {
             let slot = stamp(taken.at, len, taken.seq);
-            publish(
-                &*taken.header,
-                taken.data,
-                taken.size,
-                taken.pos,
-                len,
-                taken.seq,
-            );
+            publish(&taken, len);
             Some((slot, found))
         }
     }
@@ -167,18 +156,17 @@ impl Window {
             }
             let found = entry(self.ring.load(Ordering::Relaxed))?;
             let taken = self.taken(word);
-            if taken + len as u64 > self.limit.load(Ordering::Relaxed) {
+            let limit = self.limit.load(Ordering::Relaxed);
+            if taken + len as u64 > limit {
                 return None;
             }
             let next =
                 ((word & !TAIL_MASK) + ONE_RECORD) | ((units(word) + len as u64 / 8) & TAIL_MASK);
-            let (data, header, pos, seq, off, size) = (
-                self.data.load(Ordering::Relaxed),
+            let (start, header, pos, seq) = (
+                self.start.load(Ordering::Relaxed),
                 self.header.load(Ordering::Relaxed),
                 self.pos.load(Ordering::Relaxed),
                 self.seq.load(Ordering::Relaxed),
-                self.off.load(Ordering::Relaxed) as usize,
-                self.size.load(Ordering::Relaxed) as usize,
             );
             // AcqRel: Release pairs with `close`'s Acquire (a closer reads
             // what was taken after this thread's reads of the fields
@@ -189,21 +177,20 @@ impl Window {
             {
                 Ok(_) => {
                     // SAFETY: the swap succeeded on the word this thread
-                    // loaded, so no window was closed since: `data` is
-                    // the open window's ring's data area, which stays
-                    // mapped while a record taken from it is not published
-                    // and committed (`Ring::copies_in_flight`), and the
-                    // `len` bytes from `taken` lie inside the window's
-                    // room, taken by this thread alone.
-                    let at = unsafe { NonNull::new_unchecked(data.add(off + taken as usize)) };
-                    let seq = seq + count(word);
+                    // loaded, so no window was closed since: `start` is
+                    // the open window's first byte in its ring, which
+                    // stays mapped while a record taken from it is not
+                    // published and committed (`Ring::copies_in_flight`),
+                    // and the `len` bytes from `taken` lie inside the
+                    // window's room, taken by this thread alone.
+                    let at = unsafe { NonNull::new_unchecked(start.add(taken as usize)) };
                     let taken = Taken {
                         at,
                         pos: pos + taken,
-                        seq,
+                        seq: seq + count(word),
                         header,
-                        data,
-                        size,
+                        taken,
+                        limit,
                     };
                     return Some((taken, found));
                 }
@@ -239,18 +226,20 @@ unsafe fn stamp(at: NonNull<u8>, len: usize, seq: u64) -> Slot {
     }
 }
 
-/// Moves the tail past the stamped record at `pos` (`len` bytes, number
-/// `seq`) if it is next, and past each stamped record after it; leaves it
+/// Moves the tail past the stamped record `taken` (`len` bytes) if it is
+/// next, and past each stamped record after it in the window; leaves it
 /// otherwise to the thread whose record comes before.
 ///
 /// # Safety
-/// `header` and `data` are a live ring's, `size` its data area's size, and
-/// the record is stamped inside the current window (which never crosses
-/// the data area's end).
+/// `taken` was taken from a window of a live ring, and stamped.
 #[inline(always)]
-unsafe fn publish(header: &Header, data: *mut u8, size: usize, pos: u64, len: usize, seq: u64) {
-    let (mut from, mut to, mut seq) = (pos, pos + len as u64, seq);
+unsafe fn publish(taken: &Taken, len: usize) {
+    // SAFETY: the ring is live (the caller's).
+    let header = unsafe { &*taken.header };
+    let (mut from, mut len, mut seq) = (taken.pos, len as u64, taken.seq);
+    let (mut at, mut off) = (taken.at.as_ptr(), taken.taken);
     loop {
+        let to = from + len;
         // [W10]/[R10]: every look at the tail is a read-modify-write,
         // Release after the stamp and Acquire before the next record's
         // stamp is read. Of a thread that stamped its record and finds the
@@ -263,43 +252,44 @@ unsafe fn publish(header: &Header, data: *mut u8, size: usize, pos: u64, len: us
             .compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed)
         {
             Ok(_) => {}
-            Err(now) if now > from => return, // past it already: a thread after did
+            // Past it already: a thread after it moved the tail.
+            Err(now) if now > from => return,
             Err(_) => {
-                // Not next yet: the thread before moves the tail past this
-                // record, having seen its stamp, unless it moved the tail
-                // to it meanwhile.
+                // Not next yet: the thread before moves the tail past
+                // this record, having seen its stamp, unless it moved the
+                // tail to it meanwhile.
                 if header.tail.fetch_add(0, Ordering::AcqRel) != from {
                     return;
                 }
                 continue;
             }
         }
-        let off = (to % size as u64) as usize;
-        if off == 0 {
-            // At the data area's end: the window ends there too.
+        // The next record, if the window has room for one there (it ends
+        // before the data area's end: no pad inside it).
+        off += len;
+        if off + HEADER_LEN as u64 > taken.limit {
             return;
         }
-        // SAFETY: a record boundary inside the data area (`to` is the end
-        // of a record in the window, short of the data area's end), 8
-        // bytes and more before it.
+        // SAFETY: `len` bytes on from a record inside the window, still
+        // inside it (checked above), 8-aligned.
         let (next_seq, next_len) = unsafe {
-            let p = data.add(off);
+            at = at.add(len as usize);
             (
-                AtomicU64::from_ptr(p.add(record::SEQ_AT).cast()).load(Ordering::Acquire),
-                AtomicU32::from_ptr(p.add(record::LEN_AT).cast()).load(Ordering::Relaxed),
+                AtomicU64::from_ptr(at.add(record::SEQ_AT).cast()).load(Ordering::Acquire),
+                AtomicU32::from_ptr(at.add(record::LEN_AT).cast()).load(Ordering::Relaxed),
             )
         };
         // Stamped: its number follows (stale bytes of an older lap carry
-        // older numbers), its length one that fits.
-        let next_len = next_len as usize;
+        // older numbers), and its length fits the window.
+        let next_len = u64::from(next_len);
         if next_seq != seq + 1
-            || next_len < HEADER_LEN
+            || next_len < HEADER_LEN as u64
             || !next_len.is_multiple_of(8)
-            || off + next_len > size
+            || off + next_len > taken.limit
         {
             return;
         }
-        (from, to, seq) = (to, to + next_len as u64, seq + 1);
+        (from, len, seq) = (to, next_len, seq + 1);
     }
 }
 
@@ -347,12 +337,12 @@ impl Window {
             unsafe { &*header }.next_seq.load(Ordering::Relaxed),
             Ordering::Relaxed,
         );
-        w.off.store(off as u64, Ordering::Relaxed);
-        w.data.store(ring.data_ptr(), Ordering::Relaxed);
+        // SAFETY: `off` is inside the data area (`window_room`).
+        w.start
+            .store(unsafe { ring.data_ptr().add(off) }, Ordering::Relaxed);
         w.header.store(header.cast_mut(), Ordering::Relaxed);
         w.limit.store(limit, Ordering::Relaxed);
         w.ring.store(ring.id(), Ordering::Relaxed);
-        w.size.store(ring.data_size as u64, Ordering::Relaxed);
         w.lowest.store(lowest, Ordering::Relaxed);
         // [W9] Release: pairs with [R9] in `reserve`; a taker that finds the
         // window open finds what was written above.
@@ -639,7 +629,7 @@ mod tests {
         // SAFETY: records taken above, in a ring that outlives them.
         let b_slot = unsafe {
             let slot = stamp(b.at, LEN, b.seq);
-            publish(&*b.header, b.data, b.size, b.pos, LEN, b.seq);
+            publish(&b, LEN);
             slot
         };
         assert_eq!(tail(&ring), start, "not published before the one before it");
@@ -656,7 +646,7 @@ mod tests {
         // SAFETY: as above.
         let a_slot = unsafe {
             let slot = stamp(a.at, LEN, a.seq);
-            publish(&*a.header, a.data, a.size, a.pos, LEN, a.seq);
+            publish(&a, LEN);
             slot
         };
         assert_eq!(
@@ -690,7 +680,7 @@ mod tests {
         // SAFETY: taken above; the ring outlives it.
         let b_slot = unsafe {
             let slot = stamp(b.at, LEN, b.seq);
-            publish(&*b.header, b.data, b.size, b.pos, LEN, b.seq);
+            publish(&b, LEN);
             slot
         };
         std::mem::forget(b_slot);
@@ -744,7 +734,7 @@ mod tests {
         // SAFETY: taken above; the ring outlives it.
         let a_slot = unsafe {
             let slot = stamp(a.at, LEN, a.seq);
-            publish(&*a.header, a.data, a.size, a.pos, LEN, a.seq);
+            publish(&a, LEN);
             slot
         };
         commit(a_slot, entry, [0, 1]);
