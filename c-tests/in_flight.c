@@ -23,38 +23,24 @@
  * is stopped again and again until a dump finds its record in flight
  * (a third of its time or so is that copy: its message has a long string). */
 #include "check.h"
+#include "stop.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
-#include <time.h>
 
 VLOG_INIT("test.in_flight");
 
 static char payload[1500];
-static volatile sig_atomic_t stopped, released, log_from_handler, logged;
+static volatile sig_atomic_t log_from_handler, logged;
 static atomic_int stop;
 static atomic_long written;
 
-static void nap(long us)
+static void log_while_stopped(void)
 {
-    struct timespec ts = {0, us * 1000};
-    nanosleep(&ts, NULL);
-}
-
-static void hold(int sig)
-{
-    (void)sig;
-    stopped = 1;
-    while (!released) {
-        if (log_from_handler && !logged) {
-            VLOG_ERROR("logged by the handler while its thread's record is in flight");
-            logged = 1;
-        }
-        nap(200);
+    if (log_from_handler && !logged) {
+        VLOG_ERROR("logged by the handler while its thread's record is in flight");
+        logged = 1;
     }
-    stopped = 0;
 }
 
 static void *copier(void *arg)
@@ -117,19 +103,14 @@ static char *catch_in_flight(pthread_t thread)
         int skipped;
         char *text;
 
-        released = 0;
-        CHECK(pthread_kill(thread, SIGUSR1) == 0);
-        while (!stopped)
-            nap(50);
+        stop_thread(thread);
         text = dump_text(&skipped);
         if (skipped && lock_is_free()) {
             printf("caught in flight after %d attempts\n", attempt + 1);
             return text;
         }
         free(text);
-        released = 1;
-        while (stopped)
-            nap(50);
+        stop_let_go();
         /* Let it log a while: the next signal finds it elsewhere. */
         for (long w = atomic_load(&written); atomic_load(&written) < w + 3;)
             nap(20);
@@ -140,9 +121,7 @@ static char *catch_in_flight(pthread_t thread)
 
 static void let_go(pthread_t thread)
 {
-    released = 1;
-    while (stopped)
-        nap(50);
+    stop_let_go();
     atomic_store(&stop, 1);
     CHECK(pthread_join(thread, NULL) == 0);
 }
@@ -159,7 +138,6 @@ static long fill(const char *who)
 
 int main(int argc, char **argv)
 {
-    struct sigaction sa;
     pthread_t thread;
     vlog_stats before, after;
     const char *mode;
@@ -175,9 +153,8 @@ int main(int argc, char **argv)
     CHECK(vlog_set_level(VLOG_PRIO_DEBUG) == 0);
     if (strcmp(mode, "crash") == 0)
         CHECK(vlog_install_crash_handler() == 0);
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = hold;
-    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+    while_stopped = log_while_stopped;
+    stop_install();
     CHECK(pthread_create(&thread, NULL, copier, NULL) == 0);
     while (atomic_load(&written) < 100)
         nap(100);

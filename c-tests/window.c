@@ -14,37 +14,18 @@
  * stopped thread publishes its record and the main thread's after it. At
  * the end every call is a record or counted as dropped.
  *
- * Which instruction a signal interrupts is up to the scheduler: the
- * thread is stopped again and again until the main thread's record is
- * found unpublished. */
+ * The thread is stopped again and again (stop.h) until another thread's
+ * record is found unpublished. */
 #include "check.h"
+#include "stop.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
-#include <time.h>
 
 VLOG_INIT("test.window");
 
-static volatile sig_atomic_t stopped, released;
 static atomic_int stop;
 static atomic_long written;
-
-static void nap(long us)
-{
-    struct timespec ts = {0, us * 1000};
-    nanosleep(&ts, NULL);
-}
-
-static void hold(int sig)
-{
-    (void)sig;
-    stopped = 1;
-    while (!released)
-        nap(200);
-    stopped = 0;
-}
 
 static void *taker(void *arg)
 {
@@ -67,13 +48,6 @@ static void *prober(void *arg)
     return NULL;
 }
 
-static void let_go(void)
-{
-    released = 1;
-    while (stopped)
-        nap(50);
-}
-
 /* Whether a dump shows "probe N". */
 static int shown(long n)
 {
@@ -89,7 +63,6 @@ static int shown(long n)
 
 int main(int argc, char **argv)
 {
-    struct sigaction sa;
     pthread_t thread, helper;
     vlog_stats start, before, after;
     long calls = 0, attempt, dropped = 0;
@@ -103,9 +76,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "crash") == 0)
         CHECK(vlog_install_crash_handler() == 0);
     CHECK(vlog_get_stats(&start) == 0);
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = hold;
-    CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+    stop_install();
     CHECK(pthread_create(&thread, NULL, taker, NULL) == 0);
     while (atomic_load(&written) < 1000)
         nap(100);
@@ -116,10 +87,7 @@ int main(int argc, char **argv)
         CHECK(vlog_get_stats(&before) == 0);
         for (long w = atomic_load(&written); atomic_load(&written) < w + 3;)
             nap(20);
-        released = 0;
-        CHECK(pthread_kill(thread, SIGUSR1) == 0);
-        while (!stopped)
-            nap(20);
+        stop_thread(thread);
         /* Another thread logs (not this one: the stopped thread may hold
          * the lock, and then the call waits for it until let go). */
         atomic_store(&probe_done, 0);
@@ -136,7 +104,7 @@ int main(int argc, char **argv)
             printf("caught unpublished after %ld attempts (%ld dropped)\n", attempt + 1, dropped);
             break;
         }
-        let_go();
+        stop_let_go();
         CHECK(pthread_join(helper, NULL) == 0);
     }
     if (attempt == 20000) {
@@ -190,7 +158,7 @@ int main(int argc, char **argv)
      * behind it (the thread stops logging after this call, so the probe
      * stays in the ring). */
     atomic_store(&stop, 1);
-    let_go();
+    stop_let_go();
     CHECK(pthread_join(thread, NULL) == 0);
     VLOG_DEBUG("after");
     calls++;
