@@ -525,6 +525,17 @@ mod tests {
         slot.commit_words(&head, &words, &[]);
     }
 
+    /// What `reserve` does after `take`, for a record taken apart.
+    fn stamp_and_publish(taken: &Taken) -> Slot {
+        // SAFETY: taken from a window of a ring every test keeps until
+        // its end.
+        unsafe {
+            let slot = stamp(taken.at, LEN, taken.seq);
+            publish(taken, LEN);
+            slot
+        }
+    }
+
     /// The ring's records as a reader of its bytes finds them: numbers and
     /// messages, or what was wrong.
     fn read(ring: &Ring) -> Vec<(u64, String)> {
@@ -626,12 +637,7 @@ mod tests {
         let (b, _) = window.take(LEN, 1, |_| Some(entry)).unwrap();
         assert_eq!((b.pos, b.seq), (a.pos + LEN as u64, a.seq + 1));
         let tail = |ring: &Ring| ring.header().tail.load(Ordering::Relaxed);
-        // SAFETY: records taken above, in a ring that outlives them.
-        let b_slot = unsafe {
-            let slot = stamp(b.at, LEN, b.seq);
-            publish(&b, LEN);
-            slot
-        };
+        let b_slot = stamp_and_publish(&b);
         assert_eq!(tail(&ring), start, "not published before the one before it");
         // The holder waits for it, as for a record in flight.
         window.close(Some(&mut ring));
@@ -643,12 +649,7 @@ mod tests {
             ring.copies_in_flight(),
             "kept mapped while one is unpublished"
         );
-        // SAFETY: as above.
-        let a_slot = unsafe {
-            let slot = stamp(a.at, LEN, a.seq);
-            publish(&a, LEN);
-            slot
-        };
+        let a_slot = stamp_and_publish(&a);
         assert_eq!(
             tail(&ring),
             start + 2 * LEN as u64,
@@ -677,12 +678,7 @@ mod tests {
         // yet, one stamped but behind it.
         let (_a, _) = window.take(LEN, 1, |_| Some(entry)).unwrap();
         let (b, _) = window.take(LEN, 1, |_| Some(entry)).unwrap();
-        // SAFETY: taken above; the ring outlives it.
-        let b_slot = unsafe {
-            let slot = stamp(b.at, LEN, b.seq);
-            publish(&b, LEN);
-            slot
-        };
+        let b_slot = stamp_and_publish(&b);
         std::mem::forget(b_slot);
         window.close(Some(&mut ring));
         assert_eq!(ring.stats().recorded, 4);
@@ -731,12 +727,7 @@ mod tests {
         let (_b, _) = window.take(LEN, 1, |_| Some(entry)).unwrap();
         window.close(Some(&mut ring));
         ring.forget_unpublished(&window);
-        // SAFETY: taken above; the ring outlives it.
-        let a_slot = unsafe {
-            let slot = stamp(a.at, LEN, a.seq);
-            publish(&a, LEN);
-            slot
-        };
+        let a_slot = stamp_and_publish(&a);
         commit(a_slot, entry, [0, 1]);
         let slot = ring.reserve_slot(LEN).unwrap();
         commit(slot, entry, [1, 2]);
