@@ -279,8 +279,7 @@ typedef struct vlog_stats {
   uint64_t suppressed;
   /**
    * Messages dropped because the oldest record, whose room they needed,
-   * was still being copied by its thread after a wait of 100 ms, or a
-   * record taken just before theirs was not yet marked as taken (a
+   * was still being copied by its thread after a wait of 100 ms (a
    * thread stopped in the middle of logging, in a signal handler or a
    * debugger).
    */

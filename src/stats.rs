@@ -13,9 +13,8 @@ pub static BAD_FIELDS: AtomicU64 = AtomicU64::new(0);
 pub static NESTED_DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Messages dropped because the record whose room they needed was still
-/// being copied by its writer after the wait, or one taken before theirs
-/// was not yet published (a thread stopped in the middle of one, in a
-/// signal handler or a debugger):
+/// being copied by its writer after the wait (a thread stopped in the
+/// middle of one, in a signal handler or a debugger):
 /// `vlog_stats.dropped_in_flight`.
 pub static IN_FLIGHT_DROPPED: AtomicU64 = AtomicU64::new(0);
 

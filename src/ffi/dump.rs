@@ -39,8 +39,7 @@ pub struct vlog_stats {
     /// `_RATELIMITED`, `VLOG_LIMITED`) or by `VLOG_RATELIMIT`.
     pub suppressed: u64,
     /// Messages dropped because the oldest record, whose room they needed,
-    /// was still being copied by its thread after a wait of 100 ms, or a
-    /// record taken just before theirs was not yet marked as taken (a
+    /// was still being copied by its thread after a wait of 100 ms (a
     /// thread stopped in the middle of logging, in a signal handler or a
     /// debugger).
     pub dropped_in_flight: u64,

@@ -1,13 +1,11 @@
 //! The flight recorder's call, top to bottom: a deferred call site's message
 //! that no output prints, recorded as the words the macro captured (a
-//! kind-4 record, see `ring::record`). Most calls take their record's
-//! place and number from the window of room the last holder of the lock
-//! opened, by one compare-and-swap (`ring::window`); when the window is
-//! closed or full, the lock is taken to reserve the record (room made by
-//! evicting the oldest) and to open the next window. Either way the record
-//! is copied with no lock held, and committed (see `ring::slot`): the
-//! time, the thread id, the words, the strings and the checksum are each
-//! thread's own work.
+//! kind-4 record, see `ring::record`). The lock is held only to reserve the
+//! record (its place, its sequence number, room made by evicting the
+//! oldest); the record is copied after the lock is let go of, and committed
+//! (see `ring::slot`). So threads that log at once queue only for the
+//! reservation, and the time, the thread id, the words, the strings and the
+//! checksum are each thread's own work.
 //!
 //! Anything else takes the general way (`emit`): a line an output prints, a
 //! ring file (shared with other processes, whose records are written whole
@@ -19,11 +17,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::{lock, State, INSIDE, STATE};
 use crate::priority::Priority;
 use crate::record::MESSAGE_MAX;
+use crate::ring::reader::Region;
 use crate::ring::record::{align8, HEADER_LEN};
 use crate::ring::sites::Site;
 use crate::ring::slot::{Slot, WordsHead};
 use crate::ring::Ring;
-use crate::ring::{ahead, published, window, Blocked};
+use crate::ring::{ahead, published, Blocked};
 use crate::site::vlog__site;
 use crate::source::Live;
 use crate::sys::lock::Guard;
@@ -110,94 +109,54 @@ pub fn record(call: &Words) -> Flight {
         return Flight::General;
     }
     let len = align8(HEADER_LEN + call.message_len);
-    // The time of the call, before its record's place is taken: records
-    // are numbered in the order their places were taken, and a thread that
-    // waited for the lock carries the time it asked.
+    // The time of the call, before the lock: records are numbered in the
+    // order they took the lock, and a thread that waited for it carries
+    // the time it asked.
     let time_ns = sys::realtime_ns();
     let tid = sys::thread_id();
-    if !crash::settled() {
-        return Flight::General;
-    }
-    // Most calls: a record taken from the window the last holder of the
-    // lock opened, without the lock.
-    let taken = window::WINDOW.reserve(len, call.priority as u8, |ring| {
-        known_entry_in(ring, call.source, call.site)
-    });
-    let (slot, entry) = match taken {
-        Some(taken) => taken,
-        None => match reserve_locked(call, len) {
-            Ok(taken) => taken,
-            Err(flight) => return flight,
-        },
-    };
-    let head = WordsHead {
-        len: len as u32,
-        seq: slot.seq(),
-        time_ns,
-        tid,
-        entry,
-        priority: call.priority,
-        for_outputs: false,
-        message_len: call.message_len as u32,
-    };
-    slot.commit_words(&head, call.words, call.strings);
-    // Room was made lately: the next stretch is walked here, without the
-    // lock, for the holder that next needs room.
-    if ahead::wanted() {
-        walk_ahead();
-    }
-    Flight::Recorded
-}
-
-/// The record's place when the window has none for it: reserved under the
-/// lock (room made, the next window opened), or taken from a window opened
-/// while this thread waited for a record in flight.
-#[cold]
-#[inline(never)]
-fn reserve_locked(call: &Words, len: usize) -> Result<(Slot, u32), Flight> {
     loop {
+        if !crash::settled() {
+            return Flight::General;
+        }
         let reserved = {
-            let mut state = STATE.try_lock().map_or_else(lock_waiting, holding);
+            let mut state = STATE.try_lock().unwrap_or_else(lock_waiting);
             #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
             sys::profile::toggle_collect();
             let reserved = state.reserve_words(call, len);
-            if let Reserved::Slot(..) = reserved {
-                state.open_window();
-            }
             drop(state);
             #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
             sys::profile::toggle_collect();
             reserved
         };
         match reserved {
-            Reserved::Slot(slot, entry) => return Ok((slot, entry)),
-            Reserved::General => return Err(Flight::General),
+            Reserved::Slot(slot, entry) => {
+                let head = WordsHead {
+                    len: len as u32,
+                    seq: slot.seq(),
+                    time_ns,
+                    tid,
+                    entry,
+                    priority: call.priority,
+                    for_outputs: false,
+                    message_len: call.message_len as u32,
+                };
+                slot.commit_words(&head, call.words, call.strings);
+                // Room was made lately: the next stretch is walked here,
+                // without the lock, for the holder that next needs room.
+                if ahead::wanted() {
+                    walk_ahead();
+                }
+                return Flight::Recorded;
+            }
+            Reserved::General => return Flight::General,
             Reserved::Blocked(at) => {
                 if !wait_for(at) {
                     stats::add(&stats::IN_FLIGHT_DROPPED, 1);
-                    return Err(Flight::Dropped);
+                    return Flight::Dropped;
                 }
             }
         }
-        if !crash::settled() {
-            return Err(Flight::General);
-        }
-        let taken = window::WINDOW.reserve(len, call.priority as u8, |ring| {
-            known_entry_in(ring, call.source, call.site)
-        });
-        if let Some(taken) = taken {
-            return Ok(taken);
-        }
     }
-}
-
-/// What every holder of the lock does first: closes the window threads
-/// take records from without the lock (`ring::window`; the flight
-/// recorder's call opens it again), so the ring is the holder's alone.
-#[inline(always)]
-pub(super) fn holding(mut guard: Guard<'static, State>) -> Guard<'static, State> {
-    window::WINDOW.close(guard.ring.as_mut());
-    guard
 }
 
 /// Walks the published ring's oldest records for the holder that next
@@ -244,10 +203,11 @@ pub fn wait_for(at: Blocked) -> bool {
         published::read(|view| {
             // A ring replaced since: the call tries again in the new one.
             view.filter(|v| v.id() == at.ring).is_none_or(|v| {
+                let off = (at.pos % v.data_size()) as usize;
                 if STALLED.load(Ordering::Relaxed) == at.pos + 1 {
-                    return v.is_settled(at.pos);
+                    return v.is_committed(off);
                 }
-                let done = v.wait_settled_within(at.pos, WAIT_NS);
+                let done = v.wait_committed_within(off, WAIT_NS) != 0;
                 if !done {
                     STALLED.store(at.pos + 1, Ordering::Relaxed);
                 }
@@ -285,16 +245,6 @@ impl State {
         self.reserve_words_making_room(call, len)
     }
 
-    /// Opens the window after a record was reserved (`ring::window`),
-    /// unless a replaced ring waits to be freed (a holder of the lock
-    /// frees it).
-    #[inline(always)]
-    fn open_window(&self) {
-        if let (Some(ring), true) = (&self.ring, self.retired.is_empty()) {
-            window::WINDOW.open(ring, self.lowest);
-        }
-    }
-
     /// [`State::reserve_words`] past the common case: replaced rings freed,
     /// the site added to the dictionary, room made.
     #[cold]
@@ -327,15 +277,10 @@ impl State {
 /// The site's dictionary entry in `ring`, if it has one there already.
 #[inline(always)]
 fn known_entry(ring: &Ring, source: Live, site: &vlog__site) -> Option<u32> {
-    known_entry_in(ring.id(), source, site)
-}
-
-/// The site's dictionary entry in the ring whose id is `ring`.
-#[inline(always)]
-fn known_entry_in(ring: u32, source: Live, site: &vlog__site) -> Option<u32> {
     let cached = site.entry.load(Ordering::Relaxed);
-    ((cached >> 32) as u32 == ring && site.entry_source.load(Ordering::Relaxed) == source.addr())
-        .then_some(cached as u32)
+    ((cached >> 32) as u32 == ring.id()
+        && site.entry_source.load(Ordering::Relaxed) == source.addr())
+    .then_some(cached as u32)
 }
 
 /// The offset of the site's dictionary entry in `ring`, adding the site on

@@ -120,15 +120,11 @@ extern "C-unwind" fn child() {
             // Readers find at once that the ring is not the child's to
             // print from (its exit handler may run before it logs).
             published::after_fork(state.ring.as_ref());
-        } else if let Some(mut state) = super::STATE.try_lock().map(super::flight::holding) {
+        } else if let Some(mut state) = super::STATE.try_lock() {
             // Forked from a signal handler that interrupted vlog on this
             // thread while it copied a record (holding no lock): the other
             // threads' records in flight are abandoned all the same (this
-            // thread's own is finished when the handler returns). One this
-            // thread took from the window and had not published yet is
-            // forgotten with the others' (`Ring::forget_unpublished`):
-            // finished after the handler returns, its bytes fail their
-            // checksum and are reported, never printed.
+            // thread's own is finished when the handler returns).
             let State { ring, retired, .. } = &mut *state;
             for ring in ring.iter_mut().chain(retired.iter_mut()) {
                 if ring.is_private() {

@@ -8,11 +8,12 @@
 //! logger's moments is `above`.
 //!
 //! The lock is a bare futex word (`sys::lock`, std's Mutex without its
-//! poisoning). parking_lot's process-wide table of parked threads could be
-//! left locked by a thread a forked child lacks (parking_lot issue 515); a
-//! futex word has no such table, and the atfork handlers make it safe to
-//! fork at any moment. Most flight recorder's calls take no lock at all
-//! (`ring::window`).
+//! poisoning, which the logger takes no notice of). parking_lot keeps a
+//! process-wide table of parked threads whose bucket locks a fork can leave
+//! held by a thread that does not exist in the child, so a child forked
+//! while other threads log could hang on its first contended lock
+//! (parking_lot issue 515); a futex word has no such table, and the atfork
+//! handlers make it safe to fork at any moment.
 //!
 //! A thread inside the logger is marked (`enter`), so that a signal handler
 //! that interrupts it and logs is dropped and counted instead of waiting for
@@ -162,7 +163,7 @@ impl Default for State {
 /// Takes the lock. (A panic while it was held, caught at the C boundary,
 /// leaves the state usable: the lock knows no poisoning.)
 fn lock() -> Guard<'static, State> {
-    flight::holding(STATE.lock())
+    STATE.lock()
 }
 
 /// What every holder of the lock does before letting go of it: readers find

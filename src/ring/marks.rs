@@ -25,7 +25,6 @@ impl Ring {
         if self.shared {
             self.prints_here = false;
         } else {
-            self.forget_unpublished(&super::window::WINDOW);
             self.abandon_in_flight();
         }
     }

@@ -1,6 +1,5 @@
 //! The ring: a self-describing memory region of variable-length records,
-//! reserved under the logger's lock or from a window it opened, and read
-//! without any lock, by this process
+//! written under the logger's lock and read without any lock, by this process
 //! (`vlog_dump`, the crash handler) or by another from a file or a core
 //! (`vlog-dump`). It imports the text and deferred stages (readers render
 //! deferred records) and the bottom of the crate, nothing above.
@@ -42,18 +41,6 @@
 //! (`record::ABANDONED`). Ring files keep writing records whole under
 //! their lock: another process killed in the middle of a copy could not be
 //! told from one still copying.
-//!
-//! Most of those reservations take no lock at all (`window`): after making
-//! room, the lock's holder opens a *window* over it, and threads take their
-//! records' places and numbers from it by one compare-and-swap on a word of
-//! its own, stamp them (commit word 0, length, number) and move the tail
-//! past them in order: a record's writer moves it if the record is next,
-//! and on past the stamped records after it, or leaves it to the writer
-//! before. So readers still find every record below the tail stamped. Each
-//! holder of the lock closes the window first; one that finds a record
-//! taken and not yet published waits for it without the lock, as for a
-//! record in flight. A forked child forgets the records its parent's other
-//! threads took and had not published.
 //!
 //! The call-site dictionary (`sites`) is append-only: an entry is written
 //! past `dict_used` and published by moving it, and never changes after.
@@ -98,25 +85,6 @@
 //!   was evicted and reused meanwhile. Back the other way, the holder's
 //!   Release as it lets the state go pairs with the next walker's Acquire
 //!   claim: a walker writes what it finds only after the last was read.
-//! - [W9] the window's word Release in `Window::open`, after what its
-//!   opener wrote beside it (where it begins, its room, the ring), pairs
-//!   with [R9] the word's Acquire load in `Window::take`: a thread that
-//!   finds the window open reads that window's fields, and its
-//!   compare-and-swap succeeds only if no window was closed since (the
-//!   word never repeats). Back the other way, the taker's Release swap
-//!   pairs with the Acquire of `Window::close`: the fields it read were
-//!   read before the next opener writes them.
-//! - [W10] a record's number stored Release as the last of its stamp
-//!   (`window::stamp`), then a read-modify-write of the tail (moving it, or
-//!   leaving it as it was when the record is not next yet), pairs with
-//!   [R10], the Acquire read-modify-write of the tail by the writer before
-//!   it, then its Acquire load of the next record's number (`publish`).
-//!   The two read-modify-writes come one after the other in the tail's
-//!   order of changes: either the later writer finds the tail at its
-//!   record and moves it itself, or the earlier one sees its stamp and
-//!   moves the tail past it. The tail then pairs with [R1] as before; the
-//!   holder's Acquire load of it (`Ring::all_published`) finds every record
-//!   taken stamped before it appends.
 //!
 //! # Files
 //!
@@ -124,7 +92,6 @@
 //! binary form), `checksum` (its hash), `slot` (records in flight), `evict` (room made), `walk`
 //! (the walk over the oldest records), `ahead` (that walk done without the
 //! lock),
-//! `window` (records reserved without the lock),
 //! `sites` (the dictionary), `lock` (a ring file's
 //! process-shared lock), `writer` (appending), `view` (a live ring, read),
 //! `reader` (the walk every reader shares), `scan` (the header-only walk
@@ -152,7 +119,6 @@ pub mod sites;
 pub mod slot;
 pub mod view;
 pub mod walk;
-pub mod window;
 pub mod writer;
 
 pub use image::{find_rings, Image, ImageError};

@@ -216,11 +216,10 @@ impl Ring {
     #[inline(always)]
     pub fn reserve_slot_in_room(&mut self, len: usize) -> Option<Slot> {
         debug_assert!(len.is_multiple_of(8));
-        let tail = self.end;
+        let tail = self.header().tail.load(Ordering::Relaxed);
         let off = self.tail_off;
         // A ring file's `room_end` is 0: never here.
-        if off + len > self.data_size || tail + len as u64 > self.room_end || !self.all_published()
-        {
+        if off + len > self.data_size || tail + len as u64 > self.room_end {
             return None;
         }
         Some(self.slot_at(tail, off, len))
@@ -269,10 +268,6 @@ impl Ring {
     /// call goes on from the record in flight the last one found, so that
     /// the ring is walked once in all, however often it is asked.
     pub fn copies_in_flight(&mut self) -> bool {
-        if !self.shared && self.header().tail.load(Ordering::Acquire) < self.end {
-            // Taken from a window and not published: its writer stamps it.
-            return true;
-        }
         let from = self.flight_checked;
         let mut found = None;
         let end = self.in_flight(from, |_, pos| {

@@ -109,25 +109,25 @@ impl View<'_> {
         // SAFETY: a record's first word inside the data area (asserted),
         // which its writer stores atomically.
         let word = unsafe { AtomicU32::from_ptr(self.data.add(off).cast::<u32>().cast_mut()) };
-        // [R7] Acquire: pairs with [W7] in Slot::commit.
-        wait_within(max_ns, || {
-            Some(word.load(Ordering::Acquire)).filter(|&c| c != 0)
-        })
-        .unwrap_or(0)
-    }
-
-    /// Whether the record at position `pos` is published (the tail passed
-    /// it: see `window`) and committed.
-    pub fn is_settled(&self, pos: u64) -> bool {
-        // The tail first ([R1]): below it, the commit word is the record's
-        // own, not an older lap's.
-        self.tail() > pos && self.is_committed((pos % self.header.data_size) as usize)
-    }
-
-    /// Waits up to `max_ns` for the record at position `pos` to be
-    /// published and committed; false when it was not within the wait.
-    pub fn wait_settled_within(&self, pos: u64, max_ns: u64) -> bool {
-        wait_within(max_ns, || self.is_settled(pos).then_some(())).is_some()
+        let start = crate::sys::monotonic_ns();
+        let mut spins = 0u32;
+        loop {
+            // [R7] Acquire: pairs with [W7] in Slot::commit.
+            let commit = word.load(Ordering::Acquire);
+            if commit != 0 {
+                return commit;
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+                continue;
+            }
+            if crate::sys::monotonic_ns().saturating_sub(start) > max_ns {
+                return 0;
+            }
+            // SAFETY: no arguments; async-signal-safe.
+            unsafe { libc::sched_yield() };
+        }
     }
 
     /// Walks the oldest records from the head, a 64th of the ring (see
@@ -199,27 +199,5 @@ impl Region for View<'_> {
             let word = unsafe { self.data.add(off + i * 8).cast::<u64>().read_volatile() };
             chunk.copy_from_slice(&word.to_ne_bytes());
         }
-    }
-}
-
-/// Polls `ready` until it says Some, for `max_ns` at most: a few spins,
-/// then sched_yield(2) between looks (async-signal-safe).
-fn wait_within<T>(max_ns: u64, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
-    let start = crate::sys::monotonic_ns();
-    let mut spins = 0u32;
-    loop {
-        if let Some(done) = ready() {
-            return Some(done);
-        }
-        spins += 1;
-        if spins < 64 {
-            std::hint::spin_loop();
-            continue;
-        }
-        if crate::sys::monotonic_ns().saturating_sub(start) > max_ns {
-            return None;
-        }
-        // SAFETY: no arguments; async-signal-safe.
-        unsafe { libc::sched_yield() };
     }
 }

@@ -45,10 +45,6 @@ pub struct Ring {
     /// no division and no look at the head while it has room.
     pub(super) tail_off: usize,
     pub(super) room_end: u64,
-    /// For a ring only this process writes: the end of the newest record
-    /// reserved, which the tail readers go up to reaches once every record
-    /// taken from a window (`window`) is published.
-    pub(super) end: u64,
     /// For a replaced ring: the position before which no record is in
     /// flight (see `copies_in_flight`).
     pub(super) flight_checked: u64,
@@ -57,11 +53,10 @@ pub struct Ring {
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
 /// An append that would have to overwrite a record still in flight (its
-/// writer copies it outside the lock), or come after one taken from a
-/// window and not published yet (`window`): the record's position, and the
-/// ring (its header's address, as `View::id` says). The caller lets go of
-/// the lock, waits for the tail to pass the record and for its commit (see
-/// `View::wait_settled_within`) and tries again.
+/// writer copies it outside the lock): the record's position, and the ring
+/// (its header's address, as `View::id` says). The caller lets go of the
+/// lock, waits for the record's commit (see `View::wait_committed`) and
+/// tries again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Blocked {
     pub pos: u64,
@@ -150,7 +145,6 @@ impl Ring {
             last: 0,
             tail_off: 0,
             room_end: size as u64,
-            end: 0,
             flight_checked: 0,
         }
     }
@@ -357,9 +351,6 @@ impl Ring {
     /// goes: its position and its offset in the data area.
     #[inline(always)]
     pub(super) fn reserve(&mut self, len: usize) -> Result<(u64, usize), Blocked> {
-        if !self.all_published() {
-            self.unpublished()?;
-        }
         let mut tail = self.header().tail.load(Ordering::Relaxed);
         let mut off = if self.shared {
             (tail % self.data_size as u64) as usize
@@ -387,7 +378,6 @@ impl Ring {
     #[inline(always)]
     pub(super) fn moved_tail(&mut self, tail: u64, off: usize, len: usize) {
         self.last = tail;
-        self.end = tail + len as u64;
         // The data area's end itself when the record ends there: the next
         // append starts again at 0 (`reserve`), and the flight recorder's
         // room test (`reserve_slot_in_room`) fails, which sends it there.

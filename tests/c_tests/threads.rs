@@ -92,33 +92,6 @@ fn a_walk_done_ahead_is_never_taken_by_another_ring() {
     check("walk_ahead");
 }
 
-/// A thread stopped between taking its record from the window and
-/// publishing it: another thread's record taken behind it waits unshown,
-/// a configuration call, a call that waits and is dropped, a forked child
-/// and a crash meanwhile; the count exact at the end.
-#[test]
-fn a_record_taken_from_the_window_and_not_published_holds_up_nothing() {
-    use std::os::unix::process::ExitStatusExt;
-    let exe = build("window", Link::Static);
-    let out = run_with(&exe, &["plain"], &[]);
-    assert_ok("window plain", &out);
-    if signal_test_skipped() {
-        return;
-    }
-    let out = run_with(&exe, &["crash"], &[]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(
-        out.status.signal(),
-        Some(libc::SIGABRT),
-        "{stdout}\n{stderr}"
-    );
-    assert!(stdout.contains("caught unpublished"), "{stdout}");
-    for wanted in ["test.window : taker:", "vlog: end of dump"] {
-        assert!(stderr.contains(wanted), "{wanted:?} not in:\n{stderr}");
-    }
-    assert!(!stderr.contains("unpublished at the crash"), "{stderr}");
-}
-
 /// A thread stopped in the middle of copying its record (in flight, its
 /// commit word not yet written): a signal handler that logs, dumps,
 /// another thread filling the ring (by the flight recorder's way and the
