@@ -6,12 +6,17 @@
 # the machine's noise falls on all of them alike. Wall clock on a shared
 # machine: compare within one run only. Usage, from the repo root after
 # `make bench-c/bench bench-c/bench_spdlog`: bench-c/threads.sh [ROUNDS] [N]
+# BESIDE=EXE adds another build's bench-c/bench (another commit's library,
+# say) to the same run, its rows named beside-vlog-threads-N.
 set -euo pipefail
 rounds=${1:-7}
 n=${2:-100000}
 names=(staticString stringConcat singleInteger twoIntegers singleDouble complexFormat)
 runs=()
 for t in 1 2 8; do runs+=("bench-c/bench vlog-threads-$t"); done
+if [ -n "${BESIDE:-}" ]; then
+    for t in 1 2 8; do runs+=("$BESIDE vlog-threads-$t"); done
+fi
 for t in 1 2; do
     runs+=("bench-c/bench floor-short-lock-threads-$t" "bench-c/bench floor-shared-line-threads-$t")
 done
@@ -33,6 +38,7 @@ printf "| mode | "; printf "%s | " "${names[@]}"; echo
 echo "| --- |$(printf ' ---: |%.0s' 1 2 3 4 5 6)"
 for r in "${runs[@]}"; do
     mode=${r##* }
+    [ -n "${BESIDE:-}" ] && [[ $r == "$BESIDE "* ]] && mode=beside-$mode
     threads=${mode##*-}
     one="${r%-*}-1"
     row="| $mode |"
