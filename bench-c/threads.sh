@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Threads into one logger, in one run: million messages per second into one
 # full ring from 1, 2 and 8 threads, and as a multiple of one thread, for
-# vlog, spdlog's backtrace ring and the three floors (bench-c/bench's modes),
+# vlog, spdlog's backtrace ring and the four floors (bench-c/bench's modes),
 # the median of ROUNDS runs, the modes taken in turn in every round so that
 # the machine's noise falls on all of them alike. Wall clock on a shared
 # machine: compare within one run only. Usage, from the repo root after
@@ -20,7 +20,9 @@ fi
 for t in 1 2; do
     runs+=("bench-c/bench floor-short-lock-threads-$t" "bench-c/bench floor-shared-line-threads-$t")
 done
-for t in 1 2 8; do runs+=("bench-c/bench floor-shared-ring-threads-$t"); done
+for t in 1 2 8; do
+    runs+=("bench-c/bench floor-one-lock-threads-$t" "bench-c/bench floor-shared-ring-threads-$t")
+done
 if [ -x bench-c/bench_spdlog ]; then
     for t in 1 2 8; do runs+=("bench-c/bench_spdlog spdlog-threads-$t"); done
 fi
