@@ -46,7 +46,7 @@ use crate::config::DEFAULT_LEVEL;
 use crate::crash;
 use crate::crash::target::{DumpFiles, DumpTarget};
 use crate::error::ConfigError;
-use crate::output::Outputs;
+use crate::output::{Outputs, Said};
 use crate::priority::Priority;
 use crate::record::Record;
 use crate::ring::{published, Ring};
@@ -231,7 +231,7 @@ impl Entered {
     /// had to report.
     #[cold]
     #[inline(never)]
-    pub fn leave_and_write(mut self, write: impl FnOnce() -> Vec<String>) {
+    pub fn leave_and_write(mut self, write: impl FnOnce() -> Vec<Said>) {
         publish(&mut self.guard);
         let Entered { guard, _inside } = self;
         drop(guard);
@@ -364,10 +364,15 @@ impl State {
         note(self.ring.as_mut(), event);
     }
 
-    /// Reports what the outputs had to report.
-    pub fn note_all(&mut self, said: Vec<String>) {
+    /// Reports what the outputs had to report: a warning as [`note`]
+    /// does, information (a file rotated) as [`State::announce`] does.
+    pub fn note_all(&mut self, said: Vec<Said>) {
         for event in said {
-            note(self.ring.as_mut(), &event);
+            if event.priority >= Priority::Warning {
+                note(self.ring.as_mut(), &event.text);
+            } else {
+                self.announce(b"output", &event.text, &[]);
+            }
         }
     }
 
@@ -482,7 +487,7 @@ impl State {
                 let mut said = Vec::new();
                 printer::lock_of(self.printer)
                     .outputs
-                    .print(&rec, |e| said.push(e.to_owned()));
+                    .print(&rec, |e| said.push(e));
                 self.note_all(said);
             }
             None => {}

@@ -43,7 +43,7 @@ use std::sync::{Mutex, MutexGuard};
 use super::context::{self, Contexts};
 use crate::config::context::Context;
 use crate::error::ConfigError;
-use crate::output::{at_crash, Outputs};
+use crate::output::{at_crash, Outputs, Said};
 use crate::priority::Priority;
 use crate::ring::published;
 use crate::ring::reader::{self, Cursor, Entry};
@@ -55,7 +55,7 @@ use crate::sys::watch::{Waker, Worker};
 pub struct Printer {
     pub outputs: Outputs,
     /// What the outputs had to report, said once the lock is let go of.
-    said: Vec<String>,
+    said: Vec<Said>,
     /// What an error's context is (`VLOG_CONTEXT`), and what printing one
     /// needs (see `context`).
     contexts: Contexts,
@@ -131,7 +131,7 @@ impl Printer {
     /// outputs print the context, and goes on from the error.
     fn catch_up_with(
         outputs: &mut Outputs,
-        said: &mut Vec<String>,
+        said: &mut Vec<Said>,
         contexts: &mut Contexts,
         view: &View,
         upto: u64,
@@ -156,16 +156,16 @@ impl Printer {
                                 return false;
                             }
                         }
-                        outputs.add(&rec, |event| said.push(event.to_owned()));
+                        outputs.add(&rec, |event| said.push(event));
                     }
                     true
                 });
                 if let (Some(due), Some(at)) = (&stopped, cursor.pos()) {
-                    let mut report = |event: &str| said.push(event.to_owned());
+                    let mut report = |event: Said| said.push(event);
                     context::print(contexts, outputs, view, at, due, &mut report);
                     done = Some(due.seq());
                 }
-                outputs.flush(|event| said.push(event.to_owned()));
+                outputs.flush(|event| said.push(event));
                 if let Some(pos) = cursor.pos().filter(|&pos| Some(pos) != from) {
                     view.set_printed(pos);
                 }
@@ -204,17 +204,17 @@ impl Printer {
             }
             match due {
                 Some(due) => {
-                    let mut report = |event: &str| said.push(event.to_owned());
+                    let mut report = |event: Said| said.push(event);
                     context::print(contexts, outputs, view, pos, &due, &mut report);
                 }
                 None => contexts.passed(pos),
             }
             reader::read_marked(view, Cursor::at(pos), 1, |entry, _| {
                 if let Entry::Record(rec) = entry {
-                    outputs.add(&rec, |event| said.push(event.to_owned()));
+                    outputs.add(&rec, |event| said.push(event));
                 }
             });
-            outputs.flush(|event| said.push(event.to_owned()));
+            outputs.flush(|event| said.push(event));
         });
     }
 
@@ -232,7 +232,7 @@ impl Printer {
     }
 
     /// What the outputs had to report since the last call.
-    pub fn take_said(&mut self) -> Vec<String> {
+    pub fn take_said(&mut self) -> Vec<Said> {
         std::mem::take(&mut self.said)
     }
 }
@@ -240,7 +240,7 @@ impl Printer {
 /// Has the outputs read the current ring up to `upto` (see
 /// [`Printer::catch_up`]), from a thread that does not hold the logger's
 /// lock; returns what they had to report.
-pub fn write_upto(upto: u64) -> Vec<String> {
+pub fn write_upto(upto: u64) -> Vec<Said> {
     let mut printer = lock();
     printer.catch_up_published(upto);
     printer.take_said()
@@ -250,7 +250,7 @@ pub fn write_upto(upto: u64) -> Vec<String> {
 /// record would overwrite what they have not: what they had to report, and
 /// whether they are stuck (lines are left that they could not read on to:
 /// a damaged ring).
-pub fn make_room() -> (Vec<String>, bool) {
+pub fn make_room() -> (Vec<Said>, bool) {
     let mut printer = lock();
     let place = || published::read(|view| view.map(|v| (v.printed(), v.marked_end())));
     let before = place();
@@ -262,7 +262,7 @@ pub fn make_room() -> (Vec<String>, bool) {
 
 /// [`Printer::print_at`] on the current ring, from a thread that does not
 /// hold the logger's lock.
-pub fn write_one(pos: u64) -> Vec<String> {
+pub fn write_one(pos: u64) -> Vec<Said> {
     let mut printer = lock();
     published::read(|view| {
         if let Some(view) = view {

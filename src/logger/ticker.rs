@@ -27,7 +27,7 @@ use std::net::SocketAddr;
 
 use super::printer::{self, Printer};
 use super::{enter, State};
-use crate::output::{Lookups, NEEDS_RESOLVER, NEEDS_TICKER};
+use crate::output::{Lookups, Said, NEEDS_RESOLVER, NEEDS_TICKER};
 use crate::sys::connection;
 use crate::sys::watch::{self, Waker, Worker};
 use crate::{diag, sys};
@@ -144,7 +144,7 @@ impl State {
 
 impl Printer {
     /// One tick of the outputs; how soon the next is needed (ms).
-    fn tick(&mut self, said: &mut Vec<String>) -> Option<u64> {
+    fn tick(&mut self, said: &mut Vec<Said>) -> Option<u64> {
         self.outputs.tick(said)
     }
 
@@ -155,7 +155,7 @@ impl Printer {
         &mut self,
         first: bool,
         generation: &mut Option<u64>,
-        said: &mut Vec<String>,
+        said: &mut Vec<Said>,
     ) -> Option<Step> {
         let now = self.outputs.generation();
         if generation.replace(now).is_some_and(|g| g != now) {
@@ -174,10 +174,10 @@ impl Printer {
     }
 
     /// What a flush that gave up says of each output still holding events.
-    fn say_not_sent(&mut self, said: &mut Vec<String>) {
+    fn say_not_sent(&mut self, said: &mut Vec<Said>) {
         for out in self.outputs.iter_mut() {
             if let Some(w) = out.drain_step(false, said) {
-                said.push(out.not_sent(w.events));
+                said.push(out.not_sent(w.events).into());
             }
         }
     }
@@ -188,7 +188,7 @@ impl Printer {
 /// inside vlog meanwhile, as every holder of the printer's lock is: a
 /// signal handler that logs on it is dropped, never left waiting for a
 /// lock its own thread holds.
-fn with_printer<R>(f: impl FnOnce(&mut Printer, &mut Vec<String>) -> R) -> R {
+fn with_printer<R>(f: impl FnOnce(&mut Printer, &mut Vec<Said>) -> R) -> R {
     let _marked = super::mark_inside();
     let mut said = Vec::new();
     let result = f(&mut printer::lock(), &mut said);

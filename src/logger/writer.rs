@@ -66,7 +66,9 @@ impl State {
 /// anywhere to note what the outputs have to report but stderr).
 #[cold]
 pub(super) fn print_now(printer: &'static Mutex<printer::Printer>, rec: &Record) {
-    printer::lock_of(printer).outputs.print(rec, diag::warn);
+    printer::lock_of(printer)
+        .outputs
+        .print(rec, |said| diag::warn(&said.text));
 }
 
 /// After a panic in the outputs on the writer thread: the step down of a

@@ -3,12 +3,15 @@
 //! noticed within a second and opened again by its path; `vlog_reopen()`
 //! does it at once. A descriptor the program closed (or closed and reused:
 //! `close_range` after vlog started) is noticed before the next line and
-//! the file opened again by its path (see `sys::fd`).
+//! the file opened again by its path (see `sys::fd`). With `?max=SIZE`,
+//! the file is rotated before it would pass SIZE (see `rotate`).
 
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
+use super::rotate::{self, Outcome, Rotate};
+use super::said::either;
 use crate::error::ConfigError;
 use crate::sys::{self, Fd, Private};
 
@@ -25,6 +28,48 @@ pub struct FileOutput {
     /// Whether opening the output created the file: a configuration that is
     /// refused removes it again.
     created: bool,
+    /// `?max=SIZE&keep=N`.
+    rotate: Option<Rotate>,
+    /// The rotations made, to be said (see `Output::take_notices`).
+    notices: Vec<String>,
+    /// The coarse second a rotation last failed: said once, tried again at
+    /// most once a second.
+    rotate_failed: Option<u64>,
+}
+
+/// How many times one batch may find the file rotated by another process
+/// and follow it before it is written where it is.
+const FOLLOW_ROUNDS: usize = 4;
+
+/// How long a batch waits for the file's record lock at most, before it
+/// is written without it: another process holds it for one batch or one
+/// rotation (a rename per file kept), well under this; one stopped while
+/// it holds it costs each batch this, never more.
+const LOCK_WAIT_NS: u64 = 2_000_000;
+
+/// The file's record lock (see `rotate`), if another process lets go of
+/// it within `LOCK_WAIT_NS`: whether it is held.
+fn lock_briefly(fd: &Fd) -> bool {
+    let mut since = None;
+    loop {
+        match fd.try_record_lock() {
+            Ok(true) => return true,
+            Ok(false) => {
+                let now = sys::monotonic_ns();
+                if now.saturating_sub(*since.get_or_insert(now)) >= LOCK_WAIT_NS {
+                    return false;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
+            Err(_) => return false,
+        }
+    }
+}
+
+fn unlock(fd: Option<&Fd>, locked: bool) {
+    if let Some(fd) = fd.filter(|_| locked) {
+        fd.record_unlock();
+    }
 }
 
 /// Opens a log file for appending (see `sys::open_private`): O_APPEND, so
@@ -47,7 +92,7 @@ pub fn sync(fd: &Fd) -> io::Result<()> {
 }
 
 impl FileOutput {
-    pub fn open(path: PathBuf) -> Result<FileOutput, ConfigError> {
+    pub fn open(path: PathBuf, rotate: Option<Rotate>) -> Result<FileOutput, ConfigError> {
         let fd = open_log(&path).map_err(|e| {
             ConfigError::new(format!("cannot open '{}' for output: {e}", path.display()))
         })?;
@@ -57,6 +102,9 @@ impl FileOutput {
             fd: Some(fd),
             checked_at: sys::coarse_seconds(),
             reopen_failed: false,
+            rotate,
+            notices: Vec::new(),
+            rotate_failed: None,
         })
     }
 
@@ -68,11 +116,104 @@ impl FileOutput {
     /// the write's result (on an error, with the bytes written before it).
     pub fn write(&mut self, lines: &[u8]) -> (Option<String>, Result<(), (io::Error, usize)>) {
         let event = self.follow();
-        let result = match &self.fd {
+        match self.rotate {
+            Some(rotate) => self.write_rotating(lines, rotate, event),
+            None => (event, self.write_here(lines)),
+        }
+    }
+
+    fn write_here(&self, lines: &[u8]) -> Result<(), (io::Error, usize)> {
+        match &self.fd {
             Some(fd) => sys::write_lines_no_signal(fd.raw(), lines, fd.info().kind),
             None => Err((sys::fd::not_ours(), 0)),
-        };
-        (event, result)
+        }
+    }
+
+    /// Writes whole lines while they fit under `max`, rotating the file
+    /// between them, each step under the file's record lock (see
+    /// `rotate`); a line longer than `max` is written alone, into a new
+    /// file. What cannot be rotated (a name in the way, a full disk, the
+    /// lock not to be had) goes on to the file as it is: nothing is lost
+    /// to a rotation.
+    fn write_rotating(
+        &mut self,
+        lines: &[u8],
+        rotate: Rotate,
+        mut event: Option<String>,
+    ) -> (Option<String>, Result<(), (io::Error, usize)>) {
+        let mut done = 0;
+        let mut follows = 0;
+        while done < lines.len() {
+            let Some(fd) = self.fd.as_ref() else {
+                return (event, Err((sys::fd::not_ours(), done)));
+            };
+            let locked = lock_briefly(fd);
+            let Some(info) = fd.check() else {
+                return (event, Err((sys::fd::not_ours(), done)));
+            };
+            if !info.regular {
+                // A FIFO, /dev/null: nothing to bound.
+                break;
+            }
+            let rest = &lines[done..];
+            let mut fit = rotate::whole_lines_within(rest, rotate.max.saturating_sub(info.size));
+            if fit == 0 && info.size == 0 {
+                fit = rotate::first_line(rest);
+            }
+            if fit > 0 {
+                let written = self.write_here(&rest[..fit]);
+                if let Err((e, n)) = written {
+                    unlock(self.fd.as_ref(), locked);
+                    return (event, Err((e, done + n)));
+                }
+                done += fit;
+                if done == lines.len() {
+                    unlock(self.fd.as_ref(), locked);
+                    break;
+                }
+            }
+            let second = sys::coarse_seconds();
+            if !locked || self.rotate_failed == Some(second) {
+                unlock(self.fd.as_ref(), locked);
+                break;
+            }
+            let fd = self.fd.as_ref().expect("checked above");
+            let outcome = rotate::rotate(&self.path, fd, rotate);
+            fd.record_unlock();
+            match outcome {
+                Outcome::Rotated(new, said) => {
+                    self.fd = Some(new);
+                    self.rotate_failed = None;
+                    self.notices.push(said);
+                }
+                Outcome::Follow(Some(new)) if follows < FOLLOW_ROUNDS => {
+                    self.fd = Some(new);
+                    follows += 1;
+                }
+                Outcome::Follow(_) => break,
+                Outcome::Failed(why) => {
+                    if self.rotate_failed.is_none() {
+                        event = either(
+                            event,
+                            Some(format!(
+                                "cannot rotate {}: {why}; lines go on to it past max={} \
+                                 (tried again each second, said again once it works)",
+                                self.path.display(),
+                                rotate.max
+                            )),
+                        );
+                    }
+                    self.rotate_failed = Some(second);
+                    break;
+                }
+            }
+        }
+        if done < lines.len() {
+            if let Err((e, n)) = self.write_here(&lines[done..]) {
+                return (event, Err((e, done + n)));
+            }
+        }
+        (event, Ok(()))
     }
 
     /// Keeps the output on its file: a descriptor that is no longer the file
@@ -104,6 +245,13 @@ impl FileOutput {
             let deleted = info.nlink == 0;
             if here == Some((info.dev, info.ino)) && !deleted {
                 self.checked_at = second;
+                return None;
+            }
+            if self.rotate.is_some() && !deleted {
+                // Rotated by another process writing it too: followed
+                // quietly, as the rotations of this one are.
+                self.checked_at = second;
+                let _ = self.reopen();
                 return None;
             }
             format!(
@@ -167,6 +315,14 @@ impl FileOutput {
         if same {
             let _ = std::fs::remove_file(&self.path);
         }
+    }
+
+    /// Hands each rotation made since the last call to `tell`: whether
+    /// there was any.
+    pub fn take_notices(&mut self, mut tell: impl FnMut(String)) -> bool {
+        let any = !self.notices.is_empty();
+        self.notices.drain(..).for_each(&mut tell);
+        any
     }
 
     pub fn describe(&self) -> String {

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use super::at_crash;
 use super::context::Memory;
 use super::print::{Lines, Output, Target};
+use super::said::Said;
 use super::spec::Spec;
 use crate::error::ConfigError;
 use crate::priority::Priority;
@@ -182,25 +183,27 @@ impl Outputs {
     ///
     /// Writes and sends are cancellation points: the caller makes sure no
     /// cancel acts inside them ([`Outputs::print`], `logger::printer`).
-    pub fn add(&mut self, rec: &Record, mut report: impl FnMut(&str)) {
+    pub fn add(&mut self, rec: &Record, mut report: impl FnMut(Said)) {
         self.lines.text_made = false;
         self.lines.json_made = false;
         for out in self.list.iter_mut().filter(|o| rec.priority >= o.priority) {
             if let Some(event) = out.add(rec, &mut self.lines) {
-                report(&event);
+                report(event.into());
             }
+            out.take_notices(&mut report);
         }
     }
 
     /// Hands `rec` to output `i` alone (a record of an error's context,
     /// `logger::context`), as [`Outputs::add`] does.
-    pub fn add_to(&mut self, i: usize, rec: &Record, mut report: impl FnMut(&str)) {
+    pub fn add_to(&mut self, i: usize, rec: &Record, mut report: impl FnMut(Said)) {
         self.lines.text_made = false;
         self.lines.json_made = false;
         if let Some(out) = self.list.get_mut(i) {
             if let Some(event) = out.add(rec, &mut self.lines) {
-                report(&event);
+                report(event.into());
             }
+            out.take_notices(&mut report);
         }
         // The next record's lines are made anew.
         self.lines.text_made = false;
@@ -226,13 +229,14 @@ impl Outputs {
 
     /// Writes every output's batch (see [`Output::flush`]); as for
     /// [`Outputs::add`], a cancellation point.
-    pub fn flush(&mut self, mut report: impl FnMut(&str)) {
+    pub fn flush(&mut self, mut report: impl FnMut(Said)) {
         let mut said = false;
         for out in self.list.iter_mut() {
             if let Some(event) = out.flush() {
-                report(&event);
+                report(event.into());
                 said = true;
             }
+            said |= out.take_notices(&mut report);
         }
         // A file opened again (rotated, or its descriptor lost) is said.
         if said {
@@ -241,7 +245,7 @@ impl Outputs {
     }
 
     /// Prints `rec` now to every output whose priority it meets.
-    pub fn print(&mut self, rec: &Record, mut report: impl FnMut(&str)) {
+    pub fn print(&mut self, rec: &Record, mut report: impl FnMut(Said)) {
         self.print_all(|outputs| {
             outputs.add(rec, &mut report);
             outputs.flush(report);
@@ -260,7 +264,7 @@ impl Outputs {
 
     /// Ticks every batching output (see [`Output::tick`]): how soon the
     /// next tick is needed (ms), None when no output batches.
-    pub fn tick(&mut self, said: &mut Vec<String>) -> Option<u64> {
+    pub fn tick(&mut self, said: &mut Vec<Said>) -> Option<u64> {
         self.list
             .iter_mut()
             .filter_map(|o| o.tick(false, said))
@@ -335,14 +339,14 @@ impl Outputs {
         generation: u64,
         results: Vec<(usize, Result<SocketAddr, String>)>,
         now_ms: u64,
-        said: &mut Vec<String>,
+        said: &mut Vec<Said>,
     ) {
         if generation != self.generation {
             return;
         }
         for (i, result) in results {
             if let Some(out) = self.list.get_mut(i) {
-                said.extend(out.looked_up(result, now_ms));
+                said.extend(out.looked_up(result, now_ms).map(Said::from));
             }
         }
         self.count_needs();

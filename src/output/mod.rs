@@ -20,8 +20,12 @@ pub mod fluent;
 pub mod journald;
 mod list;
 mod print;
+pub mod rotate;
+mod said;
 pub mod spec;
 pub mod syslog;
 
 pub use list::{Lookups, Outputs, NEEDS_RESOLVER, NEEDS_TICKER};
+
 pub use print::Output;
+pub use said::Said;

@@ -9,6 +9,7 @@ use super::context::Memory;
 use super::file::FileOutput;
 use super::fluent::{Fluent, Waiting};
 use super::journald::Journald;
+use super::said::{either, Said};
 use super::spec::{Dest, Form, Spec};
 use super::syslog::Syslog;
 use crate::diag;
@@ -107,6 +108,7 @@ impl Output {
             priority,
             dest: Dest::Stderr,
             form: Form::Text,
+            rotate: None,
             sync: false,
         };
         Output::new(spec, Target::Stderr)
@@ -218,7 +220,7 @@ impl Output {
     pub fn open(spec: &Spec) -> Result<Output, ConfigError> {
         let target = match &spec.dest {
             Dest::Stderr => Target::Stderr,
-            Dest::File(path) => Target::File(FileOutput::open(path.clone())?),
+            Dest::File(path) => Target::File(FileOutput::open(path.clone(), spec.rotate)?),
             Dest::Journald => Target::Journald(Journald::open()?),
             Dest::Syslog { transport, ident } => Target::Syslog(Syslog::open(transport, ident)?),
             Dest::Fluent { peer, tag, options } => {
@@ -326,14 +328,23 @@ impl Output {
         }
     }
 
+    /// Hands what a file output has to tell (its rotations) to `report`:
+    /// whether there was any.
+    pub(super) fn take_notices(&mut self, report: &mut impl FnMut(Said)) -> bool {
+        match &mut self.target {
+            Target::File(file) => file.take_notices(|text| report(Said::info(text))),
+            _ => false,
+        }
+    }
+
     /// One step of a flush of a batching output (see `Fluent::drain_step`);
     /// None when it has nothing left to send (or does not batch).
-    pub fn drain_step(&mut self, first: bool, said: &mut Vec<String>) -> Option<Waiting> {
+    pub fn drain_step(&mut self, first: bool, said: &mut Vec<Said>) -> Option<Waiting> {
         let Target::Fluent(fluent) = &mut self.target else {
             return None;
         };
         let waiting = fluent.drain_step(first);
-        said.extend(replaced(fluent.take_replaced(), || fluent.describe()));
+        said.extend(replaced(fluent.take_replaced(), || fluent.describe()).map(Said::from));
         waiting
     }
 
@@ -350,11 +361,11 @@ impl Output {
     /// old enough, writing, reading acknowledgements; everything, when
     /// `all`), and how soon it needs it again (ms); None for the others.
     /// What is to be reported goes to `said`.
-    pub fn tick(&mut self, all: bool, said: &mut Vec<String>) -> Option<u64> {
+    pub fn tick(&mut self, all: bool, said: &mut Vec<Said>) -> Option<u64> {
         match &mut self.target {
             Target::Fluent(fluent) => {
                 fluent.tick(all);
-                said.extend(replaced(fluent.take_replaced(), || fluent.describe()));
+                said.extend(replaced(fluent.take_replaced(), || fluent.describe()).map(Said::from));
                 Some(fluent.tick_ms())
             }
             _ => None,
@@ -437,14 +448,6 @@ impl Output {
             Target::Syslog(syslog) => syslog.describe(),
             Target::Fluent(fluent) => fluent.describe(),
         }
-    }
-}
-
-/// Both reports, when there are two.
-fn either(a: Option<String>, b: Option<String>) -> Option<String> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
     }
 }
 
@@ -533,7 +536,7 @@ mod tests {
             &mut said,
         );
         assert!(
-            said[0].starts_with(
+            said[0].text.starts_with(
                 "cannot resolve syslog collector 'no.such.host.invalid:514': no such name"
             ),
             "{said:?}"
@@ -545,7 +548,7 @@ mod tests {
             2000,
             &mut said,
         );
-        assert!(said[1].contains("resolved to 127.0.0.1:9"), "{said:?}");
+        assert!(said[1].text.contains("resolved to 127.0.0.1:9"), "{said:?}");
         assert_eq!(outputs.needs(), NEEDS_TICKER);
     }
 }

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use super::rotate::{parse_file_options, Rotate};
 use crate::error::ConfigError;
 use crate::priority::Priority;
 
@@ -29,6 +30,8 @@ pub struct Spec {
     pub priority: Priority,
     pub dest: Dest,
     pub form: Form,
+    /// `?max=SIZE&keep=N` on a file (see `rotate`).
+    pub rotate: Option<Rotate>,
     /// `?sync`: every line this output prints is written by the thread that
     /// logs it before its call returns, as an error line always is.
     pub sync: bool,
@@ -120,7 +123,9 @@ impl Spec {
         let token = self.token();
         match (self.sync, &self.dest) {
             (false, _) => token,
-            (true, Dest::Fluent { .. }) if token.contains('?') => format!("{token}&sync"),
+            (true, Dest::Fluent { .. } | Dest::File(_)) if token.contains('?') => {
+                format!("{token}&sync")
+            }
             (true, _) => format!("{token}?sync"),
         }
     }
@@ -131,8 +136,15 @@ impl Spec {
         match (&self.dest, self.form) {
             (Dest::Stderr, Form::Json) => format!("{p}:json:stderr"),
             (Dest::Stderr, _) => format!("{p}:stderr"),
-            (Dest::File(path), Form::Json) => format!("{p}:json:{}", path.display()),
-            (Dest::File(path), _) => format!("{p}:file:{}", path.display()),
+            (Dest::File(path), form) => {
+                let kind = if form == Form::Json { "json" } else { "file" };
+                match self.rotate {
+                    None => format!("{p}:{kind}:{}", path.display()),
+                    Some(Rotate { max, keep }) => {
+                        format!("{p}:{kind}:{}?max={max}&keep={keep}", path.display())
+                    }
+                }
+            }
             (Dest::Journald, _) => format!("{p}:journald"),
             (Dest::Syslog { transport, ident }, _) => match transport {
                 Transport::Program => format!("{p}:syslog"),
@@ -205,9 +217,10 @@ impl Spec {
             Some(rest) => (rest, true),
             None => (token, false),
         };
+        let spec = Spec::parse_token(rest)?;
         Ok(Spec {
-            sync,
-            ..Spec::parse_token(rest)?
+            sync: sync || spec.sync,
+            ..spec
         })
     }
 
@@ -246,6 +259,7 @@ impl Spec {
                     ident: String::new(),
                 },
                 form: Form::Syslog,
+                rotate: None,
                 sync: false,
             });
         }
@@ -257,6 +271,7 @@ impl Spec {
                 priority,
                 dest: Dest::Syslog { transport, ident },
                 form: Form::Syslog,
+                rotate: None,
                 sync: false,
             });
         }
@@ -266,6 +281,7 @@ impl Spec {
                 priority,
                 dest: Dest::Fluent { peer, tag, options },
                 form: Form::Fluent,
+                rotate: None,
                 sync: false,
             });
         }
@@ -279,18 +295,34 @@ impl Spec {
                 .map(Dest::File)
                 .map_err(|e| ConfigError::new(format!("invalid path in output '{token}': {e}")))
         };
-        let (dest, form) = match (dest, fields.get(2)) {
+        // A file's options: `?max=SIZE&keep=N`, and `sync` among them.
+        let (target, options) = match fields.get(2).map(|f| f.split_once('?')) {
+            Some(Some((target, query))) => (Some(target), Some(query)),
+            Some(None) => (fields.get(2).copied(), None),
+            None => (None, None),
+        };
+        let (dest, form) = match (dest, target) {
             ("journald", _) => (Dest::Journald, Form::Journal),
             ("file", Some(p)) => (path(p)?, Form::Text),
-            ("json", Some(&"stderr")) => (Dest::Stderr, Form::Json),
+            ("json", Some("stderr")) if options.is_none() => (Dest::Stderr, Form::Json),
+            ("json", Some("stderr")) => {
+                return Err(ConfigError::new(format!(
+                    "output '{token}': options (max=, keep=) are for files, not stderr"
+                )))
+            }
             ("json", Some(p)) => (path(p)?, Form::Json),
             _ => (Dest::Stderr, Form::Text),
+        };
+        let (rotate, sync) = match options {
+            Some(query) => parse_file_options(query, token)?,
+            None => (None, false),
         };
         Ok(Spec {
             priority,
             dest,
             form,
-            sync: false,
+            rotate,
+            sync,
         })
     }
 }
@@ -572,6 +604,70 @@ mod tests {
             ("1:fluent:t@tcp://h:1?age=0", "milliseconds"),
             ("1:fluent:t@tcp://h:1?size=1M&queue=1M", "two batches"),
             ("1:fluent:t@tcp://h:1?queue=64K", "size from 128K"),
+        ] {
+            let err = parse_list(spec).unwrap_err();
+            assert!(err.message.contains(want), "{spec}: {}", err.message);
+        }
+    }
+
+    use crate::output::rotate::ROTATE_KEEP_DEFAULT;
+
+    #[test]
+    fn file_rotation_options() {
+        let specs = parse_list(
+            "1:file:/x/a.log?max=64K&keep=3 2:json:/x/b.json?max=2M 3:file:/x/c.log?keep=2&max=1G&sync",
+        )
+        .unwrap();
+        let rotates: Vec<Option<Rotate>> = specs.iter().map(|s| s.rotate).collect();
+        assert_eq!(
+            rotates,
+            [
+                Some(Rotate {
+                    max: 64 << 10,
+                    keep: 3
+                }),
+                Some(Rotate {
+                    max: 2 << 20,
+                    keep: ROTATE_KEEP_DEFAULT
+                }),
+                Some(Rotate {
+                    max: 1 << 30,
+                    keep: 2
+                }),
+            ]
+        );
+        assert_eq!(specs[0].dest, Dest::File("/x/a.log".into()));
+        assert_eq!(specs[1].form, Form::Json);
+        assert!(specs[2].sync && !specs[0].sync);
+        for spec in &specs {
+            assert_eq!(
+                &parse_list(&spec.as_env()).unwrap()[0],
+                spec,
+                "{}",
+                spec.as_env()
+            );
+        }
+        assert_eq!(specs[0].as_env(), "1:file:/x/a.log?max=65536&keep=3");
+        assert_eq!(
+            specs[2].as_env(),
+            "3:file:/x/c.log?max=1073741824&keep=2&sync"
+        );
+        // The same file with other options is the same destination.
+        assert_eq!(
+            parse_list("1:file:/x/a?max=1M 2:file:/x/a").unwrap().len(),
+            1
+        );
+        for (spec, want) in [
+            ("1:file:/x/a?max=1K", "from 64K"),
+            ("1:file:/x/a?max=2000G", "from 64K"),
+            ("1:file:/x/a?max=lots", "from 64K"),
+            ("1:file:/x/a?max=", "from 64K"),
+            ("1:file:/x/a?keep=2", "needs max"),
+            ("1:file:/x/a?max=1M&keep=0", "from 1 to 99"),
+            ("1:file:/x/a?max=1M&keep=100", "from 1 to 99"),
+            ("1:file:/x/a?what", "unknown option"),
+            ("1:file:/x/a?b", "cannot hold '?'"),
+            ("1:json:stderr?max=1M", "for files"),
         ] {
             let err = parse_list(spec).unwrap_err();
             assert!(err.message.contains(want), "{spec}: {}", err.message);

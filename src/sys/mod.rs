@@ -24,7 +24,7 @@ pub mod watch;
 
 pub use fd::{fd_info, write_all_fd, write_all_raw, write_lines_no_signal, write_no_signal};
 pub use fd::{Fd, FdInfo, FdKind};
-pub use private::{open_private, Private};
+pub use private::{judge_at, open_private, rename_over, Private};
 
 use std::cell::Cell;
 use std::ffi::c_int;

@@ -188,6 +188,20 @@ pub fn open_private(path: &Path, how: Private) -> io::Result<Fd> {
     })
 }
 
+/// Whether the file at `path` is a regular file, and why vlog would not
+/// write into it for `how` (see [`refusal`]), judged by what the path
+/// names (never followed); an error (NotFound among them) when it cannot
+/// be looked at.
+pub fn judge_at(path: &Path, how: Private) -> io::Result<(bool, Option<Refused>)> {
+    let path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("the path contains a NUL byte"))?;
+    let st = lstat_c(&path).map_err(io::Error::from_raw_os_error)?;
+    Ok((
+        st.st_mode & libc::S_IFMT == libc::S_IFREG,
+        refusal(&st, how),
+    ))
+}
+
 /// lstat(2) of `path`. Async-signal-safe.
 fn lstat_c(path: &CStr) -> Result<libc::stat, c_int> {
     // SAFETY: an all-zero stat is a valid out-buffer.

@@ -185,3 +185,133 @@ fn syslog_outputs_and_vlogs_warnings_escape_control_bytes() {
         "{err}"
     );
 }
+
+/// `?max=64K&keep=3`, text and JSON: 1 MB leaves exactly PATH and PATH.1-3,
+/// none over 64 KiB, every line whole, none lost but those rotated away.
+#[test]
+fn rotating_files_stay_bounded_and_lose_no_line_they_keep() {
+    let exe = build("rotation", Link::Static);
+    for form in ["file", "json"] {
+        let dir = scratch_dir(&format!("rotation-{form}"));
+        let out = run_with(&exe, &["sizes", dir.to_str().unwrap(), form], &[]);
+        assert_ok(&format!("rotation sizes {form}"), &out);
+    }
+    // PATH.1 a link to another file: never rotated over, nothing lost.
+    let dir = scratch_dir("rotation-in-the-way");
+    let out = run_with(&exe, &["in-the-way", dir.to_str().unwrap()], &[]);
+    assert_ok("rotation in-the-way", &out);
+    assert_eq!(
+        text(&out.stderr).matches("cannot rotate ").count(),
+        1,
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Two daemons, each with a forked child, write one rotating file: every
+/// line of all four is in the files, once, whole.
+#[test]
+fn processes_sharing_a_rotating_file_lose_no_line() {
+    let exe = build("rotation", Link::Static);
+    let dir = scratch_dir("rotation-shared");
+    let path = dir.join("shared.log");
+    let outputs = format!("1:file:{}?max=64K&keep=99", path.display());
+    let n = 2000;
+    let env = [
+        ("VLOG_OUTPUTS", outputs.as_str()),
+        ("VLOG_BUFFER_SIZE", "1M"),
+    ];
+    let spawn = |tag: &str| {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["writer", tag, &n.to_string()])
+            .env_clear()
+            .envs(env)
+            .current_dir(work())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    let (a, b) = (spawn("A"), spawn("B"));
+    for (tag, child) in [("A", a), ("B", b)] {
+        let out = child.wait_with_output().unwrap();
+        assert_ok(&format!("rotation writer {tag}"), &out);
+    }
+    let mut seen = std::collections::HashMap::<String, Vec<u32>>::new();
+    let mut files = 0;
+    let mut largest = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let entry = entry.unwrap();
+        let bytes = std::fs::read(entry.path()).unwrap();
+        files += 1;
+        largest = largest.max(bytes.len());
+        let body = String::from_utf8(bytes).unwrap();
+        assert!(
+            body.is_empty() || body.ends_with('\n'),
+            "{:?} ends in a cut line",
+            entry.path()
+        );
+        for line in body.lines() {
+            let Some(at) = line.find(" seq ") else {
+                continue;
+            };
+            let who = line[..at].rsplit(' ').next().unwrap().to_owned();
+            let seq: u32 = line[at + 5..at + 11]
+                .parse()
+                .unwrap_or_else(|_| panic!("{line}"));
+            seen.entry(who).or_default().push(seq);
+        }
+    }
+    assert!(files >= 10, "{files} files: the file was not rotated");
+    let mut writers: Vec<_> = seen.keys().cloned().collect();
+    writers.sort();
+    assert_eq!(
+        writers,
+        ["A-child", "A-parent", "B-child", "B-parent"],
+        "{seen:?}"
+    );
+    for (who, seqs) in &mut seen {
+        seqs.sort();
+        let want: Vec<u32> = (0..n).collect();
+        assert!(
+            *seqs == want,
+            "{who}: {} lines, missing or twice: {:?}",
+            seqs.len(),
+            want.iter()
+                .filter(|s| seqs.binary_search(s).is_err())
+                .take(10)
+                .collect::<Vec<_>>()
+        );
+    }
+    eprintln!("{files} files, the largest {largest} bytes");
+}
+
+/// Rotation on a file system with no inode left for the new file: one
+/// warning, the lines go on to PATH, none lost (root: a tmpfs is mounted).
+#[test]
+fn rotation_on_a_full_file_system_degrades_with_one_warning() {
+    let exe = build("rotation", Link::Static);
+    let dir = scratch_dir("rotation-full");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m,nr_inodes=2", "tmpfs"])
+        .arg(&dir)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        say_skipped("rotation on a full file system: cannot mount a tmpfs (not root?)");
+        return;
+    }
+    let out = run_with(&exe, &["full", dir.to_str().unwrap()], &[]);
+    let _ = Command::new("umount").arg(&dir).status();
+    assert_ok("rotation full", &out);
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr.matches("vlog: cannot rotate ").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cannot start a new file (No space left on device)"),
+        "{stderr}"
+    );
+}

@@ -44,7 +44,7 @@ mod notes;
 use crate::config::context::Context;
 use crate::error::ConfigError;
 use crate::output::context::Since;
-use crate::output::Outputs;
+use crate::output::{Outputs, Said};
 use crate::priority::Priority;
 use crate::record::Record;
 use crate::ring::reader::{self, Cursor, Entry, Region};
@@ -220,7 +220,7 @@ pub fn print(
     region: &(impl Region + ?Sized),
     at: u64,
     due: &Due,
-    report: &mut impl FnMut(&str),
+    report: &mut impl FnMut(Said),
 ) {
     let Contexts {
         setting: context,

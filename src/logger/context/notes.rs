@@ -1,6 +1,6 @@
 //! vlog's own lines in a context: what it left out, and why.
 
-use crate::output::Outputs;
+use crate::output::{Outputs, Said};
 use crate::priority::Priority;
 use crate::record::Record;
 use crate::text::Bounded;
@@ -15,7 +15,7 @@ pub fn note(
     outputs: &mut Outputs,
     i: usize,
     (time_ns, tid): (u64, u32),
-    report: &mut impl FnMut(&str),
+    report: &mut impl FnMut(Said),
     write: impl FnOnce(&mut Bounded),
 ) {
     let mut buf = [0u8; 320];
