@@ -93,6 +93,12 @@ static void filtered_setup(void)
 }
 #define VLOG_FN(...) vlog(&quiet, VLOG_PRIO_DEBUG, __FILE__, __LINE__, __func__, __VA_ARGS__)
 static void filtered_run(int msg, long n) { BENCH_LOOP(msg, n, VLOG_FN); }
+static void filtered_fields_setup(void)
+{
+    vlog_thread_field_set("REQUEST_ID", "req-8f14e45f");
+    vlog_thread_field_set_int("ATTEMPT", 2);
+    filtered_setup();
+}
 
 /* -- vlog to the ring only: the flight-recorder configuration. */
 static void ring_setup(void) { vlog_setup_common("4:file:/dev/null", "1:bench.vlog"); }
@@ -110,6 +116,23 @@ static void full_setup(void)
         vlog_get_stats(&now);
     } while (now.lost == 0);
     before = now;
+}
+/* -- the same with two fields on the calling thread (a request's id and an
+ * integer, vlog_thread_field_set): every record carries them. */
+static void set_thread_fields(void)
+{
+    vlog_thread_field_set("REQUEST_ID", "req-8f14e45f");
+    vlog_thread_field_set_int("ATTEMPT", 2);
+}
+static void full_fields_setup(void)
+{
+    set_thread_fields();
+    full_setup();
+}
+static void disabled_fields_setup(void)
+{
+    set_thread_fields();
+    disabled_setup();
 }
 /* A function of its own, so that a profile can collect only the measured
  * calls (valgrind --toggle-collect=full_run). */
@@ -531,12 +554,15 @@ static const char *log4c_on_check(long calls)
 
 static const struct bench_mode modes[] = {
     {"vlog-disabled", disabled_setup, disabled_run, none_recorded},
+    {"vlog-disabled-fields", disabled_fields_setup, disabled_run, none_recorded},
     {"vlog-fn-filtered", filtered_setup, filtered_run, none_recorded},
+    {"vlog-fn-filtered-fields", filtered_fields_setup, filtered_run, none_recorded},
     {"vlog-site-rule", site_rule_setup, disabled_run, none_recorded},
     {"vlog-limited", limited_setup, limited_run, ten_recorded},
     {"vlog-global-limit", global_limit_setup, ring_run, ten_recorded},
     {"vlog-ring", ring_setup, ring_run, all_recorded},
     {"vlog-ring-full", full_setup, full_run, full_check},
+    {"vlog-ring-full-fields", full_fields_setup, full_run, full_check},
     {"vlog-ring-file", file_setup, ring_run, file_check},
     {"vlog-ring-json", json_setup, ring_run, file_check},
     {"vlog-ring-burst", ring_burst_setup, ring_run, all_recorded},

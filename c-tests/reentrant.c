@@ -53,6 +53,10 @@ static void on_signal(int sig)
     /* A configuration call from the handler is refused, not waited for. */
     if (vlog_get_stats(&stats) == 0)
         (void)stats;
+    /* A thread field changed from the handler: refused while the thread is
+     * inside vlog, both calls alike (nothing changes between them). */
+    if (vlog_thread_field_set("HANDLER", "x") == 0)
+        CHECK(vlog_thread_field_set("HANDLER", NULL) == 0);
     in_handler = 0;
 }
 
@@ -105,7 +109,14 @@ static void every_entry_point(int round)
         vlog_shutdown();
         CHECK(vlog_set_outputs("4:file:/dev/null") == 0);
     }
+    /* This thread's fields, carried by the records above and below. */
+    CHECK(vlog_thread_field_set("REQUEST_ID", round % 2 ? "r-odd" : "r-even") == 0);
+    CHECK(vlog_thread_field_set_int("ROUND", round) == 0);
+    CHECK(vlog_thread_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01") == 0);
+    if (round % 3 == 0)
+        CHECK(vlog_thread_fields_clear() == 0);
     VLOG_ERROR("main %d", round);
+    VLOG_DEBUG("main %d, in the ring alone", round);
 }
 
 int main(void)

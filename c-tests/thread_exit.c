@@ -21,8 +21,12 @@ static void at_key_destruction(void *value)
     (void)value;
     failed_as_it_should = vlog_set_level(99) == -1;
     error_text_ok = strstr(vlog_last_error(), "invalid level 99") != NULL;
+    CHECK(vlog_thread_field_set("REQUEST_ID", "exiting") == 0);
+    CHECK(vlog_thread_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01") == 0);
     VLOG_ERROR("from a key destructor");
     VLOG_DEBUG("deferred from a key destructor %d", 1);
+    CHECK(vlog_thread_field_set_int("REQUEST_ID", 7) == 0);
+    CHECK(vlog_thread_fields_clear() == 0);
     CHECK(vlog_get_stats(&stats) == 0);
     CHECK(vlog_set_filters("1:test.exit") == 0);
     CHECK(vlog_flush() == 0);

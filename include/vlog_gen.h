@@ -669,6 +669,57 @@ int vlog_write_fields(const struct vlog_source *src,
                       size_t nfields);
 
 /**
+ * Sets field `key` to the string `value` on every record this thread
+ * makes from now on (replacing its value), or removes it when `value` is
+ * NULL. The record carries it as it carries a call's own `VLOG_FIELD_STR`
+ * (in the ring and every output, under the same name rules); a call's own
+ * field of the same name wins. At most 8 fields per thread and 512 bytes
+ * of string values in all; nothing is read or copied for a call the
+ * filters drop. A thread's fields go with it when it exits; a forked
+ * child keeps the forking thread's. Returns 0, or -1 with
+ * `vlog_last_error()` set and nothing changed: a NULL or invalid `key`
+ * (1 to 64 of A-Z, 0-9 and _, not starting with _ or a digit), a name
+ * journald or vlog gives every entry (MESSAGE, PRIORITY, VLOG_...), a
+ * ninth field, values past 512 bytes, or a call from a signal handler
+ * that interrupted vlog on this thread.
+ * NULL: `key` an error, `value` removes the field; ownership: both copied,
+ * nothing kept; errors: -1 and vlog_last_error(); async-signal-safe: yes.
+ */
+int vlog_thread_field_set(const char *key, const char *value);
+
+/**
+ * As vlog_thread_field_set, with an integer value (as `VLOG_FIELD_INT`).
+ * NULL: `key` an error; ownership: `key` copied, nothing kept; errors: -1
+ * and vlog_last_error(); async-signal-safe: yes.
+ */
+int vlog_thread_field_set_int(const char *key, int64_t value);
+
+/**
+ * Removes every field this thread set. Returns 0, or -1 (with
+ * `vlog_last_error()`) from a signal handler that interrupted vlog on this
+ * thread.
+ * NULL: takes no pointer; ownership: nothing kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: yes.
+ */
+int vlog_thread_fields_clear(void);
+
+/**
+ * Sets TRACE_ID, SPAN_ID and TRACE_FLAGS on this thread from a W3C
+ * `traceparent` header (Trace Context: `00-` 32 lowercase hex digits `-`
+ * 16 `-` 2, as `00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01`;
+ * a later version may carry more after a `-`). The JSON and fluent outputs
+ * write them as `trace_id`, `span_id` and `trace_flags`, the names
+ * OpenTelemetry gives trace context in logs that are not OTLP. Returns 0,
+ * or -1 with `vlog_last_error()` set and nothing changed: NULL, a header
+ * that is not a valid traceparent (version ff, uppercase or other
+ * non-hex digits, a trace or span id of zeros, a wrong length), or as
+ * vlog_thread_field_set.
+ * NULL: an error; ownership: copied, nothing kept; errors: -1 and
+ * vlog_last_error(); async-signal-safe: yes.
+ */
+int vlog_thread_traceparent(const char *header);
+
+/**
  * Writes the ring to `fd` as text lines, oldest first, in the output line
  * format. Reads without taking any lock and validates every record (commit
  * word, checksum, sequence); a damaged record is reported by a line

@@ -75,6 +75,19 @@ pub const RESERVED: &[&[u8]] = &[
 /// `VLOG_SEQ` and `VLOG_TIME`).
 pub const RESERVED_PREFIXES: &[&[u8]] = &[b"OBJECT_", b"COREDUMP_", b"VLOG_"];
 
+/// The key the JSON and fluent outputs write a field under when
+/// OpenTelemetry names it: trace context in logs that are not OTLP
+/// (`trace_id`, `span_id`, `trace_flags`), at the top of the entry. A
+/// thread's `vlog_thread_traceparent` sets these fields.
+pub fn otel_key(name: &[u8]) -> Option<&'static [u8]> {
+    match name {
+        b"TRACE_ID" => Some(b"trace_id"),
+        b"SPAN_ID" => Some(b"span_id"),
+        b"TRACE_FLAGS" => Some(b"trace_flags"),
+        _ => None,
+    }
+}
+
 /// Whether `name` is one of the [`RESERVED`] names or starts with one of
 /// the [`RESERVED_PREFIXES`].
 pub fn is_reserved(name: &[u8]) -> bool {

@@ -8,6 +8,7 @@
 //! | `init` | `vlog_init`, `vlog_shutdown`, `vlog_version`, `vlog_abi_check` |
 //! | `config` | `vlog_set_level`, `vlog_set_filters`, `vlog_set_context`, `vlog_set_ratelimit`, `vlog_set_outputs`, `vlog_set_buffer_size`, `vlog_reopen`, `vlog_flush`, `vlog_last_error` |
 //! | `write` | `vlog_write`, `vlog_write_fields`, `vlog_field`, `VLOG_PRIO_*`, `VLOG_MESSAGE_MAX` |
+//! | `thread` | `vlog_thread_field_set`, `vlog_thread_field_set_int`, `vlog_thread_fields_clear`, `vlog_thread_traceparent` |
 //! | `dump` | `vlog_dump`, `vlog_get_stats`, `vlog_stats` |
 //! | `crash` | `vlog_install_crash_handler`, `vlog_set_dump_signal` |
 //! | `control` | `vlog_control_start`, `vlog_control_open`, `vlog_control_handle`, `vlog_control_stop` |
@@ -45,6 +46,8 @@ pub mod init;
 pub mod config;
 
 pub mod write;
+
+pub mod thread;
 
 pub mod dump;
 

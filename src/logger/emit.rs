@@ -8,8 +8,8 @@
 use std::sync::atomic::Ordering;
 
 use super::flight::{site_entry, CallSite};
-use super::message::{encode_fields, encode_reporting, take_suppressed, truncated};
-use super::{enter, printer, Entered, State};
+use super::message::{encode_call_fields, encode_reporting, take_suppressed, truncated};
+use super::{enter, printer, thread_fields, Entered, State};
 use crate::deferred::{self, Captured};
 use crate::fields::{Field, Names};
 use crate::priority::Priority;
@@ -292,10 +292,12 @@ impl State {
                 } else {
                     text
                 };
-                let fields = if suppressed == 0 {
-                    encode_fields(fields, *names, field_buf)
+                let fields = if !thread_fields::active() {
+                    encode_call_fields(fields, *names, suppressed, field_buf)
                 } else {
-                    encode_reporting(fields, *names, suppressed, field_buf)
+                    thread_fields::with_added(fields, |all| {
+                        encode_call_fields(all, *names, suppressed, field_buf)
+                    })
                 };
                 (*file, *line, *func, body, fields, false)
             }
@@ -306,13 +308,17 @@ impl State {
                 ..
             } => {
                 site = s.get().describe();
-                message.clear();
                 // No args_len: too long, or a count beyond what is stored.
-                if ring.is_some()
+                // A record with fields (a site's report, a thread's own)
+                // keeps its text.
+                let as_args = ring.is_some()
                     && args_len.is_some()
                     && suppressed == 0
-                    && deferred::encode(site.format, args, message)
-                {
+                    && !thread_fields::active();
+                if as_args && {
+                    message.clear();
+                    deferred::encode(site.format, args, message)
+                } {
                     (
                         site.file,
                         site.line,
@@ -325,14 +331,21 @@ impl State {
                     // Not to be kept as arguments: the text, made now by
                     // vlog's printf (the arguments were read once already)
                     // and cut with the marker.
+                    // Zeroed when it was shortened (above), not on every
+                    // call that makes its text here: 8 KiB of zeros cost a
+                    // thread with fields 9,600 instructions a record.
                     message.resize(MESSAGE_MAX, 0);
                     let mut text = Bounded::new(&mut message[..]);
                     // Cannot fail: the site's signature matched the
                     // arguments and its counts were checked.
                     let _ = deferred::render_captured(site.format, args, &mut text);
-                    let fields = match suppressed {
-                        0 => &b""[..],
-                        n => encode_reporting(&[], Names::Vlog, n, field_buf),
+                    let fields = match (suppressed, thread_fields::active()) {
+                        (0, false) => &b""[..],
+                        (n, false) => encode_reporting(&[], Names::Vlog, n, field_buf),
+                        // The thread's alone: checked when they were set.
+                        (n, true) => thread_fields::with_added(&[], |all| {
+                            encode_call_fields(all, Names::Vlog, n, field_buf)
+                        }),
                     };
                     (
                         site.file,
@@ -427,8 +440,9 @@ impl State {
             return Next::Done(Outcome::Dropped);
         }
         // A record that reports what the site's limit left out has a
-        // field: the general path's.
-        if call.site.get().suppressed.load(Ordering::Relaxed) != 0 {
+        // field, and one of a thread with fields of its own has those: the
+        // general path's.
+        if call.site.get().suppressed.load(Ordering::Relaxed) != 0 || thread_fields::active() {
             return self.record_site_general(call, self.prints(call.priority));
         }
         // A line an output prints is the same record, marked (one bit),

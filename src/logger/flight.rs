@@ -105,7 +105,8 @@ pub fn leave() {
 /// sched_yield(2): no cancellation point, and errno is left as it was.
 #[inline(always)]
 pub fn record(call: &Words) -> Flight {
-    if call.message_len > WORDS_MAX {
+    // A thread's own fields: a record with fields, the general way's.
+    if call.message_len > WORDS_MAX || super::thread_fields::active() {
         return Flight::General;
     }
     let len = align8(HEADER_LEN + call.message_len);

@@ -52,6 +52,21 @@ pub(super) fn encode_fields<'b>(list: &[Field], names: Names, buf: &'b mut Vec<u
     }
 }
 
+/// A record's fields encoded: the call's, with the report
+/// of what its site's limit left out first when it left out any.
+pub(super) fn encode_call_fields<'b>(
+    fields: &[Field],
+    names: Names,
+    suppressed: u64,
+    buf: &'b mut Vec<u8>,
+) -> &'b [u8] {
+    if suppressed == 0 {
+        encode_fields(fields, names, buf)
+    } else {
+        encode_reporting(fields, names, suppressed, buf)
+    }
+}
+
 /// The name of the field that reports what a call site's limit left out
 /// since its last record (the field comes first, so 32 of a caller's own
 /// cannot push it out; the 32nd gives way to it, counted in bad_fields).

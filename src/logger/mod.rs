@@ -31,6 +31,7 @@ pub mod fork;
 pub mod levels;
 mod message;
 pub mod printer;
+pub mod thread_fields;
 pub mod ticker;
 mod writer;
 
@@ -368,10 +369,9 @@ impl State {
     /// does, information (a file rotated) as [`State::announce`] does.
     pub fn note_all(&mut self, said: Vec<Said>) {
         for event in said {
-            if event.priority >= Priority::Warning {
-                note(self.ring.as_mut(), &event.text);
-            } else {
-                self.announce(b"output", &event.text, &[]);
+            match event.priority {
+                Priority::Warning | Priority::Error => note(self.ring.as_mut(), &event.text),
+                _ => self.announce(b"output", &event.text, &[]),
             }
         }
     }

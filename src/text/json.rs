@@ -52,18 +52,30 @@ pub fn render_json(rec: &Record, pid: Option<u32>, clock: &mut Clock, out: &mut 
     out.put(b",\"message\":");
     put_json_string(rec.message, out);
     if let Some(fields) = fields::decode(rec.fields).filter(|f| !f.is_empty()) {
-        let mut sep: &[u8] = b",\"fields\":{";
+        let put_value = |value: Value, out: &mut _| match value {
+            Value::Str(s) => put_json_string(s, out),
+            Value::Int(n) => put_signed(n, out),
+        };
+        // Trace context at the top, under OpenTelemetry's names.
         for field in fields.iter() {
+            if let Some(key) = fields::otel_key(field.name) {
+                out.put(b",\"");
+                out.put(key);
+                out.put(b"\":");
+                put_value(field.value, out);
+            }
+        }
+        let mut sep: &[u8] = b",\"fields\":{";
+        for field in fields.iter().filter(|f| fields::otel_key(f.name).is_none()) {
             out.put(sep);
             sep = b",";
             put_json_string(field.name, out);
             out.put(b":");
-            match field.value {
-                Value::Str(s) => put_json_string(s, out),
-                Value::Int(n) => put_signed(n, out),
-            }
+            put_value(field.value, out);
         }
-        out.put(b"}");
+        if sep.len() == 1 {
+            out.put(b"}");
+        }
     }
     out.put(b"}\n");
 }

@@ -412,3 +412,24 @@ fn a_captured_string_is_read_no_further_than_its_precision() {
     };
     assert_ok("precision", &run_with(&exe, &[path], env));
 }
+
+/// Fields a thread carries: two threads' request ids on their own records
+/// only (ring, flight recorder's records, JSON with trace context under
+/// OpenTelemetry's names); refusals; fork; thread exit; a filtered call
+/// copies nothing.
+#[test]
+fn thread_fields_ride_on_their_own_threads_records_only() {
+    let exe = build("thread_fields", Link::Static);
+    let json = scratch_dir("thread-fields").join("out.json");
+    assert_ok(
+        "thread_fields threads",
+        &run_with(&exe, &["threads", json.to_str().unwrap()], &[]),
+    );
+    assert_ok("thread_fields calls", &run_with(&exe, &["calls"], &[]));
+    if !skipped_under_tool("the tool replaces the allocator the filtered case counts") {
+        assert_ok(
+            "thread_fields filtered",
+            &run_with(&exe, &["filtered"], &[]),
+        );
+    }
+}

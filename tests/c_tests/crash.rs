@@ -604,12 +604,12 @@ fn a_full_dump_file_is_emptied_for_the_newest_dump() {
     let dir = scratch_dir("dump-cap.d");
     let dump = dir.join("dump");
     let spec = format!("file:{}", dump.display());
-    // A 16 MiB dump file that starts with `head`; the dump file after two
-    // faults the program recovers from, each dumped.
-    let after_two_dumps = |head: &[u8]| -> Vec<u8> {
+    // A dump file of `len` bytes that starts with `head`; the dump file
+    // after two faults the program recovers from, each dumped.
+    let after_two_dumps_from = |head: &[u8], len: u64| -> Vec<u8> {
         let mut file = std::fs::File::create(&dump).unwrap();
         std::io::Write::write_all(&mut file, head).unwrap();
-        file.set_len(16 << 20).unwrap();
+        file.set_len(len).unwrap();
         file.set_permissions(std::fs::Permissions::from_mode(0o600))
             .unwrap();
         drop(file);
@@ -626,6 +626,7 @@ fn a_full_dump_file_is_emptied_for_the_newest_dump() {
         );
         std::fs::read(&dump).unwrap()
     };
+    let after_two_dumps = |head: &[u8]| after_two_dumps_from(head, 16 << 20);
     // Earlier dumps: the file starts as a dump does.
     let dumped = after_two_dumps(b"vlog: fatal signal SIGSEGV (11), an earlier dump\n");
     let dumped = String::from_utf8_lossy(&dumped);
@@ -640,6 +641,23 @@ fn a_full_dump_file_is_emptied_for_the_newest_dump() {
     // The second fault's dump follows the first: the file is small again.
     assert_eq!(dumped.matches("vlog: fatal signal SIGSEGV").count(), 2);
     assert!(dumped.len() < 1 << 20, "{} bytes", dumped.len());
+
+    // One byte short of the limit: the first dump is appended (the file
+    // passes the limit by one dump), the second empties it first. So a
+    // program that crashes and recovers over and over never has more than
+    // the limit and one dump in the file.
+    let dumped = after_two_dumps_from(
+        b"vlog: fatal signal SIGSEGV (11), an earlier dump\n",
+        (16 << 20) - 1,
+    );
+    let dumped = String::from_utf8_lossy(&dumped);
+    assert!(
+        dumped.starts_with("vlog: the dump file held ") && dumped.len() < 1 << 20,
+        "{} bytes: {:?}",
+        dumped.len(),
+        &dumped[..dumped.len().min(300)]
+    );
+    assert_eq!(dumped.matches("vlog: fatal signal SIGSEGV").count(), 1);
 
     // A file that does not start as a dump does (a log file named as the
     // dump file too) is never emptied: the dumps are appended.

@@ -128,6 +128,55 @@ print("ok")
     assert!(found.contains(&marker), "{found}");
 }
 
+/// A thread's fields reach journald as fields of each of its entries, and
+/// of no other thread's.
+#[test]
+fn thread_fields_reach_a_real_journald_on_their_own_threads_entries() {
+    let Some(_journald) = Journald::start() else {
+        say_skipped("cannot start systemd-journald (not root, or not installed)");
+        return;
+    };
+    let exe = build("thread_fields", Link::Static);
+    let out = run_with(&exe, &["journald"], &[]);
+    assert_ok("thread_fields journald", &out);
+    let pid = text(&out.stdout).trim().to_string();
+    let entries = journal_entries(
+        &[&format!("_PID={pid}"), "VLOG_SOURCE=test.thread_fields"],
+        10,
+    );
+    let check = r#"
+import json, sys
+objs = [json.loads(l) for l in sys.stdin.read().splitlines()]
+says = [o for o in objs if " says " in o["MESSAGE"]]
+assert len(says) == 10, [o["MESSAGE"] for o in objs]
+for o in says:
+    mine = o["MESSAGE"].startswith("worker 0")
+    assert o["REQUEST_ID"] == ("req-A" if mine else "req-B"), o
+    assert o["WORKER"] == ("0" if mine else "1"), o
+    if mine:
+        assert o["TRACE_ID"] == "4bf92f3577b34da6a3ce929d0e0e4736", o
+        assert o["SPAN_ID"] == "00f067aa0ba902b7" and o["TRACE_FLAGS"] == "01", o
+    else:
+        assert "TRACE_ID" not in o, o
+print("ok")
+"#;
+    let mut py = Command::new("python3")
+        .arg("-c")
+        .arg(check)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write;
+    py.stdin
+        .take()
+        .unwrap()
+        .write_all(entries.as_bytes())
+        .unwrap();
+    assert_ok("journald check (python3)", &py.wait_with_output().unwrap());
+}
+
 /// An rsyslogd on loopback (UDP and TCP on `port`, and /dev/log when
 /// `local`), writing what it receives to `out`; stopped when dropped.
 struct Rsyslogd {

@@ -104,7 +104,7 @@ pub fn encode_event(rec: &Record, ident: &[u8], out: &mut Vec<u8>) {
     }
     if let Some(fields) = decoded {
         for field in fields.iter() {
-            put_str(field.name, out);
+            put_str(fields::otel_key(field.name).unwrap_or(field.name), out);
             match field.value {
                 Value::Str(s) => put_str(s, out),
                 Value::Int(n) => put_int(n, out),
