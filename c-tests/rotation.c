@@ -13,6 +13,10 @@
  *   rotation in-the-way DIR     PATH.1 a symbolic link to another file: not
  *                               rotated over (one warning), the file it names
  *                               untouched, the lines go on to PATH
+ *   rotation follow DIR         another process rotates the file away (and
+ *                               removes it) between two lines: the second
+ *                               goes to the new PATH, never the removed file
+ *   rotation sizes DIR FORM noring   as sizes, without a ring
  */
 #include "check.h"
 
@@ -82,7 +86,7 @@ static int read_seqs(const char *path, const char *who, int *seqs, int *n, int m
     return lines;
 }
 
-static void sizes(const char *dir, const char *form)
+static void sizes(const char *dir, const char *form, int no_ring)
 {
     char outputs[700], path[600], name[640];
     static int seqs[20000];
@@ -92,6 +96,8 @@ static void sizes(const char *dir, const char *form)
     snprintf(path, sizeof path, "%s/r.log", dir);
     snprintf(outputs, sizeof outputs, "1:%s:%s?max=64K&keep=3", form, path);
     CHECK(vlog_set_outputs(outputs) == 0);
+    if (no_ring)
+        CHECK(vlog_set_buffer_size(0) == 0);
     /* About 1 MB of lines. */
     unsigned state = 7;
     for (total = 0; written < (1 << 20); total++) {
@@ -149,8 +155,7 @@ static void sizes(const char *dir, const char *form)
         }
     }
     /* Each rotation said once, by an info record of source vlog that the
-     * file prints too: the newest file starts with the one that started it
-     * (when its first line is that record's). */
+     * file prints too (with or without a ring). */
     int said = 0;
     for (int k = 3; k >= 0; k--) {
         char *text;
@@ -166,7 +171,40 @@ static void sizes(const char *dir, const char *form)
         fprintf(stderr, "%d rotations said in the files kept\n", said);
         exit(1);
     }
+    if (!no_ring) {
+        char *ring = check_dump(NULL);
+        CHECK_HAS(ring, "a new one started (3 kept)");
+        free(ring);
+    }
     printf("%d lines, %d kept\n", total, n);
+}
+
+static void follow(const char *dir)
+{
+    char outputs[700], path[600], gone[640];
+    char *text;
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/r.log", dir);
+    snprintf(gone, sizeof gone, "%s/gone", dir);
+    snprintf(outputs, sizeof outputs, "1:file:%s?max=64K&keep=1", path);
+    CHECK(vlog_set_outputs(outputs) == 0);
+    VLOG_INFO("before");
+    CHECK(vlog_flush() == 0);
+    /* Another process's rotation, past its keep: the file vlog writes is
+     * renamed and removed, and a new one started with its line. */
+    CHECK(rename(path, gone) == 0 && unlink(gone) == 0);
+    f = fopen(path, "w");
+    CHECK(f != NULL && fputs("a peer's line\n", f) >= 0 && fclose(f) == 0);
+    CHECK(chmod(path, 0600) == 0);
+    VLOG_INFO("after");
+    CHECK(vlog_flush() == 0);
+    text = check_slurp_path(path);
+    if (!strstr(text, "a peer's line\n") || !strstr(text, ": after\n")) {
+        fprintf(stderr, "the line after went elsewhere; %s holds:\n%s\n", path, text);
+        exit(1);
+    }
+    free(text);
 }
 
 static void writer(const char *tag, int n)
@@ -246,8 +284,10 @@ int main(int argc, char **argv)
 {
     CHECK(argc >= 3);
     CHECK(vlog_set_level(VLOG_PRIO_INFO) == 0);
-    if (strcmp(argv[1], "sizes") == 0 && argc == 4)
-        sizes(argv[2], argv[3]);
+    if (strcmp(argv[1], "sizes") == 0 && (argc == 4 || argc == 5))
+        sizes(argv[2], argv[3], argc == 5 && strcmp(argv[4], "noring") == 0);
+    else if (strcmp(argv[1], "follow") == 0)
+        follow(argv[2]);
     else if (strcmp(argv[1], "writer") == 0 && argc == 4)
         writer(argv[2], atoi(argv[3]));
     else if (strcmp(argv[1], "full") == 0)

@@ -6,6 +6,7 @@ use super::{enter, printer, ticker, State};
 use std::sync::Mutex;
 
 use crate::diag;
+use crate::priority::Priority;
 use crate::record::Record;
 
 impl State {
@@ -66,9 +67,33 @@ impl State {
 /// anywhere to note what the outputs have to report but stderr).
 #[cold]
 pub(super) fn print_now(printer: &'static Mutex<printer::Printer>, rec: &Record) {
-    printer::lock_of(printer)
-        .outputs
-        .print(rec, |said| diag::warn(&said.text));
+    let mut printer = printer::lock_of(printer);
+    let mut rotated = Vec::new();
+    printer.outputs.print(rec, |said| match said.priority {
+        Priority::Warning | Priority::Error => diag::warn(&said.text),
+        _ => rotated.push(said.text),
+    });
+    // A file rotated: an info record of vlog's own, printed as this one
+    // was (what printing it says goes to stderr).
+    for text in rotated {
+        let note = Record {
+            seq: 0,
+            time_ns: crate::sys::realtime_ns(),
+            tid: crate::sys::thread_id(),
+            line: 0,
+            priority: Priority::Info,
+            source: b"vlog",
+            file: b"",
+            func: b"output",
+            message: text.as_bytes(),
+            fields: b"",
+            context: false,
+            id: 0,
+        };
+        printer
+            .outputs
+            .print(&note.clipped(), |said| diag::warn(&said.text));
+    }
 }
 
 /// After a panic in the outputs on the writer thread: the step down of a

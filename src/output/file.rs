@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use super::rotate::{self, Outcome, Rotate};
 use super::said::either;
 use crate::error::ConfigError;
+use crate::sys::record_lock::Holder;
 use crate::sys::{self, Fd, Private};
 
 #[derive(Debug)]
@@ -32,6 +33,11 @@ pub struct FileOutput {
     rotate: Option<Rotate>,
     /// The rotations made, to be said (see `Output::take_notices`).
     notices: Vec<String>,
+    /// Whether the descriptor changed since the crash handler was told
+    /// (see `Output::take_notices`).
+    moved: bool,
+    /// Whether another user's lock on the file was said.
+    stranger_said: bool,
     /// The coarse second a rotation last failed: said once, tried again at
     /// most once a second.
     rotate_failed: Option<u64>,
@@ -41,35 +47,46 @@ pub struct FileOutput {
 /// and follow it before it is written where it is.
 const FOLLOW_ROUNDS: usize = 4;
 
-/// How long a batch waits for the file's record lock at most, before it
-/// is written without it: another process holds it for one batch or one
-/// rotation (a rename per file kept), well under this; one stopped while
-/// it holds it costs each batch this, never more.
-const LOCK_WAIT_NS: u64 = 2_000_000;
+/// How many times a batch tries the file's record lock, letting the others
+/// run between tries, while a peer holds it (for one batch, or one
+/// rotation: a rename per file kept). Never a sleep: this may run under
+/// the logger's lock.
+const LOCK_TRIES: usize = 64;
 
-/// The file's record lock (see `rotate`), if another process lets go of
-/// it within `LOCK_WAIT_NS`: whether it is held.
-fn lock_briefly(fd: &Fd) -> bool {
-    let mut since = None;
-    loop {
+/// What a batch has of the file's record lock (see `rotate`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Locked {
+    Held,
+    /// A peer (a process of this user) held it all along: the batch is
+    /// written without it, and the file not rotated now.
+    ByPeer,
+    /// Another user's process holds it (anyone who may read the file can
+    /// take a read lock): not theirs to decide, the batch goes on as if
+    /// this process held it. The uid, said once.
+    ByStranger(u32),
+}
+
+fn lock_briefly(fd: &Fd) -> Locked {
+    for _ in 0..LOCK_TRIES {
         match fd.try_record_lock() {
-            Ok(true) => return true,
-            Ok(false) => {
-                let now = sys::monotonic_ns();
-                if now.saturating_sub(*since.get_or_insert(now)) >= LOCK_WAIT_NS {
-                    return false;
-                }
-                std::thread::sleep(std::time::Duration::from_micros(20));
-            }
-            Err(_) => return false,
+            Ok(None) => return Locked::Held,
+            Ok(Some(Holder::Stranger(uid))) => return Locked::ByStranger(uid),
+            Ok(Some(Holder::Peer(_))) => std::thread::yield_now(),
+            Err(_) => return Locked::ByPeer,
         }
+    }
+    Locked::ByPeer
+}
+
+fn unlock(fd: Option<&Fd>, locked: Locked) {
+    if let Some(fd) = fd.filter(|_| locked == Locked::Held) {
+        fd.record_unlock();
     }
 }
 
-fn unlock(fd: Option<&Fd>, locked: bool) {
-    if let Some(fd) = fd.filter(|_| locked) {
-        fd.record_unlock();
-    }
+/// Whether `path` names the file `info` describes now.
+fn names(path: &std::path::Path, info: &sys::FdInfo) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (info.dev, info.ino))
 }
 
 /// Opens a log file for appending (see `sys::open_private`): O_APPEND, so
@@ -104,6 +121,8 @@ impl FileOutput {
             reopen_failed: false,
             rotate,
             notices: Vec::new(),
+            moved: false,
+            stranger_said: false,
             rotate_failed: None,
         })
     }
@@ -149,11 +168,36 @@ impl FileOutput {
             };
             let locked = lock_briefly(fd);
             let Some(info) = fd.check() else {
+                unlock(Some(fd), locked);
                 return (event, Err((sys::fd::not_ours(), done)));
             };
             if !info.regular {
                 // A FIFO, /dev/null: nothing to bound.
+                unlock(Some(fd), locked);
                 break;
+            }
+            // Another process rotated it away: its lines go to the file
+            // PATH names now, never to one on its way out.
+            if !names(&self.path, &info) && follows < FOLLOW_ROUNDS {
+                unlock(Some(fd), locked);
+                follows += 1;
+                if let Ok(new) = open_log(&self.path) {
+                    self.fd = Some(new);
+                    self.moved = true;
+                    continue;
+                }
+                break;
+            }
+            if let Locked::ByStranger(uid) = locked {
+                if !std::mem::replace(&mut self.stranger_said, true) {
+                    event = either(
+                        event,
+                        Some(format!(
+                            "a process of uid {uid} holds a lock on {}: rotated without it",
+                            self.path.display()
+                        )),
+                    );
+                }
             }
             let rest = &lines[done..];
             let mut fit = rotate::whole_lines_within(rest, rotate.max.saturating_sub(info.size));
@@ -173,21 +217,23 @@ impl FileOutput {
                 }
             }
             let second = sys::coarse_seconds();
-            if !locked || self.rotate_failed == Some(second) {
+            if locked == Locked::ByPeer || self.rotate_failed == Some(second) {
                 unlock(self.fd.as_ref(), locked);
                 break;
             }
             let fd = self.fd.as_ref().expect("checked above");
             let outcome = rotate::rotate(&self.path, fd, rotate);
-            fd.record_unlock();
+            unlock(Some(fd), locked);
             match outcome {
                 Outcome::Rotated(new, said) => {
                     self.fd = Some(new);
+                    self.moved = true;
                     self.rotate_failed = None;
                     self.notices.push(said);
                 }
                 Outcome::Follow(Some(new)) if follows < FOLLOW_ROUNDS => {
                     self.fd = Some(new);
+                    self.moved = true;
                     follows += 1;
                 }
                 Outcome::Follow(_) => break,
@@ -247,11 +293,13 @@ impl FileOutput {
                 self.checked_at = second;
                 return None;
             }
-            if self.rotate.is_some() && !deleted {
-                // Rotated by another process writing it too: followed
-                // quietly, as the rotations of this one are.
+            if self.rotate.is_some() {
+                // Rotated (or rotated away past `keep`) by another process
+                // writing it too: followed quietly, as this one's are.
                 self.checked_at = second;
-                let _ = self.reopen();
+                if self.reopen().is_ok() {
+                    self.moved = true;
+                }
                 return None;
             }
             format!(
@@ -318,9 +366,10 @@ impl FileOutput {
     }
 
     /// Hands each rotation made since the last call to `tell`: whether
-    /// there was any.
+    /// there was any, or the descriptor changed otherwise (the crash
+    /// handler is to be told).
     pub fn take_notices(&mut self, mut tell: impl FnMut(String)) -> bool {
-        let any = !self.notices.is_empty();
+        let any = !self.notices.is_empty() || std::mem::take(&mut self.moved);
         self.notices.drain(..).for_each(&mut tell);
         any
     }

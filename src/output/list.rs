@@ -186,11 +186,16 @@ impl Outputs {
     pub fn add(&mut self, rec: &Record, mut report: impl FnMut(Said)) {
         self.lines.text_made = false;
         self.lines.json_made = false;
+        let mut moved = false;
         for out in self.list.iter_mut().filter(|o| rec.priority >= o.priority) {
             if let Some(event) = out.add(rec, &mut self.lines) {
                 report(event.into());
             }
-            out.take_notices(&mut report);
+            moved |= out.take_notices(&mut report);
+        }
+        // A file rotated, or followed to where another process rotated it.
+        if moved {
+            self.publish_for_crash();
         }
     }
 
@@ -203,7 +208,9 @@ impl Outputs {
             if let Some(event) = out.add(rec, &mut self.lines) {
                 report(event.into());
             }
-            out.take_notices(&mut report);
+            if out.take_notices(&mut report) {
+                self.publish_for_crash();
+            }
         }
         // The next record's lines are made anew.
         self.lines.text_made = false;

@@ -7,12 +7,18 @@
 //! record lock on the file (per process, so a forked child, which shares
 //! the parent's open file, is kept out as any other process is): the size
 //! looked at, the lines that fit written and the rotation made under one
-//! lock, so no process writes past SIZE on another's count. A rotation is
-//! made only if the path still names the file; a process that finds it
-//! naming another file follows it instead of rotating again. The lock is
-//! never waited for (a process stopped while it holds it would hold every
-//! other): tried a few times, letting the others run between, then the
-//! batch is written without it.
+//! lock, so no process writes past SIZE on another's count. Under it the
+//! path is checked too: a process that finds it naming another file (a
+//! peer rotated it away) follows it before writing, so no line goes to a
+//! file on its way out, and rotates only the file the path names. The lock
+//! is never waited for (a process stopped while it holds it would hold
+//! every other): tried while the others run, then the batch is written
+//! without it and nothing rotated. A lock another user's process holds (a
+//! read lock needs no more than reading the file) is not theirs to decide:
+//! said once, and ignored.
+//!
+//! The new file is made beside PATH first (O_EXCL) and swapped with it in
+//! one step (RENAME_EXCHANGE): PATH is never free for another user to take.
 //!
 //! Every name rotated over is judged as any file vlog writes
 //! (`sys::refusal`): a regular file of this user, writable by nobody else,
@@ -50,6 +56,12 @@ pub fn parse_file_options(query: &str, token: &str) -> Result<(Option<Rotate>, b
     for option in query.split('&') {
         match option.split_once('=') {
             None if option == "sync" => sync = true,
+            Some(("max" | "keep", _))
+                if (option.starts_with("max") && max.is_some())
+                    || (option.starts_with("keep") && keep.is_some()) =>
+            {
+                return Err(bad(format!("'{option}': given twice")));
+            }
             Some(("max", v)) => {
                 max = Some(
                     crate::text::num::parse_size(v)
@@ -66,6 +78,7 @@ pub fn parse_file_options(query: &str, token: &str) -> Result<(Option<Rotate>, b
                 keep = Some(
                     v.parse::<u32>()
                         .ok()
+                        .filter(|_| v.bytes().all(|b| b.is_ascii_digit()))
                         .filter(|n| (1..=ROTATE_KEEP_MAX).contains(n))
                         .ok_or_else(|| {
                             bad(format!("'{option}': a number of files from 1 to {ROTATE_KEEP_MAX}"))
@@ -137,47 +150,45 @@ pub fn rotate(path: &Path, fd: &Fd, rotate: Rotate) -> Outcome {
         };
         return Outcome::Failed(format!("'{}' is in the way: {why}", name.display()));
     }
-    // A name judged free is only ever taken if it still is (a file planted
-    // there meanwhile is not removed); the others were judged this user's.
-    let shift = |from: &Path, to: u32| sys::rename_over(from, &numbered(path, to), to <= taken);
+    // The new file first, beside PATH (O_EXCL: one this process made),
+    // then swapped with PATH in one step: PATH is never free for another
+    // user to take (a sticky /tmp) between the old file and the new.
+    let (new, beside) = match sys::create_beside(path, Private::NewLog) {
+        Ok(made) => made,
+        Err(e) => return Outcome::Failed(format!("cannot start a new file ({e})")),
+    };
+    let failed = |why: String| {
+        let _ = std::fs::remove_file(&beside);
+        Outcome::Failed(why)
+    };
+    // Names are moved up from the top; only the oldest, judged this
+    // user's, is replaced; every other is taken only if still free (a file
+    // planted there meanwhile is never removed).
+    let replaces = |to: u32| to == rotate.keep && taken == rotate.keep;
     for k in (2..=taken.min(rotate.keep - 1) + 1).rev() {
-        if let Err(e) = shift(&numbered(path, k - 1), k) {
-            return Outcome::Failed(format!(
-                "cannot rename '{}': {e}",
-                numbered(path, k - 1).display()
-            ));
+        let from = numbered(path, k - 1);
+        if let Err(e) = sys::rename_over(&from, &numbered(path, k), replaces(k)) {
+            return failed(format!("cannot rename '{}': {e}", from.display()));
         }
+    }
+    if let Err(e) = sys::exchange(&beside, path) {
+        return failed(format!("cannot swap a new file in ({e})"));
     }
     let first = numbered(path, 1);
-    if let Err(e) = shift(path, 1) {
-        return Outcome::Failed(format!("cannot rename it to '{}': {e}", first.display()));
-    }
-    match sys::open_private(path, Private::Log) {
-        Ok(new) => Outcome::Rotated(
-            new,
-            format!(
-                "{} reached {} bytes (max={}): renamed to {}, a new one started ({} kept)",
-                path.display(),
-                info.size,
-                rotate.max,
-                first.display(),
-                rotate.keep
-            ),
+    let kept = match sys::rename_over(&beside, &first, replaces(1)) {
+        Ok(()) => first.display().to_string(),
+        Err(e) => format!("{} ({e}: not {})", beside.display(), first.display()),
+    };
+    Outcome::Rotated(
+        new,
+        format!(
+            "{} reached {} bytes (max={}): renamed to {kept}, a new one started ({} kept)",
+            path.display(),
+            info.size,
+            rotate.max,
+            rotate.keep
         ),
-        Err(e) => {
-            // Put it back, unless another process made a new PATH meanwhile
-            // (then the lines go on to the old file, now PATH.1).
-            let back = sys::rename_over(&first, path, false);
-            Outcome::Failed(format!(
-                "cannot start a new file ({e}){}",
-                if back.is_ok() {
-                    ""
-                } else {
-                    ", and the old one stays renamed"
-                }
-            ))
-        }
-    }
+    )
 }
 
 /// The length of the longest run of whole lines at the start of `lines`

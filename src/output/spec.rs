@@ -667,6 +667,9 @@ mod tests {
             ("1:file:/x/a?max=1M&keep=100", "from 1 to 99"),
             ("1:file:/x/a?what", "unknown option"),
             ("1:file:/x/a?b", "cannot hold '?'"),
+            ("1:file:/x/a?max=64K&max=1M", "given twice"),
+            ("1:file:/x/a?max=64K&keep=2&keep=3", "given twice"),
+            ("1:file:/x/a?max=64K&keep=+3", "from 1 to 99"),
             ("1:json:stderr?max=1M", "for files"),
         ] {
             let err = parse_list(spec).unwrap_err();

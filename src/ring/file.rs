@@ -35,7 +35,7 @@ impl Ring {
         previous: Option<(&dyn Region, Stats)>,
         replace: bool,
     ) -> std::io::Result<Ring> {
-        let (file, tmp) = sys::private::create_beside(path)?;
+        let (file, tmp) = sys::private::create_beside(path, sys::Private::NewRing)?;
         let made = Ring::build_file(file, size, previous)
             .and_then(|ring| sys::private::rename_over(&tmp, path, replace).map(|()| ring));
         if made.is_err() {

@@ -256,43 +256,6 @@ impl Fd {
         }
     }
 
-    /// A POSIX record lock on the whole file (fcntl F_SETLK, for writing),
-    /// without waiting: Ok(false) when another process holds one. Held by
-    /// the process, not the open file, so a forked child that shares this
-    /// descriptor's open file is kept out as any other process is.
-    pub fn try_record_lock(&self) -> io::Result<bool> {
-        if !self.is_ours() {
-            return Err(not_ours());
-        }
-        loop {
-            match self.record_lock(libc::F_WRLCK as libc::c_short) {
-                Ok(()) => return Ok(true),
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => {
-                    return Ok(false)
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// Lets go of the lock [`Fd::try_record_lock`] took.
-    pub fn record_unlock(&self) {
-        let _ = self.is_ours() && self.record_lock(libc::F_UNLCK as libc::c_short).is_ok();
-    }
-
-    fn record_lock(&self, kind: libc::c_short) -> io::Result<()> {
-        // SAFETY: all-zero is a valid flock: the whole file from offset 0.
-        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-        lock.l_type = kind;
-        lock.l_whence = libc::SEEK_SET as libc::c_short;
-        // SAFETY: fcntl F_SETLK on our own descriptor with a valid flock.
-        if unsafe { libc::fcntl(self.raw, libc::F_SETLK, &lock) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
     /// Lets go of a descriptor that is no longer vlog's without closing it:
     /// the number belongs to someone else now.
     pub fn abandon(self) {

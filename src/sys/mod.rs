@@ -18,13 +18,14 @@ pub mod place;
 pub mod private;
 #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
 pub mod profile;
+pub mod record_lock;
 pub mod signal;
 pub mod syslog;
 pub mod watch;
 
 pub use fd::{fd_info, write_all_fd, write_all_raw, write_lines_no_signal, write_no_signal};
 pub use fd::{Fd, FdInfo, FdKind};
-pub use private::{judge_at, open_private, rename_over, Private};
+pub use private::{create_beside, exchange, judge_at, open_private, rename_over, Private};
 
 use std::cell::Cell;
 use std::ffi::c_int;

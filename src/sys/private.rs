@@ -25,6 +25,9 @@ pub enum Private {
     Image,
     /// A new ring file: created, read and written; it must not exist yet.
     NewRing,
+    /// A new log file, to be swapped in for a full one (`output::rotate`):
+    /// created, appended to; it must not exist yet.
+    NewLog,
     /// A ring file an earlier run left, or another process uses: read and
     /// written; it must exist.
     Ring,
@@ -33,7 +36,7 @@ pub enum Private {
 impl Private {
     /// Text the daemon only appends to.
     fn appends(self) -> bool {
-        matches!(self, Private::Log | Private::Dump)
+        matches!(self, Private::Log | Private::Dump | Private::NewLog)
     }
 }
 
@@ -228,7 +231,7 @@ pub fn open_private_c(path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
     let base = libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
     let flags = base
         | match how {
-            Private::Log => libc::O_WRONLY | libc::O_APPEND,
+            Private::Log | Private::NewLog => libc::O_WRONLY | libc::O_APPEND,
             // Read too: before emptying a full dump file, the crash
             // handler reads that it starts as a dump does.
             Private::Dump => libc::O_RDWR | libc::O_APPEND,
@@ -259,7 +262,9 @@ pub fn open_private_c(path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
     // A missing file is made (O_EXCL), so that vlog knows which files it
     // created: a configuration refused removes them.
     let fd = match (how, lstat_c(path)) {
-        (Private::NewRing, Ok(_)) => return Err(OpenFailure::Errno(libc::EEXIST)),
+        (Private::NewRing | Private::NewLog, Ok(_)) => {
+            return Err(OpenFailure::Errno(libc::EEXIST))
+        }
         (Private::Ring, Ok(st)) => existing(st)?,
         (_, Ok(st)) => existing(st)?,
         (Private::Ring, Err(e)) => return Err(OpenFailure::Errno(e)),
@@ -269,7 +274,9 @@ pub fn open_private_c(path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
                 fd
             }
             // Made by someone else meanwhile: judged as any existing file.
-            Err(OpenFailure::Errno(libc::EEXIST)) if how != Private::NewRing => {
+            Err(OpenFailure::Errno(libc::EEXIST))
+                if !matches!(how, Private::NewRing | Private::NewLog) =>
+            {
                 existing(lstat_c(path).map_err(OpenFailure::Errno)?)?
             }
             Err(e) => return Err(e),
@@ -296,13 +303,15 @@ pub fn open_private_c(path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
     Ok(fd)
 }
 
-/// A new file beside `path` for a ring file to be built in before it is
-/// renamed over `path` (see [`rename_over`]): `PATH.<pid>.<n>.new`, made
-/// with O_EXCL (as [`Private::NewRing`]), so that it is always one this
+/// A new file beside `path` (`how`: [`Private::NewRing`] or
+/// [`Private::NewLog`]) for a ring file to be built in before it is
+/// renamed over `path` (see [`rename_over`]), or a log file to be swapped
+/// in for a full one (see [`exchange`]): `PATH.<pid>.<n>.new`, made
+/// with O_EXCL, so that it is always one this
 /// process made, and never another's taken or removed. A name that is
 /// taken (another user may have put anything there) is passed over for the
 /// next; the error names the last one tried.
-pub fn create_beside(path: &Path) -> io::Result<(Fd, std::path::PathBuf)> {
+pub fn create_beside(path: &Path, how: Private) -> io::Result<(Fd, std::path::PathBuf)> {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let mut last = None;
     for _ in 0..8 {
@@ -310,7 +319,7 @@ pub fn create_beside(path: &Path) -> io::Result<(Fd, std::path::PathBuf)> {
         let mut name = path.as_os_str().to_owned();
         name.push(format!(".{}.{n}.new", std::process::id()));
         let tmp = std::path::PathBuf::from(name);
-        match open_private(&tmp, Private::NewRing) {
+        match open_private(&tmp, how) {
             Ok(fd) => return Ok((fd, tmp)),
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => last = Some(tmp),
             Err(e) => return Err(e),
@@ -331,21 +340,7 @@ pub fn rename_over(tmp: &Path, path: &Path, replace: bool) -> io::Result<()> {
     if replace {
         return std::fs::rename(tmp, path);
     }
-    let from = CString::new(tmp.as_os_str().as_bytes())
-        .map_err(|_| io::Error::other("the path contains a NUL byte"))?;
-    let to = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::other("the path contains a NUL byte"))?;
-    // SAFETY: two NUL-terminated paths, relative to the working directory.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    match rc {
+    match renameat2(tmp, path, libc::RENAME_NOREPLACE) {
         0 => Ok(()),
         _ => match io::Error::last_os_error() {
             e if e.raw_os_error() == Some(libc::EEXIST) => Err(io::Error::new(
@@ -357,8 +352,38 @@ pub fn rename_over(tmp: &Path, path: &Path, replace: bool) -> io::Result<()> {
     }
 }
 
+/// Swaps the files at `a` and `b` in one step (RENAME_EXCHANGE): neither
+/// name is free for a moment, for another user to take.
+pub fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    if renameat2(a, b, libc::RENAME_EXCHANGE) != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> c_int {
+    let (Ok(from), Ok(to)) = (
+        CString::new(from.as_os_str().as_bytes()),
+        CString::new(to.as_os_str().as_bytes()),
+    ) else {
+        // SAFETY: errno is this thread's.
+        unsafe { *libc::__errno_location() = libc::EINVAL };
+        return -1;
+    };
+    // SAFETY: two NUL-terminated paths, relative to the working directory.
+    unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            flags,
+        )
+    }
+}
+
 /// The effective user (geteuid: cannot fail). Async-signal-safe.
-fn effective_uid() -> u32 {
+pub(super) fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() }
 }

@@ -196,6 +196,63 @@ fn rotating_files_stay_bounded_and_lose_no_line_they_keep() {
         let out = run_with(&exe, &["sizes", dir.to_str().unwrap(), form], &[]);
         assert_ok(&format!("rotation sizes {form}"), &out);
     }
+    // Without a ring, the rotations are said in the files, not on stderr.
+    let dir = scratch_dir("rotation-no-ring");
+    let out = run_with(
+        &exe,
+        &["sizes", dir.to_str().unwrap(), "file", "noring"],
+        &[],
+    );
+    assert_ok("rotation sizes without a ring", &out);
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("a new one started"), "{stderr}");
+    // Another process rotated it away: the next line goes to the new PATH.
+    let dir = scratch_dir("rotation-follow");
+    assert_ok(
+        "rotation follow",
+        &run_with(&exe, &["follow", dir.to_str().unwrap()], &[]),
+    );
+    // Another user's read lock on the file (anyone who may read it can
+    // take one) neither stops the rotation nor makes a line wait: one
+    // warning, the bound kept.
+    // (In /tmp: the user who locks must reach it.)
+    let dir = std::env::temp_dir().join(format!("vlog-rotation-lock-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("r.log");
+    std::fs::write(&path, b"").unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let locker = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c"])
+        .arg("import fcntl, sys, time\nf = open(sys.argv[1])\nfcntl.lockf(f, fcntl.LOCK_SH)\nprint('locked', flush=True)\ntime.sleep(120)")
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    match locker {
+        // SAFETY: geteuid has no preconditions.
+        Ok(mut locker) if unsafe { libc::geteuid() } == 0 => {
+            let mut line = String::new();
+            let stdout = locker.stdout.take().unwrap();
+            std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+            assert_eq!(line, "locked\n", "the locker did not lock");
+            let out = run_with(&exe, &["sizes", dir.to_str().unwrap(), "file"], &[]);
+            let _ = locker.kill();
+            let _ = locker.wait();
+            assert_ok("rotation under another user's lock", &out);
+            let stderr = text(&out.stderr);
+            assert_eq!(
+                stderr
+                    .matches("a process of uid 65534 holds a lock")
+                    .count(),
+                1,
+                "{stderr}"
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        _ => say_skipped("another user's lock on a rotating file: needs root and setpriv"),
+    }
     // PATH.1 a link to another file: never rotated over, nothing lost.
     let dir = scratch_dir("rotation-in-the-way");
     let out = run_with(&exe, &["in-the-way", dir.to_str().unwrap()], &[]);
