@@ -17,9 +17,13 @@
  *                               removes it) between two lines: the second
  *                               goes to the new PATH, never the removed file
  *   rotation sizes DIR FORM noring   as sizes, without a ring
+ *   rotation crash-follow DIR   after following another process's rotation,
+ *                               a crash: the lines the writer thread had not
+ *                               written reach the new PATH (the driver looks)
  */
 #include "check.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -179,6 +183,30 @@ static void sizes(const char *dir, const char *form, int no_ring)
     printf("%d lines, %d kept\n", total, n);
 }
 
+static void crash_follow(const char *dir)
+{
+    char outputs[700], path[600], moved[640];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/r.log", dir);
+    snprintf(moved, sizeof moved, "%s/r.log.1", dir);
+    snprintf(outputs, sizeof outputs, "1:file:%s?max=64K&keep=1", path);
+    CHECK(vlog_set_outputs(outputs) == 0);
+    VLOG_INFO("before");
+    CHECK(vlog_flush() == 0);
+    CHECK(rename(path, moved) == 0);
+    f = fopen(path, "w");
+    CHECK(f != NULL && fclose(f) == 0);
+    CHECK(chmod(path, 0600) == 0);
+    VLOG_INFO("followed");
+    CHECK(vlog_flush() == 0);
+    /* Left to the writer thread, which lets them gather: the crash comes
+     * first, and the crash handler writes them. */
+    for (int i = 0; i < 5; i++)
+        VLOG_INFO("pending %d", i);
+    raise(SIGSEGV);
+}
+
 static void follow(const char *dir)
 {
     char outputs[700], path[600], gone[640];
@@ -288,6 +316,8 @@ int main(int argc, char **argv)
         sizes(argv[2], argv[3], argc == 5 && strcmp(argv[4], "noring") == 0);
     else if (strcmp(argv[1], "follow") == 0)
         follow(argv[2]);
+    else if (strcmp(argv[1], "crash-follow") == 0)
+        crash_follow(argv[2]);
     else if (strcmp(argv[1], "writer") == 0 && argc == 4)
         writer(argv[2], atoi(argv[3]));
     else if (strcmp(argv[1], "full") == 0)

@@ -372,3 +372,33 @@ fn rotation_on_a_full_file_system_degrades_with_one_warning() {
         "{stderr}"
     );
 }
+
+/// A file followed to where another process rotated it is the one the
+/// crash handler writes the pending lines to.
+#[test]
+fn a_crash_after_following_a_rotation_writes_the_pending_lines_to_the_new_file() {
+    if skipped_under_tool("the tool handles fatal signals itself") {
+        return;
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let exe = build("rotation", Link::Static);
+    let dir = scratch_dir("rotation-crash-follow");
+    let dump = format!("file:{}", dir.join("dump").display());
+    let out = run_with(
+        &exe,
+        &["crash-follow", dir.to_str().unwrap()],
+        &[("VLOG_DUMP", dump.as_str())],
+    );
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGSEGV),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    let new = std::fs::read_to_string(dir.join("r.log")).unwrap();
+    for i in 0..5 {
+        assert!(new.contains(&format!(": pending {i}\n")), "r.log:\n{new}");
+    }
+    assert!(new.contains(": followed\n"), "r.log:\n{new}");
+}
