@@ -222,6 +222,7 @@ static void calls(void)
         VLOG_DEBUG("from the child");
         ring = check_dump(NULL);
         CHECK(lines_carry(ring, "from the child", "REQUEST_ID=in-parent", "x-no") == 1);
+        free(ring);
         _exit(0);
     }
     CHECK(waitpid(child, &status, 0) == child);
