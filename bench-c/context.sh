@@ -6,17 +6,10 @@
 # after 20 debug records each. Usage, from the repo root after
 # `make bench-c/context`: bench-c/context.sh [ROUNDS] [ITER]
 set -euo pipefail
+. bench-c/count.sh
 rounds=${1:-7}
 iter=${2:-2000}
 exe=bench-c/context
-total() {
-    local out
-    out=$(mktemp)
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$exe" "$@" >/dev/null 2>&1
-    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
-    rm -f "$out"
-}
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "| context | instructions per iteration | median ns per iteration | ns as a multiple of none |"
 echo "| --- | ---: | ---: | ---: |"
 declare -A ns=()

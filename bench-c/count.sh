@@ -9,3 +9,14 @@ per_call() {
     awk -v a="$1" -v b="$2" -v c="$(($(calls $((2 * $3))) - $(calls "$3")))" \
         'BEGIN { printf "%.1f", (b - a) / c }'
 }
+# total ARGS...: callgrind's count of every instruction "$exe" (set by the
+# script that sources this) executes with ARGS.
+total() {
+    local out
+    out=$(mktemp)
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$exe" "$@" >/dev/null 2>&1
+    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+    rm -f "$out"
+}
+# median: the median of the numbers on standard input.
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

@@ -12,16 +12,8 @@ rounds=${1:-7}
 n=${2:-100000}
 exe=bench-c/bench
 names=(staticString stringConcat singleInteger twoIntegers singleDouble complexFormat)
-total() {
-    local out
-    out=$(mktemp)
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$exe" "$@" >/dev/null 2>&1
-    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
-    rm -f "$out"
-}
 . bench-c/count.sh
 count() { per_call "$(total "$1" "$2" "$n")" "$(total "$1" "$2" $((2 * n)))" "$n"; }
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "| message | recorded | recorded, 2 thread fields | disabled | disabled, fields | vlog() filtered | filtered, fields |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for msg in 0 1 2 3 4 5; do

@@ -13,15 +13,7 @@ n=${2:-100000}
 exe=bench-c/bench
 modes="vlog-disabled vlog-site-rule vlog-limited vlog-global-limit vlog-ring-full"
 msgs="0 3 5"
-total() {
-    local out
-    out=$(mktemp)
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$exe" "$@" >/dev/null 2>&1
-    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
-    rm -f "$out"
-}
 . bench-c/count.sh
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 declare -A ns=()
 for _ in $(seq "$rounds"); do
     for mode in $modes; do

@@ -9,6 +9,7 @@
 # BESIDE=EXE adds another build's bench-c/bench (another commit's library,
 # say) to the same run, its rows named beside-vlog-threads-N.
 set -euo pipefail
+. bench-c/count.sh
 rounds=${1:-7}
 n=${2:-100000}
 names=(staticString stringConcat singleInteger twoIntegers singleDouble complexFormat)
@@ -26,7 +27,6 @@ done
 if [ -x bench-c/bench_spdlog ]; then
     for t in 1 2 8; do runs+=("bench-c/bench_spdlog spdlog-threads-$t"); done
 fi
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 declare -A ns=()
 for _ in $(seq "$rounds"); do
     for r in "${runs[@]}"; do

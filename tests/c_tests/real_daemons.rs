@@ -63,6 +63,26 @@ pub(crate) fn journal_entries(matches: &[&str], count: usize) -> String {
     out
 }
 
+/// Runs the Python `script` with `input` on its standard input: it passes
+/// when the script exits 0.
+fn python_check(name: &str, script: &str, input: &str) {
+    use std::io::Write;
+    let mut py = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    py.stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    assert_ok(name, &py.wait_with_output().unwrap());
+}
+
 /// PRIO:journald against a real systemd-journald: every field, the priority
 /// mapping, a multi-line message, structured fields; and the memfd path for
 /// entries too large for a datagram.
@@ -95,21 +115,7 @@ fields = by_msg["error entry with fields"]
 assert fields["VM"] == "guest1" and fields["VCPUS"] == "4", fields
 print("ok")
 "#;
-    let mut py = Command::new("python3")
-        .arg("-c")
-        .arg(check)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    use std::io::Write;
-    py.stdin
-        .take()
-        .unwrap()
-        .write_all(entries.as_bytes())
-        .unwrap();
-    assert_ok("journald check (python3)", &py.wait_with_output().unwrap());
+    python_check("journald check (python3)", check, &entries);
 
     // The memfd path: an entry passed as a sealed memfd over SCM_RIGHTS.
     let marker = format!("memfd entry {}", std::process::id());
@@ -160,21 +166,7 @@ for o in says:
         assert "TRACE_ID" not in o, o
 print("ok")
 "#;
-    let mut py = Command::new("python3")
-        .arg("-c")
-        .arg(check)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    use std::io::Write;
-    py.stdin
-        .take()
-        .unwrap()
-        .write_all(entries.as_bytes())
-        .unwrap();
-    assert_ok("journald check (python3)", &py.wait_with_output().unwrap());
+    python_check("journald check (python3)", check, &entries);
 }
 
 /// An rsyslogd on loopback (UDP and TCP on `port`, and /dev/log when
