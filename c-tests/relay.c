@@ -153,6 +153,28 @@ int main(int argc, char **argv)
     CHECK(strstr(text, ": error : child.plugin : ?:0 : the last words, unfinished [CHILD_LEVEL=INFO]\n"));
     free(text);
 
+    /* The daemon's own fields on every record of a relay; a child's field
+     * of the same name does not speak for it. */
+    q = vlog_relay_new("child.job", VLOG_PRIO_INFO);
+    CHECK(q != NULL);
+    CHECK(vlog_relay_field_set(NULL, "JOB_ID", "x") == -1);
+    CHECK_ERROR("the relay is NULL");
+    CHECK(vlog_relay_field_set(q, NULL, "x") == -1);
+    CHECK(vlog_relay_field_set(q, "job id", "x") == -1);
+    CHECK_ERROR("not a valid field name");
+    CHECK(vlog_relay_field_set(q, "MESSAGE", "x") == -1);
+    CHECK(vlog_relay_field_set(q, "JOB_ID", "job-7") == 0);
+    CHECK(vlog_relay_field_set(q, "GONE", "soon") == 0);
+    CHECK(vlog_relay_field_set(q, "GONE", NULL) == 0);
+    feed(q, "job line one\n");
+    feed(q, "{\"@level\":\"info\",\"@message\":\"job line two\",\"JOB_ID\":\"forged\"}\n");
+    vlog_relay_close(q);
+    text = check_dump(NULL);
+    CHECK_HAS(text, ": info : child.job : ?:0 : job line one [JOB_ID=job-7]\n");
+    CHECK_HAS(text, ": job line two [JOB_ID=job-7 CHILD_LEVEL=info]\n");
+    CHECK(!strstr(text, "forged") && !strstr(text, "GONE"));
+    free(text);
+
     /* Filters: decided from the level alone. */
     CHECK(vlog_set_filters("4:child.filtered") == 0);
     q = vlog_relay_new("child.filtered", VLOG_PRIO_INFO);

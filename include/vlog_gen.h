@@ -870,6 +870,22 @@ struct vlog_relay *vlog_relay_new(const char *source, int default_prio);
 int vlog_relay_feed(struct vlog_relay *relay, const char *buf, size_t len);
 
 /**
+ * Sets field `key` to the string `value` on every record this relay makes
+ * from now on (a job's or a request's id for the child's lines), or
+ * removes it when `value` is NULL; as vlog_thread_field_set does for a
+ * thread, with the same rules and limits (8 fields, 512 bytes of values),
+ * for the lines a watching thread of vlog's records too. A child's own
+ * field of the same name is left out (counted in bad_fields): the
+ * daemon's word wins. Returns 0, or -1 with vlog_last_error set and
+ * nothing changed.
+ * NULL: `relay` or `key` NULL is an error, `value` NULL removes the
+ * field; ownership: both copied, nothing kept; errors: -1 with
+ * vlog_last_error set, also from inside a relay call on the same thread
+ * and in a forked child; async-signal-safe: no.
+ */
+int vlog_relay_field_set(struct vlog_relay *relay, const char *key, const char *value);
+
+/**
  * Copies the last bytes the child wrote into `buf`, oldest first: as many
  * as fit in `len`, at most VLOG_RELAY_TAIL_MAX, whatever became of their
  * lines (the text that says why a child failed). Returns how many.

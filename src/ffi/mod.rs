@@ -12,7 +12,7 @@
 //! | `dump` | `vlog_dump`, `vlog_get_stats`, `vlog_stats` |
 //! | `crash` | `vlog_install_crash_handler`, `vlog_set_dump_signal` |
 //! | `control` | `vlog_control_start`, `vlog_control_open`, `vlog_control_handle`, `vlog_control_stop` |
-//! | `relay` | `vlog_relay_new`, `vlog_relay_feed`, `vlog_relay_watch`, `vlog_relay_tail`, `vlog_relay_get_stats`, `vlog_relay_close`, `vlog_relay`, `vlog_relay_stats`, `VLOG_RELAY_TAIL_MAX` |
+//! | `relay` | `vlog_relay_new`, `vlog_relay_feed`, `vlog_relay_field_set`, `vlog_relay_watch`, `vlog_relay_tail`, `vlog_relay_get_stats`, `vlog_relay_close`, `vlog_relay`, `vlog_relay_stats`, `VLOG_RELAY_TAIL_MAX` |
 //! | `source` | `vlog_source`, `vlog_default_source`, and the macros' `vlog__source_unregister`, `vlog__source_enabled` |
 //! | `site` | the macros' machinery: `vlog__site_prepare`, `vlog__record`, `vlog__format_is_safe`, `VLOG__SITE_*`, `VLOG__ARG_*`, `VLOG__CLASS_*` (the `vlog__site` type is `crate::site`'s) |
 //! | `words` | the flight recorder's capture behind `vlog__record`: a call site's plan, and the words and strings handed to the logger |

@@ -213,6 +213,56 @@ pub extern "C-unwind" fn vlog_relay_feed(
     })
 }
 
+/// Sets field `key` to the string `value` on every record this relay makes
+/// from now on (a job's or a request's id for the child's lines), or
+/// removes it when `value` is NULL; as vlog_thread_field_set does for a
+/// thread, with the same rules and limits (8 fields, 512 bytes of values),
+/// for the lines a watching thread of vlog's records too. A child's own
+/// field of the same name is left out (counted in bad_fields): the
+/// daemon's word wins. Returns 0, or -1 with vlog_last_error set and
+/// nothing changed.
+/// NULL: `relay` or `key` NULL is an error, `value` NULL removes the
+/// field; ownership: both copied, nothing kept; errors: -1 with
+/// vlog_last_error set, also from inside a relay call on the same thread
+/// and in a forked child; async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog_relay_field_set(
+    relay: *mut vlog_relay,
+    key: *const c_char,
+    value: *const c_char,
+) -> c_int {
+    no_cancel!(|| {
+        guarded(-1, || {
+            // SAFETY: a relay from vlog_relay_new not yet closed, per the
+            // API contract (NULL checked).
+            let Some(r) = (unsafe { relay.as_ref() }) else {
+                set_last_error("vlog_relay_field_set: the relay is NULL");
+                return -1;
+            };
+            if key.is_null() {
+                set_last_error("vlog_relay_field_set: the key is NULL");
+                return -1;
+            }
+            // SAFETY: NUL-terminated strings per the contract, read now.
+            let key = unsafe { std::ffi::CStr::from_ptr(key) }.to_bytes();
+            // SAFETY: as above; NULL removes.
+            let value = (!value.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(value) });
+            let value = value.map(|v| crate::fields::Value::Str(v.to_bytes()));
+            match with_relay(r, |relay| relay.set_field(key, value)) {
+                Ok(Ok(())) => 0,
+                Ok(Err(why)) => {
+                    set_last_error(why.why());
+                    -1
+                }
+                Err(why) => {
+                    why.say("vlog_relay_field_set");
+                    -1
+                }
+            }
+        })
+    })
+}
+
 /// Copies the last bytes the child wrote into `buf`, oldest first: as many
 /// as fit in `len`, at most VLOG_RELAY_TAIL_MAX, whatever became of their
 /// lines (the text that says why a child failed). Returns how many.

@@ -40,8 +40,11 @@ const EMPTY: Slot = Slot {
     len: 0,
 };
 
+/// A set of fields kept without allocating: a thread's, or a relay's own
+/// (`vlog_relay_field_set`). At most [`MAX`], [`VALUES_MAX`] bytes of
+/// string values; names checked by the rules of every field when set.
 #[derive(Clone, Copy)]
-struct Store {
+pub struct FieldSet {
     slots: [Slot; MAX],
     n: usize,
     values: [u8; VALUES_MAX],
@@ -49,14 +52,7 @@ struct Store {
 }
 
 thread_local! {
-    static STORE: RefCell<Store> = const {
-        RefCell::new(Store {
-            slots: [EMPTY; MAX],
-            n: 0,
-            values: [0; VALUES_MAX],
-            used: 0,
-        })
-    };
+    static STORE: RefCell<FieldSet> = const { RefCell::new(FieldSet::new()) };
     /// Whether this thread has any: the one test the flight recorder's
     /// call makes.
     static ACTIVE: Cell<bool> = const { Cell::new(false) };
@@ -136,12 +132,6 @@ pub fn active() -> bool {
 /// Sets `name` to `value` on this thread (replacing its value), or removes
 /// it (`value` None).
 pub fn set(name: &[u8], value: Option<Value>) -> Result<(), Refused> {
-    if !fields::valid_name(name) {
-        return Err(Refused::Name);
-    }
-    if fields::is_reserved(name) {
-        return Err(Refused::Reserved);
-    }
     STORE.with(|store| {
         let mut store = store.try_borrow_mut().map_err(|_| Refused::Busy)?;
         let result = store.set(name, value);
@@ -153,9 +143,7 @@ pub fn set(name: &[u8], value: Option<Value>) -> Result<(), Refused> {
 /// Removes every field of this thread's.
 pub fn clear() -> Result<(), Refused> {
     STORE.with(|store| {
-        let mut store = store.try_borrow_mut().map_err(|_| Refused::Busy)?;
-        store.n = 0;
-        store.used = 0;
+        store.try_borrow_mut().map_err(|_| Refused::Busy)?.clear();
         ACTIVE.with(|a| a.set(false));
         Ok(())
     })
@@ -175,24 +163,36 @@ pub fn with_added<R>(own: &[Field], f: impl FnOnce(&[Field]) -> R) -> R {
         let Ok(store) = store.try_borrow() else {
             return f(&all[..n]);
         };
-        for slot in &store.slots[..store.n] {
-            let name = &slot.name[..slot.name_len as usize];
-            if n == fields::MAX_FIELDS || own.iter().any(|o| o.name == name) {
+        for field in store.fields() {
+            if n == fields::MAX_FIELDS || own.iter().any(|o| o.name == field.name) {
                 continue;
             }
-            let value = match slot.int {
-                Some(i) => Value::Int(i),
-                None => Value::Str(&store.values[slot.at as usize..][..slot.len as usize]),
-            };
-            all[n] = Field { name, value };
+            all[n] = field;
             n += 1;
         }
         f(&all[..n])
     })
 }
 
-impl Store {
-    fn set(&mut self, name: &[u8], value: Option<Value>) -> Result<(), Refused> {
+impl FieldSet {
+    pub const fn new() -> FieldSet {
+        FieldSet {
+            slots: [EMPTY; MAX],
+            n: 0,
+            values: [0; VALUES_MAX],
+            used: 0,
+        }
+    }
+
+    /// Sets `name` to `value` (replacing its value), or removes it
+    /// (`value` None); nothing changes when it is refused.
+    pub fn set(&mut self, name: &[u8], value: Option<Value>) -> Result<(), Refused> {
+        if !fields::valid_name(name) {
+            return Err(Refused::Name);
+        }
+        if fields::is_reserved(name) {
+            return Err(Refused::Reserved);
+        }
         let found = self.slots[..self.n]
             .iter()
             .position(|s| &s.name[..s.name_len as usize] == name);
@@ -234,6 +234,22 @@ impl Store {
         self.slots[self.n] = slot;
         self.n += 1;
         Ok(())
+    }
+
+    pub fn clear(&mut self) {
+        self.n = 0;
+        self.used = 0;
+    }
+
+    /// The fields, in the order they were (last) set.
+    pub fn fields(&self) -> impl Iterator<Item = Field<'_>> {
+        self.slots[..self.n].iter().map(|slot| Field {
+            name: &slot.name[..slot.name_len as usize],
+            value: match slot.int {
+                Some(i) => Value::Int(i),
+                None => Value::Str(&self.values[slot.at as usize..][..slot.len as usize]),
+            },
+        })
     }
 
     /// Removes slot `i`, its value's bytes closed up.

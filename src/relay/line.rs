@@ -290,9 +290,11 @@ impl Parsed {
     }
 
     /// The fields, into `out`; returns how many.
-    pub fn fields<'a>(&'a self, out: &mut [Field<'a>; MAX_FIELDS]) -> usize {
+    pub fn fields<'a>(&'a self, out: &mut [Field<'a>]) -> usize {
         let kept = self.names.iter().zip(&self.values).take(self.n);
+        let mut written = 0;
         for (slot, (&(a, b), value)) in out.iter_mut().zip(kept) {
+            written += 1;
             *slot = Field {
                 name: &self.buf[a..b],
                 value: match *value {
@@ -301,7 +303,7 @@ impl Parsed {
                 },
             };
         }
-        self.n
+        written
     }
 }
 

@@ -36,6 +36,7 @@ pub mod watch;
 
 use crate::fields::{Field, Names, Value, MAX_FIELDS};
 use crate::logger::emit::{self, Call, Message, Outcome};
+use crate::logger::thread_fields::{FieldSet, Refused};
 use crate::priority::Priority;
 use crate::record::{MESSAGE_MAX, NAME_MAX};
 use crate::source::{OwnedSource, OFF, UNKNOWN};
@@ -90,6 +91,9 @@ pub struct Relay {
     parsed: Parsed,
     tail: Box<[u8; TAIL_MAX]>,
     stats: Stats,
+    /// The daemon's own fields for every record of this relay (a job's
+    /// id: `vlog_relay_field_set`), before the child's.
+    own: FieldSet,
 }
 
 impl Relay {
@@ -115,6 +119,7 @@ impl Relay {
             parsed,
             tail: Box::new([0; TAIL_MAX]),
             stats: Stats::default(),
+            own: FieldSet::new(),
         })
     }
 
@@ -250,7 +255,15 @@ impl Relay {
             name: b"",
             value: Value::Int(0),
         }; MAX_FIELDS];
-        let n = self.parsed.fields(&mut fields);
+        // The daemon's own first: a child's field of the same name is the
+        // one given twice, and left out.
+        let own = self.own.fields().take(MAX_FIELDS).enumerate();
+        let mut n = 0;
+        for (i, field) in own {
+            fields[i] = field;
+            n = i + 1;
+        }
+        n += self.parsed.fields(&mut fields[n..]);
         let outcome = record(&self.source, priority, self.parsed.message(), &fields[..n]);
         self.count(outcome);
     }
@@ -271,11 +284,16 @@ impl Relay {
         if (priority as i32) < self.level() {
             self.stats.filtered += u64::from(self.piece == 1);
         } else {
-            let fields = [Field {
+            let mut fields = [Field {
                 name: b"FRAGMENT",
                 value: Value::Int(self.piece as i64),
-            }];
-            let outcome = record(&self.source, priority, &self.line, &fields);
+            }; 1 + crate::logger::thread_fields::MAX];
+            let mut n = 1;
+            for field in self.own.fields() {
+                fields[n] = field;
+                n += 1;
+            }
+            let outcome = record(&self.source, priority, &self.line, &fields[..n]);
             self.count(outcome);
         }
         self.line.clear();
@@ -365,6 +383,14 @@ fn record(source: &OwnedSource, priority: Priority, text: &[u8], fields: &[Field
             names: Names::Caller,
         },
     })
+}
+
+impl Relay {
+    /// Sets one of the daemon's own fields on every record of this relay
+    /// (or removes it: `value` None), as a thread's are set.
+    pub fn set_field(&mut self, name: &[u8], value: Option<Value>) -> Result<(), Refused> {
+        self.own.set(name, value)
+    }
 }
 
 impl Drop for Relay {
