@@ -210,7 +210,7 @@ static void commands(const char *dir)
      * values are its fields, never part of its message. */
     ring = check_dump(&records);
     CHECK_HAS(ring, "filters changed through the control socket by uid ");
-    CHECK_HAS(ring, "[OLD= NEW=1:qemu 3:util PEER_UID=");
+    CHECK_HAS(ring, "[OLD=\"\" NEW=\"1:qemu 3:util\" PEER_UID=");
     CHECK_HAS(ring, "PEER_PID=");
     CHECK_HAS(ring, "level changed through the control socket by uid ");
     CHECK_HAS(ring, "[OLD=3 NEW=2 PEER_UID=");

@@ -69,7 +69,7 @@ int main(int argc, char **argv)
 
     text = check_dump(NULL);
     CHECK(strstr(text, " : started guest1 [VM=guest1 VCPUS=4 DELTA=-7]\n") != NULL);
-    CHECK(strstr(text, " : odd values [PATH=/tmp/a b\\n\"q\"\\x1b[2J\\xff NULL_VALUE=(null)]\n") != NULL);
+    CHECK(strstr(text, " : odd values [PATH=\"/tmp/a b\\n\\\"q\\\"\\x1b[2J\\xff\" NULL_VALUE=(null)]\n") != NULL);
     CHECK(strstr(text, " : ring only 1 [N=1]\n") != NULL);
     CHECK(strstr(text, " : bad names [VLOG_BAD_FIELD_NAME=bad-name]\n") != NULL);
     CHECK(strstr(text, " : function form [FORM=function]\n") != NULL);

@@ -101,12 +101,12 @@ int main(int argc, char **argv)
 
     text = check_dump(NULL);
     CHECK(check_count(text, ": debug : child.plugin : ?:0 : hello [CHILD_LEVEL=debug "
-                            "CHILD_TIME=2006-01-02T15:04:05.000000Z EXTRA=hi NUMBERS=[1,2,3]]") == 2);
+                            "CHILD_TIME=2006-01-02T15:04:05.000000Z EXTRA=hi NUMBERS=\"[1,2,3]\"]") == 2);
     CHECK(strstr(text, ": error : child.plugin : ?:0 : disk failed [CHILD_LEVEL=ERROR]\n"));
     CHECK(strstr(text, ": debug : child.plugin : ?:0 : tick [CHILD_LEVEL=TRACE]\n"));
     CHECK(strstr(text, ": warning : child.plugin : ?:0 : low on memory [CHILD_SYSLOG_LEVEL=4]\n"));
-    CHECK(strstr(text, ": warning : child.plugin : ?:0 : sent 3 bytes [CHILD_TIME=2026-11-30 "
-                       "13:45:12.345+0000 CHILD_TID=42 CHILD_SOURCE=qemu.monitor "
+    CHECK(strstr(text, ": warning : child.plugin : ?:0 : sent 3 bytes [CHILD_TIME=\"2026-11-30 "
+                       "13:45:12.345+0000\" CHILD_TID=42 CHILD_SOURCE=qemu.monitor "
                        "CHILD_FUNC=qemuMonitorSend CHILD_LINE=123]\n"));
     CHECK(strstr(text, ": error : child.plugin : ?:0 : cannot open [CHILD_TIME="));
     CHECK(strstr(text, ": info : child.plugin : ?:0 : just text\n"));

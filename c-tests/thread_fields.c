@@ -256,7 +256,7 @@ static void thread_exit(void)
     CHECK(pthread_create(&t, NULL, logs_only, NULL) == 0);
     CHECK(pthread_join(t, NULL) == 0);
     ring = check_dump(NULL);
-    CHECK(lines_carry(ring, "a thread with a field", "GONE_WITH=its thread", "x-no") == 1);
+    CHECK(lines_carry(ring, "a thread with a field", "GONE_WITH=\"its thread\"", "x-no") == 1);
     CHECK(lines_carry(ring, "a thread without", "a thread without", "GONE_WITH") == 1);
     free(ring);
 }

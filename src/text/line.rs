@@ -49,7 +49,10 @@ pub fn render_line(rec: &Record, clock: &mut Clock, out: &mut impl Sink) {
 }
 
 /// ` [NAME=value NUMBER=42]` for encoded `fields` (nothing for none), values
-/// escaped as a message is.
+/// escaped as a message is. A value that could be read as more than one
+/// (empty, or holding a space, `=`, `[`, `]` or `"`: a request's id from
+/// outside such as `x USER=root`) is quoted as logfmt quotes it, its `"`
+/// written `\"`: what a field says is data, never more fields.
 pub fn put_fields_text(fields: &[u8], out: &mut impl Sink) {
     let Some(fields) = fields::decode(fields).filter(|f| !f.is_empty()) else {
         return;
@@ -61,6 +64,18 @@ pub fn put_fields_text(fields: &[u8], out: &mut impl Sink) {
         out.put(field.name);
         out.put(b"=");
         match field.value {
+            Value::Str(s) if s.is_empty() || s.iter().any(|b| b" =[]\"".contains(b)) => {
+                out.put(b"\"");
+                let mut parts = s.split(|&b| b == b'"');
+                if let Some(first) = parts.next() {
+                    put_escaped(first, out);
+                }
+                for part in parts {
+                    out.put(b"\\\"");
+                    put_escaped(part, out);
+                }
+                out.put(b"\"");
+            }
             Value::Str(s) => put_escaped(s, out),
             Value::Int(n) => put_signed(n, out),
         }
@@ -179,6 +194,33 @@ mod tests {
         let mut out = Vec::new();
         put_for_terminal(b"a\x1b]0;t\x07\nb\x9b1m \xc2\x9d\r\t\\n\n\x7f", &mut out);
         assert_eq!(out, b"a\\x1b]0;t\\x07\nb\\x9b1m \\xc2\\x9d\\r\t\\n\n\\x7f");
+    }
+
+    #[test]
+    fn a_field_value_never_reads_as_more_fields() {
+        use crate::fields::{encode, Field, Value};
+        let mut encoded = Vec::with_capacity(fields::ENCODED_MAX);
+        let field = |name: &'static [u8], value: &'static [u8]| Field {
+            name,
+            value: Value::Str(value),
+        };
+        encode(
+            [
+                field(b"ID", b"x USER=root"),
+                field(b"Q", b"say \"hi\"\n"),
+                field(b"EMPTY", b""),
+                field(b"PLAIN", b"r-42"),
+                field(b"B", b"a]b"),
+            ]
+            .into_iter(),
+            &mut encoded,
+        );
+        let mut out = Vec::new();
+        put_fields_text(&encoded, &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#" [ID="x USER=root" Q="say \"hi\"\n" EMPTY="" PLAIN=r-42 B="a]b"]"#
+        );
     }
 
     fn line(rec: &Record) -> String {

@@ -273,7 +273,7 @@ fn vlog_ctl_changes_a_running_daemons_filters_and_takes_its_ring() {
     let changes = ok_stdout(&[s, "dump", "--source", "vlog"]);
     assert!(
         changes.contains("filters changed through the control socket by uid")
-            && changes.contains("[OLD= NEW=1:qemu PEER_UID="),
+            && changes.contains("[OLD=\"\" NEW=1:qemu PEER_UID="),
         "{changes}"
     );
 

@@ -273,7 +273,7 @@ fn syslog_output_reaches_a_real_rsyslogd() {
             // fields follow the message as in a text line).
             let local = *app == "vloglocal";
             let fields = if local && msg == "error with fields" {
-                " [VM=guest \"1\" VCPUS=4]"
+                " [VM=\"guest \\\"1\\\"\" VCPUS=4]"
             } else {
                 ""
             };
