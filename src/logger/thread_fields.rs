@@ -12,6 +12,9 @@
 //! point does: a signal handler that logs while it runs is dropped, and one
 //! that changes them while this thread is inside vlog is refused, so a
 //! record never sees them half-changed.
+//!
+//! The set itself ([`FieldSet`]) is a relay's too: the daemon's own fields
+//! on every record of a child's (`vlog_relay_field_set`).
 
 use std::cell::{Cell, RefCell};
 
