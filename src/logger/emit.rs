@@ -270,6 +270,8 @@ impl State {
         // What the site's limit left out since its last record, reported
         // in this one (a field, so the text line shows it too).
         let suppressed = call.site.map_or(0, |s| take_suppressed(s.get()));
+        // Whether this thread carries fields of its own (read once).
+        let thread = thread_fields::active();
         let State {
             ring,
             fields: field_buf,
@@ -292,7 +294,7 @@ impl State {
                 } else {
                     text
                 };
-                let fields = if !thread_fields::active() {
+                let fields = if !thread {
                     encode_call_fields(fields, *names, suppressed, field_buf)
                 } else {
                     thread_fields::with_added(fields, |all| {
@@ -311,10 +313,7 @@ impl State {
                 // No args_len: too long, or a count beyond what is stored.
                 // A record with fields (a site's report, a thread's own)
                 // keeps its text.
-                let as_args = ring.is_some()
-                    && args_len.is_some()
-                    && suppressed == 0
-                    && !thread_fields::active();
+                let as_args = ring.is_some() && args_len.is_some() && suppressed == 0 && !thread;
                 if as_args && {
                     message.clear();
                     deferred::encode(site.format, args, message)
@@ -339,7 +338,7 @@ impl State {
                     // Cannot fail: the site's signature matched the
                     // arguments and its counts were checked.
                     let _ = deferred::render_captured(site.format, args, &mut text);
-                    let fields = match (suppressed, thread_fields::active()) {
+                    let fields = match (suppressed, thread) {
                         (0, false) => &b""[..],
                         (n, false) => encode_reporting(&[], Names::Vlog, n, field_buf),
                         // The thread's alone: checked when they were set.

@@ -84,11 +84,6 @@ fn unlock(fd: Option<&Fd>, locked: Locked) {
     }
 }
 
-/// Whether `path` names the file `info` describes now.
-fn names(path: &std::path::Path, info: &sys::FdInfo) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (info.dev, info.ino))
-}
-
 /// Opens a log file for appending (see `sys::open_private`): O_APPEND, so
 /// each line's write(2) is atomic with respect to other writers, and
 /// O_NONBLOCK, so a FIFO needs a reader now and a full one drops lines
@@ -178,7 +173,7 @@ impl FileOutput {
             }
             // Another process rotated it away: its lines go to the file
             // PATH names now, never to one on its way out.
-            if !names(&self.path, &info) && follows < FOLLOW_ROUNDS {
+            if !rotate::names(&self.path, &info) && follows < FOLLOW_ROUNDS {
                 unlock(Some(fd), locked);
                 follows += 1;
                 if let Ok(new) = open_log(&self.path) {
@@ -285,11 +280,8 @@ impl FileOutput {
             )
         } else {
             let info = now.expect("checked above");
-            let here = std::fs::symlink_metadata(&self.path)
-                .ok()
-                .map(|m| (m.dev(), m.ino()));
             let deleted = info.nlink == 0;
-            if here == Some((info.dev, info.ino)) && !deleted {
+            if rotate::names(&self.path, &info) && !deleted {
                 self.checked_at = second;
                 return None;
             }

@@ -114,6 +114,11 @@ pub enum Outcome {
     Failed(String),
 }
 
+/// Whether `path` names the file `info` describes now (never followed).
+pub fn names(path: &Path, info: &sys::FdInfo) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (info.dev, info.ino))
+}
+
 /// `PATH.K`.
 pub fn numbered(path: &Path, k: u32) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -124,13 +129,10 @@ pub fn numbered(path: &Path, k: u32) -> PathBuf {
 /// Rotates the file `fd` writes, which `path` named when it was opened;
 /// the caller holds its record lock (see `FileOutput`).
 pub fn rotate(path: &Path, fd: &Fd, rotate: Rotate) -> Outcome {
-    let here = std::fs::symlink_metadata(path)
-        .ok()
-        .map(|m| (m.dev(), m.ino()));
     let Some(info) = fd.check() else {
         return Outcome::Failed("its descriptor is no longer the file vlog opened".into());
     };
-    if here != Some((info.dev, info.ino)) {
+    if !names(path, &info) {
         return Outcome::Follow(sys::open_private(path, Private::Log).ok());
     }
     // PATH.1, PATH.2, ... up to the first name that is free (or PATH.N,

@@ -451,6 +451,18 @@ fn parse_fluent(
 mod tests {
     use super::*;
 
+    /// Each spec written back as `VLOG_OUTPUTS` parses to itself.
+    fn round_trips(specs: &[Spec]) {
+        for spec in specs {
+            assert_eq!(
+                &parse_list(&spec.as_env()).unwrap()[0],
+                spec,
+                "{}",
+                spec.as_env()
+            );
+        }
+    }
+
     #[test]
     fn every_form_written_back_parses_to_itself() {
         let all = "1:stderr 2:json:/tmp/a.json 3:file:/tmp/a.log 4:journald \
@@ -501,14 +513,7 @@ mod tests {
         let sync: Vec<bool> = specs.iter().map(|s| s.sync).collect();
         assert_eq!(sync, [true, false, true, true], "{specs:?}");
         assert_eq!(specs[0].dest, Dest::File("/x/a.log".into()));
-        for spec in &specs {
-            assert_eq!(
-                &parse_list(&spec.as_env()).unwrap()[0],
-                spec,
-                "{}",
-                spec.as_env()
-            );
-        }
+        round_trips(&specs);
         assert_eq!(specs[2].as_env(), "1:fluent:t@tcp://h:1?ack&sync");
         assert_eq!(
             parse_list("1:fluent:t@tcp://h:1?sync").unwrap()[0].as_env(),
@@ -639,14 +644,7 @@ mod tests {
         assert_eq!(specs[0].dest, Dest::File("/x/a.log".into()));
         assert_eq!(specs[1].form, Form::Json);
         assert!(specs[2].sync && !specs[0].sync);
-        for spec in &specs {
-            assert_eq!(
-                &parse_list(&spec.as_env()).unwrap()[0],
-                spec,
-                "{}",
-                spec.as_env()
-            );
-        }
+        round_trips(&specs);
         assert_eq!(specs[0].as_env(), "1:file:/x/a.log?max=65536&keep=3");
         assert_eq!(
             specs[2].as_env(),
