@@ -70,6 +70,7 @@ mod stats;
 mod sys;
 /// cbindgen:ignore
 mod text;
+mod tool;
 
 /// Every Rust allocation in a program that links vlog: malloc, and an
 /// emergency reserve when malloc fails, so that running out of memory
@@ -100,6 +101,7 @@ pub mod internal {
     pub use crate::text::json::{put_json_string, render_json};
     pub use crate::text::line::{put_fields_text, put_for_terminal, render_line};
     pub use crate::text::time::{parse_time, put_rfc3164, put_timestamp, Clock};
+    pub use crate::tool::Tool;
 
     // For vlog-ctl.
     pub use crate::control::COMMANDS as CONTROL_COMMANDS;

@@ -206,7 +206,7 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         let out = vlog_dump(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = text(&out.stderr);
-        assert!(err.contains("try '--help'"), "{args:?}: {err}");
+        assert!(err.contains("Try 'vlog-dump --help'"), "{args:?}: {err}");
         assert!(
             err.lines().count() <= 8,
             "a short error, not the help: {err}"

@@ -21,7 +21,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use vlog::internal::{peer_cred, put_for_terminal, unix_addr, CONTROL_COMMANDS};
+use vlog::internal::{peer_cred, put_for_terminal, unix_addr, Tool, CONTROL_COMMANDS};
+
+const TOOL: Tool = Tool {
+    name: "vlog-ctl",
+    usage: "vlog-ctl [--json] SOCKET COMMAND [ARG...]
+       vlog-ctl [--json] --pid PID COMMAND [ARG...]",
+    usage_status: USAGE,
+};
 
 /// The program answered, and did what was asked.
 const OK: u8 = 0;
@@ -47,7 +54,7 @@ fn after_help() -> String {
         "Commands:\n{CONTROL_COMMANDS}
 Examples:
   vlog-ctl /run/myd/vlog.sock filters \"1:qemu 3:util\"
-  vlog-ctl --pid $(pidof myd) dump --priority debug --source qemu
+  vlog-ctl --pid $(pidof myd) dump -p debug -s qemu
   vlog-ctl /run/myd/vlog.sock follow --json
 
 Exit status: 0 when the program did what was asked; 1 when it answered with
@@ -58,17 +65,22 @@ error; 3 when the socket could not be reached or the connection broke."
 
 /// Talks to a running program's vlog control socket.
 #[derive(Parser)]
-#[command(name = "vlog-ctl", version, after_help = after_help())]
+#[command(name = "vlog-ctl", version, override_usage = TOOL.usage, after_help = after_help())]
 struct Options {
     /// The control socket of process PID (found among its listening
-    /// sockets; the one named vlog.sock when it has several)
-    #[arg(short, long, value_name = "PID")]
+    /// sockets; the one named vlog.sock when it has several). No short
+    /// form: -p is --priority, as in vlog-dump and vlog-relay
+    #[arg(long, value_name = "PID")]
     pid: Option<u32>,
     /// JSON replies: one object, or one per record for dump and follow
     #[arg(long)]
     json: bool,
     /// SOCKET (unless --pid), then COMMAND and its arguments
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(
+        required = true,
+        value_name = "SOCKET COMMAND",
+        trailing_var_arg = true
+    )]
     words: Vec<String>,
 }
 
@@ -106,9 +118,20 @@ fn request(command: &str, args: &[String], json: bool) -> Result<String, String>
             line.push_str(if value.is_empty() { "\"\"" } else { &value });
         }
         "dump" | "follow" => {
+            // vlog-dump's short options, sent as the long ones the
+            // program reads; an option's value is sent as it is.
+            let mut value_next = false;
             for a in args {
+                let word = match a.as_str() {
+                    _ if value_next => a.as_str(),
+                    "-p" => "--priority",
+                    "-s" => "--source",
+                    "-g" => "--grep",
+                    other => other,
+                };
+                value_next = !value_next && word.starts_with("--") && word != "--json";
                 line.push(' ');
-                line.push_str(&quoted(a));
+                line.push_str(&quoted(word));
             }
         }
         "show" | "stats" | "reopen" | "help" | "sites" | "sources" => {
@@ -208,11 +231,7 @@ fn find_socket(pid: u32) -> Result<PathBuf, String> {
 }
 
 fn fail(code: u8, message: &str) -> ExitCode {
-    let mut line = b"vlog-ctl: ".to_vec();
-    put_for_terminal(message.replace('\n', " ").as_bytes(), &mut line);
-    line.push(b'\n');
-    let _ = io::stderr().write_all(&line);
-    ExitCode::from(code)
+    TOOL.fail(code, message)
 }
 
 /// The pid of the process that serves the socket `stream` is connected to
@@ -313,7 +332,10 @@ fn cut_short(e: &io::Error) -> String {
 }
 
 fn main() -> ExitCode {
-    let options = Options::parse();
+    let options: Options = match TOOL.parse() {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
     let mut words = options.words.clone();
     // --json may come after the command too (`follow --json`).
     let json = options.json || words.iter().skip(1).any(|w| w == "--json");
@@ -326,11 +348,11 @@ fn main() -> ExitCode {
         None => PathBuf::from(words.remove(0)),
     };
     let Some(command) = words.first().cloned() else {
-        return fail(USAGE, "no command given; see vlog-ctl --help");
+        return TOOL.usage_error("missing COMMAND");
     };
     let line = match request(&command, &words[1..], json) {
         Ok(line) => line,
-        Err(e) => return fail(USAGE, &format!("{e}; see vlog-ctl --help")),
+        Err(e) => return TOOL.usage_error(&e),
     };
     let stream = match connect(&socket) {
         Ok(s) => s,
@@ -467,5 +489,9 @@ mod tests {
         assert!(request("level", &[], false).is_err());
         assert!(request("filters", &s(&["a\nb"]), false).is_err());
         assert!(request("frob", &[], false).is_err());
+        assert_eq!(
+            request("dump", &s(&["-p", "debug", "-g", "-s", "-s", "x"]), false).unwrap(),
+            "dump --priority debug --grep -s --source x"
+        );
     }
 }

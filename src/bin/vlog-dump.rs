@@ -16,7 +16,13 @@ use clap::Parser;
 use vlog::internal::{
     for_people, parse_priority, parse_when, put_json_string, put_timestamp, read, read_marked,
     read_ring, read_rings_in_file, render_json, render_line, starts_with_magic, Clock, Cursor,
-    Entry, Image, Priority, Record, Selection,
+    Entry, Image, Priority, Record, Selection, Tool,
+};
+
+const TOOL: Tool = Tool {
+    name: "vlog-dump",
+    usage: "vlog-dump [OPTIONS] FILE...",
+    usage_status: 2,
 };
 
 /// Every record read intact.
@@ -44,7 +50,7 @@ be read or holds no ring; 2 for a usage error; 3 when records were skipped
 /// (VLOG_BUFFER_FILE), the PATH.ring a crash dump leaves, or a core file
 /// (rings are found by their magic; a core may hold several).
 #[derive(Parser)]
-#[command(name = "vlog-dump", version, after_help = AFTER_HELP)]
+#[command(name = "vlog-dump", version, override_usage = TOOL.usage, after_help = AFTER_HELP)]
 struct Options {
     /// Only records of at least PRIO: 1-4, or debug, info, warning, error
     #[arg(short, long, value_name = "PRIO", value_parser = parse_priority)]
@@ -170,7 +176,7 @@ fn show(
         Entry::Overwritten { .. } => {}
     });
     for line in said {
-        eprintln!("vlog-dump: {}: {line}", origin.describe());
+        TOOL.say(&format!("{}: {line}", origin.describe()));
     }
     if o.stats {
         print_stats(image, &counts, o, origin, out);
@@ -378,10 +384,10 @@ fn follow(path: &Path, o: &Options, stdout: &mut impl Write) -> Result<u8, Strin
             let restarted = image.next_seq < recorded
                 || ((dev, ino) != identity && after.is_some_and(|a| !holds(&image, a)));
             if restarted {
-                eprintln!(
-                    "vlog-dump: {}: the ring was replaced by a new one; following it from its start",
+                TOOL.say(&format!(
+                    "{}: the ring was replaced by a new one; following it from its start",
                     path.display()
-                );
+                ));
                 after = None;
             }
         }
@@ -407,11 +413,13 @@ fn holds(image: &Image, seq: u64) -> bool {
 }
 
 fn main() -> ExitCode {
-    let mut options = Options::parse();
+    let mut options: Options = match TOOL.parse() {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
     options.selection = options.selection();
     if options.follow && options.files.len() != 1 {
-        eprintln!("vlog-dump: --follow takes one FILE; see vlog-dump --help");
-        return ExitCode::from(2);
+        return TOOL.usage_error("--follow takes one FILE");
     }
     let mut stdout = io::stdout().lock();
     let named = options.files.len() > 1;
@@ -425,7 +433,7 @@ fn main() -> ExitCode {
         match result {
             Ok(status) => skipped |= status == SKIPPED,
             Err(e) => {
-                eprintln!("vlog-dump: {}: {e}", path.display());
+                TOOL.say(&format!("{}: {e}", path.display()));
                 unreadable = true;
             }
         }

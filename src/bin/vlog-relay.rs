@@ -20,9 +20,14 @@ use std::time::Duration;
 
 use clap::Parser;
 use vlog::internal::{
-    for_people, from_env, parse_priority, put_for_terminal, render_line, set_filters, shutdown,
-    signal, start, walk_this_ring, Clock, Entry, Field, Notes, Priority, Relay, Value, Watch,
-    TAIL_MAX,
+    from_env, parse_priority, put_for_terminal, render_line, set_filters, shutdown, signal, start,
+    walk_this_ring, Clock, Entry, Field, Notes, Priority, Relay, Tool, Value, Watch, TAIL_MAX,
+};
+
+const TOOL: Tool = Tool {
+    name: "vlog-relay",
+    usage: "vlog-relay [OPTIONS] [--] COMMAND [ARG...]",
+    usage_status: FAILED,
 };
 
 /// vlog-relay's own failure: a bad option or `VLOG_*` variable, no pipe or
@@ -70,7 +75,7 @@ VLOG_* variable); 126 when COMMAND cannot be run; 127 when it is not found.";
 /// Runs COMMAND with its stdout and stderr relayed into vlog, line by line,
 /// and exits with its status.
 #[derive(Parser)]
-#[command(name = "vlog-relay", version, after_help = AFTER_HELP)]
+#[command(name = "vlog-relay", version, override_usage = TOOL.usage, after_help = AFTER_HELP)]
 struct Options {
     /// The child's sources are NAME.stdout and NAME.stderr (default: the
     /// command's file name)
@@ -85,38 +90,20 @@ struct Options {
     #[arg(short = 'n', long, value_name = "N", default_value_t = 20)]
     last: usize,
     /// The command to run, and its arguments
-    #[arg(
-        required = true,
-        value_name = "COMMAND",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    /// (as env(1): the first word that is not an option starts the
+    /// command, and `--` ends vlog-relay's options)
+    #[arg(required = true, value_name = "COMMAND", trailing_var_arg = true)]
     command: Vec<OsString>,
 }
 
-/// Says `what` on stderr as vlog-relay's.
-fn say(what: &str) {
-    let _ = writeln!(
-        io::stderr(),
-        "vlog-relay: {}",
-        for_people(what.to_owned().into())
-    );
-}
-
 fn main() -> ExitCode {
-    let options = match Options::try_parse() {
+    let options: Options = match TOOL.parse() {
         Ok(options) => options,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { FAILED } else { 0 });
-        }
+        Err(code) => return code,
     };
     match run(&options) {
         Ok(code) => ExitCode::from(code),
-        Err(Failed(code, why)) => {
-            say(&why);
-            ExitCode::from(code)
-        }
+        Err(Failed(code, why)) => TOOL.fail(code, &why),
     }
 }
 
@@ -269,10 +256,9 @@ fn supervise(
     let status = status.map_err(|e| failed(format!("cannot wait for {shown} (pid {pid}): {e}")))?;
     match (status.code(), status.signal()) {
         (Some(code), _) => {
-            let priority = match code {
-                0 => Priority::Info,
-                _ => Priority::Warning,
-            };
+            // A status is the command's answer, not a fault: grep's 1 is
+            // "no match". The caller has it as vlog-relay's own status.
+            let priority = Priority::Info;
             let what = format!("{shown} (pid {pid}) exited with status {code}");
             let fields = [pid_field, field(b"CHILD_STATUS", i64::from(code))];
             notes.say(priority, what.as_bytes(), &fields);
