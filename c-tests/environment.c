@@ -1,6 +1,7 @@
 /* Configuration from the environment; the test driver sets the variables and
- * checks stderr. Logs one message per priority from two sources and dumps
- * the ring to stdout. */
+ * checks stderr. Says what vlog_init refused and whether this file's debug
+ * is on (asked before the source's first call, and after), logs one message
+ * per priority from two sources and dumps the ring to stdout. */
 #include "check.h"
 
 VLOG_INIT("qemu.monitor");
@@ -10,9 +11,16 @@ static void other_source(void);
 int main(void)
 {
     vlog_stats stats;
+    int on_before = VLOG_ON(VLOG_PRIO_DEBUG);
+    int rc = vlog_init();
 
-    CHECK(vlog_init() == 0);
-    CHECK(vlog_init() == 0); /* idempotent: no second warning */
+    if (rc == 1)
+        printf("refused=%s\n", vlog_last_error());
+    else
+        CHECK(rc == 0);
+    /* Idempotent: no second warning, the same answer. */
+    CHECK(vlog_init() == rc);
+    printf("debug_on=%d,%d\n", on_before, VLOG_ON(VLOG_PRIO_DEBUG));
     VLOG_DEBUG("qemu debug");
     VLOG_INFO("qemu info");
     VLOG_WARN("qemu warning");

@@ -41,7 +41,7 @@ int header_check(int n)
     VLOG_ERROR_EVERY_N(3, "every third %d", n);
     VLOG_WARN_RATELIMITED("limited %d", n);
     VLOG_LIMITED(VLOG_PRIO_INFO, 5, 60, "five a minute %d", n);
-    return VLOG_ENABLED(&vlog__source, VLOG_PRIO_ERROR) +
+    return VLOG_ENABLED(&vlog__source, VLOG_PRIO_ERROR) + VLOG_ON(VLOG_PRIO_DEBUG) +
            vlog(NULL, VLOG_PRIO_INFO, __FILE__, __LINE__, __func__, "x %d", n) +
            cxx_sites(n) * 0;
 }

@@ -94,11 +94,19 @@ extern vlog_source vlog_default_source;
     }                                                                         \
     static void vlog__source_fini(void)
 
-/* True when a message of priority `prio` from `src` may be recorded: the one
- * load and compare that every macro does inline. A source not yet registered
- * (level 0) passes here; the macros then register it before evaluating any
- * argument. */
-#define VLOG_ENABLED(src, prio) ((prio) >= VLOG__LEVEL(src))
+/* True (1) when a message of priority `prio` from `src` (NULL: the default
+ * source) is recorded, for guarding preparation that costs: the one load and
+ * compare every macro does inline, and, for a source vlog does not know yet
+ * (before its first call), one call that registers it and answers. It tests
+ * the source's level; a call site switched on by itself (`1:func=NAME`,
+ * `1:file=NAME`, `1:id=ID`) is not its source. */
+#define VLOG_ENABLED(src, prio) vlog__enabled((src), (prio))
+
+/* VLOG_ENABLED for this file's source (VLOG_INIT):
+ *     if (VLOG_ON(VLOG_PRIO_DEBUG))
+ *         dump_table(t);
+ */
+#define VLOG_ON(prio) VLOG_ENABLED(&vlog__source, (prio))
 
 /* ---- Logging ------------------------------------------------------------ */
 
@@ -821,6 +829,17 @@ static inline int vlog__emit_site(vlog__site *site, int prio, const char *fmt, .
     return rc;
 }
 #pragma GCC diagnostic pop
+
+/* VLOG_ENABLED's body: a source's level is 0 until vlog knows it. */
+static inline int vlog__enabled(const vlog_source *src, int prio)
+{
+    int level;
+
+    if (src == NULL)
+        src = &vlog_default_source;
+    level = VLOG__LEVEL(src);
+    return prio >= level && (level != 0 || vlog__source_enabled(src, prio));
+}
 
 /* Resolves a NULL source to the default one, clamps the priority and tells
  * whether the message is recorded (registering a new source first). */

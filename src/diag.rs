@@ -9,7 +9,9 @@
 //! Diagnostics about outputs are also recorded in the ring (see the logger), so
 //! a dump shows them whatever fd 2 is.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use crate::sys::{self, FdInfo, FdKind};
 use crate::text::line::put_escaped;
@@ -19,6 +21,15 @@ const STDERR: i32 = 2;
 static ADOPTED: AtomicBool = AtomicBool::new(false);
 static DEV: AtomicU64 = AtomicU64::new(0);
 static INO: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread is reading the environment (`while_starting`).
+    static STARTING: Cell<bool> = const { Cell::new(false) };
+}
+/// What the last reading of the environment refused: its first warning,
+/// and how many there were. `vlog_init` hands it back for as long as that
+/// reading is in force.
+static REFUSED: Mutex<(Option<String>, usize)> = Mutex::new((None, 0));
 
 /// Takes fd 2 as it is now as the stderr vlog writes to (nothing, if it is
 /// closed).
@@ -63,4 +74,34 @@ pub fn warn(message: &str) {
     put_escaped(message.as_bytes(), &mut line);
     line.push(b'\n');
     write_stderr(&line);
+    if STARTING.get() {
+        // Never waited for: the lock is only ever held for a store.
+        if let Ok(mut refused) = REFUSED.try_lock() {
+            refused.0.get_or_insert_with(|| message.into_owned());
+            refused.1 += 1;
+        }
+    }
+}
+
+/// Runs `read`, the reading of the environment, keeping what it warns about
+/// as what the environment asked for and did not get.
+pub fn while_starting(read: impl FnOnce()) {
+    if let Ok(mut refused) = REFUSED.lock() {
+        *refused = (None, 0);
+    }
+    STARTING.set(true);
+    read();
+    STARTING.set(false);
+}
+
+/// What the environment asked for and did not get, in the words of the
+/// first warning (and how many more there were), or None when all of it
+/// is in force.
+pub fn refused_at_start() -> Option<String> {
+    let refused = REFUSED.lock().ok()?;
+    let first = refused.0.as_ref()?;
+    Some(match refused.1 {
+        0 | 1 => first.clone(),
+        n => format!("{first} (and {} more, each said on stderr)", n - 1),
+    })
 }

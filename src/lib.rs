@@ -97,7 +97,7 @@ pub mod internal {
     pub use crate::ring::image::{read_ring, read_rings_in_file};
     pub use crate::ring::layout::starts_with_magic;
     pub use crate::ring::reader::{read_marked, Cursor};
-    pub use crate::ring::{find_rings, read, Damage, Entry, Image, ImageError, Ring};
+    pub use crate::ring::{find_rings, read, Damage, Entry, Held, Image, ImageError, Ring};
     pub use crate::text::json::{put_json_string, render_json};
     pub use crate::text::line::{put_fields_text, put_for_terminal, render_line};
     pub use crate::text::time::{parse_time, put_rfc3164, put_timestamp, Clock};

@@ -126,9 +126,23 @@ fn json_and_stats() {
         "lost: 0\n",
         "torn: 0\n",
         "span: 99.000 s\n",
+        "held: 100\n",
+        "covers: 99.000 s\n",
     ] {
         assert!(stats.contains(want), "{want:?} in {stats}");
     }
+    // What the ring covers is the ring's, not the selection's.
+    let out = vlog_dump(&["--stats", "--grep", "message 4", path.to_str().unwrap()]);
+    let stats = text(&out.stdout);
+    for want in ["records: 11\n", "held: 100\n", "covers: 99.000 s\n"] {
+        assert!(stats.contains(want), "{want:?} in {stats}");
+    }
+    let out = vlog_dump(&["--stats", "--json", path.to_str().unwrap()]);
+    let stats = text(&out.stdout);
+    assert!(
+        stats.contains(",\"held\":100,") && stats.contains(",\"covers_s\":99.000"),
+        "{stats}"
+    );
 }
 
 #[test]

@@ -16,7 +16,7 @@ use clap::Parser;
 use vlog::internal::{
     for_people, parse_priority, parse_when, put_json_string, put_timestamp, read, read_marked,
     read_ring, read_rings_in_file, render_json, render_line, starts_with_magic, Clock, Cursor,
-    Entry, Image, Priority, Record, Selection, Tool,
+    Entry, Held, Image, Priority, Record, Selection, Tool,
 };
 
 const TOOL: Tool = Tool {
@@ -40,6 +40,9 @@ const AFTER_HELP: &str = "\
   torn      records skipped as damaged (a write cut short, or corrupted)
   missing   records absent from the sequence (never committed)
   size      the ring's data area in bytes
+  held      intact records in the ring now, whatever the options select
+  covers    the seconds from the oldest record held to the newest: the time
+            a ring of this size keeps at this rate (vlog(7), RING SIZE)
   first, last, span   the times of the oldest and newest printed record
 
 Exit status: 0 when every record was read intact; 1 when a file could not
@@ -113,6 +116,8 @@ struct Counts {
     missing: u64,
     first: Option<u64>,
     last: Option<u64>,
+    /// Every intact record, whatever the options select.
+    held: Held,
 }
 
 /// Where a ring came from, for what is said about it: the file, and which
@@ -147,33 +152,36 @@ fn show(
     let mut last_seq = None;
     let mut said = Vec::new();
     let mut clock = Clock::new();
-    walk(image, o.unprinted, |entry| match entry {
-        Entry::Record(rec) => {
-            last_seq = Some(rec.seq);
-            if after.is_some_and(|a| rec.seq <= a) || !o.selection.selects(&rec) {
-                return;
+    walk(image, o.unprinted, |entry| {
+        counts.held.see(&entry);
+        match entry {
+            Entry::Record(rec) => {
+                last_seq = Some(rec.seq);
+                if after.is_some_and(|a| rec.seq <= a) || !o.selection.selects(&rec) {
+                    return;
+                }
+                counts.records += 1;
+                counts.first = Some(counts.first.map_or(rec.time_ns, |t| t.min(rec.time_ns)));
+                counts.last = Some(counts.last.map_or(rec.time_ns, |t| t.max(rec.time_ns)));
+                if !o.stats {
+                    print_record(&rec, o, origin, &mut clock, out);
+                }
             }
-            counts.records += 1;
-            counts.first = Some(counts.first.map_or(rec.time_ns, |t| t.min(rec.time_ns)));
-            counts.last = Some(counts.last.map_or(rec.time_ns, |t| t.max(rec.time_ns)));
-            if !o.stats {
-                print_record(&rec, o, origin, &mut clock, out);
+            Entry::Damaged { seq, damage } => {
+                counts.torn += 1;
+                said.push(format!("record {seq} skipped: {}", damage.describe()));
             }
-        }
-        Entry::Damaged { seq, damage } => {
-            counts.torn += 1;
-            said.push(format!("record {seq} skipped: {}", damage.describe()));
-        }
-        Entry::Gap { expected, found } => {
-            counts.missing += found.saturating_sub(expected);
-            said.push(format!(
-                "records {expected} to {} are missing (never committed, or overwritten while \
+            Entry::Gap { expected, found } => {
+                counts.missing += found.saturating_sub(expected);
+                said.push(format!(
+                    "records {expected} to {} are missing (never committed, or overwritten while \
                  the ring was copied)",
-                found.wrapping_sub(1)
-            ));
+                    found.wrapping_sub(1)
+                ));
+            }
+            // A ring read from a file does not change while it is read.
+            Entry::Overwritten { .. } => {}
         }
-        // A ring read from a file does not change while it is read.
-        Entry::Overwritten { .. } => {}
     });
     for line in said {
         TOOL.say(&format!("{}: {line}", origin.describe()));
@@ -230,6 +238,7 @@ fn print_stats(image: &Image, c: &Counts, o: &Options, origin: &Origin, out: &mu
         ("torn", c.torn),
         ("missing", c.missing),
         ("size", ring.size),
+        ("held", c.held.records),
     ];
     let span = match (c.first, c.last) {
         (Some(first), Some(last)) => Some((first, last, (last - first) as f64 / 1e9)),
@@ -263,6 +272,12 @@ fn print_stats(image: &Image, c: &Counts, o: &Options, origin: &Origin, out: &mu
         sep(out, name);
         out.extend_from_slice(value.to_string().as_bytes());
         end(out);
+    }
+    // How much time the ring holds, whatever was selected: its size's worth.
+    if json {
+        out.extend_from_slice(format!(",\"covers_s\":{}", c.held.covers()).as_bytes());
+    } else {
+        out.extend_from_slice(format!("covers: {} s\n", c.held.covers()).as_bytes());
     }
     if let Some((first, last, seconds)) = span {
         let quote = if json { &b"\""[..] } else { b"" };

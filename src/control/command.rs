@@ -16,6 +16,7 @@ use crate::config::select::Selection;
 use crate::error::ConfigError;
 use crate::fields::{Field, Value};
 use crate::logger::{configure, enter, State};
+use crate::ring::Held;
 use crate::stats;
 use crate::text::json::put_json_string;
 
@@ -141,12 +142,18 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
             Ok(Answer::Pairs(pairs))
         }),
         "stats" => none("stats").and_then(|()| {
+            // What the ring holds now, read as a dump reads it: without
+            // the logger's lock.
+            let mut held = Held::default();
+            crate::ring::published::walk(|entry| held.see(&entry));
             enter(|s| s.stats())
                 .map(|ring| {
                     Answer::Pairs(vec![
                         ("buffer_size", ring.size.to_string()),
                         ("records", ring.recorded.to_string()),
                         ("lost", ring.lost.to_string()),
+                        ("held", held.records.to_string()),
+                        ("covers_s", held.covers()),
                         (
                             "dropped_nested",
                             stats::get(&stats::NESTED_DROPPED).to_string(),

@@ -42,29 +42,41 @@ const _: () = assert!(VLOG_VERSION_MAJOR == parse(env!("CARGO_PKG_VERSION_MAJOR"
 const _: () = assert!(VLOG_VERSION_MINOR == parse(env!("CARGO_PKG_VERSION_MINOR")));
 const _: () = assert!(VLOG_VERSION_PATCH == parse(env!("CARGO_PKG_VERSION_PATCH")));
 
-/// Reads the environment (`VLOG_LEVEL`, `VLOG_FILTERS`, `VLOG_OUTPUTS`,
-/// `VLOG_BUFFER_SIZE`, `VLOG_BUFFER_FILE`, `VLOG_DUMP`, `VLOG_DUMP_SIGNAL`)
-/// and sets up the ring and outputs, then installs the crash handler and the
-/// dump signal unless `VLOG_DUMP=off` (see `vlog_install_crash_handler`).
+/// Reads the environment (the `VLOG_*` variables of vlog(7)) and sets up
+/// the ring and outputs, then installs the crash handler and the dump
+/// signal unless `VLOG_DUMP=off` (see `vlog_install_crash_handler`).
 /// Calling it is optional: the first call of any vlog function does the
 /// same, and so does the start of a program that has a `VLOG_*` variable set
 /// (`VLOG_INIT`'s constructor), so a dump signal works before the first
 /// message. Idempotent: only the first of these reads the environment. A bad
 /// variable prints one warning line on stderr naming it and keeps that
-/// variable's default. In a setuid/setgid process the environment is
-/// ignored. Returns 0 (-1 only on an internal error; see `vlog_last_error`).
-/// NULL: takes no pointer; ownership: nothing kept; errors: -1 and
-/// vlog_last_error(), bad variables warned about on stderr;
+/// variable's default; the other variables apply. In a setuid/setgid
+/// process the environment is ignored. Returns 0 when everything the
+/// environment asks for is in force; 1 when vlog refused some of it (a bad
+/// value, a file it may not write, a ring it could not make), the rest
+/// applying as without the call: `vlog_last_error()` then names the first
+/// refusal (`ignoring VLOG_LEVEL: invalid level 'loud': ...`), and every
+/// later `vlog_init()` says the same until `vlog_shutdown()`; -1 on an
+/// internal error.
+/// NULL: takes no pointer; ownership: nothing kept; errors: 1 or -1 and
+/// vlog_last_error(), each refusal also warned about on stderr;
 /// async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_init() -> c_int {
     cancellation_point!(|| {
-        config_call(|| {
+        let done = config_call(|| {
             logger::configure(|s| {
                 s.ensure_init();
                 Ok(())
             })
-        })
+        });
+        match crate::diag::refused_at_start() {
+            Some(why) if done == 0 => {
+                super::set_last_error(&why);
+                1
+            }
+            _ => done,
+        }
     })
 }
 

@@ -31,7 +31,7 @@ impl State {
         // Files are opened here, on a logging thread's first call too:
         // cancellation points, which a recording call reaches nowhere else.
         let cancelability = cancel::point();
-        self.initialize();
+        diag::while_starting(|| self.initialize());
         cancel::restore(cancelability);
     }
 

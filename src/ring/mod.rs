@@ -106,6 +106,7 @@ pub mod checksum;
 pub mod evict;
 pub mod file;
 pub mod guard;
+pub mod held;
 pub mod image;
 pub mod layout;
 pub mod lock;
@@ -121,6 +122,7 @@ pub mod view;
 pub mod walk;
 pub mod writer;
 
+pub use held::Held;
 pub use image::{find_rings, Image, ImageError};
 pub use layout::{check_size, Stats};
 pub use reader::{read, Entry, Region};

@@ -269,6 +269,26 @@ fn vlog_ctl_changes_a_running_daemons_filters_and_takes_its_ring() {
     let said = ok_stdout(&["--pid", &pid, "stats"]);
     assert!(said.starts_with("buffer_size 1048576\nrecords "), "{said}");
     assert!(said.lines().any(|l| l == "dropped_in_flight 0"), "{said}");
+    // What the ring holds and the time it covers, for sizing it.
+    let held: u64 = said
+        .lines()
+        .find_map(|l| l.strip_prefix("held "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no held line: {said}"));
+    assert!(held > 0, "{said}");
+    assert!(
+        said.lines()
+            .any(|l| l.strip_prefix("covers_s ").is_some_and(|v| {
+                v.split_once('.').is_some_and(|(s, ms)| {
+                    s.parse::<u64>().is_ok() && ms.len() == 3 && ms.parse::<u32>().is_ok()
+                })
+            })),
+        "{said}"
+    );
+    // vlog-dump's short options mean the same through vlog-ctl.
+    let short = ok_stdout(&[s, "dump", "-p", "debug", "-s", "qemu"]);
+    assert!(short.contains(": debug : qemu.monitor : say:"), "{short}");
+    assert!(!short.contains(" : vlog : "), "{short}");
     // The change is in the ring, naming who made it.
     let changes = ok_stdout(&[s, "dump", "--source", "vlog"]);
     assert!(

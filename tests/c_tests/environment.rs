@@ -28,8 +28,8 @@ fn env_flight_recorder_configuration() {
         "{stderr:?}"
     );
     assert!(stderr.contains(" : util warning\n"), "{stderr:?}");
-    let context = "debug (context) : qemu.monitor : main:16 : qemu debug\n";
-    let info = "info (context) : qemu.monitor : main:17 : qemu info\n";
+    let context = "debug (context) : qemu.monitor : main:24 : qemu debug\n";
+    let info = "info (context) : qemu.monitor : main:25 : qemu info\n";
     let at = |s: &str| stderr.find(s).unwrap_or(usize::MAX);
     assert!(
         at(context) < at(info) && at(info) < at(" : qemu error\n"),
@@ -98,13 +98,39 @@ fn env_bad_values_warn_once_and_keep_defaults() {
     );
     assert!(dump.contains("buffer_size=65536\n"), "{dump:?}");
     assert!(!dump.contains("qemu debug"), "{dump:?}");
+    // vlog_init said so: 1, and vlog_last_error() names the first refusal.
+    let refused = "refused=ignoring VLOG_LEVEL: invalid level 'loud': use 1-4 or debug, info, \
+                   warning, error (and 3 more, each said on stderr)\n";
+    assert!(dump.contains(refused), "{dump:?}");
+}
+
+#[test]
+fn vlog_init_says_whether_the_whole_environment_is_in_force() {
+    let (dump, stderr) = environment(&[("VLOG_FILTERS", "1:qemu")]);
+    assert!(!dump.contains("refused="), "{dump:?} {stderr}");
+    // VLOG_ON is exact before the source's first call as after it.
+    assert!(dump.contains("debug_on=1,1\n"), "{dump:?}");
+    let (dump, _) = environment(&[]);
+    assert!(dump.contains("debug_on=0,0\n"), "{dump:?}");
+    // A refused output file is a refusal too; the rest applies.
+    let (dump, stderr) = environment(&[
+        ("VLOG_FILTERS", "1:qemu"),
+        ("VLOG_OUTPUTS", "1:stderr 1:file:/proc"),
+    ]);
+    assert!(
+        dump.contains("refused=ignoring the output"),
+        "{dump:?} {stderr}"
+    );
+    assert!(!dump.contains("and 1 more"), "{dump:?}");
+    assert!(dump.contains("debug_on=1,1\n"), "{dump:?}");
+    assert!(stderr.contains(" : qemu debug\n"), "{stderr}");
 }
 
 #[test]
 fn env_buffer_size_and_relative_file_output() {
     let (dump, _) = environment(&[("VLOG_BUFFER_SIZE", "0")]);
     assert!(
-        dump.starts_with("buffer_size=0\n") && dump.lines().count() == 1,
+        dump.ends_with("\nbuffer_size=0\n") && dump.lines().count() == 2,
         "{dump}"
     );
     let (dump, _) = environment(&[("VLOG_BUFFER_SIZE", "1M")]);
