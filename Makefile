@@ -24,28 +24,47 @@ lib:
 examples/daemon: lib examples/daemon.c examples/net.c examples/disk.c examples/daemon.h include/vlog.h include/vlog_gen.h
 	$(CC) $(CFLAGS) -Iinclude examples/daemon.c examples/net.c examples/disk.c -o $@ $(STATIC_LIB) $(LIBS)
 
-# The flight-recorder configuration: debug messages from the daemon's sources
-# are recorded in the ring (kept in a file), while stderr prints only warnings
-# and errors, an error with the last 5 debug records of its thread before it
-# (its context). The daemon crashes at the end: its crash dump goes to a
-# file, and vlog-dump reads its ring file. The story fits a screen.
+examples/cost: lib examples/cost.c include/vlog.h include/vlog_gen.h
+	$(CC) $(CFLAGS) -Iinclude examples/cost.c -o $@ $(STATIC_LIB) $(LIBS)
+
+# vlog's three promises in under a minute. First what a debug statement
+# costs, measured live beside printf. Then the flight recorder: debug
+# messages from the daemon's sources are recorded in the ring (kept in a
+# file), while stderr prints only warnings and errors, an error with the
+# last 5 debug records of its thread before it (its context). The daemon
+# crashes at the end: its crash dump (the backtrace, resolved here with
+# addr2line, then the ring) goes to a file, and vlog-dump reads its ring
+# file after it is gone.
 DEMO_ENV = VLOG_FILTERS="1:daemon" VLOG_OUTPUTS="3:stderr" VLOG_CONTEXT=5 \
 	VLOG_BUFFER_FILE=examples/daemon.ring VLOG_DUMP=file:examples/daemon.crash
 
-demo: examples/daemon
+demo: examples/daemon examples/cost
 	@rm -f examples/daemon.ring examples/daemon.crash examples/daemon.crash.ring
+	@echo '# 1. A debug statement that is off costs nothing: measured now, beside printf'
+	@echo '$$ ./examples/cost'
+	@./examples/cost
+	@echo
+	@echo '# 2. The flight recorder: debug messages go to the ring, stderr prints warnings'
+	@echo '#    and errors, and an error brings the debug records that led to it'
 	@echo '$$ $(DEMO_ENV) ./examples/daemon'
 	@$(DEMO_ENV) ./examples/daemon; echo "(the daemon is gone: exit status $$?)"
 	@echo
-	@echo '# The crash dump: its first line, then the last messages before the crash'
-	@echo '$$ head -1 examples/daemon.crash; tail -7 examples/daemon.crash'
-	@head -1 examples/daemon.crash; tail -7 examples/daemon.crash
+	@echo '# 3. The crash dump: what killed it, where (the backtrace, resolved by addr2line),'
+	@echo '#    then the ring: the last messages before the crash, over real time'
+	@echo '$$ sed -n 1,2p examples/daemon.crash; tail -6 examples/daemon.crash'
+	@sed -n 1,2p examples/daemon.crash
+	@grep -o 'daemon(+0x[0-9a-f]*)' examples/daemon.crash \
+		| sed 's/.*(+\(0x[0-9a-f]*\))/\1/' \
+		| addr2line -e examples/daemon -f -C -p 2>/dev/null | grep 'examples/' \
+		| sed -e 's|$(CURDIR)/||' -e 's/ (discriminator [0-9]*)//' -e 's/^/    (addr2line:) /' || true
+	@tail -6 examples/daemon.crash
 	@echo
-	@echo '# The ring file outlived the process: the disk'"'"'s debug messages'
-	@echo '$$ target/release/vlog-dump --source disk examples/daemon.ring | tail -4'
-	@target/release/vlog-dump --source disk examples/daemon.ring | tail -4
-	@echo '$$ target/release/vlog-dump --stats examples/daemon.ring'
-	@target/release/vlog-dump --stats examples/daemon.ring
+	@echo '# 4. The ring file outlived the process: the disk'"'"'s debug messages, and how'
+	@echo '#    much time a ring of this size holds at this rate'
+	@echo '$$ target/release/vlog-dump --source disk examples/daemon.ring | tail -3'
+	@target/release/vlog-dump --source disk examples/daemon.ring | tail -3
+	@echo '$$ target/release/vlog-dump --stats examples/daemon.ring | grep -E "^(recorded|size|held|covers)"'
+	@target/release/vlog-dump --stats examples/daemon.ring | grep -E "^(recorded|size|held|covers)"
 
 # The demo daemon serving requests, its filters changed and its ring taken
 # through its control socket with vlog-ctl (README "Changing a running
@@ -58,7 +77,7 @@ test:
 
 clean:
 	$(CARGO) clean
-	rm -f examples/daemon examples/daemon.ring examples/daemon.crash examples/daemon.crash.ring
+	rm -f examples/daemon examples/cost examples/daemon.ring examples/daemon.crash examples/daemon.crash.ring
 
 # Callgrind instruction counts for a disabled call and a ring-only call; see
 # BENCHMARKS.md.
@@ -231,9 +250,24 @@ INSTALLED = $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.so $(LIBDIR)/libvlog.a \
 	$(MANDIR)/man3/vlog.3 $(MANDIR)/man7/vlog.7 $(MANDIR)/man7/vlog-syslog.7 \
 	$(MAN3_ALIASES)
 
+# The directories install makes are those missing before it, listed in
+# share/vlog/made-dirs (merged over reinstalls), so that uninstall removes
+# exactly them again, never one that was there already (/usr/local/lib).
+INSTALL_DIRS = $(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
+	$(MANDIR)/man1 $(MANDIR)/man3 $(MANDIR)/man7 $(DESTDIR)$(PREFIX)/share/vlog
+MADE_DIRS = $(DESTDIR)$(PREFIX)/share/vlog/made-dirs
+# Under the system's prefix, root's install and uninstall refresh the dynamic
+# linker's cache, so no stale libvlog.so.0 entry outlives the file.
+LDCONFIG = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; \
+	then ldconfig; fi
+
 install: lib
-	install -d $(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
-		$(MANDIR)/man1 $(MANDIR)/man3 $(MANDIR)/man7
+	@made=; for d in $(INSTALL_DIRS); do \
+		while [ ! -d "$$d" ] && [ "$$d" != / ]; do made="$$made $$d"; d=$$(dirname "$$d"); done; \
+	done; \
+	install -d $(INSTALL_DIRS) && \
+	{ cat $(MADE_DIRS) 2>/dev/null; for d in $$made; do echo "$$d"; done; } | sort -u > $(MADE_DIRS).new && \
+	mv $(MADE_DIRS).new $(MADE_DIRS)
 	install -m 0755 target/release/libvlog.so $(LIBDIR)/libvlog.so.0
 	ln -sf libvlog.so.0 $(LIBDIR)/libvlog.so
 	install -m 0644 $(STATIC_LIB) $(LIBDIR)/libvlog.a
@@ -254,5 +288,12 @@ install: lib
 		> $(LIBDIR)/pkgconfig/vlog.pc
 	chmod 0644 $(LIBDIR)/pkgconfig/vlog.pc
 
+	$(LDCONFIG)
+
 uninstall:
 	rm -f $(INSTALLED)
+	@if [ -f $(MADE_DIRS) ]; then \
+		dirs=$$(sort -r $(MADE_DIRS)); rm -f $(MADE_DIRS); \
+		for d in $$dirs; do rmdir "$$d" 2>/dev/null || true; done; \
+	fi
+	$(LDCONFIG)

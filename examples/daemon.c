@@ -66,6 +66,7 @@ int main(int argc, char **argv)
             VLOG_ERROR("request %d failed", id);
             failed = 1;
         }
+        usleep(100 * 1000); /* a request every 100 ms: the ring spans real time */
     }
 
     vlog_get_stats(&stats);

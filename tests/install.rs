@@ -1,7 +1,8 @@
 //! `make install` into a DESTDIR, then a C program outside the source tree
 //! built with nothing but `pkg-config --cflags --libs vlog`, linked dynamically
 //! and statically, and run; the man pages render with `man -l`; `make
-//! uninstall` removes every file again.
+//! uninstall` removes every file and every directory it made again, and
+//! none that was there before.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -176,6 +177,24 @@ fn installed_library_builds_with_pkg_config_alone() {
     }
 
     make("uninstall");
-    let left = files_under(&destdir);
+    let left: Vec<_> = std::fs::read_dir(&destdir).unwrap().flatten().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+    // A directory that was there before install stays; those it made go.
+    std::fs::create_dir_all(destdir.join("usr/share/man/man1")).unwrap();
+    std::fs::write(destdir.join("usr/share/man/man1/other.1"), "").unwrap();
+    make("install");
+    make("uninstall");
+    let left = files_under(&destdir);
+    assert_eq!(
+        left,
+        [destdir.join("usr/share/man/man1/other.1")],
+        "left behind"
+    );
+    std::fs::remove_file(destdir.join("usr/share/man/man1/other.1")).unwrap();
+    let dirs: Vec<_> = std::fs::read_dir(destdir.join("usr/share/man"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(dirs, ["man1"], "only the directory that was there stays");
 }
