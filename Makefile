@@ -67,8 +67,8 @@ demo: examples/daemon examples/cost
 	@target/release/vlog-dump --stats examples/daemon.ring | grep -E "^(recorded|size|held|covers)"
 
 # The demo daemon serving requests, its filters changed and its ring taken
-# through its control socket with vlog-ctl (README "Changing a running
-# daemon").
+# through its control socket with vlog-ctl (README "Change a running
+# daemon", vlog-ctl(1)).
 demo-control: examples/daemon
 	@examples/control-demo.sh
 

@@ -135,6 +135,9 @@ fn the_readme_and_the_other_pages_call_nothing_the_header_lacks() {
             .into_iter()
             .filter(|n| !api.contains(n) && !not_c.contains(&n.as_str()))
             .collect();
-        assert!(stale.is_empty(), "{path} calls what the header lacks: {stale:?}");
+        assert!(
+            stale.is_empty(),
+            "{path} calls what the header lacks: {stale:?}"
+        );
     }
 }

@@ -1,27 +1,235 @@
-//! The README's commands, run as a reader pastes them: the Quick start (with
-//! the install moved from /usr/local to a scratch prefix, set up as the
-//! README's "Installing" says for any other prefix), linked shared and
-//! static; and the C example of "Using it from C", built with the lines the
-//! README gives.
+//! Every shell and C snippet of README.md and of the man pages' EXAMPLES,
+//! run as a reader pastes them, in the order given, in one shell: once as
+//! root would (the README's `make install`, its prefix moved to a scratch
+//! directory so the test leaves /usr/local alone) and once as a user would
+//! (literally, with HOME a scratch directory). What a snippet is said to
+//! print is checked against what it printed.
+//!
+//! The pages mark what is not a plain shell snippet, on the line before it:
+//! - README: `<!-- run: as root -->`, `<!-- run: as a user -->` (one flow
+//!   only), `<!-- needs: WHAT -->` (run only where WHAT is here; otherwise
+//!   said SKIPPED), `<!-- file: NAME -->` before a C block (saved as NAME
+//!   in the shell's directory), `<!-- output -->` before a text block (what
+//!   the snippet before it prints);
+//! - man pages: `.\" file: NAME`, `.\" needs: WHAT`, `.\" not a command`;
+//!   in a block whose lines start with `$ `, those are the commands and the
+//!   lines after each are what it prints.
+//!
+//! Printed lines are compared with every run of digits (and hex number)
+//! made one, so times, pids and counts may differ; a line `...` stands for
+//! any lines.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 
 mod support;
 
-use support::{assert_ok, root, text};
+use support::{root, say_skipped, text};
 
-/// The first fenced block of `lang` after the heading `heading`.
-fn block(heading: &str, lang: &str) -> String {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let at = readme
-        .find(&format!("\n{heading}\n"))
-        .unwrap_or_else(|| panic!("README has no heading {heading:?}"));
-    let rest = &readme[at..];
-    let open = format!("```{lang}\n");
-    let start = rest.find(&open).expect("a code block") + open.len();
-    let len = rest[start..].find("\n```\n").expect("the block's end");
-    rest[start..start + len + 1].to_owned()
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Flow {
+    Root,
+    User,
+}
+
+#[derive(Debug)]
+enum Body {
+    Shell(String),
+    /// A C file, saved under its name in the shell's directory.
+    File(String, String),
+}
+
+#[derive(Debug)]
+struct Snippet {
+    /// `README.md:123`, for the messages.
+    origin: String,
+    body: Body,
+    /// Lines the snippet prints.
+    prints: Vec<String>,
+    needs: Option<String>,
+    only: Option<Flow>,
+    /// A man page's `$ command`.
+    dollar: bool,
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap()
+}
+
+/// The README's snippets, in order.
+fn readme() -> Vec<Snippet> {
+    let text = read("README.md");
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<Snippet> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(lang) = lines[i].strip_prefix("```") else {
+            i += 1;
+            continue;
+        };
+        let marker = i
+            .checked_sub(1)
+            .and_then(|m| lines[m].strip_prefix("<!-- "))
+            .and_then(|m| m.strip_suffix(" -->"))
+            .unwrap_or("");
+        let start = i + 1;
+        let end = start
+            + lines[start..]
+                .iter()
+                .position(|l| *l == "```")
+                .expect("a closed block");
+        let body = lines[start..end].join("\n") + "\n";
+        let origin = format!("README.md:{}", i + 1);
+        let mut snippet = |body| Snippet {
+            origin: origin.clone(),
+            body,
+            prints: Vec::new(),
+            needs: marker.strip_prefix("needs: ").map(str::to_owned),
+            only: match marker {
+                "run: as root" => Some(Flow::Root),
+                "run: as a user" => Some(Flow::User),
+                _ => None,
+            },
+            dollar: false,
+        };
+        match (lang, marker) {
+            ("sh", _) => out.push(snippet(Body::Shell(body))),
+            ("c", m) if m.starts_with("file: ") => {
+                out.push(snippet(Body::File(m[6..].to_owned(), body)))
+            }
+            ("c", _) => panic!("{origin}: a C block without <!-- file: NAME -->"),
+            ("text", "output") => {
+                let last = out.last_mut().expect("output after a snippet");
+                assert!(
+                    matches!(last.body, Body::Shell(_)),
+                    "{origin}: output after a C file"
+                );
+                last.prints = body.lines().map(str::to_owned).collect();
+            }
+            _ => {}
+        }
+        i = end + 1;
+    }
+    out
+}
+
+/// Roff as the terminal shows it, for the escapes the examples use.
+fn unroff(line: &str) -> String {
+    line.replace("\\-", "-")
+        .replace("\\e", "\\")
+        .replace("\\&", "")
+        .replace("\\(dq", "\"")
+}
+
+/// The snippets of a man page's EXAMPLES section, in order.
+fn man(page: &str) -> Vec<Snippet> {
+    let text = read(page);
+    let at = text.find(".SH EXAMPLES\n").expect("an EXAMPLES section");
+    let end = at + 1 + text[at + 1..].find("\n.SH ").unwrap();
+    let lines: Vec<&str> = text[at..end].lines().collect();
+    let base = text[..at].lines().count();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i] != ".nf" && lines[i] != ".EX" {
+            i += 1;
+            continue;
+        }
+        let close = if lines[i] == ".nf" { ".fi" } else { ".EE" };
+        let marker = i
+            .checked_sub(1)
+            .and_then(|m| lines[m].strip_prefix(".\\\" "))
+            .unwrap_or("");
+        let start = i + 1;
+        let stop = start + lines[start..].iter().position(|l| *l == close).unwrap();
+        let block: Vec<String> = lines[start..stop].iter().map(|l| unroff(l)).collect();
+        let origin = format!("{page}:{}", base + i + 1);
+        i = stop + 1;
+        if marker == "not a command" {
+            continue;
+        }
+        let needs = marker.strip_prefix("needs: ").map(str::to_owned);
+        if let Some(name) = marker.strip_prefix("file: ") {
+            let body = block.join("\n") + "\n";
+            out.push(Snippet {
+                origin,
+                body: Body::File(name.to_owned(), body),
+                prints: Vec::new(),
+                needs,
+                only: None,
+                dollar: false,
+            });
+            continue;
+        }
+        if !block.iter().any(|l| l.starts_with("$ ")) {
+            out.push(Snippet {
+                origin,
+                body: Body::Shell(block.join("\n") + "\n"),
+                prints: Vec::new(),
+                needs,
+                only: None,
+                dollar: false,
+            });
+            continue;
+        }
+        // `$ command`, then what it prints: one snippet per command.
+        for line in block {
+            match line.strip_prefix("$ ") {
+                Some(command) => out.push(Snippet {
+                    origin: origin.clone(),
+                    body: Body::Shell(format!("{command}\n")),
+                    prints: Vec::new(),
+                    needs: needs.clone(),
+                    only: None,
+                    dollar: true,
+                }),
+                None => out.last_mut().unwrap().prints.push(line),
+            }
+        }
+    }
+    out
+}
+
+/// Whether what a snippet needs is here, or why not.
+fn available(needs: &str) -> Result<(), String> {
+    // SAFETY: a plain query.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ok = match needs {
+        "root and sshd" => root && Path::new("/usr/sbin/sshd").exists(),
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("needs {needs}, not here"))
+    }
+}
+
+/// A line as compared: every number made one.
+fn normal(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i..].starts_with(b"0x") && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit) {
+            i += 2;
+            while b.get(i).is_some_and(u8::is_ascii_hexdigit) {
+                i += 1;
+            }
+            out.push_str("0x0");
+        } else if b[i].is_ascii_digit() {
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            out.push('0');
+        } else {
+            let c = line[i..].chars().next().unwrap();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -33,137 +241,189 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-#[test]
-fn the_quick_start_prints_the_crash_dump_as_written() {
-    let quick = block("## Quick start: from install to a crash dump", "sh");
-    let install = "make install PREFIX=/usr/local && ldconfig\n";
-    assert!(
-        quick.starts_with(install),
-        "the Quick start begins with the install line: {quick}"
-    );
-    for (name, link) in [("shared", None), ("static", Some("-static"))] {
-        let dir = scratch(name);
-        let prefix = dir.join("prefix");
-        let mut script = quick.replacen(
-            install,
-            &format!("make -s install PREFIX={} >/dev/null\n", prefix.display()),
-            1,
-        );
-        if let Some(flag) = link {
-            // "Installing": cc -static daemon.c $(pkg-config --static ...)
-            script = script.replace(
-                "cc daemon.c $(pkg-config --cflags --libs vlog)",
-                &format!("cc {flag} daemon.c $(pkg-config --static --cflags --libs vlog)"),
-            );
-        }
-        let p = prefix.display();
-        let out = Command::new("bash")
-            .arg("-c")
-            .arg(&script)
-            .current_dir(root())
-            .env("TMPDIR", &dir)
-            // What "Installing" says to set for a prefix of one's own.
-            .env("PKG_CONFIG_PATH", format!("{p}/lib/pkgconfig"))
-            .env(
-                "PATH",
-                format!("{p}/bin:{}", std::env::var("PATH").unwrap_or_default()),
-            )
-            .env("MANPATH", format!("{p}/share/man:"))
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-            .unwrap();
-        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-        assert!(
-            stderr.contains("warning : daemon : main:9 : about to dereference NULL\n"),
-            "{name}: {stderr}"
-        );
-        let dump = stderr
-            .find("vlog: fatal signal SIGSEGV (11)")
-            .unwrap_or_else(|| panic!("{name}: no crash dump on stderr: {stderr}"));
-        for i in 0..5 {
-            let line = format!("debug : daemon : main:8 : step {i} of the work\n");
-            assert!(stderr[dump..].contains(&line), "{name}: {line}: {stderr}");
-            assert!(stdout.contains(&line), "{name}: vlog-dump: {stdout}");
-        }
-        assert!(out.status.success(), "{name}: vlog-dump failed: {stderr}");
-    }
-}
+/// `make install` builds in the source tree: one flow at a time.
+static INSTALLING: Mutex<()> = Mutex::new(());
 
-#[test]
-fn the_c_example_builds_with_the_lines_the_readme_gives() {
-    let example = block("## Using it from C", "c");
-    let dir = scratch("example");
-    std::fs::write(dir.join("daemon.c"), example).unwrap();
-    let make = Command::new("make")
-        .args(["-s", "lib"])
+const MARK: &str = "@@snippet ";
+const STATUS: &str = "@@status ";
+
+fn run_flow(flow: Flow) {
+    let _one = INSTALLING.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = scratch(match flow {
+        Flow::Root => "root",
+        Flow::User => "user",
+    });
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let prefix = dir.join("prefix");
+    let mut snippets = readme();
+    for page in [
+        "man/vlog.3",
+        "man/vlog.7",
+        "man/vlog-syslog.7",
+        "man/vlog-dump.1",
+        "man/vlog-ctl.1",
+        "man/vlog-relay.1",
+    ] {
+        snippets.extend(man(page));
+    }
+    let mut script = String::from("exec </dev/null\n");
+    let mut ran = Vec::new();
+    for (n, s) in snippets.iter().enumerate() {
+        if s.only.is_some_and(|only| only != flow) {
+            continue;
+        }
+        if let Some(needs) = &s.needs {
+            if let Err(why) = available(needs) {
+                say_skipped(&format!("{} ({flow:?}): {why}", s.origin));
+                continue;
+            }
+        }
+        // The markers, then the status the snippet before left (`$ echo
+        // $?` reads it).
+        script.push_str(&format!(
+            "printf '\\n{MARK}{n}\\n'; printf '\\n{MARK}{n}\\n' >&2; (exit ${{vlog_s:-0}})\n"
+        ));
+        match &s.body {
+            Body::Shell(body) => {
+                let mut body = body.clone();
+                if flow == Flow::Root {
+                    // Root's install, moved to a scratch prefix, which the
+                    // shell and pkg-config are then told about as "as a
+                    // user" tells them about $HOME/.local.
+                    let p = prefix.display();
+                    if body == "make install\n" {
+                        body = format!(
+                            "make -s install PREFIX={p} >/dev/null\nexport \
+                             PKG_CONFIG_PATH={p}/lib/pkgconfig PATH={p}/bin:$PATH \
+                             MANPATH={p}/share/man:\n"
+                        );
+                    }
+                    body = body.replace("/usr/local/lib/", &format!("{p}/lib/"));
+                }
+                script.push_str(&body);
+                script.push_str(&format!("vlog_s=$?; echo \"{STATUS}$vlog_s\"\n"));
+            }
+            Body::File(name, body) => {
+                script.push_str(&format!(
+                    "cat > {name} <<'VLOG_SNIPPET_END'\n{body}VLOG_SNIPPET_END\n"
+                ));
+                script.push_str(&format!("vlog_s=$?; echo \"{STATUS}$vlog_s\"\n"));
+            }
+        }
+        ran.push(n);
+    }
+    std::fs::write(dir.join("snippets.sh"), &script).unwrap();
+    let mut cmd = Command::new("timeout");
+    for (var, _) in std::env::vars().filter(|(k, _)| k.starts_with("VLOG_")) {
+        cmd.env_remove(var);
+    }
+    let out = cmd
+        .args(["900", "bash"])
+        .arg(dir.join("snippets.sh"))
         .current_dir(root())
-        .output()
-        .unwrap();
-    assert_ok("make lib", &make);
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let lines: Vec<&str> = readme
-        .lines()
-        .filter(|l| l.starts_with("cc -Iinclude daemon.c"))
-        .collect();
-    assert_eq!(lines.len(), 2, "the static and the shared line");
-    for line in lines {
-        // Run from the source tree, as the README says; the program goes to
-        // the scratch directory.
-        let cmd = line
-            .replace(" daemon.c ", &format!(" {}/daemon.c ", dir.display()))
-            .replace(
-                "-o daemon",
-                &format!("-o {}/daemon -Wall -Wextra -Werror", dir.display()),
-            );
-        let out = Command::new("bash")
-            .arg("-c")
-            .arg(&cmd)
-            .current_dir(root())
-            .output()
-            .unwrap();
-        assert_ok(line, &out);
-        let run = Command::new(dir.join("daemon"))
-            .env("VLOG_FILTERS", "1:qemu")
-            .env("VLOG_OUTPUTS", "3:stderr")
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-            .unwrap();
-        assert_ok(&format!("the program of {line}"), &run);
-        assert!(
-            text(&run.stderr).contains("error : qemu.monitor : send_command:"),
-            "{}",
-            text(&run.stderr)
-        );
-    }
-}
-
-#[test]
-fn the_vlog_relay_example_prints_what_it_says() {
-    let script = block("### vlog-relay: a flight recorder for any program", "sh")
-        .replace(
-            "target/release/vlog-relay",
-            env!("CARGO_BIN_EXE_vlog-relay"),
-        )
-        .replace("target/release/vlog-dump", env!("CARGO_BIN_EXE_vlog-dump"));
-    let dir = scratch("vlog-relay");
-    let out = Command::new("bash")
-        .arg("-c")
-        .arg(&script)
-        .current_dir(&dir)
-        .env_remove("VLOG_FILTERS")
+        .env("HOME", &home)
+        .env("TMPDIR", &dir)
+        .env("LC_ALL", "C")
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("PKG_CONFIG_PATH")
+        .env_remove("MANPATH")
+        .env_remove("CARGO_TARGET_DIR")
         .output()
         .unwrap();
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    // Kept beside the script, to read after a failure.
+    std::fs::write(dir.join("stdout"), &stdout).unwrap();
+    std::fs::write(dir.join("stderr"), &stderr).unwrap();
+    // Each snippet's part of stdout and of stderr.
+    let part = |all: &str, n: usize| -> String {
+        let head = format!("\n{MARK}{n}\n");
+        let Some(at) = all.find(&head) else {
+            return String::new();
+        };
+        let rest = &all[at + head.len()..];
+        let end = rest
+            .find(&format!("\n{MARK}"))
+            .map_or(rest.len(), |e| e + 1);
+        rest[..end].to_owned()
+    };
+    let mut failed = Vec::new();
+    for n in ran {
+        let s = &snippets[n];
+        let (o, e) = (part(&stdout, n), part(&stderr, n));
+        let said = format!(
+            "{} ({flow:?}):\n--- snippet\n{}\n--- stdout\n{o}--- stderr\n{e}",
+            s.origin,
+            match &s.body {
+                Body::Shell(b) => b.as_str(),
+                Body::File(name, _) => name.as_str(),
+            }
+        );
+        // The status line is the last of the stdout part (a background
+        // process may add lines after it).
+        let status = o
+            .lines()
+            .find_map(|l| l.strip_prefix(STATUS).map(str::to_owned));
+        // A `$ command` of a man page may fail on purpose: the `$ echo $?`
+        // after it says how.
+        if status.as_deref() != Some("0") && (s.prints.is_empty() || !s.dollar) {
+            failed.push(format!("exit status {status:?}: {said}"));
+            continue;
+        }
+        let printed: Vec<String> = o
+            .lines()
+            .chain(e.lines())
+            .filter(|l| !l.starts_with(STATUS))
+            .map(normal)
+            .collect();
+        for want in &s.prints {
+            if want == "..." {
+                continue;
+            }
+            if !printed.contains(&normal(want)) {
+                failed.push(format!("it did not print {want:?}: {said}"));
+                break;
+            }
+        }
+    }
     assert!(
-        stderr.contains("was killed by signal 11 (SIGSEGV); its last 2 records in the ring"),
-        "{stderr}"
+        failed.is_empty(),
+        "{} snippet(s) failed:\n{}\n(the whole run's stderr ends: {})",
+        failed.len(),
+        failed.join("\n\n"),
+        &stderr[stderr.len().saturating_sub(2000)..]
     );
-    let step = "debug : sh.stdout : ?:0 : step 1 [CHILD_LEVEL=DEBUG]\n";
-    assert!(stderr.contains(step), "{stderr}");
-    assert!(
-        stdout.contains("info : sh.stdout : ?:0 : started\n"),
-        "{stdout}"
-    );
-    assert!(stdout.contains(step), "{stdout}");
-    assert!(out.status.success(), "vlog-dump: {stderr}");
+}
+
+#[test]
+fn the_snippets_run_as_written_as_root() {
+    run_flow(Flow::Root);
+}
+
+#[test]
+fn the_snippets_run_as_written_as_a_user() {
+    run_flow(Flow::User);
+}
+
+#[test]
+fn every_page_marks_its_snippets_so_that_none_is_left_out() {
+    let readme = readme();
+    assert!(readme.len() >= 8, "{readme:?}");
+    // The Quick start, each flow's install, and a C file are among them.
+    assert!(readme.iter().any(|s| s.only == Some(Flow::Root)));
+    assert!(readme.iter().any(|s| s.only == Some(Flow::User)));
+    assert!(readme.iter().any(|s| matches!(s.body, Body::File(..))));
+    for page in [
+        "man/vlog.3",
+        "man/vlog-dump.1",
+        "man/vlog-ctl.1",
+        "man/vlog-relay.1",
+    ] {
+        let snippets = man(page);
+        assert!(
+            snippets.iter().any(|s| !s.prints.is_empty()),
+            "{page}: no example says what it prints: {snippets:?}"
+        );
+    }
+    assert_eq!(normal("pid 4242, 0x7f3a at 12.5 s"), "pid 0, 0x0 at 0.0 s");
 }
