@@ -81,7 +81,7 @@ fn readme() -> Vec<Snippet> {
                 .expect("a closed block");
         let body = lines[start..end].join("\n") + "\n";
         let origin = format!("README.md:{}", i + 1);
-        let mut snippet = |body| Snippet {
+        let snippet = |body| Snippet {
             origin: origin.clone(),
             body,
             prints: Vec::new(),
