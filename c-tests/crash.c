@@ -157,7 +157,7 @@ int main(int argc, char **argv)
         sigaction(SIGSEGV, &sa, &replaced);
         mode = "segv";
     }
-    if (use_vlog && vlog_init() != 0)
+    if (use_vlog && vlog_init() < 0)
         return 4;
     if (strcmp(mode, "explicit") == 0 && vlog_install_crash_handler() != 0)
         return 7;

@@ -53,6 +53,10 @@ static void on_signal(int sig)
     /* A configuration call from the handler is refused, not waited for. */
     if (vlog_get_stats(&stats) == 0)
         (void)stats;
+    /* vlog_init from the handler, while the thread may be inside it:
+     * refused (-1) or answered, never waited for; and the level check. */
+    CHECK(vlog_init() >= -1);
+    (void)VLOG_ON(VLOG_PRIO_DEBUG);
     /* A thread field changed from the handler: refused while the thread is
      * inside vlog, both calls alike (nothing changes between them). */
     if (vlog_thread_field_set("HANDLER", "x") == 0)

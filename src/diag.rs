@@ -63,17 +63,11 @@ pub fn write_stderr(line: &[u8]) -> bool {
     written
 }
 
-/// Writes "vlog: MESSAGE" to fd 2 under the rule above, as one line:
-/// whatever the message holds from outside (a path, a field name) is
-/// escaped as the text line escapes messages, so no newline, carriage
-/// return or terminal escape reaches the terminal raw.
+/// Says `message` as [`say`] does. While the environment is read, a
+/// warning is also something it asked for and did not get
+/// (`while_starting`); [`say`] is for what is in force anyway.
 pub fn warn(message: &str) {
-    let message = crate::error::for_people(message.to_owned().into());
-    let mut line = Vec::with_capacity(message.len() + 7);
-    line.extend_from_slice(b"vlog: ");
-    put_escaped(message.as_bytes(), &mut line);
-    line.push(b'\n');
-    write_stderr(&line);
+    let message = say(message);
     if STARTING.get() {
         // Never waited for: the lock is only ever held for a store.
         if let Ok(mut refused) = REFUSED.try_lock() {
@@ -81,6 +75,22 @@ pub fn warn(message: &str) {
             refused.1 += 1;
         }
     }
+}
+
+/// Writes "vlog: MESSAGE" to fd 2 under the rule above, as one line:
+/// whatever the message holds from outside (a path, a field name) is
+/// escaped as the text line escapes messages, so no newline, carriage
+/// return or terminal escape reaches the terminal raw. Never a refusal (a
+/// damaged ring file replaced by the ring asked for). Returns the message
+/// as said.
+pub fn say(message: &str) -> std::borrow::Cow<'static, str> {
+    let message = crate::error::for_people(message.to_owned().into());
+    let mut line = Vec::with_capacity(message.len() + 7);
+    line.extend_from_slice(b"vlog: ");
+    put_escaped(message.as_bytes(), &mut line);
+    line.push(b'\n');
+    write_stderr(&line);
+    message
 }
 
 /// Runs `read`, the reading of the environment, keeping what it warns about

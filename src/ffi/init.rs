@@ -64,13 +64,18 @@ const _: () = assert!(VLOG_VERSION_PATCH == parse(env!("CARGO_PKG_VERSION_PATCH"
 #[no_mangle]
 pub extern "C-unwind" fn vlog_init() -> c_int {
     cancellation_point!(|| {
+        // Read inside the logger's guard: a signal handler that calls
+        // vlog_init while this one reads it is turned away, never left
+        // waiting for the lock this thread holds.
+        let mut refused = None;
         let done = config_call(|| {
             logger::configure(|s| {
                 s.ensure_init();
+                refused = crate::diag::refused_at_start();
                 Ok(())
             })
         });
-        match crate::diag::refused_at_start() {
+        match refused {
             Some(why) if done == 0 => {
                 super::set_last_error(&why);
                 1

@@ -135,7 +135,7 @@ impl State {
             .and_then(|()| self.message.try_reserve(MESSAGE_MAX))
             .and_then(|()| self.rendered.try_reserve(MESSAGE_MAX));
         if let Err(e) = reserved {
-            diag::warn(&format!(
+            diag::say(&format!(
                 "cannot reserve vlog's message buffers ({e}); they are made when first needed"
             ));
         }

@@ -155,7 +155,7 @@ impl Ring {
             Err(e) => Err(e.to_string()),
         });
         if let Err(e) = &old {
-            diag::warn(&format!(
+            diag::say(&format!(
                 "ring file '{}' holds a ring that cannot be read ({e}): replacing it",
                 path.display()
             ));
