@@ -251,19 +251,22 @@ INSTALLED = $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.so $(LIBDIR)/libvlog.a \
 	$(MAN3_ALIASES)
 
 # The directories install makes are those missing before it, listed in
-# share/vlog/made-dirs (merged over reinstalls), so that uninstall removes
-# exactly them again, never one that was there already (/usr/local/lib).
+# share/vlog/made-dirs (merged over reinstalls; as they are on the target
+# system, without DESTDIR), so that uninstall removes exactly them again,
+# never one that was there already (/usr/local/lib).
 INSTALL_DIRS = $(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 	$(MANDIR)/man1 $(MANDIR)/man3 $(MANDIR)/man7 $(DESTDIR)$(PREFIX)/share/vlog
 MADE_DIRS = $(DESTDIR)$(PREFIX)/share/vlog/made-dirs
-# Under the system's prefix, root's install and uninstall refresh the dynamic
-# linker's cache, so no stale libvlog.so.0 entry outlives the file.
-LDCONFIG = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; \
-	then ldconfig; fi
+# Under the system's prefix (/usr, /usr/local), root's install and uninstall
+# refresh the dynamic linker's cache, so no stale libvlog.so.0 entry outlives
+# the file; another prefix is not the linker's to know.
+LDCONFIG = if [ -z "$(DESTDIR)" ] && [ -n "$(filter /usr /usr/local,$(PREFIX))" ] \
+	&& [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 install: lib
 	@made=; for d in $(INSTALL_DIRS); do \
-		while [ ! -d "$$d" ] && [ "$$d" != / ]; do made="$$made $$d"; d=$$(dirname "$$d"); done; \
+		while [ ! -d "$$d" ] && [ "$$d" != "$(DESTDIR)" ] && [ "$$d" != / ]; do \
+			made="$$made $${d#"$(DESTDIR)"}"; d=$$(dirname "$$d"); done; \
 	done; \
 	install -d $(INSTALL_DIRS) && \
 	{ cat $(MADE_DIRS) 2>/dev/null; for d in $$made; do echo "$$d"; done; } | sort -u > $(MADE_DIRS).new && \
@@ -294,6 +297,6 @@ uninstall:
 	rm -f $(INSTALLED)
 	@if [ -f $(MADE_DIRS) ]; then \
 		dirs=$$(sort -r $(MADE_DIRS)); rm -f $(MADE_DIRS); \
-		for d in $$dirs; do rmdir "$$d" 2>/dev/null || true; done; \
+		for d in $$dirs; do rmdir "$(DESTDIR)$$d" 2>/dev/null || true; done; \
 	fi
 	$(LDCONFIG)

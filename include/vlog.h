@@ -837,6 +837,7 @@ static inline int vlog__enabled(const vlog_source *src, int prio)
 
     if (src == NULL)
         src = &vlog_default_source;
+    prio = vlog__clamp(prio);
     level = VLOG__LEVEL(src);
     return prio >= level && (level != 0 || vlog__source_enabled(src, prio));
 }

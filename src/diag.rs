@@ -99,9 +99,16 @@ pub fn while_starting(read: impl FnOnce()) {
     if let Ok(mut refused) = REFUSED.lock() {
         *refused = (None, 0);
     }
+    // Reset however `read` ends, a caught panic included.
+    struct Started;
+    impl Drop for Started {
+        fn drop(&mut self) {
+            STARTING.set(false);
+        }
+    }
     STARTING.set(true);
+    let _started = Started;
     read();
-    STARTING.set(false);
 }
 
 /// What the environment asked for and did not get, in the words of the

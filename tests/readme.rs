@@ -16,8 +16,11 @@
 //!   lines after each are what it prints.
 //!
 //! Printed lines are compared with every run of digits (and hex number)
-//! made one, so times, pids and counts may differ; a line `...` stands for
-//! any lines.
+//! made one, so times, pids and counts may differ, but a call site's line
+//! (`main:24`) is compared as it is; a line `...` stands for any lines.
+//! Every command of a snippet must succeed (an ERR trap, and pipefail),
+//! but one whose line says it crashes (`# crashes`) and a man page's
+//! `$ command` whose status the next one shows (`$ echo $?`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -197,6 +200,14 @@ fn available(needs: &str) -> Result<(), String> {
     let root = unsafe { libc::geteuid() } == 0;
     let ok = match needs {
         "root and sshd" => root && Path::new("/usr/sbin/sshd").exists(),
+        "systemd" => {
+            Path::new("/run/systemd/system").exists()
+                && Command::new("systemctl")
+                    .args(["is-active", "--quiet", "myd"])
+                    .status()
+                    .is_ok_and(|s| s.success())
+        }
+        // Not tried: a test does not reach out of the machine.
         _ => false,
     };
     if ok {
@@ -219,10 +230,20 @@ fn normal(line: &str) -> String {
             }
             out.push_str("0x0");
         } else if b[i].is_ascii_digit() {
+            let start = i;
             while b.get(i).is_some_and(u8::is_ascii_digit) {
                 i += 1;
             }
-            out.push('0');
+            // A call site's line (`main:24`, `disk.c:42`, `?:0`) is what
+            // the page says, exactly; a time's `16:20` is not.
+            let site = start >= 2
+                && b[start - 1] == b':'
+                && (b[start - 2].is_ascii_alphabetic() || b"_?.".contains(&b[start - 2]));
+            if site {
+                out.push_str(&line[start..i]);
+            } else {
+                out.push('0');
+            }
         } else {
             let c = line[i..].chars().next().unwrap();
             out.push(c);
@@ -246,6 +267,7 @@ static INSTALLING: Mutex<()> = Mutex::new(());
 
 const MARK: &str = "@@snippet ";
 const STATUS: &str = "@@status ";
+const FAILED: &str = "@@failed ";
 
 fn run_flow(flow: Flow) {
     let _one = INSTALLING.lock().unwrap_or_else(|p| p.into_inner());
@@ -267,13 +289,19 @@ fn run_flow(flow: Flow) {
     ] {
         snippets.extend(man(page));
     }
-    let mut script = String::from("exec </dev/null\n");
+    // A command that fails says its line; the snippet's last status is
+    // said after it.
+    let mut script =
+        format!("exec </dev/null\nset -o pipefail\ntrap 'echo \"{FAILED}$LINENO\"' ERR\n");
     let mut ran = Vec::new();
     for (n, s) in snippets.iter().enumerate() {
         if s.only.is_some_and(|only| only != flow) {
             continue;
         }
         if let Some(needs) = &s.needs {
+            if needs.starts_with("root") && flow == Flow::User {
+                continue;
+            }
             if let Err(why) = available(needs) {
                 say_skipped(&format!("{} ({flow:?}): {why}", s.origin));
                 continue;
@@ -359,21 +387,38 @@ fn run_flow(flow: Flow) {
                 Body::File(name, _) => name.as_str(),
             }
         );
-        // The status line is the last of the stdout part (a background
-        // process may add lines after it).
+        // A `$ command` of a man page may fail on purpose: the `$ echo $?`
+        // after it says how.
+        let shown = |next: Option<&Snippet>| {
+            next.is_some_and(|n| matches!(&n.body, Body::Shell(b) if b == "echo $?\n"))
+        };
+        let may_fail = s.dollar && shown(snippets.get(n + 1));
         let status = o
             .lines()
             .find_map(|l| l.strip_prefix(STATUS).map(str::to_owned));
-        // A `$ command` of a man page may fail on purpose: the `$ echo $?`
-        // after it says how.
-        if status.as_deref() != Some("0") && (s.prints.is_empty() || !s.dollar) {
+        if status.as_deref() != Some("0") && !may_fail {
             failed.push(format!("exit status {status:?}: {said}"));
+            continue;
+        }
+        // Every command that failed, unless its line says it crashes.
+        let lines: Vec<&str> = script.lines().collect();
+        let unexpected: Vec<&str> = o
+            .lines()
+            .filter_map(|l| l.strip_prefix(FAILED)?.parse::<usize>().ok())
+            .map(|at| lines.get(at.wrapping_sub(1)).copied().unwrap_or("?"))
+            // The line that hands a status on to the next snippet fails
+            // when the status it hands on does.
+            .filter(|line| !line.starts_with(&format!("printf '\\n{MARK}")))
+            .filter(|line| !may_fail && !line.contains("# crashes"))
+            .collect();
+        if !unexpected.is_empty() {
+            failed.push(format!("these commands failed: {unexpected:?}: {said}"));
             continue;
         }
         let printed: Vec<String> = o
             .lines()
             .chain(e.lines())
-            .filter(|l| !l.starts_with(STATUS))
+            .filter(|l| !l.starts_with(STATUS) && !l.starts_with(FAILED))
             .map(normal)
             .collect();
         for want in &s.prints {
@@ -426,4 +471,5 @@ fn every_page_marks_its_snippets_so_that_none_is_left_out() {
         );
     }
     assert_eq!(normal("pid 4242, 0x7f3a at 12.5 s"), "pid 0, 0x0 at 0.0 s");
+    assert_eq!(normal("16:20:01.123: main:24 ?:0"), "0:0:0.0: main:24 ?:0");
 }

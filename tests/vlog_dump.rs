@@ -137,6 +137,9 @@ fn json_and_stats() {
     for want in ["records: 11\n", "held: 100\n", "covers: 99.000 s\n"] {
         assert!(stats.contains(want), "{want:?} in {stats}");
     }
+    let out = vlog_dump(&["--stats", "--unprinted", path.to_str().unwrap()]);
+    let stats = text(&out.stdout);
+    assert!(stats.contains("held: 100\n"), "--unprinted: {stats}");
     let out = vlog_dump(&["--stats", "--json", path.to_str().unwrap()]);
     let stats = text(&out.stdout);
     assert!(

@@ -76,11 +76,7 @@ struct Options {
     #[arg(long)]
     json: bool,
     /// SOCKET (unless --pid), then COMMAND and its arguments
-    #[arg(
-        required = true,
-        value_name = "SOCKET COMMAND",
-        trailing_var_arg = true
-    )]
+    #[arg(value_name = "SOCKET COMMAND", trailing_var_arg = true)]
     words: Vec<String>,
 }
 
@@ -340,11 +336,17 @@ fn main() -> ExitCode {
     // --json may come after the command too (`follow --json`).
     let json = options.json || words.iter().skip(1).any(|w| w == "--json");
     words.retain(|w| w != "--json");
+    match (options.pid, words.len()) {
+        (None, 0) => return TOOL.usage_error("missing SOCKET COMMAND"),
+        (Some(_), 0) => return TOOL.usage_error("missing COMMAND"),
+        _ => {}
+    }
     let socket = match options.pid {
         Some(pid) => match find_socket(pid) {
             Ok(path) => path,
             Err(e) => return fail(UNREACHABLE, &e),
         },
+        None if words.len() < 2 => return TOOL.usage_error("missing COMMAND"),
         None => PathBuf::from(words.remove(0)),
     };
     let Some(command) = words.first().cloned() else {

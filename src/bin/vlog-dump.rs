@@ -152,8 +152,14 @@ fn show(
     let mut last_seq = None;
     let mut said = Vec::new();
     let mut clock = Clock::new();
+    if o.unprinted {
+        // What the ring holds is every record, printed or not.
+        read(image, |entry| counts.held.see(&entry));
+    }
     walk(image, o.unprinted, |entry| {
-        counts.held.see(&entry);
+        if !o.unprinted {
+            counts.held.see(&entry);
+        }
         match entry {
             Entry::Record(rec) => {
                 last_seq = Some(rec.seq);

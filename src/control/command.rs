@@ -20,6 +20,10 @@ use crate::ring::Held;
 use crate::stats;
 use crate::text::json::put_json_string;
 
+/// How much of the ring `stats` reads to find its oldest record: a few
+/// records' worth, whatever the ring's size.
+const OLDEST_BUDGET: u64 = 4096;
+
 /// The commands, as `help` and `vlog-ctl --help` list them.
 pub const COMMANDS: &str =
     "  filters STRING    replace the filters (VLOG_FILTERS syntax; \"\" for none)
@@ -142,12 +146,20 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
             Ok(Answer::Pairs(pairs))
         }),
         "stats" => none("stats").and_then(|()| {
-            // What the ring holds now, read as a dump reads it: without
-            // the logger's lock.
-            let mut held = Held::default();
-            crate::ring::published::walk(|entry| held.see(&entry));
+            // How far back the ring reaches: its oldest record, read as a
+            // dump reads it (without the logger's lock, one record's worth
+            // of it: a peer's stats never walks the whole ring).
+            let mut oldest = None;
+            let mut place = crate::ring::published::Place::default();
+            let _ = crate::ring::published::walk_from(&mut place, OLDEST_BUDGET, |entry| {
+                if let crate::ring::Entry::Record(rec) = entry {
+                    oldest.get_or_insert(rec.time_ns);
+                }
+            });
+            let now = crate::sys::realtime_ns();
             enter(|s| s.stats())
                 .map(|ring| {
+                    let held = Held::live(ring.recorded.saturating_sub(ring.lost), oldest, now);
                     Answer::Pairs(vec![
                         ("buffer_size", ring.size.to_string()),
                         ("records", ring.recorded.to_string()),
@@ -387,11 +399,17 @@ fn head(json: bool, answer: &Result<Answer, String>) -> Vec<u8> {
                         out.push(b',');
                         put_json_string(name.as_bytes(), &mut out);
                         out.push(b':');
-                        match value.parse::<u64>() {
-                            Ok(n) if !name.starts_with("VLOG_") => {
-                                out.extend_from_slice(n.to_string().as_bytes())
-                            }
-                            _ => put_json_string(value.as_bytes(), &mut out),
+                        // A count, or seconds to the millisecond: a number.
+                        let digits =
+                            |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+                        let number = match value.split_once('.') {
+                            Some((whole, part)) => digits(whole) && digits(part),
+                            None => digits(value) && value.parse::<u64>().is_ok(),
+                        };
+                        if number && !name.starts_with("VLOG_") {
+                            out.extend_from_slice(value.as_bytes());
+                        } else {
+                            put_json_string(value.as_bytes(), &mut out);
                         }
                     }
                 }

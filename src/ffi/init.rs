@@ -57,7 +57,10 @@ const _: () = assert!(VLOG_VERSION_PATCH == parse(env!("CARGO_PKG_VERSION_PATCH"
 /// applying as without the call: `vlog_last_error()` then names the first
 /// refusal (`ignoring VLOG_LEVEL: invalid level 'loud': ...`), and every
 /// later `vlog_init()` says the same until `vlog_shutdown()`; -1 on an
-/// internal error.
+/// internal error. Two refusals come too late for it: a `VLOG_CONTROL`
+/// whose `?group=` is a name is opened by vlog's thread after the call
+/// returns (its refusal is said on stderr only), and in a setuid/setgid
+/// process, where every variable is ignored by design, it returns 0.
 /// NULL: takes no pointer; ownership: nothing kept; errors: 1 or -1 and
 /// vlog_last_error(), each refusal also warned about on stderr;
 /// async-signal-safe: no.

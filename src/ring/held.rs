@@ -22,6 +22,17 @@ impl Held {
         }
     }
 
+    /// What a live ring holds, known without walking it: `records` (its
+    /// counters' recorded less lost), the oldest record's time (the one
+    /// record read), and now as the newest.
+    pub fn live(records: u64, oldest_ns: Option<u64>, now_ns: u64) -> Held {
+        Held {
+            records,
+            oldest_ns,
+            newest_ns: oldest_ns.map(|o| now_ns.max(o)),
+        }
+    }
+
     /// The seconds from the oldest record held to the newest, to the
     /// millisecond ("12.345"); "0.000" for fewer than two.
     pub fn covers(&self) -> String {
@@ -73,5 +84,8 @@ mod tests {
         held.see(&Entry::Record(at(17_345_999_999)));
         held.see(&Entry::Record(at(9_000_000_000)));
         assert_eq!((held.records, held.covers()), (3, "12.345".to_owned()));
+        let live = Held::live(7, Some(5_000_000_000), 6_500_000_000);
+        assert_eq!((live.records, live.covers()), (7, "1.500".to_owned()));
+        assert_eq!(Held::live(0, None, 9).covers(), "0.000");
     }
 }
