@@ -287,7 +287,10 @@ fn vlog_ctl_changes_a_running_daemons_filters_and_takes_its_ring() {
     );
     let json = ok_stdout(&[s, "--json", "stats"]);
     let covers = json.split("\"covers_s\":").nth(1).unwrap_or("");
-    assert!(covers.starts_with(|c: char| c.is_ascii_digit()), "a number: {json}");
+    assert!(
+        covers.starts_with(|c: char| c.is_ascii_digit()),
+        "a number: {json}"
+    );
     // vlog-dump's short options mean the same through vlog-ctl.
     let short = ok_stdout(&[s, "dump", "-p", "debug", "-s", "qemu"]);
     assert!(short.contains(": debug : qemu.monitor : say:"), "{short}");
