@@ -183,17 +183,25 @@ static void sizes(const char *dir, const char *form, int no_ring)
     printf("%d lines, %d kept\n", total, n);
 }
 
-static void crash_follow(const char *dir)
+/* DIR/r.log as a rotating output (one kept), with a line "before" in it. */
+static void rotating_with_a_line(const char *dir, char *path, size_t size)
 {
-    char outputs[700], path[600], moved[640];
-    FILE *f;
+    char outputs[700];
 
-    snprintf(path, sizeof path, "%s/r.log", dir);
-    snprintf(moved, sizeof moved, "%s/r.log.1", dir);
+    snprintf(path, size, "%s/r.log", dir);
     snprintf(outputs, sizeof outputs, "1:file:%s?max=64K&keep=1", path);
     CHECK(vlog_set_outputs(outputs) == 0);
     VLOG_INFO("before");
     CHECK(vlog_flush() == 0);
+}
+
+static void crash_follow(const char *dir)
+{
+    char path[600], moved[640];
+    FILE *f;
+
+    rotating_with_a_line(dir, path, sizeof path);
+    snprintf(moved, sizeof moved, "%s/r.log.1", dir);
     CHECK(rename(path, moved) == 0);
     f = fopen(path, "w");
     CHECK(f != NULL && fclose(f) == 0);
@@ -209,16 +217,12 @@ static void crash_follow(const char *dir)
 
 static void follow(const char *dir)
 {
-    char outputs[700], path[600], gone[640];
+    char path[600], gone[640];
     char *text;
     FILE *f;
 
-    snprintf(path, sizeof path, "%s/r.log", dir);
+    rotating_with_a_line(dir, path, sizeof path);
     snprintf(gone, sizeof gone, "%s/gone", dir);
-    snprintf(outputs, sizeof outputs, "1:file:%s?max=64K&keep=1", path);
-    CHECK(vlog_set_outputs(outputs) == 0);
-    VLOG_INFO("before");
-    CHECK(vlog_flush() == 0);
     /* Another process's rotation, past its keep: the file vlog writes is
      * renamed and removed, and a new one started with its line. */
     CHECK(rename(path, gone) == 0 && unlink(gone) == 0);

@@ -278,6 +278,18 @@ pub(crate) fn json_field<'a>(line: &'a str, name: &str) -> &'a str {
 }
 
 /// A fresh directory under the work directory.
+/// Fails the test, with the program's stderr, unless signal `sig` killed it.
+pub(crate) fn assert_killed_by(out: &Output, sig: i32) {
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        out.status.signal(),
+        Some(sig),
+        "{:?}: {}",
+        out.status,
+        crate::support::text(&out.stderr)
+    );
+}
+
 pub(crate) fn scratch_dir(name: &str) -> PathBuf {
     let dir = work().join(name);
     let _ = std::fs::remove_dir_all(&dir);

@@ -380,7 +380,6 @@ fn a_crash_after_following_a_rotation_writes_the_pending_lines_to_the_new_file()
     if skipped_under_tool("the tool handles fatal signals itself") {
         return;
     }
-    use std::os::unix::process::ExitStatusExt;
     let exe = build("rotation", Link::Static);
     let dir = scratch_dir("rotation-crash-follow");
     let dump = format!("file:{}", dir.join("dump").display());
@@ -389,13 +388,7 @@ fn a_crash_after_following_a_rotation_writes_the_pending_lines_to_the_new_file()
         &["crash-follow", dir.to_str().unwrap()],
         &[("VLOG_DUMP", dump.as_str())],
     );
-    assert_eq!(
-        out.status.signal(),
-        Some(libc::SIGSEGV),
-        "{:?}: {}",
-        out.status,
-        text(&out.stderr)
-    );
+    assert_killed_by(&out, libc::SIGSEGV);
     let new = std::fs::read_to_string(dir.join("r.log")).unwrap();
     for i in 0..5 {
         assert!(new.contains(&format!(": pending {i}\n")), "r.log:\n{new}");
