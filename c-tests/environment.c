@@ -7,12 +7,14 @@
 VLOG_INIT("qemu.monitor");
 
 static void other_source(void);
+static vlog_source util;
 
 int main(void)
 {
     vlog_stats stats;
     int on_before = VLOG_ON(VLOG_PRIO_DEBUG);
     int rc = vlog_init();
+    int first;
 
     if (rc == 1)
         printf("refused=%s\n", vlog_last_error());
@@ -21,6 +23,10 @@ int main(void)
     /* Idempotent: no second warning, the same answer. */
     CHECK(vlog_init() == rc);
     printf("debug_on=%d,%d\n", on_before, VLOG_ON(VLOG_PRIO_DEBUG));
+    /* A priority past 4 is clamped to error, on the source's first check
+     * (before vlog knows it) as on the next. */
+    first = VLOG_ENABLED(&util, 9);
+    printf("util_error_on=%d,%d\n", first, VLOG_ENABLED(&util, 9));
     VLOG_DEBUG("qemu debug");
     VLOG_INFO("qemu info");
     VLOG_WARN("qemu warning");

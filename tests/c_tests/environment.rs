@@ -28,8 +28,8 @@ fn env_flight_recorder_configuration() {
         "{stderr:?}"
     );
     assert!(stderr.contains(" : util warning\n"), "{stderr:?}");
-    let context = "debug (context) : qemu.monitor : main:24 : qemu debug\n";
-    let info = "info (context) : qemu.monitor : main:25 : qemu info\n";
+    let context = "debug (context) : qemu.monitor : main:30 : qemu debug\n";
+    let info = "info (context) : qemu.monitor : main:31 : qemu info\n";
     let at = |s: &str| stderr.find(s).unwrap_or(usize::MAX);
     assert!(
         at(context) < at(info) && at(info) < at(" : qemu error\n"),
@@ -112,6 +112,9 @@ fn vlog_init_says_whether_the_whole_environment_is_in_force() {
     assert!(dump.contains("debug_on=1,1\n"), "{dump:?}");
     let (dump, _) = environment(&[]);
     assert!(dump.contains("debug_on=0,0\n"), "{dump:?}");
+    assert!(dump.contains("util_error_on=1,1\n"), "{dump:?}");
+    let (dump, _) = environment(&[("VLOG_FILTERS", "off:util")]);
+    assert!(dump.contains("util_error_on=0,0\n"), "{dump:?}");
     // A refused output file is a refusal too; the rest applies.
     let (dump, stderr) = environment(&[
         ("VLOG_FILTERS", "1:qemu"),
@@ -130,7 +133,7 @@ fn vlog_init_says_whether_the_whole_environment_is_in_force() {
 fn env_buffer_size_and_relative_file_output() {
     let (dump, _) = environment(&[("VLOG_BUFFER_SIZE", "0")]);
     assert!(
-        dump.ends_with("\nbuffer_size=0\n") && dump.lines().count() == 2,
+        dump.ends_with("\nbuffer_size=0\n") && dump.lines().count() == 3,
         "{dump}"
     );
     let (dump, _) = environment(&[("VLOG_BUFFER_SIZE", "1M")]);
