@@ -111,11 +111,10 @@ impl Options {
 /// What one ring held, for --stats and the exit status.
 #[derive(Default)]
 struct Counts {
-    records: u64,
+    /// The records the options select.
+    selected: Held,
     torn: u64,
     missing: u64,
-    first: Option<u64>,
-    last: Option<u64>,
     /// Every intact record, whatever the options select.
     held: Held,
 }
@@ -166,9 +165,7 @@ fn show(
                 if after.is_some_and(|a| rec.seq <= a) || !o.selection.selects(&rec) {
                     return;
                 }
-                counts.records += 1;
-                counts.first = Some(counts.first.map_or(rec.time_ns, |t| t.min(rec.time_ns)));
-                counts.last = Some(counts.last.map_or(rec.time_ns, |t| t.max(rec.time_ns)));
+                counts.selected.see_at(rec.time_ns);
                 if !o.stats {
                     print_record(&rec, o, origin, &mut clock, out);
                 }
@@ -238,7 +235,7 @@ fn print_record(rec: &Record, o: &Options, origin: &Origin, clock: &mut Clock, o
 fn print_stats(image: &Image, c: &Counts, o: &Options, origin: &Origin, out: &mut Vec<u8>) {
     let ring = image.stats();
     let counts = [
-        ("records", c.records),
+        ("records", c.selected.records),
         ("recorded", ring.recorded),
         ("lost", ring.lost),
         ("torn", c.torn),
@@ -246,10 +243,6 @@ fn print_stats(image: &Image, c: &Counts, o: &Options, origin: &Origin, out: &mu
         ("size", ring.size),
         ("held", c.held.records),
     ];
-    let span = match (c.first, c.last) {
-        (Some(first), Some(last)) => Some((first, last, (last - first) as f64 / 1e9)),
-        _ => None,
-    };
     // One list of names and values, in either form: `name: value` lines, or
     // one JSON object.
     let (json, named) = (o.json, origin.named || origin.ring.is_some());
@@ -285,7 +278,8 @@ fn print_stats(image: &Image, c: &Counts, o: &Options, origin: &Origin, out: &mu
     } else {
         out.extend_from_slice(format!("covers: {} s\n", c.held.covers()).as_bytes());
     }
-    if let Some((first, last, seconds)) = span {
+    if let Some((first, last)) = c.selected.bounds() {
+        let seconds = c.selected.covers();
         let quote = if json { &b"\""[..] } else { b"" };
         for (name, t) in [("first", first), ("last", last)] {
             sep(out, name);
@@ -295,9 +289,9 @@ fn print_stats(image: &Image, c: &Counts, o: &Options, origin: &Origin, out: &mu
             end(out);
         }
         if json {
-            out.extend_from_slice(format!(",\"span_s\":{seconds:.3}").as_bytes());
+            out.extend_from_slice(format!(",\"span_s\":{seconds}").as_bytes());
         } else {
-            out.extend_from_slice(format!("span: {seconds:.3} s\n").as_bytes());
+            out.extend_from_slice(format!("span: {seconds} s\n").as_bytes());
         }
     }
     if json {

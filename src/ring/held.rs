@@ -15,11 +15,20 @@ impl Held {
     /// Counts `entry` if it is an intact record.
     pub fn see(&mut self, entry: &Entry) {
         if let Entry::Record(rec) = entry {
-            self.records += 1;
-            let t = rec.time_ns;
-            self.oldest_ns = Some(self.oldest_ns.map_or(t, |o| o.min(t)));
-            self.newest_ns = Some(self.newest_ns.map_or(t, |n| n.max(t)));
+            self.see_at(rec.time_ns);
         }
+    }
+
+    /// Counts a record made at `t`.
+    pub fn see_at(&mut self, t: u64) {
+        self.records += 1;
+        self.oldest_ns = Some(self.oldest_ns.map_or(t, |o| o.min(t)));
+        self.newest_ns = Some(self.newest_ns.map_or(t, |n| n.max(t)));
+    }
+
+    /// The times of the oldest and the newest record, if any.
+    pub fn bounds(&self) -> Option<(u64, u64)> {
+        self.oldest_ns.zip(self.newest_ns)
     }
 
     /// What a live ring holds, known without walking it: `records` (its
@@ -84,6 +93,8 @@ mod tests {
         held.see(&Entry::Record(at(17_345_999_999)));
         held.see(&Entry::Record(at(9_000_000_000)));
         assert_eq!((held.records, held.covers()), (3, "12.345".to_owned()));
+        assert_eq!(held.bounds(), Some((5_000_000_000, 17_345_999_999)));
+        assert_eq!(Held::default().bounds(), None);
         let live = Held::live(7, Some(5_000_000_000), 6_500_000_000);
         assert_eq!((live.records, live.covers()), (7, "1.500".to_owned()));
         assert_eq!(Held::live(0, None, 9).covers(), "0.000");
