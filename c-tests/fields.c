@@ -2,6 +2,10 @@
  * ring beside the text, printed by text and JSON outputs, shown by vlog_dump;
  * a bad name is kept visibly, counted and reported once.
  *
+ * The budget: a value too large for the 4096 bytes a record's fields take is
+ * cut with a mark, counted and said once; a small field beside it and the
+ * thread's own keep theirs.
+ *
  *   fields TEXT_PATH JSON_PATH      (VLOG_BUFFER_FILE set by the driver) */
 #include "check.h"
 
@@ -67,6 +71,28 @@ int main(int argc, char **argv)
     }
     CHECK(vlog_fields(NULL, VLOG_PRIO_WARN, __FILE__, __LINE__, __func__, many, 40, "many") == 1);
 
+    /* A 5,000-byte value beside a small field and the thread's request id:
+     * cut, with a mark naming its length; the others whole; one more
+     * bad field. */
+    {
+        static char body[5001];
+        uint64_t before;
+
+        memset(body, 'b', 5000);
+        CHECK(vlog_get_stats(&st) == 0);
+        before = st.bad_fields;
+        CHECK(vlog_thread_field_set("REQUEST_ID", "r-42") == 0);
+        VLOG_FIELDS(VLOG_PRIO_WARN, (VLOG_FIELD_STR("BODY", body), VLOG_FIELD_STR("STATUS", "ok")),
+                    "large");
+        CHECK(vlog_thread_fields_clear() == 0);
+        CHECK(vlog_get_stats(&st) == 0);
+        if (st.bad_fields != before + 1) {
+            fprintf(stderr, "bad_fields %llu, before %llu\n", (unsigned long long)st.bad_fields,
+                    (unsigned long long)before);
+            exit(1);
+        }
+    }
+
     text = check_dump(NULL);
     CHECK(strstr(text, " : started guest1 [VM=guest1 VCPUS=4 DELTA=-7]\n") != NULL);
     CHECK(strstr(text, " : odd values [PATH=\"/tmp/a b\\n\\\"q\\\"\\x1b[2J\\xff\" NULL_VALUE=(null)]\n") != NULL);
@@ -76,10 +102,14 @@ int main(int argc, char **argv)
     CHECK(strstr(text, " : many [I0=0 I1=1 ") != NULL && check_count(text, " I") == 31 &&
           strstr(text, " I31=31]\n") != NULL);
     CHECK(strstr(text, "dropped") == NULL && strstr(text, "null fields") == NULL);
+    CHECK_HAS(text, " : large [BODY=\"bbbbbbbbbb");
+    CHECK_HAS(text, "bbb [truncated: 5000 bytes]\" STATUS=ok REQUEST_ID=r-42]\n");
     free(text);
+    vlog_flush();
     text = check_slurp_path(argv[1]);
     CHECK(strstr(text, " : started guest1 [VM=guest1 VCPUS=4 DELTA=-7]\n") != NULL);
     CHECK(strstr(text, "ring only") == NULL);
+    CHECK_HAS(text, "bbb [truncated: 5000 bytes]\" STATUS=ok REQUEST_ID=r-42]\n");
     free(text);
     return 0;
 }

@@ -657,7 +657,10 @@ int vlog_write(const struct vlog_source *src,
  * a name given twice keeps its first value. Each field not kept is counted
  * in vlog_stats.bad_fields, the first reported once on stderr (a message
  * the filters drop is neither stored nor counted); at most 32 fields and
- * 4 KiB of them are kept. Returns 1 if recorded, 0 if filtered out, -1 on a
+ * 4096 bytes of them are kept, the thread's own with their room kept: a
+ * value too large is cut to fit, ending in " [truncated: N bytes]"
+ * (counted in bad_fields, the first reported once; vlog(3), LIMITS).
+ * Returns 1 if recorded, 0 if filtered out, -1 on a
  * NULL `fields` with `nfields` > 0 (vlog_last_error says so) or an internal
  * error. errno is left as it was. Never allocates once running; takes one
  * lock.

@@ -104,38 +104,100 @@ pub enum Names {
     /// The first field vlog's (what a call site's limit left out), the
     /// others a caller's.
     VlogFirst,
+    /// A relayed child's line: the first `own` fields the daemon's (the
+    /// relay's own, checked when set), which keep their room whatever the
+    /// child's take; the others the child's, checked.
+    Relayed { own: usize },
 }
 
-/// Why a caller's field was not kept under its name, for the one report.
+impl Names {
+    /// How many of the first fields keep their room (see [`Kept`]).
+    pub fn kept_first(self) -> usize {
+        match self {
+            Names::VlogFirst => 1,
+            Names::Relayed { own } => own,
+            Names::Caller | Names::Vlog => 0,
+        }
+    }
+}
+
+/// Why a caller's field was not kept as given, for the one report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
     Invalid,
     Reserved,
+    /// Its value did not fit in what the record's fields may take
+    /// ([`ENCODED_MAX`]) beside the fields that keep their room: cut, with
+    /// [`CUT_MARK`] and its length at the end, or left out when not even
+    /// that fits (`usize`: the value's length).
+    TooLarge(usize),
+}
+
+/// The end of a field value cut to fit the budget:
+/// `" [truncated: N bytes]"`, N the value's whole length, as a message's.
+pub const CUT_MARK: &[u8] = b" [truncated: ";
+
+/// Which fields of a record keep their room whatever the others take: vlog's
+/// own report (`VLOG_SUPPRESSED`) and the fields carried for the caller (a
+/// thread's, a relay's own), which a call's large field must never push
+/// out. Counted from the front and from the back of the list.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Kept {
+    pub first: usize,
+    pub last: usize,
 }
 
 /// Encodes a caller's fields into `out` (see [`encode`]), each name once:
 /// a name that is not valid, or [`RESERVED`], is not kept; the first such
 /// becomes [`BAD_FIELD`] with the name as its value, the others are
-/// dropped; a name given again is dropped (the first value is kept). Each
+/// dropped; a name given twice is dropped (the first value is kept). Each
 /// field not kept is counted (`vlog_stats.bad_fields`), and `report` is
 /// called for the first refused name of the process, to say so once.
 /// Fields from vlog itself ([`Names::Vlog`]) are kept as they are.
+///
+/// The budget: at most [`MAX_FIELDS`] fields and [`ENCODED_MAX`] bytes in
+/// all. The fields `kept` names have their room first; the others take
+/// what is left in order, a string value that does not fit cut to fit
+/// with [`CUT_MARK`], a field whose name does not fit left out: each
+/// counted in `bad_fields`, the first of the process reported once.
 pub fn encode_checked(
     list: &[Field],
     names: Names,
+    kept_room: Kept,
     out: &mut Vec<u8>,
-    report: impl FnOnce(&[u8], Refusal),
+    mut report: impl FnMut(&[u8], Refusal),
 ) {
     static REPORTED: AtomicBool = AtomicBool::new(false);
-    let mut kept = [Field {
-        name: b"",
-        value: Value::Int(0),
-    }; MAX_FIELDS];
+    static REPORTED_CUT: AtomicBool = AtomicBool::new(false);
+    let mut kept = [(
+        Field {
+            name: b"",
+            value: Value::Int(0),
+        },
+        false,
+    ); MAX_FIELDS];
     let mut n = 0;
     let mut marked = false;
     let mut dropped = 0;
-    let mut report = Some(report);
-    for (i, field) in list.iter().take(MAX_FIELDS).enumerate() {
+    // The count first: the fields that keep their room keep their place
+    // among the 32, the others give way from their end.
+    let protected = |i: usize| i < kept_room.first || i + kept_room.last >= list.len();
+    let room_for_others =
+        MAX_FIELDS.saturating_sub(kept_room.first.min(list.len()) + kept_room.last.min(list.len()));
+    let mut others = 0;
+    for (i, field) in list.iter().enumerate() {
+        let keeps_room = protected(i);
+        if !keeps_room {
+            others += 1;
+            if others > room_for_others {
+                dropped += 1;
+                continue;
+            }
+        }
+        if n == MAX_FIELDS {
+            dropped += 1;
+            continue;
+        }
         let refused = match names {
             Names::Vlog => None,
             Names::VlogFirst if i == 0 => None,
@@ -147,9 +209,7 @@ pub fn encode_checked(
             Some(why) => {
                 dropped += 1;
                 if !REPORTED.swap(true, Ordering::Relaxed) {
-                    if let Some(report) = report.take() {
-                        report(field.name, why);
-                    }
+                    report(field.name, why);
                 }
                 if std::mem::replace(&mut marked, true) {
                     continue;
@@ -161,17 +221,139 @@ pub fn encode_checked(
             }
             None => *field,
         };
-        if kept[..n].iter().any(|k| k.name == field.name) {
+        if kept[..n].iter().any(|(k, _)| k.name == field.name) {
             dropped += u64::from(refused.is_none());
             continue;
         }
-        kept[n] = field;
+        kept[n] = (field, keeps_room);
         n += 1;
     }
-    if dropped > 0 {
-        stats::add(&stats::BAD_FIELDS, dropped);
+    let mut first_cut = None;
+    let cut = encode_within(&kept[..n], out, |field| {
+        first_cut.get_or_insert((field.name, field.value));
+    });
+    if let Some((name, Value::Str(value))) = first_cut {
+        if !REPORTED_CUT.swap(true, Ordering::Relaxed) {
+            report(name, Refusal::TooLarge(value.len()));
+        }
     }
-    encode(kept[..n].iter().copied(), out);
+    if dropped + cut > 0 {
+        stats::add(&stats::BAD_FIELDS, dropped + cut);
+    }
+}
+
+/// The bytes `field` takes encoded, whole.
+fn encoded_size(field: &Field) -> usize {
+    1 + field.name.len()
+        + 1
+        + match field.value {
+            Value::Int(_) => 8,
+            Value::Str(s) => 4 + s.len(),
+        }
+}
+
+/// Encodes `fields` (names already valid and unique, at most
+/// MAX_FIELDS) into `out` within ENCODED_MAX bytes, the room of those
+/// marked true taken first: returns how many of the others were cut or
+/// left out, each passed to `cut`. When the others do not all fit, the
+/// largest are cut to one size, the largest that lets everything fit, so
+/// one huge value never starves a small one beside it.
+fn encode_within<'a>(
+    fields: &[(Field<'a>, bool)],
+    out: &mut Vec<u8>,
+    mut cut: impl FnMut(&Field<'a>),
+) -> u64 {
+    let start = out.len();
+    out.push(0);
+    let sizes = fields.iter().map(|(f, keeps)| (encoded_size(f), *keeps));
+    let reserved: usize = sizes.clone().filter(|s| s.1).map(|s| s.0).sum();
+    let others = || sizes.clone().filter(|s| !s.1).map(|s| s.0);
+    let avail = (ENCODED_MAX - 1).saturating_sub(reserved);
+    let fits = |cap: usize| others().map(|s| s.min(cap)).sum::<usize>() <= avail;
+    let cap = if fits(usize::MAX) {
+        usize::MAX
+    } else {
+        // The largest cap that fits (fits(0) holds: 0 <= avail).
+        let (mut lo, mut hi) = (0, others().max().unwrap_or(0));
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
+    };
+    let mut count = 0u8;
+    let mut not_whole = 0;
+    for (field, keeps) in fields {
+        let size = encoded_size(field);
+        let room = ENCODED_MAX - (out.len() - start);
+        if size <= room && (*keeps || size <= cap) {
+            put_field(out, field.name, field.value, None);
+            count += 1;
+            continue;
+        }
+        not_whole += 1;
+        cut(field);
+        // Only a string can be cut: its start, then the mark with its
+        // whole length, if at least a byte of it fits beside them.
+        if let Value::Str(s) = field.value {
+            let mut mark = [0u8; 48];
+            let mark = cut_mark(s.len(), &mut mark);
+            let header = 1 + field.name.len() + 1 + 4;
+            let size = cap.min(room);
+            if size > header + mark.len() {
+                let keep = size - header - mark.len();
+                put_field(out, field.name, Value::Str(&s[..keep]), Some(mark));
+                count += 1;
+            }
+        }
+    }
+    out[start] = count;
+    not_whole
+}
+
+/// [`CUT_MARK`], the length and " bytes]", in `buf` (no allocation: this
+/// is the recording path).
+fn cut_mark(len: usize, buf: &mut [u8; 48]) -> &[u8] {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = len;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut n = 0;
+    for part in [CUT_MARK, &digits[at..], b" bytes]"] {
+        buf[n..n + part.len()].copy_from_slice(part);
+        n += part.len();
+    }
+    &buf[..n]
+}
+
+/// Appends one field; a string value followed by `mark`.
+fn put_field(out: &mut Vec<u8>, name: &[u8], value: Value, mark: Option<&[u8]>) {
+    out.push(name.len() as u8);
+    out.extend_from_slice(name);
+    match value {
+        Value::Int(n) => {
+            out.push(TAG_INT);
+            out.extend_from_slice(&n.to_ne_bytes());
+        }
+        Value::Str(s) => {
+            let mark = mark.unwrap_or_default();
+            out.push(TAG_STR);
+            out.extend_from_slice(&((s.len() + mark.len()) as u32).to_ne_bytes());
+            out.extend_from_slice(s);
+            out.extend_from_slice(mark);
+        }
+    }
 }
 
 /// True for a name journald would accept as it is.
@@ -192,36 +374,25 @@ pub fn valid_name(name: &[u8]) -> bool {
         && name.iter().all(|&b| ALLOWED[b as usize])
 }
 
-/// Appends the encoding of `fields` (names already valid) to `out`, which
-/// has ENCODED_MAX bytes of room reserved, so nothing is allocated. Fields past
-/// MAX_FIELDS are left out; string values are cut to keep within ENCODED_MAX.
+/// Appends the encoding of `fields` (names already valid and unique) to
+/// `out`, which has ENCODED_MAX bytes of room reserved, so nothing is
+/// allocated. Fields past MAX_FIELDS are left out; a string value that does
+/// not fit is cut with [`CUT_MARK`] (vlog's own records: an operator's
+/// change, what a thread carries; see [`encode_checked`] for a caller's).
 pub fn encode<'a>(fields: impl Iterator<Item = Field<'a>>, out: &mut Vec<u8>) {
-    let start = out.len();
-    out.push(0);
-    let mut count = 0u8;
+    let mut list = [(
+        Field {
+            name: b"",
+            value: Value::Int(0),
+        },
+        false,
+    ); MAX_FIELDS];
+    let mut n = 0;
     for field in fields.take(MAX_FIELDS) {
-        let room = ENCODED_MAX - (out.len() - start);
-        let fixed = 1 + field.name.len() + 1 + 8;
-        if room < fixed {
-            break;
-        }
-        out.push(field.name.len() as u8);
-        out.extend_from_slice(field.name);
-        match field.value {
-            Value::Int(n) => {
-                out.push(TAG_INT);
-                out.extend_from_slice(&n.to_ne_bytes());
-            }
-            Value::Str(s) => {
-                let s = &s[..s.len().min(room - fixed + 4)];
-                out.push(TAG_STR);
-                out.extend_from_slice(&(s.len() as u32).to_ne_bytes());
-                out.extend_from_slice(s);
-            }
-        }
-        count += 1;
+        list[n] = (field, false);
+        n += 1;
     }
-    out[start] = count;
+    encode_within(&list[..n], out, |_| {});
 }
 
 /// The fields encoded in `bytes`, if the encoding is whole and every name
@@ -330,7 +501,7 @@ mod tests {
         let before = stats::get(&stats::BAD_FIELDS);
         let mut buf = Vec::new();
         let mut said = None;
-        encode_checked(&list, Names::Caller, &mut buf, |n, why| {
+        encode_checked(&list, Names::Caller, Kept::default(), &mut buf, |n, why| {
             said = Some((n.to_vec(), why))
         });
         let kept: Vec<Field> = decode(&buf).unwrap().iter().collect();
@@ -367,7 +538,7 @@ mod tests {
             value: Value::Int(3),
         }];
         buf.clear();
-        encode_checked(&own, Names::Vlog, &mut buf, |_, _| {});
+        encode_checked(&own, Names::Vlog, Kept::default(), &mut buf, |_, _| {});
         assert_eq!(decode(&buf).unwrap().iter().collect::<Vec<_>>(), own);
     }
 
@@ -408,5 +579,132 @@ mod tests {
         encode(many.iter().copied(), &mut buf);
         assert!(buf.len() <= ENCODED_MAX, "{buf:?}");
         assert!(decode(&buf).is_some());
+    }
+
+    fn str_of<'a>(fields: &[Field<'a>], name: &[u8]) -> Option<&'a [u8]> {
+        fields.iter().find_map(|f| match f.value {
+            Value::Str(s) if f.name == name => Some(s),
+            _ => None,
+        })
+    }
+
+    /// A call's large field is cut with a mark that says so, counted and
+    /// said once; the fields that keep their room (vlog's first, a
+    /// thread's last) and a later small one of the call's are all there.
+    #[test]
+    fn a_large_field_is_cut_with_a_mark_and_pushes_out_no_kept_field() {
+        let big = vec![b'b'; 5000];
+        let list = [
+            Field {
+                name: b"VLOG_SUPPRESSED",
+                value: Value::Int(3),
+            },
+            Field {
+                name: b"BODY",
+                value: Value::Str(&big),
+            },
+            Field {
+                name: b"STATUS",
+                value: Value::Str(b"ok"),
+            },
+            Field {
+                name: b"REQUEST_ID",
+                value: Value::Str(b"r-42"),
+            },
+        ];
+        let before = stats::get(&stats::BAD_FIELDS);
+        let mut buf = Vec::with_capacity(ENCODED_MAX);
+        let mut said = Vec::new();
+        encode_checked(
+            &list,
+            Names::VlogFirst,
+            Kept { first: 1, last: 1 },
+            &mut buf,
+            |n, why| said.push((n.to_vec(), why)),
+        );
+        assert!(buf.len() <= ENCODED_MAX, "{}", buf.len());
+        let kept: Vec<Field> = decode(&buf).unwrap().iter().collect();
+        let names: Vec<&[u8]> = kept.iter().map(|f| f.name).collect();
+        assert_eq!(
+            names,
+            [&b"VLOG_SUPPRESSED"[..], b"BODY", b"STATUS", b"REQUEST_ID"],
+            "{kept:?}"
+        );
+        assert_eq!(str_of(&kept, b"STATUS"), Some(&b"ok"[..]));
+        let body = str_of(&kept, b"BODY").unwrap();
+        assert!(body.ends_with(b" [truncated: 5000 bytes]"), "{body:?}");
+        assert!(body.starts_with(b"bbbb"));
+        assert_eq!(str_of(&kept, b"REQUEST_ID"), Some(&b"r-42"[..]));
+        // BODY, cut, counted.
+        assert!(stats::get(&stats::BAD_FIELDS) > before);
+        // Said once a process: the first cut, if no other test said it.
+        assert!(said.len() <= 1, "{said:?}");
+        if let Some((name, why)) = said.first() {
+            assert_eq!(
+                (name.as_slice(), *why),
+                (&b"BODY"[..], Refusal::TooLarge(5000))
+            );
+        }
+    }
+
+    /// 32 fields of a call leave room, in number too, for a thread's.
+    #[test]
+    fn a_calls_many_fields_leave_a_kept_fields_place() {
+        let own: Vec<Field> = (0..40)
+            .map(|_| Field {
+                name: b"K",
+                value: Value::Int(1),
+            })
+            .collect();
+        let names: Vec<Vec<u8>> = (0..40).map(|i| format!("K{i}").into_bytes()).collect();
+        let mut list: Vec<Field> = own
+            .iter()
+            .zip(&names)
+            .map(|(f, n)| Field { name: n, ..*f })
+            .collect();
+        list.push(Field {
+            name: b"TRACE_ID",
+            value: Value::Str(b"0af7651916cd43dd8448eb211c80319c"),
+        });
+        let mut buf = Vec::with_capacity(ENCODED_MAX);
+        encode_checked(
+            &list,
+            Names::Caller,
+            Kept { first: 0, last: 1 },
+            &mut buf,
+            |_, _| {},
+        );
+        let kept: Vec<Field> = decode(&buf).unwrap().iter().collect();
+        assert_eq!(kept.len(), MAX_FIELDS);
+        assert_eq!(kept.last().unwrap().name, b"TRACE_ID");
+    }
+
+    /// Two huge values share the room; a small one beside them is whole.
+    #[test]
+    fn huge_values_share_the_room() {
+        let big = vec![b'x'; ENCODED_MAX];
+        let list = [
+            Field {
+                name: b"A",
+                value: Value::Str(&big),
+            },
+            Field {
+                name: b"B",
+                value: Value::Str(&big),
+            },
+            Field {
+                name: b"N",
+                value: Value::Int(7),
+            },
+        ];
+        let mut buf = Vec::with_capacity(ENCODED_MAX);
+        encode_checked(&list, Names::Caller, Kept::default(), &mut buf, |_, _| {});
+        let kept: Vec<Field> = decode(&buf).unwrap().iter().collect();
+        let names: Vec<&[u8]> = kept.iter().map(|f| f.name).collect();
+        assert_eq!(names, [&b"A"[..], b"B", b"N"]);
+        assert!(buf.len() <= ENCODED_MAX);
+        let a = str_of(&kept, b"A").unwrap();
+        assert!(a.ends_with(b" [truncated: 4096 bytes]"), "{}", a.len());
+        assert_eq!(a.len(), str_of(&kept, b"B").unwrap().len());
     }
 }

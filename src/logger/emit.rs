@@ -295,10 +295,10 @@ impl State {
                     text
                 };
                 let fields = if !thread {
-                    encode_call_fields(fields, *names, suppressed, field_buf)
+                    encode_call_fields(fields, *names, suppressed, 0, field_buf)
                 } else {
-                    thread_fields::with_added(fields, |all| {
-                        encode_call_fields(all, *names, suppressed, field_buf)
+                    thread_fields::with_added(fields, |all, carried| {
+                        encode_call_fields(all, *names, suppressed, carried, field_buf)
                     })
                 };
                 (*file, *line, *func, body, fields, false)
@@ -340,10 +340,10 @@ impl State {
                     let _ = deferred::render_captured(site.format, args, &mut text);
                     let fields = match (suppressed, thread) {
                         (0, false) => &b""[..],
-                        (n, false) => encode_reporting(&[], Names::Vlog, n, field_buf),
+                        (n, false) => encode_reporting(&[], Names::Vlog, n, 0, field_buf),
                         // The thread's alone: checked when they were set.
-                        (n, true) => thread_fields::with_added(&[], |all| {
-                            encode_call_fields(all, Names::Vlog, n, field_buf)
+                        (n, true) => thread_fields::with_added(&[], |all, carried| {
+                            encode_call_fields(all, Names::Vlog, n, carried, field_buf)
                         }),
                     };
                     (

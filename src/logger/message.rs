@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::diag;
-use crate::fields::{self, Field, Names, Refusal};
+use crate::fields::{self, Field, Kept, Names, Refusal};
 use crate::record::MESSAGE_MAX;
 use crate::site::vlog__site;
 use crate::text::{Bounded, Sink};
@@ -20,29 +20,43 @@ pub(super) fn truncated<'b>(text: &[u8], full_len: usize, buf: &'b mut Vec<u8>) 
     message.finish()
 }
 
-/// The fields encoded into `buf` (refused and repeated names resolved, see
-/// `fields::encode_checked`), or nothing for none.
-pub(super) fn encode_fields<'b>(list: &[Field], names: Names, buf: &'b mut Vec<u8>) -> &'b [u8] {
+/// The fields encoded into `buf` (refused and repeated names resolved and
+/// the budget kept, see `fields::encode_checked`), or nothing for none.
+pub(super) fn encode_fields<'b>(
+    list: &[Field],
+    names: Names,
+    kept: Kept,
+    buf: &'b mut Vec<u8>,
+) -> &'b [u8] {
     if list.is_empty() {
         return b"";
     }
     buf.clear();
     let report = |name: &[u8], why: Refusal| {
+        let name = String::from_utf8_lossy(name);
         let why = match why {
             Refusal::Invalid => {
-                "is not a valid field name (use A-Z, 0-9 and _, not first _ or \
-                                 digit, at most 64)"
+                "is not a valid field name (use A-Z, 0-9 and _, not first _ or digit, at most \
+                 64)"
             }
             Refusal::Reserved => "is a name journald or vlog gives every entry itself",
+            Refusal::TooLarge(len) => {
+                return diag::warn(&format!(
+                    "field '{name}' ({len} bytes) does not fit in the {} bytes a record's \
+                     fields take beside vlog's and the thread's own: its value is cut, ending \
+                     in \"[truncated: {len} bytes]\" (or the field left out when not even that \
+                     fits); later ones are counted in vlog_stats.bad_fields",
+                    fields::ENCODED_MAX
+                ));
+            }
         };
         diag::warn(&format!(
-            "'{}' {why}: the field is kept as {} (its name as the value); later ones, and \
+            "'{name}' {why}: the field is kept as {} (its name as the value); later ones, and \
              names given twice, are counted in vlog_stats.bad_fields",
-            String::from_utf8_lossy(name),
             String::from_utf8_lossy(fields::BAD_FIELD)
         ))
     };
-    fields::encode_checked(list, names, buf, report);
+    fields::encode_checked(list, names, kept, buf, report);
     // Just encoded from checked names: a count of 0 (no room for any)
     // is the one encoding not to keep.
     if buf.first().is_some_and(|&count| count > 0) {
@@ -52,24 +66,31 @@ pub(super) fn encode_fields<'b>(list: &[Field], names: Names, buf: &'b mut Vec<u
     }
 }
 
-/// A record's fields encoded: the call's, with the report
-/// of what its site's limit left out first when it left out any.
+/// A record's fields encoded: the call's, the report of what its site's
+/// limit left out first when it left out any, and the `carried` last of
+/// `fields` (a thread's own) keeping their room.
 pub(super) fn encode_call_fields<'b>(
     fields: &[Field],
     names: Names,
     suppressed: u64,
+    carried: usize,
     buf: &'b mut Vec<u8>,
 ) -> &'b [u8] {
     if suppressed == 0 {
-        encode_fields(fields, names, buf)
+        let kept = Kept {
+            first: names.kept_first(),
+            last: carried,
+        };
+        encode_fields(fields, names, kept, buf)
     } else {
-        encode_reporting(fields, names, suppressed, buf)
+        encode_reporting(fields, names, suppressed, carried, buf)
     }
 }
 
 /// The name of the field that reports what a call site's limit left out
-/// since its last record (the field comes first, so 32 of a caller's own
-/// cannot push it out; the 32nd gives way to it, counted in bad_fields).
+/// since its last record (the field comes first and keeps its room, so 32
+/// of a caller's own cannot push it out; the 32nd gives way to it, counted
+/// in bad_fields).
 pub const SUPPRESSED_FIELD: &[u8] = b"VLOG_SUPPRESSED";
 
 /// What `site`'s limit left out since its last record, taken (so the next
@@ -87,26 +108,26 @@ pub(super) fn encode_reporting<'b>(
     list: &[Field],
     names: Names,
     n: u64,
+    carried: usize,
     buf: &'b mut Vec<u8>,
 ) -> &'b [u8] {
     let mut all = [Field {
         name: b"",
         value: fields::Value::Int(0),
-    }; fields::MAX_FIELDS];
+    }; 1 + fields::MAX_FIELDS + super::thread_fields::MAX];
     all[0] = Field {
         name: SUPPRESSED_FIELD,
         value: fields::Value::Int(i64::try_from(n).unwrap_or(i64::MAX)),
     };
-    let given = list.len().min(fields::MAX_FIELDS - 1);
-    if list.len() >= fields::MAX_FIELDS {
-        // The caller's 32nd gives way to the report: counted, as a field
-        // not kept is.
-        crate::stats::add(&crate::stats::BAD_FIELDS, 1);
-    }
+    let given = list.len().min(all.len() - 1);
     all[1..=given].copy_from_slice(&list[..given]);
+    let kept = Kept {
+        first: 1 + names.kept_first(),
+        last: carried,
+    };
     let names = match names {
         Names::Caller => Names::VlogFirst,
         other => other,
     };
-    encode_fields(&all[..=given], names, buf)
+    encode_fields(&all[..=given], names, kept, buf)
 }

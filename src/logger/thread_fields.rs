@@ -152,28 +152,31 @@ pub fn clear() -> Result<(), Refused> {
     })
 }
 
-/// Runs `f` with the call's `own` fields followed by this thread's (those
-/// whose names the call's do not take already), at most
-/// `fields::MAX_FIELDS` in all.
-pub fn with_added<R>(own: &[Field], f: impl FnOnce(&[Field]) -> R) -> R {
+/// Runs `f` with the call's `own` fields (at most `fields::MAX_FIELDS`)
+/// followed by this thread's (those whose names the call's do not take
+/// already), and how many of the list's last are the thread's: they keep
+/// their room whatever the call's own take (`fields::Kept`).
+pub fn with_added<R>(own: &[Field], f: impl FnOnce(&[Field], usize) -> R) -> R {
     STORE.with(|store| {
         let mut all = [Field {
             name: b"",
             value: Value::Int(0),
-        }; fields::MAX_FIELDS];
+        }; fields::MAX_FIELDS + MAX];
         let mut n = own.len().min(fields::MAX_FIELDS);
         all[..n].copy_from_slice(&own[..n]);
         let Ok(store) = store.try_borrow() else {
-            return f(&all[..n]);
+            return f(&all[..n], 0);
         };
+        let mut carried = 0;
         for field in store.fields() {
-            if n == fields::MAX_FIELDS || own.iter().any(|o| o.name == field.name) {
+            if own.iter().any(|o| o.name == field.name) {
                 continue;
             }
             all[n] = field;
             n += 1;
+            carried += 1;
         }
-        f(&all[..n])
+        f(&all[..n], carried)
     })
 }
 
@@ -315,7 +318,7 @@ mod tests {
     use super::*;
 
     fn names_and_values() -> Vec<(String, String)> {
-        with_added(&[], |all| {
+        with_added(&[], |all, _| {
             all.iter()
                 .map(|f| {
                     let v = match f.value {
@@ -356,7 +359,7 @@ mod tests {
             name: b"TRY",
             value: Value::Int(9),
         }];
-        let merged = with_added(&own, |all| {
+        let merged = with_added(&own, |all, _| {
             all.iter()
                 .map(|f| (f.name.to_vec(), f.value == Value::Int(9)))
                 .collect::<Vec<_>>()

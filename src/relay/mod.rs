@@ -263,8 +263,16 @@ impl Relay {
             fields[i] = field;
             n = i + 1;
         }
+        let own = n;
         n += self.parsed.fields(&mut fields[n..]);
-        let outcome = record(&self.source, priority, self.parsed.message(), &fields[..n]);
+        let names = Names::Relayed { own };
+        let outcome = record(
+            &self.source,
+            priority,
+            self.parsed.message(),
+            &fields[..n],
+            names,
+        );
         self.count(outcome);
     }
 
@@ -293,7 +301,13 @@ impl Relay {
                 fields[n] = field;
                 n += 1;
             }
-            let outcome = record(&self.source, priority, &self.line, &fields[..n]);
+            let outcome = record(
+                &self.source,
+                priority,
+                &self.line,
+                &fields[..n],
+                Names::Caller,
+            );
             self.count(outcome);
         }
         self.line.clear();
@@ -356,7 +370,7 @@ impl Notes {
             level => level,
         };
         if priority as i32 >= level {
-            record(&self.source, priority, text, fields);
+            record(&self.source, priority, text, fields, Names::Caller);
         }
     }
 }
@@ -368,7 +382,13 @@ impl Drop for Notes {
 }
 
 /// One message of the relay's source.
-fn record(source: &OwnedSource, priority: Priority, text: &[u8], fields: &[Field]) -> Outcome {
+fn record(
+    source: &OwnedSource,
+    priority: Priority,
+    text: &[u8],
+    fields: &[Field],
+    names: Names,
+) -> Outcome {
     emit::emit(&Call {
         source: source.live(),
         site: None,
@@ -380,7 +400,7 @@ fn record(source: &OwnedSource, priority: Priority, text: &[u8], fields: &[Field
             text,
             full_len: text.len(),
             fields,
-            names: Names::Caller,
+            names,
         },
     })
 }

@@ -288,6 +288,13 @@ fn structured_fields_reach_every_reader() {
         1,
         "{stderr}"
     );
+    assert_eq!(
+        stderr
+            .matches("field 'BODY' (5000 bytes) does not fit")
+            .count(),
+        1,
+        "{stderr}"
+    );
     let dumped = dir.join("dump.json");
     std::fs::write(
         &dumped,
@@ -305,6 +312,10 @@ for path, printed in ((sys.argv[1], True), (sys.argv[2], False)):
     assert ("ring only 1" in by_msg) != printed, path
     if not printed:
         assert by_msg["ring only 1"] == {"N": 1}
+    large = by_msg["large"]
+    assert large["BODY"].endswith(" [truncated: 5000 bytes]"), large
+    assert len(large["BODY"].encode()) < 4096, len(large["BODY"])
+    assert large["STATUS"] == "ok" and large["REQUEST_ID"] == "r-42", large
 print("ok")
 "#;
     let py = Command::new("python3")
