@@ -19,7 +19,7 @@ use crate::logger::emit::{self, Call, Message, Outcome, SiteCall};
 use crate::logger::flight::{self, CallSite};
 use crate::priority::Priority;
 use crate::ring::sites::Site;
-use crate::site::{vlog__site, VLOG__SITE_MAX_ARGS};
+use crate::site::{vlog__site, LiveSite, VLOG__SITE_MAX_ARGS};
 use crate::sys::keeping_errno;
 use crate::text::{printf, Bounded, Sink};
 
@@ -280,7 +280,7 @@ fn record(
             if (nwords as usize != given || classes != site.classes)
                 && !only_beyond_the_format(nwords, given, classes, site.classes)
             {
-                return record_mismatch(site, prio);
+                return record_mismatch(live, site, prio);
             }
             if given > 0 && words.is_null() {
                 return -1;
@@ -402,7 +402,7 @@ fn only_beyond_the_format(nwords: c_int, given: usize, classes: u64, want: u64) 
 /// site's names. No argument is read.
 #[cold]
 #[inline(never)]
-fn record_mismatch(site: &vlog__site, prio: c_int) -> c_int {
+fn record_mismatch(live: LiveSite, site: &vlog__site, prio: c_int) -> c_int {
     let marker: &[u8] = b"[arguments do not match the format, not rendered] ";
     let described = site.describe();
     let mut buf = [0u8; 512];
@@ -413,7 +413,8 @@ fn record_mismatch(site: &vlog__site, prio: c_int) -> c_int {
     let text = text.finish();
     let call = Call {
         source: site_source(site),
-        site: None,
+        // The site's own: its level, its limit's report and its id.
+        site: Some(live),
         priority: Priority::clamped(prio),
         message: Message::Text {
             file: described.file,

@@ -8,7 +8,7 @@
 use std::sync::atomic::Ordering;
 
 use super::flight::{site_entry, CallSite};
-use super::message::{encode_call_fields, encode_reporting, take_suppressed, truncated};
+use super::message::{encode_call_fields, encode_reporting, site_id, take_suppressed, truncated};
 use super::{enter, printer, thread_fields, Entered, State};
 use crate::deferred::{self, Captured};
 use crate::fields::{Field, Names};
@@ -369,7 +369,7 @@ impl State {
             message: body,
             fields,
             context: false,
-            id: 0,
+            id: site_id(call.site, deferred),
         }
         .clipped();
 
@@ -488,6 +488,7 @@ impl State {
             tid: sys::thread_id(),
             priority: call.priority,
             for_outputs: printed,
+            tag: sys::process_tag(),
         };
         Some(match ring.append_site(stamp, entry, call.args, args_len) {
             Ok(_) => Next::Done(Outcome::Recorded),

@@ -140,6 +140,7 @@ pub fn record(call: &Words) -> Flight {
                     priority: call.priority,
                     for_outputs: false,
                     message_len: call.message_len as u32,
+                    tag: sys::process_tag(),
                 };
                 slot.commit_words(&head, call.words, call.strings);
                 // Room was made lately: the next stretch is walked here,

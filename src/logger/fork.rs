@@ -139,6 +139,10 @@ extern "C-unwind" fn child() {
 pub fn register_handlers() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        // The process's tag, drawn at vlog's start: a seccomp filter the
+        // program installs later need not allow getrandom(2), and a
+        // forked child's is made from it (`sys::forget_ids_after_fork`).
+        sys::process_tag();
         if !sys::at_fork(prepare, parent, child) {
             diag::warn(
                 "cannot register fork handlers: a child forked while another thread logs may block",

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use crate::diag;
 use crate::fields::{self, Field, Kept, Names, Refusal};
 use crate::record::MESSAGE_MAX;
-use crate::site::vlog__site;
+use crate::site::{vlog__site, LiveSite};
 use crate::text::{Bounded, Sink};
 
 /// Fills `buf` with as much of `text` as fits in MESSAGE_MAX together with a
@@ -92,6 +92,16 @@ pub(super) fn encode_call_fields<'b>(
 /// of a caller's own cannot push it out; the 32nd gives way to it, counted
 /// in bad_fields).
 pub const SUPPRESSED_FIELD: &[u8] = b"VLOG_SUPPRESSED";
+
+/// The id a record of `site` carries: a call site's text carries it as
+/// its words would (a deferred payload's is worked out from its format
+/// when read).
+pub(super) fn site_id(site: Option<LiveSite>, deferred: bool) -> u32 {
+    match (site, deferred) {
+        (Some(site), false) => site.get().id.load(Ordering::Relaxed),
+        _ => 0,
+    }
+}
 
 /// What `site`'s limit left out since its last record, taken (so the next
 /// record does not report it again).

@@ -476,6 +476,7 @@ mod tests {
                 tid: 1,
                 priority: Priority::Debug,
                 for_outputs: false,
+                tag: 7,
             };
             ring.append_site(stamp, entry, args, len).unwrap();
         }

@@ -44,8 +44,11 @@ pub const POSITION_MAX: u64 = 1 << 62;
 /// records for the outputs (a version 2 ring reads as one whose records were
 /// all printed); version 4 the call sites' word records (record kind 4),
 /// which may be in flight below the tail (see `ring::slot`): its header is
-/// version 3's.
-pub const LAYOUT_VERSION: u32 = 4;
+/// version 3's; version 5 the writing process's tag in every record and
+/// record kind 5 (a call site's text with its message id, see
+/// `ring::record`): its header is version 3's, and a version 4 ring's
+/// records read as tagged 0.
+pub const LAYOUT_VERSION: u32 = 5;
 /// Room reserved for the header at the start of the region; the dictionary
 /// and then the data area follow it.
 pub const HEADER_SPACE: usize = 256;

@@ -102,6 +102,7 @@ impl Ring {
             rec: *rec,
             kind: if deferred { Kind::Deferred } else { Kind::Text },
             for_outputs: false,
+            tag: 0,
         }
         .encoded_len()
     }

@@ -383,6 +383,7 @@ pub fn read_with(
                 rec,
                 kind,
                 for_outputs,
+                ..
             }) => {
                 // An intact record out of sequence: say what is missing, then
                 // go on from it rather than reject everything after.

@@ -35,6 +35,8 @@ pub struct WordsHead {
     pub for_outputs: bool,
     /// The words and the strings' bytes, without the padding.
     pub message_len: u32,
+    /// The process that makes it (`sys::process_tag`).
+    pub tag: u32,
 }
 
 impl WordsHead {
@@ -46,7 +48,7 @@ impl WordsHead {
         [
             self.time_ns,
             pack(self.tid, self.entry),
-            record::words_kind(self.priority, self.for_outputs),
+            record::words_kind(self.priority, self.for_outputs, self.tag),
         ]
     }
 
@@ -60,7 +62,10 @@ impl WordsHead {
         for w in middle {
             sum.mix(*w);
         }
-        sum.mix(u64::from(self.message_len));
+        sum.mix(u64::from(record::message_len_field(
+            self.message_len,
+            self.tag,
+        )));
         for w in body {
             sum.mix(w);
         }
@@ -71,7 +76,10 @@ impl WordsHead {
     /// checksum.
     #[inline(always)]
     pub fn last(&self, checksum: u32) -> u64 {
-        pack(self.message_len, checksum)
+        pack(
+            record::message_len_field(self.message_len, self.tag),
+            checksum,
+        )
     }
 }
 
@@ -351,6 +359,7 @@ mod tests {
             priority: Priority::Info,
             for_outputs: false,
             message_len: 8 * words as u32,
+            tag: 0x0102_0304,
         }
     }
 

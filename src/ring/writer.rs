@@ -296,6 +296,7 @@ impl Ring {
             rec: *rec,
             kind: if deferred { Kind::Deferred } else { Kind::Text },
             for_outputs: for_outputs && self.prints_here,
+            tag: sys::process_tag(),
         })
     }
 
@@ -484,7 +485,7 @@ mod tests {
         let ring = Ring::new(layout::MIN_SIZE).unwrap();
         let h = ring.header();
         assert_eq!(&h.magic, b"VLOGRING");
-        assert_eq!(h.version, 4);
+        assert_eq!(h.version, 5);
         assert_eq!(h.data_size, layout::MIN_SIZE as u64);
         assert_eq!(h.dict_size, layout::dict_size_for(layout::MIN_SIZE) as u64);
         assert_eq!(
@@ -613,6 +614,7 @@ mod tests {
             tid: 6,
             priority: Priority::Info,
             for_outputs: false,
+            tag: 7,
         };
         ring.append_site(stamp, entry, args, len).unwrap();
     }

@@ -106,10 +106,74 @@ pub fn thread_id() -> u32 {
     })
 }
 
-/// Forgets the cached thread and process ids; called in the child after fork.
+/// Forgets the cached thread and process ids, and gives the child a tag
+/// of its own; called in the child after fork.
 pub fn forget_ids_after_fork() {
+    use std::sync::atomic::Ordering;
     TID.with(|t| t.set(0));
-    PID.store(0, std::sync::atomic::Ordering::Relaxed);
+    PID.store(0, Ordering::Relaxed);
+    // The parent's mixed with the child's pid and the time: no getrandom(2)
+    // in a child that may be sandboxed at once.
+    let parent = u64::from(TAG.load(Ordering::Relaxed));
+    let tag = mix64(parent << 32 ^ u64::from(process_id()) ^ realtime_ns().rotate_left(17)) as u32;
+    TAG.store(tag.max(1), Ordering::Relaxed);
+}
+
+/// A 64-bit finalizer (MurmurHash3's): every bit of `h` moves every bit of
+/// the result.
+fn mix64(mut h: u64) -> u64 {
+    h = (h ^ (h >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h = (h ^ (h >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+static TAG: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// This process's tag: a random number, never 0, drawn at its first use
+/// and again in a forked child, that every record it makes carries (see
+/// `ring::record`). A pid cannot tell two processes apart in a ring they
+/// share from two pid namespaces (each the pid 1 of its own), nor one
+/// from a later process that got its pid back. Async-signal-safe.
+#[inline(always)]
+pub fn process_tag() -> u32 {
+    match TAG.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => new_process_tag(),
+        tag => tag,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn new_process_tag() -> u32 {
+    use std::sync::atomic::Ordering;
+    let mut bytes = [0u8; 4];
+    // The system call itself, not glibc's getrandom(3), which is a
+    // cancellation point (a cancel acting here would unwind through vlog).
+    // SAFETY: getrandom writes at most the 4 bytes given; GRND_NONBLOCK
+    // keeps it from waiting for the entropy pool at early boot.
+    let got = keeping_errno(|| unsafe {
+        libc::syscall(
+            libc::SYS_getrandom,
+            bytes.as_mut_ptr(),
+            4usize,
+            libc::GRND_NONBLOCK,
+        )
+    });
+    let mut tag = u32::from_ne_bytes(bytes);
+    if got != 4 {
+        // No randomness (an old kernel, a seccomp filter): the time, the
+        // pid and where this stack lies mixed, which two processes meet
+        // in a ring at the same nanosecond with the same pid and layout
+        // only by chance.
+        let h = realtime_ns() ^ u64::from(process_id()).rotate_left(40);
+        tag = mix64(h ^ &bytes as *const _ as u64) as u32;
+    }
+    let tag = tag.max(1);
+    // A racing first use keeps one tag for the whole process.
+    match TAG.compare_exchange(0, tag, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => tag,
+        Err(won) => won,
+    }
 }
 
 static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

@@ -180,3 +180,92 @@ fn a_fluent_context_event_is_marked() {
     let error = lines.iter().find(|l| l.contains("fluent error")).unwrap();
     assert!(!error.contains("\"context\": true"), "{error}");
 }
+
+/// `exe ARGS` as the first process of a pid namespace of its own (under
+/// the pass's tool), with `env`; None when no namespace can be made here.
+fn in_pid_namespace(exe: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Option<Command> {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let probe = Command::new("unshare")
+        .args(if root {
+            &["--pid", "--fork", "true"][..]
+        } else {
+            &["-Urp", "--fork", "true"][..]
+        })
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        return None;
+    }
+    let inner = command(exe);
+    let mut cmd = Command::new("unshare");
+    cmd.args(if root {
+        &["--pid", "--fork", "--"][..]
+    } else {
+        &["-Urp", "--fork", "--"][..]
+    })
+    .arg(inner.get_program())
+    .args(inner.get_args())
+    .args(args);
+    for (key, value) in inner.get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    without_vlog_env(&mut cmd);
+    cmd.envs(env.iter().copied()).current_dir(work());
+    Some(cmd)
+}
+
+/// Two processes share a ring file, each the pid 1 of its own pid
+/// namespace (so their main threads' ids are the same): an error of one
+/// prints its own thread's records as context, never the other's.
+#[test]
+fn an_error_never_brings_another_processs_records() {
+    let dir = scratch_dir("context-namespaces");
+    let ring = dir.join("ring");
+    let out_file = dir.join("b.log");
+    let exe = build("shared_context", Link::Static);
+    let env = [
+        ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+        ("VLOG_FILTERS", "1:test.shared"),
+    ];
+    let Some(mut a) = in_pid_namespace(&exe, &["a"], &env) else {
+        say_skipped("no pid namespace can be made here (unshare --pid)");
+        return;
+    };
+    let piped = std::process::Stdio::piped;
+    let mut a = a.stdin(piped()).stdout(piped()).spawn().expect("start a");
+    let mut b = in_pid_namespace(&exe, &["b", out_file.to_str().unwrap()], &env)
+        .unwrap()
+        .stdin(piped())
+        .stdout(piped())
+        .stderr(piped())
+        .spawn()
+        .expect("start b");
+    let line_of = |child: &mut std::process::Child| {
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        line
+    };
+    use std::io::Write;
+    // b's own records, then a's (the same thread id), then b's error.
+    assert_eq!(line_of(&mut b), "ready\n", "b did not start");
+    a.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    assert_eq!(line_of(&mut a), "logged\n", "a did not log");
+    b.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    let b = b.wait_with_output().unwrap();
+    drop(a.stdin.take());
+    let a_status = a.wait().unwrap();
+    assert_ok("shared_context b", &b);
+    assert!(a_status.success(), "a: {a_status:?}");
+    // Both wrote the one ring: it holds a's records and b's.
+    let dump = text(&vlog_dump(&[ring.to_str().unwrap()]).stdout);
+    assert!(
+        dump.contains("session key for alice 19") && dump.contains("b failed"),
+        "{dump}"
+    );
+}

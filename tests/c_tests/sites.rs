@@ -80,3 +80,62 @@ fn a_message_id_survives_a_rebuild_and_changes_with_its_format() {
         "{plain:?}"
     );
 }
+
+/// Every record of a call site has the site's id, whatever way it took
+/// into the ring (`c-tests/message_ids.c`), in the JSON output and in the
+/// ring read back: each checked against FNV-1a of the source and the
+/// format, computed here.
+#[test]
+fn every_record_of_a_site_has_the_sites_id() {
+    let dir = scratch_dir("message-ids");
+    let (json, ring) = (dir.join("out.json"), dir.join("ids.ring"));
+    let exe = build("message_ids", Link::Static);
+    let outputs = format!("1:json:{}", json.display());
+    let out = run(
+        &exe,
+        &[
+            ("VLOG_OUTPUTS", &outputs),
+            ("VLOG_FILTERS", "1:test.ids"),
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_BUFFER_SIZE", "1M"),
+        ],
+    );
+    assert_ok("message_ids", &out);
+    let dumped = dir.join("dump.json");
+    std::fs::write(
+        &dumped,
+        vlog_dump(&["--json", "--source", "test.ids", ring.to_str().unwrap()]).stdout,
+    )
+    .unwrap();
+    let check = r#"
+import json, sys
+formats = {"plain site ": "plain site %s", "printed site ": "printed site %d",
+           "fields site ": "fields site %d", "every second ": "every second %d",
+           "long site ": "long site %s", "long double ": "long double %.1Lf",
+           "wide ": "wide %*d", "run time priority ": "run time priority %m"}
+def fnv(source, fmt):
+    h = 0x811c9dc5
+    for b in source.encode() + b"\0" + fmt.encode():
+        h = ((h ^ b) * 0x01000193) & 0xffffffff
+    return "%08x" % max(h, 1)
+for path in sys.argv[1:]:
+    seen = []
+    for line in open(path, encoding="utf-8"):
+        o = json.loads(line)
+        if o["source"] != "test.ids":
+            continue
+        fmt = next(f for p, f in formats.items() if o["message"].startswith(p))
+        assert o.get("id") == fnv("test.ids", fmt), (path, o.get("id"), fnv("test.ids", fmt), o["message"][:60], o.get("fields"))
+        seen.append(o["message"][:24])
+    assert len(seen) == 11, (path, seen)
+print("ok")
+"#;
+    let py = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(check)
+        .arg(&json)
+        .arg(&dumped)
+        .output()
+        .expect("python3");
+    assert_ok("message ids check (python3)", &py);
+}

@@ -466,8 +466,13 @@ fn printed_size(rec: &Record) -> usize {
 }
 
 /// Whether the record whose header is `head` is one of the erring
-/// thread's (or relay's), or any when every thread's are wanted.
+/// thread's (or relay's), or any of this process's when every thread's are
+/// wanted: never another process's, whose thread ids say nothing here (its
+/// tag decides; a process prints only its own errors).
 fn whose(due: &Due, all_threads: bool, head: &Head, source: &[u8]) -> bool {
+    if head.tag != sys::process_tag() {
+        return false;
+    }
     if all_threads {
         return true;
     }

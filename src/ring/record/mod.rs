@@ -23,59 +23,55 @@
 //!                         4): the message is the call's 64-bit words, a
 //!                         string's replaced by its length (all ones for
 //!                         NULL), then the strings' bytes one after the
-//!                         other; the rest is in the dictionary, as for 2
-//!     34     2  source length
-//!     36     2  file length
-//!     38     2  function length
-//!     40     4  message (or deferred payload) length
+//!                         other; the rest is in the dictionary, as for 2,
+//!                         5 = a call site's text (layout version 5): the
+//!                         message is the site's u32 message id, then as
+//!                         for 3 (the fields a count of 0 when it has none)
+//!     34     2  source length (0..=255), tag byte 0 << 8
+//!     36     2  file length (0..=255), tag byte 1 << 8
+//!     38     2  function length (0..=255), tag byte 2 << 8
+//!     40     4  message (or deferred payload) length (below 65536), tag
+//!               byte 3 << 24
 //!     44     4  checksum  over bytes 4..44 and 48..len
 //!     48        source, file, function, message, zero padding to 8
 //! ```
 //! All integers are in the writer's byte order, which the ring header records.
+//!
+//! The tag (layout version 5) is the writing process's own number
+//! (`sys::process_tag`: random, drawn anew in a forked child), so that a
+//! reader of a ring several processes share tells whose a record is when
+//! thread ids say nothing (the same in two pid namespaces, reused on a
+//! busy host). It lives in bytes that earlier versions always left 0 (the
+//! lengths' high bits, which no length reaches), so their records read as
+//! tag 0, "made by no process known", and no reader needs the version.
 //!
 //! A kind-4 record may be *in flight* (layout version 4): its writer
 //! reserved it under the lock (commit 0, `len` and `seq` written, the tail
 //! moved past it) and copies the rest after letting go of the lock. Its
 //! commit word is 0 until the copy is done (see `ring::slot`).
 
+mod header;
+
+pub use header::{align8, message_len_field, pack, seal_site, site_args, words_kind, Stamp};
+pub use header::{COMMIT_AT, FOR_OUTPUTS, HEADER_LEN, LEN_AT, SEQ_AT};
+
+use header::{at, tag_of, MESSAGE_BITS, NAME_BITS};
+use header::{KIND_DEFERRED, KIND_FIELDS, KIND_SITE, KIND_SITE_TEXT, KIND_TEXT, KIND_WORDS};
+
 use super::checksum::{checksum, checksum_parts};
 use crate::fields;
 use crate::priority::Priority;
 use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
+use header::Header;
 
-pub const HEADER_LEN: usize = 48;
 /// The largest record: the longest names, message and fields.
 pub const RECORD_MAX: usize =
-    align8(HEADER_LEN + 3 * NAME_MAX + MESSAGE_MAX + 4 + fields::ENCODED_MAX);
+    align8(HEADER_LEN + 3 * NAME_MAX + MESSAGE_MAX + 4 + 4 + fields::ENCODED_MAX);
+// Every length fits the bits the message length field keeps for it.
+const _: () = assert!(RECORD_MAX <= MESSAGE_BITS as usize);
 /// First word of the filler that takes the space left at the end of the data
 /// area when the next record does not fit. Even, so it never equals a commit.
 pub const PAD_MARK: u32 = 0x7061_6430;
-
-/// Byte offsets of the header fields (the table above).
-mod at {
-    pub const COMMIT: usize = 0;
-    pub const LEN: usize = 4;
-    pub const SEQ: usize = 8;
-    pub const TIME: usize = 16;
-    pub const TID: usize = 24;
-    pub const LINE: usize = 28;
-    pub const PRIORITY: usize = 32;
-    pub const KIND: usize = 33;
-    pub const NAMES: usize = 34;
-    pub const MESSAGE_LEN: usize = 40;
-    pub const CHECKSUM: usize = 44;
-}
-
-/// The bit of the priority byte that marks a record for the outputs of the
-/// process that made the ring: they print it, and until they have (see the
-/// header's `printed`), the ring does not overwrite it.
-pub const FOR_OUTPUTS: u8 = 0x80;
-
-const KIND_TEXT: u8 = 0;
-const KIND_DEFERRED: u8 = 1;
-const KIND_SITE: u8 = 2;
-const KIND_FIELDS: u8 = 3;
-const KIND_WORDS: u8 = 4;
 
 /// The commit word of a record whose writer will never finish it: one that
 /// was in flight in another thread of a process when it forked, in the
@@ -98,10 +94,6 @@ pub enum Kind {
     /// A call site's captured words and strings (kind 4), its entry at
     /// this offset.
     Words(u32),
-}
-
-pub const fn align8(n: usize) -> usize {
-    (n + 7) & !7
 }
 
 /// The commit word of the record with sequence number `seq`: odd, so it is
@@ -139,21 +131,27 @@ impl Damage {
 
 /// A record as the ring stores it: its contents and what its message bytes
 /// are. For `Kind::Deferred`, `rec.message` is the payload; for
-/// `Kind::Site`, the arguments (and the names are empty).
+/// `Kind::Site`, the arguments (and the names are empty). A text record
+/// with an id (`rec.id`) is a call site's (kind 5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stored<'a> {
     pub rec: Record<'a>,
     pub kind: Kind,
     /// Marked for the outputs ([`FOR_OUTPUTS`]).
     pub for_outputs: bool,
+    /// The tag of the process that made it (0: unknown).
+    pub tag: u32,
 }
 
 impl<'a> Stored<'a> {
+    /// A text record of no known process (one carried over into a new
+    /// ring, whose maker is not asked about again).
     pub fn text(rec: Record<'a>) -> Stored<'a> {
         Stored {
             rec,
             kind: Kind::Text,
             for_outputs: false,
+            tag: 0,
         }
     }
 
@@ -165,13 +163,20 @@ impl<'a> Stored<'a> {
     }
 
     /// The message part as stored: the text, or with fields, its length, the
-    /// text and the fields.
+    /// text and the fields; a site's text, its id first and its fields
+    /// (a count of 0 for none).
     fn body_len(&self) -> usize {
-        if self.rec.fields.is_empty() {
-            self.rec.message.len()
-        } else {
-            4 + self.rec.message.len() + self.rec.fields.len()
+        let r = &self.rec;
+        match self.site_text() {
+            true => 4 + 4 + r.message.len() + r.fields.len().max(1),
+            false if r.fields.is_empty() => r.message.len(),
+            false => 4 + r.message.len() + r.fields.len(),
         }
+    }
+
+    /// Kept as kind 5: a call site's text, with its message id.
+    fn site_text(&self) -> bool {
+        self.kind == Kind::Text && self.rec.id != 0
     }
 
     /// Writes the record into `buf` (exactly `encoded_len()` bytes) with its
@@ -182,6 +187,7 @@ impl<'a> Stored<'a> {
         let r = &self.rec;
         debug_assert_eq!(len, self.encoded_len());
         let (kind, line) = match self.kind {
+            Kind::Text if r.id != 0 => (KIND_SITE_TEXT, r.line),
             Kind::Text if !r.fields.is_empty() => (KIND_FIELDS, r.line),
             Kind::Text => (KIND_TEXT, r.line),
             Kind::Deferred => (KIND_DEFERRED, r.line),
@@ -199,15 +205,27 @@ impl<'a> Stored<'a> {
             kind,
             names: [r.source.len(), r.file.len(), r.func.len()],
             message_len: self.body_len(),
+            tag: self.tag,
         }
         .bytes();
         let (header, body) = buf.split_at_mut(HEADER_LEN);
         let mut rest = &mut *body;
         let text_len = (r.message.len() as u32).to_ne_bytes();
-        let parts: [&[u8]; 6] = if r.fields.is_empty() {
-            [r.source, r.file, r.func, r.message, b"", b""]
+        let id = r.id.to_ne_bytes();
+        let no_fields: &[u8] = &[0];
+        let parts: [&[u8]; 7] = if self.site_text() {
+            let fields = if r.fields.is_empty() {
+                no_fields
+            } else {
+                r.fields
+            };
+            [r.source, r.file, r.func, &id, &text_len, r.message, fields]
+        } else if r.fields.is_empty() {
+            [r.source, r.file, r.func, r.message, b"", b"", b""]
         } else {
-            [r.source, r.file, r.func, &text_len, r.message, r.fields]
+            [
+                r.source, r.file, r.func, &text_len, r.message, r.fields, b"",
+            ]
         };
         for part in parts {
             let (dst, tail) = rest.split_at_mut(part.len());
@@ -249,17 +267,21 @@ impl<'a> Stored<'a> {
             .ok_or(Damage::Malformed)?;
         let line = u32_at(buf, at::LINE);
         let (kind, line) = match buf[at::KIND] {
-            KIND_TEXT | KIND_FIELDS => (Kind::Text, line),
+            KIND_TEXT | KIND_FIELDS | KIND_SITE_TEXT => (Kind::Text, line),
             KIND_DEFERRED => (Kind::Deferred, line),
             KIND_SITE => (Kind::Site(line), 0),
             KIND_WORDS => (Kind::Words(line), 0),
             _ => return Err(Damage::Malformed),
         };
+        let (names, message_len) = names_and_message(buf);
+        if message_len & !MESSAGE_BITS & !(0xFF << 24) != 0 {
+            return Err(Damage::Malformed);
+        }
         let lens = [
-            u16_at(buf, at::NAMES) as usize,
-            u16_at(buf, at::NAMES + 2) as usize,
-            u16_at(buf, at::NAMES + 4) as usize,
-            u32_at(buf, at::MESSAGE_LEN) as usize,
+            (names[0] & NAME_BITS) as usize,
+            (names[1] & NAME_BITS) as usize,
+            (names[2] & NAME_BITS) as usize,
+            (message_len & MESSAGE_BITS) as usize,
         ];
         let body: usize = lens.iter().sum();
         if align8(HEADER_LEN + body) != buf.len() {
@@ -271,10 +293,16 @@ impl<'a> Stored<'a> {
             *part = &buf[start..start + n];
             start += n;
         }
-        let (message, fields) = if buf[at::KIND] == KIND_FIELDS {
-            split_fields(parts[3]).ok_or(Damage::Malformed)?
-        } else {
-            (parts[3], &parts[3][..0])
+        let (id, (message, fields)) = match buf[at::KIND] {
+            KIND_FIELDS => (0, split_fields(parts[3]).ok_or(Damage::Malformed)?),
+            KIND_SITE_TEXT => {
+                let (id, rest) = parts[3].split_first_chunk::<4>().ok_or(Damage::Malformed)?;
+                let (text, fields) = split_fields(rest).ok_or(Damage::Malformed)?;
+                // A site's text without fields keeps a count of 0.
+                let fields = if fields == [0] { &fields[..0] } else { fields };
+                (u32::from_ne_bytes(*id), (text, fields))
+            }
+            _ => (0, (parts[3], &parts[3][..0])),
         };
         Ok(Stored {
             rec: Record {
@@ -289,12 +317,26 @@ impl<'a> Stored<'a> {
                 message,
                 fields,
                 context: false,
-                id: 0,
+                id,
             },
             kind,
             for_outputs,
+            tag: tag_of(names, message_len),
         })
     }
+}
+
+/// The three name fields and the message length field as stored: lengths
+/// and the tag's bytes (see [`tag_of`]).
+fn names_and_message(buf: &[u8]) -> ([u16; 3], u32) {
+    (
+        [
+            u16_at(buf, at::NAMES),
+            u16_at(buf, at::NAMES + 2),
+            u16_at(buf, at::NAMES + 4),
+        ],
+        u32_at(buf, at::MESSAGE_LEN),
+    )
 }
 
 /// Splits a kind-3 message part into the text and its validated fields.
@@ -322,6 +364,8 @@ pub struct Head {
     /// the file name is empty: a line with no call site, a relayed one.
     pub no_file: bool,
     pub source_len: usize,
+    /// The tag of the process that made it (0: unknown).
+    pub tag: u32,
 }
 
 /// The header of the committed record in `buf` (at least [`HEADER_LEN`]
@@ -335,15 +379,16 @@ pub fn peek_head(buf: &[u8]) -> Option<Head> {
     if u32_at(buf, at::COMMIT) != commit_value(seq) {
         return None;
     }
+    let (names, message_len) = names_and_message(buf);
     Some(Head {
         len,
         seq,
         tid: u32_at(buf, at::TID),
         priority: buf[at::PRIORITY] & !FOR_OUTPUTS,
         for_outputs: buf[at::PRIORITY] & FOR_OUTPUTS != 0,
-        no_file: !matches!(buf[at::KIND], KIND_SITE | KIND_WORDS)
-            && u16_at(buf, at::NAMES + 2) == 0,
-        source_len: u16_at(buf, at::NAMES) as usize,
+        no_file: !matches!(buf[at::KIND], KIND_SITE | KIND_WORDS) && names[1] & NAME_BITS == 0,
+        source_len: (names[0] & NAME_BITS) as usize,
+        tag: tag_of(names, message_len),
     })
 }
 
@@ -382,120 +427,6 @@ pub fn u64_at(buf: &[u8], at: usize) -> u64 {
 
 fn u16_at(buf: &[u8], at: usize) -> u16 {
     u16::from_ne_bytes(buf[at..at + 2].try_into().unwrap())
-}
-
-/// Two 32-bit fields that lie one after the other in memory, as one word.
-#[inline(always)]
-pub fn pack(first: u32, second: u32) -> u64 {
-    let mut w = [0u8; 8];
-    w[..4].copy_from_slice(&first.to_ne_bytes());
-    w[4..].copy_from_slice(&second.to_ne_bytes());
-    u64::from_ne_bytes(w)
-}
-
-/// Bytes 32..40 of a kind-4 record's header as one word: the priority
-/// byte (with the outputs' mark), the kind, and the names' lengths, 0
-/// (they are in the dictionary).
-#[inline(always)]
-pub fn words_kind(priority: Priority, for_outputs: bool) -> u64 {
-    let mut w = [0u8; 8];
-    w[at::PRIORITY - 32] = priority as u8 | (u8::from(for_outputs) * FOR_OUTPUTS);
-    w[at::KIND - 32] = KIND_WORDS;
-    u64::from_ne_bytes(w)
-}
-
-/// The byte offsets of a record's commit, length and sequence number: what
-/// the writer writes under the lock when it reserves a record.
-pub const COMMIT_AT: usize = at::COMMIT;
-pub const LEN_AT: usize = at::LEN;
-pub const SEQ_AT: usize = at::SEQ;
-const _: () = assert!(at::TIME == 16 && at::TID == 24 && at::LINE == 28);
-const _: () = assert!(at::PRIORITY == 32 && at::KIND == 33 && at::MESSAGE_LEN == 40);
-const _: () = assert!(at::CHECKSUM == 44 && HEADER_LEN == super::checksum::HEADER_LEN);
-
-/// A record header's fields, for the writers.
-struct Header {
-    len: usize,
-    seq: u64,
-    time_ns: u64,
-    tid: u32,
-    line: u32,
-    priority: Priority,
-    for_outputs: bool,
-    kind: u8,
-    names: [usize; 3],
-    message_len: usize,
-}
-
-impl Header {
-    /// The header bytes, with the commit word and the checksum left 0. Built
-    /// in a local array (fixed offsets, no bounds checks) and copied once.
-    #[inline(always)]
-    fn bytes(&self) -> [u8; HEADER_LEN] {
-        let mut head = [0u8; HEADER_LEN];
-        head[at::LEN..at::LEN + 4].copy_from_slice(&(self.len as u32).to_ne_bytes());
-        head[at::SEQ..at::SEQ + 8].copy_from_slice(&self.seq.to_ne_bytes());
-        head[at::TIME..at::TIME + 8].copy_from_slice(&self.time_ns.to_ne_bytes());
-        head[at::TID..at::TID + 4].copy_from_slice(&self.tid.to_ne_bytes());
-        head[at::LINE..at::LINE + 4].copy_from_slice(&self.line.to_ne_bytes());
-        head[at::PRIORITY] = self.priority as u8 | (u8::from(self.for_outputs) * FOR_OUTPUTS);
-        head[at::KIND] = self.kind;
-        for (i, n) in self.names.iter().enumerate() {
-            let at = at::NAMES + 2 * i;
-            head[at..at + 2].copy_from_slice(&(*n as u16).to_ne_bytes());
-        }
-        head[at::MESSAGE_LEN..at::MESSAGE_LEN + 4]
-            .copy_from_slice(&(self.message_len as u32).to_ne_bytes());
-        head
-    }
-}
-
-/// What every record says about when and where it was made.
-#[derive(Clone, Copy, Debug)]
-pub struct Stamp {
-    pub seq: u64,
-    pub time_ns: u64,
-    pub tid: u32,
-    pub priority: Priority,
-    pub for_outputs: bool,
-}
-
-/// The first half of writing a kind-2 record into `buf` (exactly
-/// `align8(HEADER_LEN + args_len)` bytes): clears the padding, at most 7
-/// bytes in the last word, with one store, and returns the `args_len` bytes
-/// the arguments go to (they overwrite what they use of that word). Then
-/// [`seal_site`]. The recording path of a deferred call site, kept apart from
-/// [`Stored::encode`] so it copies each byte once.
-#[inline(always)]
-pub fn site_args(buf: &mut [u8], args_len: usize) -> &mut [u8] {
-    debug_assert!(args_len > 0 && buf.len() == align8(HEADER_LEN + args_len));
-    let last = buf.len() - 8;
-    buf[last..].copy_from_slice(&[0; 8]);
-    &mut buf[HEADER_LEN..HEADER_LEN + args_len]
-}
-
-/// The second half: the header and the checksum over it and the arguments,
-/// with the commit word left 0.
-#[inline(always)]
-pub fn seal_site(buf: &mut [u8], stamp: Stamp, entry: u32, args_len: usize) {
-    let len = buf.len();
-    let mut head = Header {
-        len,
-        seq: stamp.seq,
-        time_ns: stamp.time_ns,
-        tid: stamp.tid,
-        line: entry,
-        priority: stamp.priority,
-        for_outputs: stamp.for_outputs,
-        kind: KIND_SITE,
-        names: [0; 3],
-        message_len: args_len,
-    }
-    .bytes();
-    let (header, body) = buf.split_at_mut(HEADER_LEN);
-    let sum = checksum_parts(&head, body);
-    head[at::CHECKSUM..].copy_from_slice(&sum.to_ne_bytes());
-    header.copy_from_slice(&head);
 }
 
 #[cfg(test)]
@@ -604,5 +535,58 @@ mod tests {
         assert_eq!(r.message.len(), MESSAGE_MAX);
         assert_eq!(r.source.len(), NAME_MAX);
         assert!(Stored::text(r).encoded_len() <= RECORD_MAX);
+    }
+
+    /// A call site's text keeps its id (with fields and without), and the
+    /// process's tag, and every flip of a bit is caught.
+    #[test]
+    fn site_text_keeps_its_id_and_tag() {
+        use crate::fields::{self, Field, Value};
+        let mut list = Vec::with_capacity(fields::ENCODED_MAX);
+        fields::encode(
+            [Field {
+                name: b"REQUEST_ID",
+                value: Value::Str(b"r-1"),
+            }]
+            .into_iter(),
+            &mut list,
+        );
+        for fields in [&b""[..], &list] {
+            let r = Record {
+                fields,
+                id: 0x3fa2_b1c0,
+                ..sample()
+            };
+            let stored = Stored {
+                tag: 0xA1B2_C3D4,
+                ..Stored::text(r)
+            };
+            let mut buf = vec![0xAA; stored.encoded_len()];
+            stored.encode(&mut buf);
+            buf[0..4].copy_from_slice(&commit_value(r.seq).to_ne_bytes());
+            assert_eq!(Stored::decode(&buf), Ok(stored));
+            let head = peek_head(&buf).unwrap();
+            assert_eq!((head.tag, head.source_len), (0xA1B2_C3D4, r.source.len()));
+            for bit in 0..buf.len() * 8 {
+                let mut bad = buf.clone();
+                bad[bit / 8] ^= 1 << (bit % 8);
+                assert!(Stored::decode(&bad).is_err(), "flip of bit {bit} accepted");
+            }
+        }
+    }
+
+    /// A record of layout version 4 (no tag, the lengths' high bits 0)
+    /// reads as it did, made by no known process.
+    #[test]
+    fn an_older_record_reads_as_tag_zero() {
+        let r = sample();
+        let stored = Stored::text(r);
+        let mut buf = vec![0; stored.encoded_len()];
+        stored.encode(&mut buf);
+        buf[0..4].copy_from_slice(&commit_value(r.seq).to_ne_bytes());
+        // Version 4 wrote exactly this: tag 0 is all zero bits.
+        assert_eq!(Stored::decode(&buf).map(|s| s.tag), Ok(0));
+        assert_eq!(u16_at(&buf, at::NAMES) as usize, r.source.len());
+        assert_eq!(u32_at(&buf, at::MESSAGE_LEN) as usize, r.message.len());
     }
 }
