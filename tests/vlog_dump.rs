@@ -350,3 +350,77 @@ fn grep_searches_structured_fields() {
         "{out}"
     );
 }
+
+/// A crash that scribbles over the ring, with zeros or random bytes, 64,
+/// 256 or 4096 of them at several offsets: every record the damage did not
+/// touch is printed (the newest included), and what it touched is counted
+/// and said, never reported as nothing missing.
+#[test]
+fn damage_of_any_size_costs_only_the_records_it_touched() {
+    let path = scratch("scribbled.ring");
+    let _ = std::fs::remove_file(&path);
+    let mut ring = Ring::create_file(&path, 64 * 1024, None, true).unwrap();
+    // Where each record lies in the data area (none wraps: 950 records of
+    // 64 bytes each in 64 KiB).
+    let mut spans = Vec::new();
+    let mut at = 0usize;
+    for i in 0..950u64 {
+        let msg = format!("message {i}");
+        let len = (48 + 1 + 1 + 2 + msg.len()).div_ceil(8) * 8;
+        spans.push((at, at + len));
+        at += len;
+        ring.append(&plain(msg.as_bytes(), b"")).unwrap();
+    }
+    drop(ring);
+    assert!(at < 64 * 1024);
+    let clean = std::fs::read(&path).unwrap();
+    let data = clean.len() - 64 * 1024;
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for size in [64usize, 256, 4096] {
+        for offset in [20_000usize, 30_000, 50_000] {
+            for random in [false, true] {
+                let mut bytes = clean.clone();
+                for b in &mut bytes[data + offset..data + offset + size] {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    *b = if random { seed as u8 } else { 0 };
+                }
+                let damaged = scratch(&format!("scribbled-{size}-{offset}-{random}.ring"));
+                std::fs::write(&damaged, &bytes).unwrap();
+                let case = format!("{size} bytes at {offset}, random {random}");
+                let touched: Vec<usize> = (0..950)
+                    .filter(|&i| spans[i].0 < offset + size && offset < spans[i].1)
+                    .collect();
+                let out = vlog_dump(&[damaged.to_str().unwrap()]);
+                let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+                assert_eq!(out.status.code(), Some(3), "{case}: {stderr}");
+                let printed: Vec<usize> = stdout
+                    .lines()
+                    .map(|l| l.rsplit("message ").next().unwrap().parse().unwrap())
+                    .collect();
+                let untouched: Vec<usize> = (0..950).filter(|i| !touched.contains(i)).collect();
+                assert_eq!(printed, untouched, "{case}: touched {touched:?}\n{stderr}");
+                assert!(
+                    stderr.contains("bytes of damaged records passed over"),
+                    "{case}: {stderr}"
+                );
+                let stats = text(&vlog_dump(&["--stats", damaged.to_str().unwrap()]).stdout);
+                let count = |name: &str| -> usize {
+                    stats
+                        .lines()
+                        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+                        .unwrap_or_else(|| panic!("{case}: no {name} in {stats}"))
+                        .parse()
+                        .unwrap()
+                };
+                assert_eq!(
+                    count("torn") + count("missing"),
+                    touched.len(),
+                    "{case}: {stats}"
+                );
+                assert!(count("damaged") >= size.min(8), "{case}: {stats}");
+            }
+        }
+    }
+}

@@ -38,7 +38,9 @@ const AFTER_HELP: &str = "\
   recorded  records the program ever wrote into this ring
   lost      records overwritten to make room for newer ones
   torn      records skipped as damaged (a write cut short, or corrupted)
-  missing   records absent from the sequence (never committed)
+  missing   records absent from the sequence (never committed, or within
+            damaged bytes)
+  damaged   bytes of damaged records passed over to the next intact one
   size      the ring's data area in bytes
   held      intact records in the ring now, whatever the options select
   covers    the seconds from the oldest record held to the newest: the time
@@ -115,6 +117,8 @@ struct Counts {
     selected: Held,
     torn: u64,
     missing: u64,
+    /// Bytes of damaged records passed over to the next intact one.
+    damaged: u64,
     /// Every intact record, whatever the options select.
     held: Held,
 }
@@ -182,6 +186,13 @@ fn show(
                     found.wrapping_sub(1)
                 ));
             }
+            Entry::Skipped { bytes } => {
+                counts.damaged += bytes;
+                said.push(format!(
+                    "{bytes} bytes of damaged records passed over; reading went on at the next \
+                     intact record"
+                ));
+            }
             // A ring read from a file does not change while it is read.
             Entry::Overwritten { .. } => {}
         }
@@ -240,6 +251,7 @@ fn print_stats(image: &Image, c: &Counts, o: &Options, origin: &Origin, out: &mu
         ("lost", ring.lost),
         ("torn", c.torn),
         ("missing", c.missing),
+        ("damaged", c.damaged),
         ("size", ring.size),
         ("held", c.held.records),
     ];
@@ -351,7 +363,7 @@ fn dump_file(path: &Path, o: &Options, named: bool, stdout: &mut impl Write) -> 
             );
         }
         let (counts, _) = show(image, o, &origin, None, &mut out);
-        if counts.torn + counts.missing > 0 {
+        if counts.torn + counts.missing + counts.damaged > 0 {
             status = SKIPPED;
         }
         stdout

@@ -153,6 +153,11 @@ impl Stream {
                 *json,
                 &format!("record {seq} skipped: {}", damage.describe()),
             ),
+            Entry::Skipped { bytes } => say(
+                out,
+                *json,
+                &format!("{bytes} bytes of damaged records passed over"),
+            ),
         });
         match caught {
             _ if ended => Part::Ended,

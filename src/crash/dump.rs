@@ -39,6 +39,11 @@ pub fn entries(region: &impl Region, sink: &mut impl Sink) -> u64 {
             put_decimal(bytes, 1, sink);
             sink.put(b" bytes of records were overwritten during the dump\n");
         }
+        Entry::Skipped { bytes } => {
+            sink.put(b"vlog: ");
+            put_decimal(bytes, 1, sink);
+            sink.put(b" bytes of damaged records passed over\n");
+        }
     });
     count
 }

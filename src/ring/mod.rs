@@ -115,6 +115,7 @@ pub mod migrate;
 pub mod published;
 pub mod reader;
 pub mod record;
+pub mod region;
 pub mod scan;
 pub mod sites;
 pub mod slot;

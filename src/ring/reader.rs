@@ -5,70 +5,12 @@
 use std::sync::atomic::{fence, Ordering};
 
 use super::record::{self, Damage, Kind, Stored, HEADER_LEN, RECORD_MAX};
-use super::sites::Site;
+pub use super::region::Region;
+use super::sites;
 use crate::deferred;
 use crate::record::{Record, MESSAGE_MAX};
 use crate::site::message_id;
 use crate::text::Bounded;
-
-/// Where a reader finds a ring's data area and its head and tail.
-pub trait Region {
-    fn data_size(&self) -> u64;
-    /// The oldest record's position; may grow while a live ring is read.
-    fn head(&self) -> u64;
-    fn tail(&self) -> u64;
-    /// The published part of the call-site dictionary (see `sites`).
-    fn dict(&self) -> &[u8];
-    /// Copies `dst.len()` bytes from data offset `off`; both are multiples of 8
-    /// and `off + dst.len() <= data_size()`.
-    fn copy(&self, off: usize, dst: &mut [u8]);
-    /// Whether a record copied whole (committed below the tail, not
-    /// overwritten while copied) is the one its writer wrote: a ring in
-    /// this process's private memory, whose one writer is this process
-    /// ([W1], [W2]). Its checksum is then not computed again. False for
-    /// everything read from outside, and for shared mappings.
-    fn whole(&self) -> bool {
-        false
-    }
-    /// Waits a little for the record at data offset `off`, whose commit
-    /// word was 0, to be committed, and returns its commit word then: a
-    /// live ring in this process, whose writers copy records after
-    /// reserving them (see `ring::slot`). Regions read from outside have no
-    /// writer to wait for: 0 at once.
-    fn wait_committed(&self, _off: usize) -> u32 {
-        0
-    }
-}
-
-impl<R: Region + ?Sized> Region for &R {
-    fn data_size(&self) -> u64 {
-        (**self).data_size()
-    }
-
-    fn head(&self) -> u64 {
-        (**self).head()
-    }
-
-    fn tail(&self) -> u64 {
-        (**self).tail()
-    }
-
-    fn dict(&self) -> &[u8] {
-        (**self).dict()
-    }
-
-    fn copy(&self, off: usize, dst: &mut [u8]) {
-        (**self).copy(off, dst)
-    }
-
-    fn whole(&self) -> bool {
-        (**self).whole()
-    }
-
-    fn wait_committed(&self, off: usize) -> u32 {
-        (**self).wait_committed(off)
-    }
-}
 
 /// What a reader finds, oldest first.
 #[derive(Debug)]
@@ -91,6 +33,13 @@ pub enum Entry<'a> {
     Overwritten {
         bytes: u64,
     },
+    /// After a record that failed validation (reported as [`Entry::Damaged`]),
+    /// this many bytes were passed over to the next place where a record
+    /// (or the pad before the end of the data area) validates whole: the
+    /// damaged span, of any size. The walk goes on from there.
+    Skipped {
+        bytes: u64,
+    },
 }
 
 /// Visits every record from oldest to newest without taking any lock and
@@ -99,6 +48,14 @@ pub enum Entry<'a> {
 /// bounded by the data size, whatever the region says: each step moves at
 /// least 8 bytes forward, positions never overflow, and a walk that took
 /// more steps than the data area has words ends, reported as damage.
+///
+/// Damage of any size (a crash that scribbled over the ring) costs only
+/// the records it touched: the ring is self-describing, so after a record
+/// that fails validation the walk moves 8 bytes at a time to the next
+/// place where a record validates whole (its length within the data, its
+/// commit word its sequence number's, its checksum, a number not below
+/// the one expected) or where the pad to the end of the data area is, and
+/// goes on from there ([`Entry::Skipped`] says how far it went).
 pub fn read(region: &(impl Region + ?Sized), visit: impl FnMut(Entry)) {
     read_from(region, Cursor::default(), u64::MAX, visit);
 }
@@ -288,8 +245,12 @@ pub fn read_with(
     // within at most `size` bytes; a live ring's writer may lap the reader a
     // few times. More than this is not a ring's walk.
     let mut steps_left = 4 * (size / 8) + 64;
+    // Where the damage being passed over began, while the walk looks for
+    // the next record that validates whole.
+    let mut damaged_from: Option<u64> = None;
+    let mut search_left = 4 * size + RECORD_MAX as u64;
     while pos < tail {
-        if pos - start >= budget {
+        if pos - start >= budget && damaged_from.is_none() {
             break;
         }
         if steps_left == 0 {
@@ -309,14 +270,26 @@ pub fn read_with(
         // area, or a record of a plausible length, or neither.
         let pad = record::pad_len(&buf[..8]);
         let is_pad = pad.is_some();
-        let len = match pad {
+        let mut len = match pad {
             Some(pad) => Some(pad).filter(|&pad| pad == size as usize - off),
             None => record::peek_len(&buf[..]).filter(|&n| off + n <= size as usize),
         };
+        if let (Some(n), false, Some(_)) = (len, is_pad, damaged_from) {
+            // Past damage, a place is read whole only when its header is
+            // a committed record's, and within a bound on what the
+            // search copies (a forged ring could make every place look
+            // like a record's length).
+            region.copy(off, &mut buf[..HEADER_LEN]);
+            if record::peek_head(&buf[..HEADER_LEN]).is_none() || search_left < n as u64 {
+                len = None;
+            } else {
+                search_left -= n as u64;
+            }
+        }
         let mut unmarked = None;
         if let (Some(len), false) = (len, is_pad) {
             let mut commit = record::u32_at(buf, 0);
-            if commit == 0 {
+            if commit == 0 && damaged_from.is_none() {
                 if marked_only {
                     // In flight: a record the outputs print is written
                     // whole under the lock, so this one is not theirs.
@@ -336,8 +309,9 @@ pub fn read_with(
             // A record not marked for the outputs, when only those are
             // wanted: its header is enough, nothing is checked or rendered.
             // (A damaged one whose mark this hides would have failed its
-            // checksum, and been passed over all the same.)
-            if marked_only && unmarked.is_none() {
+            // checksum, and been passed over all the same.) Not past
+            // damage: there every record is checked whole.
+            if marked_only && unmarked.is_none() && damaged_from.is_none() {
                 unmarked = record::peek_head(&buf[..HEADER_LEN])
                     .filter(|h| h.len == len && !h.for_outputs)
                     .map(|h| h.seq);
@@ -352,11 +326,31 @@ pub fn read_with(
             visit(Entry::Overwritten { bytes: head - pos }, false);
             pos = head;
             expected = None;
+            damaged_from = None;
             continue;
         }
+        if let Some(from) = damaged_from {
+            // Past damage: on 8 bytes unless a record (or the pad to the
+            // end) validates here whole.
+            let found = match len {
+                Some(_) if is_pad => true,
+                Some(len) => {
+                    pos + len as u64 <= tail
+                        && Stored::decode_checking(&buf[..len], true)
+                            .is_ok_and(|s| expected.is_none_or(|want| s.rec.seq >= want))
+                }
+                None => false,
+            };
+            if !found {
+                pos += 8;
+                continue;
+            }
+            damaged_from = None;
+            visit(Entry::Skipped { bytes: pos - from }, false);
+        }
         let Some(len) = len else {
-            // Not overwritten, yet no trustworthy length: there is no next
-            // record to find.
+            // Not overwritten, yet no trustworthy length: damage, passed
+            // over to the next record that validates.
             visit(
                 Entry::Damaged {
                     seq: expected.unwrap_or(0),
@@ -364,7 +358,10 @@ pub fn read_with(
                 },
                 false,
             );
-            return ended(tail);
+            expected = expected.map(|want| want.wrapping_add(1));
+            damaged_from = Some(pos);
+            pos += 8;
+            continue;
         };
         let Some(next) = pos.checked_add(len as u64) else {
             return ended(tail);
@@ -400,41 +397,42 @@ pub fn read_with(
                 // Deferred messages are made into text here, so every reader
                 // sees them exactly as printf would have written them at the call.
                 let mut message = Bounded::new(&mut text[..]);
-                let rendered =
-                    match kind {
-                        Kind::Text => Some((rec, false)),
-                        Kind::Deferred => deferred::render(rec.message, &mut message)
+                let rendered = match kind {
+                    Kind::Text => Some((rec, false)),
+                    Kind::Deferred => {
+                        deferred::render(rec.message, &mut message)
                             .ok()
                             .and_then(|()| {
                                 let format = deferred::format_of(rec.message)?;
                                 let id = message_id(rec.source, format);
                                 Some((Record { id, ..rec }, true))
-                            }),
-                        Kind::Site(entry) | Kind::Words(entry) => {
-                            site_of(region, &mut dict, &mut last_site, entry).and_then(|site| {
-                                let words = matches!(kind, Kind::Words(_));
-                                if words {
-                                    deferred::render_words(site.format, rec.message, &mut message)
-                                } else {
-                                    deferred::render_args(site.format, rec.message, &mut message)
-                                }
-                                .ok()?;
-                                let named = Record {
-                                    source: site.source,
-                                    file: site.file,
-                                    func: site.func,
-                                    line: site.line,
-                                    // Entries of older versions have none stored.
-                                    id: match site.id {
-                                        0 => message_id(site.source, site.format),
-                                        id => id,
-                                    },
-                                    ..rec
-                                };
-                                Some((named, true))
                             })
-                        }
-                    };
+                    }
+                    Kind::Site(entry) | Kind::Words(entry) => {
+                        sites::entry_of(region, &mut dict, &mut last_site, entry).and_then(|site| {
+                            let words = matches!(kind, Kind::Words(_));
+                            if words {
+                                deferred::render_words(site.format, rec.message, &mut message)
+                            } else {
+                                deferred::render_args(site.format, rec.message, &mut message)
+                            }
+                            .ok()?;
+                            let named = Record {
+                                source: site.source,
+                                file: site.file,
+                                func: site.func,
+                                line: site.line,
+                                // Entries of older versions have none stored.
+                                id: match site.id {
+                                    0 => message_id(site.source, site.format),
+                                    id => id,
+                                },
+                                ..rec
+                            };
+                            Some((named, true))
+                        })
+                    }
+                };
                 let go_on = match rendered {
                     Some((rec, false)) => visit(Entry::Record(rec), for_outputs),
                     Some((rec, true)) => visit(
@@ -465,36 +463,25 @@ pub fn read_with(
                 let seq = expected.or(in_flight).unwrap_or(0);
                 expected = expected.map(|want| want.wrapping_add(1));
                 visit(Entry::Damaged { seq, damage }, false);
+                if damage != Damage::Uncommitted {
+                    // Its length is as damaged as the rest may be: the next
+                    // record is the next place one validates.
+                    damaged_from = Some(pos);
+                    pos += 8;
+                    continue;
+                }
             }
         }
         pos = next;
+    }
+    if let Some(from) = damaged_from {
+        // No record validated after the damage: all of it to the tail.
+        visit(Entry::Skipped { bytes: pos - from }, false);
     }
     Cursor {
         pos: Some(pos),
         expected,
     }
-}
-
-/// The dictionary entry at `entry`: the last one decoded again, or decoded
-/// from `dict`, read again from `region` when the entry was published after
-/// it was read.
-fn site_of<'r>(
-    region: &'r (impl Region + ?Sized),
-    dict: &mut &'r [u8],
-    last: &mut Option<(u32, Site<'r>)>,
-    entry: u32,
-) -> Option<Site<'r>> {
-    if let Some((at, site)) = *last {
-        if at == entry {
-            return Some(site);
-        }
-    }
-    let site = Site::decode(dict, entry as usize).or_else(|| {
-        *dict = region.dict();
-        Site::decode(dict, entry as usize)
-    })?;
-    *last = Some((entry, site));
-    Some(site)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 
 use super::checksum::checksum_words;
 use super::record::{align8, u32_at};
+use super::region::Region;
 use crate::record::NAME_MAX;
 
 pub const ENTRY_HEADER_LEN: usize = 24;
@@ -117,6 +118,28 @@ impl<'a> Site<'a> {
             id: u32_at(buf, 20),
         })
     }
+}
+
+/// The dictionary entry at `entry`: the last one decoded again, or decoded
+/// from `dict`, read again from `region` when the entry was published after
+/// it was read.
+pub fn entry_of<'r>(
+    region: &'r (impl Region + ?Sized),
+    dict: &mut &'r [u8],
+    last: &mut Option<(u32, Site<'r>)>,
+    entry: u32,
+) -> Option<Site<'r>> {
+    if let Some((at, site)) = *last {
+        if at == entry {
+            return Some(site);
+        }
+    }
+    let site = Site::decode(dict, entry as usize).or_else(|| {
+        *dict = region.dict();
+        Site::decode(dict, entry as usize)
+    })?;
+    *last = Some((entry, site));
+    Some(site)
 }
 
 #[cfg(test)]
