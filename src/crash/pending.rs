@@ -6,12 +6,16 @@
 //! the output opened.
 
 use crate::output::at_crash;
+use crate::priority::Priority;
+use crate::record::Record;
 use crate::ring::reader::{self, Cursor};
-use crate::ring::{published, Entry, Region};
+use crate::ring::{published, Damage, Entry, Region};
 use crate::sys;
 use crate::text::json::render_json;
 use crate::text::line::render_line;
+use crate::text::num::put_decimal;
 use crate::text::time::Clock;
+use crate::text::{Bounded, Sink};
 
 /// How long the crash handler waits for the outputs to finish the batch
 /// they are writing (then it writes, and a line may appear twice).
@@ -58,6 +62,9 @@ pub fn write() {
             let pid = Some(sys::process_id());
             super::dump::with_fd_sink(target.fd, |sink| {
                 let mut clock = Clock::new();
+                // What is gone from the ring, said in the output that lost
+                // it: records damaged, bytes passed over or overwritten.
+                let mut lost = [0u64; 2];
                 reader::read_marked(
                     &view,
                     Cursor::at(printed),
@@ -70,9 +77,18 @@ pub fn write() {
                                 render_line(&rec, &mut clock, sink);
                             }
                         }
+                        // As the outputs' walk counts them (`logger::printer`).
+                        Entry::Damaged { damage, .. } if damage != Damage::Uncommitted => {
+                            lost[0] += 1
+                        }
+                        Entry::Gap { expected, found } => lost[0] += found.saturating_sub(expected),
+                        Entry::Skipped { bytes } => lost[1] += bytes,
                         _ => {}
                     },
                 );
+                if lost != [0, 0] {
+                    say_lost(lost, target.json.then_some(pid), &mut clock, sink);
+                }
             });
         });
         // If the program recovers, the outputs go on from here; unless some
@@ -85,8 +101,56 @@ pub fn write() {
     });
 }
 
+/// The line that says, in an output, what the crash handler could not
+/// write to it: `lost[0]` records damaged, `lost[1]` bytes passed over. No
+/// allocation: async-signal-safe.
+fn say_lost(lost: [u64; 2], json: Option<Option<u32>>, clock: &mut Clock, sink: &mut impl Sink) {
+    let mut buf = [0u8; 200];
+    let mut text = Bounded::new(&mut buf);
+    put_decimal(lost[0], 1, &mut text);
+    text.put(b" records of the ring were damaged (");
+    put_decimal(lost[1], 1, &mut text);
+    text.put(b" bytes) before this output wrote them: the lines among them are lost");
+    let rec = Record {
+        seq: 0,
+        time_ns: sys::realtime_ns(),
+        tid: sys::thread_id(),
+        line: 0,
+        priority: Priority::Warning,
+        source: b"vlog",
+        file: b"",
+        func: b"crash",
+        message: text.finish(),
+        fields: b"",
+        context: false,
+        id: 0,
+    };
+    match json {
+        Some(pid) => render_json(&rec, pid, clock, sink),
+        None => render_line(&rec, clock, sink),
+    }
+}
+
 /// The program handles the signal itself and may go on: the outputs write
 /// again.
 pub fn thaw() {
     at_crash::thawed();
+}
+
+/// For a thread about to have the outputs write, or to make room in a ring
+/// full of lines they have not written, while a crash is being dumped (the
+/// outputs stopped): waits until the process ends (it is dying) or goes on
+/// (the program's handler recovered from the fault), so that no line an
+/// output has not written is overwritten, nor a line's call returns before
+/// the outputs had it. The thread that dumps never waits for itself.
+/// Returns at once when no crash is being dumped. Async-signal-safe.
+pub fn wait_while_dumped() {
+    if !at_crash::frozen() {
+        return;
+    }
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    while at_crash::frozen() && super::DUMPER.load(std::sync::atomic::Ordering::SeqCst) != me {
+        sys::nap(1);
+    }
 }

@@ -237,8 +237,8 @@ impl Entered {
         let Entered { guard, _inside } = self;
         drop(guard);
         let said = write();
-        if !said.is_empty() {
-            relock(|s| s.note_all(said));
+        if !said.is_empty() || printer::handed_off() {
+            relock(|s| s.after_writing(said));
         }
     }
 }

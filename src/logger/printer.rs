@@ -43,6 +43,7 @@ use std::sync::{Mutex, MutexGuard};
 use super::context::{self, Contexts};
 use crate::config::context::Context;
 use crate::error::ConfigError;
+use crate::output::slow::Patience;
 use crate::output::{at_crash, Outputs, Said};
 use crate::priority::Priority;
 use crate::ring::published;
@@ -148,18 +149,25 @@ impl Printer {
             }
             // After a crash, the crash handler writes what is left.
             at_crash::while_busy(|| {
+                let mut lost = Lost::default();
                 cursor = reader::read_until(view, cursor, READ_STEP, |entry, marked| {
-                    if let (Entry::Record(rec), true) = (entry, marked) {
-                        if done != Some(rec.seq) {
-                            stopped = context::due(contexts, outputs, &rec);
-                            if stopped.is_some() {
-                                return false;
+                    match (entry, marked) {
+                        (Entry::Record(rec), true) => {
+                            lost.say(outputs, rec.time_ns, said);
+                            if done != Some(rec.seq) {
+                                stopped = context::due(contexts, outputs, &rec);
+                                if stopped.is_some() {
+                                    return false;
+                                }
                             }
+                            outputs.add(&rec, |event| said.push(event));
                         }
-                        outputs.add(&rec, |event| said.push(event));
+                        (Entry::Record(_), false) => {}
+                        (other, _) => lost.see(&other),
                     }
                     true
                 });
+                lost.say(outputs, crate::sys::realtime_ns(), said);
                 if let (Some(due), Some(at)) = (&stopped, cursor.pos()) {
                     let mut report = |event: Said| said.push(event);
                     context::print(contexts, outputs, view, at, due, &mut report);
@@ -237,13 +245,129 @@ impl Printer {
     }
 }
 
+/// What the outputs' walk found damaged before they read it: records (by
+/// their numbers), bytes passed over. Said in every output before the next
+/// line it prints, so a reader of the output knows lines are missing there
+/// and how many (vlog's dump, or `vlog-dump`, has the rest of the story).
+/// Records overwritten are not the outputs' loss: a record they had not
+/// printed is never overwritten (a caller that needs its room waits for
+/// them, a crash included), and the ring-only records they pass over go
+/// as the ring wraps.
+#[derive(Default)]
+struct Lost {
+    damaged: u64,
+    damaged_bytes: u64,
+}
+
+impl Lost {
+    fn see(&mut self, entry: &Entry) {
+        match *entry {
+            // A record never committed is a flight recorder's (one whose
+            // thread a fork left behind): never a line.
+            Entry::Damaged { damage, .. } if damage != crate::ring::Damage::Uncommitted => {
+                self.damaged += 1
+            }
+            Entry::Gap { expected, found } => self.damaged += found.saturating_sub(expected),
+            Entry::Skipped { bytes } => self.damaged_bytes += bytes,
+            _ => {}
+        }
+    }
+
+    /// Says what was lost, if anything, in every output (a warning of
+    /// source `vlog`, at `time_ns`), and forgets it.
+    #[cold]
+    fn say_now(&mut self, outputs: &mut Outputs, time_ns: u64, said: &mut Vec<Said>) {
+        let (n, bytes) = (self.damaged, self.damaged_bytes);
+        let text = format!(
+            "{n} records of the ring were damaged ({bytes} bytes) before this output wrote them: \
+             the lines among them are lost"
+        );
+        *self = Lost::default();
+        let rec = crate::record::Record {
+            seq: 0,
+            time_ns,
+            tid: crate::sys::thread_id(),
+            line: 0,
+            priority: Priority::Warning,
+            source: b"vlog",
+            file: b"",
+            func: b"output",
+            message: text.as_bytes(),
+            fields: b"",
+            context: false,
+            id: 0,
+        };
+        outputs.add_to_every(&rec, |event| said.push(event));
+    }
+
+    #[inline(always)]
+    fn say(&mut self, outputs: &mut Outputs, time_ns: u64, said: &mut Vec<Said>) {
+        if self.damaged + self.damaged_bytes > 0 {
+            self.say_now(outputs, time_ns, said);
+        }
+    }
+}
+
 /// Has the outputs read the current ring up to `upto` (see
 /// [`Printer::catch_up`]), from a thread that does not hold the logger's
 /// lock; returns what they had to report.
 pub fn write_upto(upto: u64) -> Vec<Said> {
-    let mut printer = lock();
+    let mut printer = lock_for_caller();
     printer.catch_up_published(upto);
-    printer.take_said()
+    printer.done_for_caller()
+}
+
+/// The printer's lock for a thread that writes its own line (not vlog's
+/// writer thread): a slow reader is waited on as long as the writer's
+/// would when there is no writer thread here, else a moment, and the line
+/// handed to it (see `output::slow`). While a crash is dumped the outputs
+/// write nothing: the caller waits with them (a ring full of lines they
+/// have not written overwrites none; see `crash::pending`).
+fn lock_for_caller() -> MutexGuard<'static, Printer> {
+    crate::crash::pending::wait_while_dumped();
+    let mut printer = lock();
+    let patience = if WRITER.load(Ordering::SeqCst) == crate::sys::process_id() {
+        Patience::HandOff
+    } else {
+        Patience::Full
+    };
+    printer.outputs.set_patience(patience);
+    printer
+}
+
+/// Datagrams a caller handed to the writer thread, which it sends before it
+/// sleeps: set by the caller, taken by the writer thread, both under the
+/// printer's lock.
+static HANDED_OFF: AtomicBool = AtomicBool::new(false);
+
+/// The pid of the process whose writer thread runs (0: none): a forked
+/// child has none of its parent's.
+static WRITER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+impl Printer {
+    /// A caller's walk is over: what the outputs had to report, and the
+    /// writer thread told of what was handed to it.
+    fn done_for_caller(&mut self) -> Vec<Said> {
+        self.outputs.set_patience(Patience::Full);
+        if self.outputs.holding() {
+            HANDED_OFF.store(true, Ordering::SeqCst);
+        }
+        self.take_said()
+    }
+
+    /// Sends what the outputs hold for the writer thread, waiting as long
+    /// as their readers take something (the writer thread, a flush, exit).
+    pub fn send_held(&mut self) {
+        HANDED_OFF.store(false, Ordering::SeqCst);
+        let Printer { outputs, said, .. } = self;
+        outputs.print_all(|outputs| outputs.send_held(Patience::Full, said));
+    }
+}
+
+/// Whether a caller handed datagrams to the writer thread since it last
+/// sent what was held: it is woken for them.
+pub fn handed_off() -> bool {
+    HANDED_OFF.load(Ordering::SeqCst)
 }
 
 /// Has the outputs read everything in the current ring, for a caller whose
@@ -251,25 +375,25 @@ pub fn write_upto(upto: u64) -> Vec<Said> {
 /// whether they are stuck (lines are left that they could not read on to:
 /// a damaged ring).
 pub fn make_room() -> (Vec<Said>, bool) {
-    let mut printer = lock();
+    let mut printer = lock_for_caller();
     let place = || published::read(|view| view.map(|v| (v.printed(), v.marked_end())));
     let before = place();
     printer.catch_up_published(u64::MAX);
     let after = place();
     let stuck = after == before && after.is_some_and(|(printed, end)| printed < end);
-    (printer.take_said(), stuck)
+    (printer.done_for_caller(), stuck)
 }
 
 /// [`Printer::print_at`] on the current ring, from a thread that does not
 /// hold the logger's lock.
 pub fn write_one(pos: u64) -> Vec<Said> {
-    let mut printer = lock();
+    let mut printer = lock_for_caller();
     published::read(|view| {
         if let Some(view) = view {
             printer.print_at(&view, pos);
         }
     });
-    printer.take_said()
+    printer.done_for_caller()
 }
 
 /// Wakes the writer thread for a marked record just recorded (under the
@@ -304,19 +428,30 @@ pub fn start(report: fn(), failed: fn()) -> std::io::Result<Worker> {
 }
 
 /// Whether the current ring holds records marked for the outputs that
-/// they have not read.
+/// they have not read, or a caller handed datagrams over.
 fn pending() -> bool {
-    published::read(|view| view.is_some_and(|v| v.printed() < v.marked_end()))
+    handed_off() || published::read(|view| view.is_some_and(|v| v.printed() < v.marked_end()))
 }
 
 /// The writer thread: writes what is pending, sleeps until a caller wakes
 /// it, lets the burst gather, and writes again; ends when told to stop
 /// (after writing what was pending then).
 fn run(stop: &AtomicBool, report: fn(), failed: fn()) {
+    let me = crate::sys::process_id();
+    WRITER.store(me, Ordering::SeqCst);
+    run_until_stopped(stop, report, failed);
+    let _ = WRITER.compare_exchange(me, 0, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+fn run_until_stopped(stop: &AtomicBool, report: fn(), failed: fn()) {
     loop {
         let said = crate::panic::catch(|| {
             let mut printer = lock();
             printer.catch_up_published(u64::MAX);
+            // What callers handed over, before the thread sleeps.
+            if printer.outputs.holding() {
+                printer.send_held();
+            }
             !printer.said.is_empty()
         });
         match said {
@@ -358,5 +493,76 @@ fn run(stop: &AtomicBool, report: fn(), failed: fn()) {
             std::thread::park_timeout(std::time::Duration::from_millis(GATHER_MS));
         }
         URGENT.store(false, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::spec::parse_list;
+    use crate::record::Record;
+    use crate::ring::Ring;
+
+    /// Records damaged in the ring before the outputs read them are said
+    /// in every output, with their count, before its next line; the lines
+    /// after the damage are printed.
+    #[test]
+    fn lines_lost_to_damage_are_said_in_every_output() {
+        let dir = std::env::temp_dir().join(format!("vlog-printer-lost-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (ring_path, errors, all) = (
+            dir.join("ring"),
+            dir.join("errors.log"),
+            dir.join("all.log"),
+        );
+        let mut ring = Ring::create_file(&ring_path, 64 * 1024, None, false).unwrap();
+        for i in 0..100 {
+            let msg = format!("line {i}");
+            let rec = Record {
+                priority: if i % 10 == 9 {
+                    Priority::Error
+                } else {
+                    Priority::Info
+                },
+                message: msg.as_bytes(),
+                ..Record::sample(b"")
+            };
+            ring.append_call(&rec, false, true).unwrap();
+        }
+        // 200 bytes of zeros in the middle of the records the outputs have
+        // not read: through the file, which the ring maps.
+        let data = std::fs::metadata(&ring_path).unwrap().len() as usize - 64 * 1024;
+        let mut bytes = std::fs::read(&ring_path).unwrap();
+        bytes[data + 2000..data + 2200].fill(0);
+        std::fs::write(&ring_path, &bytes).unwrap();
+        let specs = format!("4:file:{} 2:file:{}", errors.display(), all.display());
+        let mut printer = Printer::new();
+        let list = Outputs::open(&parse_list(&specs).unwrap()).unwrap();
+        printer.outputs.set(list).unwrap();
+        printer.set_context(Context::parse("0").unwrap()).unwrap();
+        printer.catch_up(&ring.view(), u64::MAX);
+        drop(printer);
+        let all = std::fs::read_to_string(&all).unwrap();
+        let errors = std::fs::read_to_string(&errors).unwrap();
+        for (name, text) in [("all", &all), ("errors", &errors)] {
+            let said: Vec<&str> = text
+                .lines()
+                .filter(|l| l.contains(" were damaged "))
+                .collect();
+            assert_eq!(said.len(), 1, "{name}:\n{text}");
+            assert!(
+                said[0].contains(" : vlog : output")
+                    && said[0].contains("the lines among them are lost"),
+                "{name}: {}",
+                said[0]
+            );
+        }
+        // The records after the damage are printed.
+        assert!(
+            all.contains(" : line 99\n") && errors.contains(" : line 99\n"),
+            "{all}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -280,9 +280,11 @@ pub fn drain(why: Drain) {
     if super::inside() {
         return;
     }
-    // Every line recorded for the outputs first.
+    // Every line recorded for the outputs first, and what callers handed
+    // to the writer thread.
     with_printer(|p, said| {
         p.catch_up_published(u64::MAX);
+        p.send_held();
         said.extend(p.take_said());
     });
     loop {

@@ -24,6 +24,16 @@ impl State {
         }
     }
 
+    /// After a caller had the outputs write: what they had to report is
+    /// said, and the writer thread woken for datagrams a slow reader had
+    /// no room for, which the caller handed to it (`output::slow`).
+    pub(super) fn after_writing(&mut self, said: Vec<crate::output::Said>) {
+        self.note_all(said);
+        if printer::handed_off() {
+            self.wake_writer();
+        }
+    }
+
     /// After the exit handler wrote what the outputs had: every line from
     /// now on is written by the thread that logs it.
     pub(super) fn after_exit(&mut self) {

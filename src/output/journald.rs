@@ -8,6 +8,7 @@
 
 use std::io;
 
+use super::slow::{Pace, Patience};
 use crate::error::ConfigError;
 use crate::fields::{self, Value};
 use crate::record::Record;
@@ -21,26 +22,44 @@ pub const SOCKET: &[u8] = b"/run/systemd/journal/socket";
 /// One journald output.
 #[derive(Debug)]
 pub struct Journald {
+    /// Connected at the first entry, so that a full queue is waited on.
     socket: DatagramTarget,
     /// SYSLOG_IDENTIFIER: the program's name.
     ident: Vec<u8>,
+    /// journald slow for a moment (see `slow`).
+    pace: Pace,
 }
 
 impl Journald {
     pub fn open() -> Result<Journald, ConfigError> {
-        let socket = DatagramTarget::unix(SOCKET)
+        let socket = DatagramTarget::unix_connecting(SOCKET)
             .map_err(|e| ConfigError::new(format!("cannot make a socket for journald: {e}")))?;
+        let mut pace = Pace::default();
+        pace.reserve()
+            .map_err(|e| ConfigError::new(format!("cannot make a journald output: {e}")))?;
         Ok(Journald {
             socket,
             ident: sys::program_name(),
+            pace,
         })
     }
 
-    /// Renders `rec` into `entry` and sends it.
-    pub fn send(&mut self, rec: &Record, entry: &mut Vec<u8>) -> io::Result<()> {
+    /// Renders `rec` into `entry` and sends it, waiting for room in
+    /// journald's queue as `patience` says.
+    pub fn send(
+        &mut self,
+        rec: &Record,
+        entry: &mut Vec<u8>,
+        patience: Patience,
+    ) -> io::Result<()> {
         entry.clear();
         render(rec, &self.ident, entry);
-        self.socket.send(entry)
+        self.pace.send(&mut self.socket, entry, patience)
+    }
+
+    /// What waits for the writer thread, and what a stall dropped.
+    pub fn pace(&mut self) -> (&mut Pace, &mut DatagramTarget) {
+        (&mut self.pace, &mut self.socket)
     }
 
     /// Whether the program closed this output's socket since the last call

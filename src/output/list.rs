@@ -6,8 +6,10 @@ use std::net::SocketAddr;
 
 use super::at_crash;
 use super::context::Memory;
-use super::print::{Lines, Output, Target};
+use super::lines::Lines;
+use super::print::{Output, Target};
 use super::said::Said;
+use super::slow::Patience;
 use super::spec::Spec;
 use crate::error::ConfigError;
 use crate::priority::Priority;
@@ -69,7 +71,27 @@ impl Outputs {
                 entry: Vec::new(),
                 text_made: false,
                 json_made: false,
+                patience: Patience::Full,
             },
+        }
+    }
+
+    /// Who prints from now on, and so how long a slow reader is waited on
+    /// (see `slow`).
+    pub fn set_patience(&mut self, patience: Patience) {
+        self.lines.patience = patience;
+    }
+
+    /// Whether some output holds datagrams for the writer thread.
+    pub fn holding(&mut self) -> bool {
+        self.list.iter_mut().any(Output::holding)
+    }
+
+    /// Sends what the outputs hold for the writer thread, waiting for room
+    /// as `patience` says.
+    pub fn send_held(&mut self, patience: Patience, said: &mut Vec<Said>) {
+        for out in &mut self.list {
+            out.send_held(patience, said);
         }
     }
 
@@ -129,6 +151,8 @@ impl Outputs {
                 out.context = old.context.clone();
             }
         }
+        // What the outputs going away hold for the writer thread goes first.
+        self.send_held(Patience::Full, &mut Vec::new());
         self.list = list;
         self.publish_for_crash();
         self.sync_from = self
@@ -158,6 +182,7 @@ impl Outputs {
     }
 
     pub fn clear(&mut self) {
+        self.send_held(Patience::Full, &mut Vec::new());
         self.list.clear();
         self.publish_for_crash();
         self.sync_from = NONE_PRINTED;
@@ -188,6 +213,9 @@ impl Outputs {
         self.lines.json_made = false;
         let mut moved = false;
         for out in self.list.iter_mut().filter(|o| rec.priority >= o.priority) {
+            if let Some(event) = out.settle_owed(&mut self.lines) {
+                report(event.into());
+            }
             if let Some(event) = out.add(rec, &mut self.lines) {
                 report(event.into());
             }
@@ -217,6 +245,15 @@ impl Outputs {
         self.lines.json_made = false;
     }
 
+    /// Hands `rec` to every output, whatever its priority: vlog's word to
+    /// each about lines it lost (one that prints errors alone lost its
+    /// errors among them).
+    pub fn add_to_every(&mut self, rec: &Record, mut report: impl FnMut(Said)) {
+        for i in 0..self.list.len() {
+            self.add_to(i, rec, &mut report);
+        }
+    }
+
     /// How many outputs there are.
     pub fn count(&self) -> usize {
         self.list.len()
@@ -242,6 +279,13 @@ impl Outputs {
             if let Some(event) = out.flush() {
                 report(event.into());
                 said = true;
+            }
+            // What it lost, said in it as soon as it works again.
+            if let Some(event) = out.settle_owed(&mut self.lines) {
+                report(event.into());
+            }
+            if let Some(event) = out.flush() {
+                report(event.into());
             }
             said |= out.take_notices(&mut report);
         }

@@ -18,10 +18,12 @@ pub mod context;
 pub mod file;
 pub mod fluent;
 pub mod journald;
+mod lines;
 mod list;
 mod print;
 pub mod rotate;
 mod said;
+pub mod slow;
 pub mod spec;
 pub mod syslog;
 

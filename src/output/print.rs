@@ -9,7 +9,9 @@ use super::context::Memory;
 use super::file::FileOutput;
 use super::fluent::{Fluent, Waiting};
 use super::journald::Journald;
+use super::lines::Lines;
 use super::said::{either, Said};
+use super::slow::{Pace, Patience};
 use super::spec::{Dest, Form, Spec};
 use super::syslog::Syslog;
 use crate::diag;
@@ -18,9 +20,8 @@ use crate::priority::Priority;
 use crate::record::Record;
 use crate::stats;
 use crate::sys;
-use crate::text::json::{render_json, JSON_LINE_MAX};
-use crate::text::line::{render_line, LINE_MAX};
-use crate::text::time::Clock;
+use crate::text::json::JSON_LINE_MAX;
+use crate::text::line::LINE_MAX;
 
 /// Where an output's bytes go.
 #[derive(Debug)]
@@ -46,6 +47,10 @@ pub struct Output {
     /// The failure is reported when this becomes Some, the recovery when it
     /// becomes None again.
     failing: Option<u64>,
+    /// Lines lost in a failure just over, to be said in this output itself
+    /// (the reader of a file or of journald learns there what is missing
+    /// there).
+    owed: u64,
     /// A file's or stderr's lines not written yet, and how many: written
     /// with one write(2) per batch ([`Output::flush`]).
     batch: Vec<u8>,
@@ -56,51 +61,6 @@ pub struct Output {
 
 /// The most a batch of lines holds before it is written.
 pub const BATCH_MAX: usize = 64 * 1024;
-
-/// What every output that prints a record shares: the text and JSON lines,
-/// each made at most once per record, and a buffer for the forms made per
-/// output. Reserved once, so printing never allocates.
-#[derive(Debug, Default)]
-pub struct Lines {
-    pub(super) clock: Clock,
-    pub(super) text: Vec<u8>,
-    pub(super) json: Vec<u8>,
-    pub(super) entry: Vec<u8>,
-    pub(super) text_made: bool,
-    pub(super) json_made: bool,
-}
-
-impl Lines {
-    /// Reserves the buffers once, so that printing never allocates.
-    pub(super) fn reserve(&mut self) -> Result<(), std::collections::TryReserveError> {
-        self.text.try_reserve(LINE_MAX)?;
-        self.json.try_reserve(JSON_LINE_MAX)?;
-        self.entry.try_reserve(LINE_MAX)
-    }
-
-    pub(super) fn line(&mut self, form: Form, rec: &Record) -> &[u8] {
-        if form == Form::Json {
-            if !self.json_made {
-                self.json.clear();
-                render_json(
-                    rec,
-                    Some(sys::process_id()),
-                    &mut self.clock,
-                    &mut self.json,
-                );
-                self.json_made = true;
-            }
-            &self.json
-        } else {
-            if !self.text_made {
-                self.text.clear();
-                render_line(rec, &mut self.clock, &mut self.text);
-                self.text_made = true;
-            }
-            &self.text
-        }
-    }
-}
 
 impl Output {
     pub fn stderr(priority: Priority) -> Output {
@@ -121,6 +81,7 @@ impl Output {
             spec,
             target,
             failing: None,
+            owed: 0,
             batch: Vec::new(),
             batched: 0,
             context: Memory::new(),
@@ -192,9 +153,10 @@ impl Output {
         if self.batched == 0 {
             return None;
         }
+        let room_ms = self.room_ms();
         let (rotated, result) = match &mut self.target {
-            Target::Stderr => (None, write_stderr(&self.batch)),
-            Target::File(file) => file.write(&self.batch),
+            Target::Stderr => (None, write_stderr(&self.batch, room_ms)),
+            Target::File(file) => file.write(&self.batch, room_ms),
             _ => (None, Ok(())),
         };
         let batched = std::mem::take(&mut self.batched);
@@ -235,32 +197,34 @@ impl Output {
     /// of a failure, its end.
     fn print(&mut self, rec: &Record, lines: &mut Lines) -> Option<String> {
         let form = self.form;
+        let room_ms = self.room_ms();
+        // Lines this output had queued or held and dropped meanwhile.
+        let mut dropped = 0;
         let (rotated, result) = match &mut self.target {
             // (Batched: see `add`.)
             Target::Stderr => (
                 None,
-                write_stderr(lines.line(form, rec)).map_err(|(e, _)| e),
+                write_stderr(lines.line(form, rec), room_ms).map_err(|(e, _)| e),
             ),
             Target::File(file) => {
-                let (rotated, result) = file.write(lines.line(form, rec));
+                let (rotated, result) = file.write(lines.line(form, rec), room_ms);
                 (rotated, result.map_err(|(e, _)| e))
             }
             Target::Journald(journald) => {
-                let result = journald.send(rec, &mut lines.entry);
+                let result = journald.send(rec, &mut lines.entry, lines.patience);
+                dropped = journald.pace().0.take_dropped();
                 (
                     replaced(journald.take_replaced(), || "journald".into()),
                     result,
                 )
             }
             Target::Syslog(syslog) => {
-                let result = syslog.send(rec, &mut lines.entry);
+                let result = syslog.send(rec, &mut lines.entry, lines.patience);
                 let replaced = replaced(syslog.take_replaced(), || syslog.describe());
-                // Frames a collector connection had queued when it broke.
-                let dropped = syslog.take_dropped();
-                stats::add(&stats::LINES_LOST, dropped);
-                if let Some(lost) = &mut self.failing {
-                    *lost += dropped;
-                }
+                // Frames a collector connection had queued when it broke,
+                // datagrams held for the writer thread when the daemon
+                // stalled.
+                dropped = syslog.take_dropped();
                 (replaced, result)
             }
             Target::Fluent(fluent) => {
@@ -272,7 +236,91 @@ impl Output {
             }
         };
         let event = self.account(result, 1);
+        self.lost_to_stall(dropped);
         either(rotated, event)
+    }
+
+    /// Says in this output what it lost while it failed, once it works
+    /// again: a warning of source `vlog` with the count, before its next
+    /// line. Returns what to report, as [`Output::add`] does.
+    pub(super) fn settle_owed(&mut self, lines: &mut Lines) -> Option<String> {
+        let lost = std::mem::take(&mut self.owed);
+        if lost == 0 {
+            return None;
+        }
+        let text = format!(
+            "{lost} line{} could not be written to this output while it failed",
+            if lost == 1 { "" } else { "s" }
+        );
+        let rec = Record {
+            seq: 0,
+            time_ns: sys::realtime_ns(),
+            tid: sys::thread_id(),
+            line: 0,
+            priority: Priority::Warning,
+            source: b"vlog",
+            file: b"",
+            func: b"output",
+            message: text.as_bytes(),
+            fields: b"",
+            context: false,
+            id: 0,
+        };
+        lines.forget();
+        let event = self.add(&rec, lines);
+        lines.forget();
+        event
+    }
+
+    /// Datagrams a stalled reader made this output drop (what it held for
+    /// the writer thread): counted lost, and in the failure being reported.
+    fn lost_to_stall(&mut self, dropped: u64) {
+        stats::add(&stats::LINES_LOST, dropped);
+        if let Some(lost) = &mut self.failing {
+            *lost += dropped;
+        }
+    }
+
+    /// Whether this output holds datagrams for the writer thread (see
+    /// `slow`).
+    pub fn holding(&mut self) -> bool {
+        self.pace().is_some_and(|(pace, _)| pace.holding())
+    }
+
+    /// Sends what this output holds for the writer thread, waiting for room
+    /// as `patience` says; what is to be reported goes to `said`.
+    pub fn send_held(&mut self, patience: Patience, said: &mut Vec<Said>) {
+        let Some((pace, socket)) = self.pace() else {
+            return;
+        };
+        let result = pace.send_held(socket, patience);
+        let dropped = pace.take_dropped();
+        if result.is_err() || dropped > 0 {
+            self.lost_to_stall(dropped);
+        }
+        // A stall (or a reader gone) is this output's failure, said once.
+        if let Some(event) = self.account(result.map(|_| ()), 0) {
+            said.push(event.into());
+        }
+    }
+
+    fn pace(&mut self) -> Option<(&mut Pace, &mut sys::net::DatagramTarget)> {
+        match &mut self.target {
+            Target::Journald(journald) => Some(journald.pace()),
+            Target::Syslog(syslog) => syslog.pace(),
+            _ => None,
+        }
+    }
+
+    /// How long a write waits for a reader slow for a moment (a full pipe
+    /// another process made non-blocking): `sys::room::ROOM_WAIT_MS` without
+    /// progress; no wait while the output fails (the reader stalled, or
+    /// is gone), until a write goes through again.
+    fn room_ms(&self) -> u64 {
+        match self.failing {
+            Some(_) => 0,
+            None => sys::room::ROOM_WAIT_MS,
+        }
     }
 
     /// Counts `lines` failed lines, and says when failing starts or ends.
@@ -288,6 +336,7 @@ impl Output {
         }
         match (result, &mut self.failing) {
             (Ok(()), failing) => failing.take().map(|lost| {
+                self.owed += lost;
                 format!(
                     "{} works again; {lost} line{} could not be written to it",
                     self.describe(),
@@ -304,7 +353,16 @@ impl Output {
                 stats::add(&stats::LINES_LOST, lines);
                 let why = match &self.target {
                     Target::Fluent(fluent) => fluent.why(&e),
-                    Target::Syslog(syslog) => syslog.why(&e),
+                    Target::Syslog(syslog)
+                        if syslog.address().is_some_and(|a| a.get().is_none()) =>
+                    {
+                        syslog.why(&e)
+                    }
+                    // A reader slow past every wait (`slow`, `sys::room`).
+                    _ if e.kind() == io::ErrorKind::WouldBlock => format!(
+                        "it took nothing for {} s (its queue stayed full)",
+                        sys::room::ROOM_WAIT_MS / 1000
+                    ),
                     _ => e.to_string(),
                 };
                 Some(format!(
@@ -321,6 +379,10 @@ impl Output {
     /// own memory of error contexts.
     pub fn after_fork(&mut self) {
         self.context.forget();
+        // What the parent holds for its writer thread is the parent's.
+        if let Some((pace, _)) = self.pace() {
+            pace.forget();
+        }
         match &mut self.target {
             Target::Syslog(syslog) => syslog.after_fork(),
             Target::Fluent(fluent) => fluent.after_fork(),
@@ -463,9 +525,9 @@ fn replaced(replaced: bool, what: impl FnOnce() -> String) -> Option<String> {
     })
 }
 
-fn write_stderr(lines: &[u8]) -> Result<(), (io::Error, usize)> {
+fn write_stderr(lines: &[u8], room_ms: u64) -> Result<(), (io::Error, usize)> {
     match diag::stderr() {
-        Some(kind) => sys::write_lines_no_signal(2, lines, kind),
+        Some(kind) => sys::write_lines_no_signal(2, lines, kind, room_ms),
         None => Err((
             io::Error::other(
                 "fd 2 is closed, or is no longer the file it was when vlog started \

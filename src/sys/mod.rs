@@ -9,6 +9,7 @@
 
 pub mod alloc;
 pub mod cancel;
+pub mod clock;
 pub mod connection;
 pub mod fd;
 pub mod listen;
@@ -19,10 +20,12 @@ pub mod private;
 #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
 pub mod profile;
 pub mod record_lock;
+pub mod room;
 pub mod signal;
 pub mod syslog;
 pub mod watch;
 
+pub use clock::monotonic_ns;
 pub use fd::{fd_info, write_all_fd, write_all_raw, write_lines_no_signal, write_no_signal};
 pub use fd::{Fd, FdInfo, FdKind};
 pub use private::{create_beside, exchange, judge_at, open_private, rename_over, Private};
@@ -267,17 +270,6 @@ pub fn realtime_ns() -> u64 {
     // SAFETY: `ts` is a valid out-pointer; CLOCK_REALTIME always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
     u64::try_from(ts.tv_sec).map_or(0, |s| s * 1_000_000_000 + ts.tv_nsec as u64)
-}
-
-/// CLOCK_MONOTONIC in nanoseconds. One vDSO call; async-signal-safe.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Maps `len` bytes read-write.

@@ -21,6 +21,9 @@ pub struct DatagramTarget {
     replaced: bool,
     /// Connected to its address (`unix_connected`): sends name no address.
     connected: bool,
+    /// Connects at the first send, and again after a failed one
+    /// (`unix_connecting`).
+    connecting: bool,
 }
 
 impl std::fmt::Debug for DatagramTarget {
@@ -55,6 +58,18 @@ impl DatagramTarget {
         let (family, storage, len) = unix_addr(path)?;
         let mut target = DatagramTarget::to(family, storage, len)?;
         target.connect()?;
+        target.connecting = true;
+        Ok(target)
+    }
+
+    /// To the Unix datagram socket at `path`, connected at the first send
+    /// (nothing need listen there yet) and again when a send finds it not
+    /// connected: so that a full queue at the other end is this socket's to
+    /// wait on ([`DatagramTarget::wait_for_room`]), which an unconnected
+    /// socket cannot see.
+    pub fn unix_connecting(path: &[u8]) -> io::Result<DatagramTarget> {
+        let mut target = DatagramTarget::unix(path)?;
+        target.connecting = true;
         Ok(target)
     }
 
@@ -101,6 +116,7 @@ impl DatagramTarget {
             addr_len,
             replaced: false,
             connected: false,
+            connecting: false,
         })
     }
 
@@ -122,6 +138,10 @@ impl DatagramTarget {
                 self.connect()?;
             }
         }
+        if self.connecting && !self.connected {
+            // Nothing listens there (yet): the error is the send's.
+            self.connect()?;
+        }
         match self.send_datagram(payload, None) {
             // The daemon at the other end was restarted: a new socket,
             // connected to the new one, and the message sent again once,
@@ -136,6 +156,9 @@ impl DatagramTarget {
             {
                 let new = new_socket(self.family, libc::SOCK_DGRAM)?;
                 drop(std::mem::replace(&mut self.fd, new));
+                // Not connected until this connect succeeds: the next send
+                // tries again.
+                self.connected = false;
                 self.connect()?;
                 self.send_datagram(payload, None)
             }

@@ -395,3 +395,43 @@ fn a_crash_after_following_a_rotation_writes_the_pending_lines_to_the_new_file()
     }
     assert!(new.contains(": followed\n"), "r.log:\n{new}");
 }
+
+/// Readers slow for a moment lose no line (`c-tests/slow_readers.c`): a
+/// pipe on stderr another process made non-blocking, read slowly; a
+/// syslog daemon at /dev/log whose queue holds 10 datagrams (a mount and
+/// network namespace of the test's own), read slowly.
+#[test]
+fn readers_slow_for_a_moment_lose_no_line() {
+    let exe = build("slow_readers", Link::Static);
+    assert_ok("slow_readers pipe", &run_with(&exe, &["pipe"], &[]));
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        say_skipped("a /dev/log of the test's own needs root (a mount namespace)");
+        return;
+    }
+    let dir = scratch_dir("slow-readers-devlog");
+    let sock = dir.join("log.sock");
+    let script = r#"set -e; dir=$1; sock=$2; shift 2
+mkdir -p "$dir/dev-up" "$dir/dev-work"
+mount -t overlay overlay -o "lowerdir=/dev,upperdir=$dir/dev-up,workdir=$dir/dev-work" /dev
+ln -sfn "$sock" /dev/log
+echo 10 > /proc/sys/net/unix/max_dgram_qlen
+exec "$@""#;
+    let inner = command(&exe);
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--mount", "--net", "--propagation", "private", "--"])
+        .args(["sh", "-c", script, "sh"])
+        .arg(&dir)
+        .arg(&sock)
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .args(["devlog", sock.to_str().unwrap()]);
+    for (key, value) in inner.get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    without_vlog_env(&mut cmd);
+    let out = cmd.current_dir(&dir).output().expect("unshare");
+    assert_ok("slow_readers devlog", &out);
+}

@@ -215,3 +215,90 @@ fn eight_threads_into_a_small_ring_lose_no_line() {
         assert_all_in_order(&got, &format!("t{t} l"), 5000);
     }
 }
+
+/// A crash while three other threads flood a file output through a 4 MiB
+/// ring file (`c-tests/crash_flood.c`), ten times: every line a call had
+/// returned from before the fault is in the log file, the crash dump or
+/// the ring (`vlog-dump --unprinted`), or the log file says how many were
+/// lost.
+#[test]
+fn a_crash_while_other_threads_log_keeps_every_line_they_logged() {
+    if signal_test_skipped() {
+        return;
+    }
+    let exe = build("crash_flood", Link::Static);
+    for round in 0..10 {
+        let dir = scratch_dir("writer-crash-flood");
+        let (log, ring, dump, progress) = (
+            dir.join("out.log"),
+            dir.join("flood.ring"),
+            dir.join("crash.dump"),
+            dir.join("progress"),
+        );
+        let outputs = format!("2:file:{}", log.display());
+        let dump_env = format!("file:{}", dump.display());
+        let out = run_with(
+            &exe,
+            &[progress.to_str().unwrap()],
+            &[
+                ("VLOG_OUTPUTS", &outputs),
+                ("VLOG_LEVEL", "info"),
+                ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+                ("VLOG_BUFFER_SIZE", "4M"),
+                ("VLOG_DUMP", &dump_env),
+            ],
+        );
+        assert_killed_by(&out, libc::SIGSEGV);
+        let counters = std::fs::read(&progress).unwrap();
+        let at_fault: Vec<u64> = (3..6)
+            .map(|i| u64::from_ne_bytes(counters[8 * i..8 * i + 8].try_into().unwrap()))
+            .collect();
+        // Every "tN line I" found anywhere.
+        let mut seen = std::collections::HashSet::new();
+        let mut take = |text: &str| {
+            for line in text.lines() {
+                let Some(msg) = line.rsplit(" : ").next() else {
+                    continue;
+                };
+                if let Some((t, i)) = msg
+                    .strip_prefix('t')
+                    .and_then(|m| m.split_once(" line "))
+                    .and_then(|(t, i)| Some((t.parse::<usize>().ok()?, i.parse::<u64>().ok()?)))
+                {
+                    seen.insert((t, i));
+                }
+            }
+        };
+        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+        take(&log_text);
+        take(&std::fs::read_to_string(&dump).unwrap_or_default());
+        take(&text(
+            &vlog_dump_allowing_skips(&["--unprinted", ring.to_str().unwrap()]).stdout,
+        ));
+        let missing: Vec<(usize, u64)> = (0..3)
+            .flat_map(|t| (0..at_fault[t]).map(move |i| (t, i)))
+            .filter(|k| !seen.contains(k))
+            .collect();
+        // What the log file says it lost, if anything.
+        let said_lost: u64 = log_text
+            .lines()
+            .filter(|l| l.contains(" : vlog : ") && l.contains(" lost"))
+            .filter_map(|l| {
+                l.rsplit(" : ")
+                    .next()?
+                    .split(' ')
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum();
+        assert!(
+            missing.len() as u64 <= said_lost,
+            "round {round}: {} lines logged before the fault (of {at_fault:?}) are nowhere, the \
+             log file says {said_lost} lost; first missing {:?}; stderr:\n{}",
+            missing.len(),
+            &missing[..missing.len().min(5)],
+            text(&out.stderr)
+        );
+    }
+}

@@ -24,6 +24,7 @@ use std::io;
 use std::net::SocketAddr;
 
 use super::address::Address;
+use super::slow::{Pace, Patience};
 use super::spec::Transport;
 use crate::error::ConfigError;
 use crate::record::Record;
@@ -60,9 +61,9 @@ pub struct Syslog {
     /// The message being sent, with its octet count in front over TCP (one
     /// buffer, so the frame goes in one send); LOG_PERROR's line.
     frame: Vec<u8>,
-    /// The program's destination refused a message after the wait (see
-    /// `send_riding_out`): no more waits until it takes one again.
-    congested: bool,
+    /// A daemon or a collector's socket slow for a moment (see `slow`):
+    /// the datagram forms'.
+    pace: Pace,
     /// Frames kept while the collector's name was looked up still wait to
     /// be written (see `flush_waiting`).
     flushing: bool,
@@ -75,7 +76,7 @@ impl Syslog {
         let socket = match transport {
             Transport::Program => Socket::Program(None),
             Transport::Local => {
-                Socket::Local(DatagramTarget::unix(LOCAL_SOCKET).map_err(socket_error)?)
+                Socket::Local(DatagramTarget::unix_connecting(LOCAL_SOCKET).map_err(socket_error)?)
             }
             Transport::Udp(name) => {
                 let mut udp = Udp {
@@ -100,25 +101,36 @@ impl Syslog {
                 Socket::Tcp(address, stream)
             }
         };
+        let no_memory = |e| ConfigError::new(format!("cannot make a syslog output: {e}"));
         let mut frame = Vec::new();
         if let Socket::Tcp(..) | Socket::Program(_) = socket {
             frame
                 .try_reserve_exact(crate::text::line::LINE_MAX + 24)
-                .map_err(|e| ConfigError::new(format!("cannot make a syslog output: {e}")))?;
+                .map_err(no_memory)?;
+        }
+        let mut pace = Pace::default();
+        if !matches!(socket, Socket::Tcp(..)) {
+            pace.reserve().map_err(no_memory)?;
         }
         Ok(Syslog {
             socket,
             ident: ident.as_bytes().to_vec(),
             hostname: sys::net::hostname(),
             frame,
-            congested: false,
+            pace,
             flushing: false,
         })
     }
 
     /// Renders `rec` into `entry` and sends it; over TCP with its octet
-    /// count in front (RFC 6587).
-    pub fn send(&mut self, rec: &Record, entry: &mut Vec<u8>) -> io::Result<()> {
+    /// count in front (RFC 6587). A datagram waits for room at a slow
+    /// daemon or socket as `patience` says (see `slow`).
+    pub fn send(
+        &mut self,
+        rec: &Record,
+        entry: &mut Vec<u8>,
+        patience: Patience,
+    ) -> io::Result<()> {
         entry.clear();
         let pid = sys::process_id();
         match &mut self.socket {
@@ -131,15 +143,18 @@ impl Syslog {
                     Some(socket) => socket,
                     None => socket.insert(DatagramTarget::unix_connected(LOCAL_SOCKET)?),
                 };
-                send_riding_out(socket, entry, &mut self.congested)
+                self.pace.send(socket, entry, patience)
             }
             Socket::Local(socket) => {
                 render_local(rec, &self.ident, pid, entry);
-                socket.send(entry)
+                self.pace.send(socket, entry, patience)
             }
             Socket::Udp(udp) => {
                 render(rec, &self.ident, &self.hostname, pid, entry);
-                udp.send(entry)
+                match &mut udp.socket {
+                    Some(socket) => self.pace.send(socket, entry, patience),
+                    None => udp.send(entry),
+                }
             }
             Socket::Tcp(_, stream) => {
                 render(rec, &self.ident, &self.hostname, pid, entry);
@@ -152,13 +167,28 @@ impl Syslog {
         }
     }
 
-    /// Frames a collector connection had queued when it broke, since the
-    /// last call.
+    /// Frames a collector connection had queued when it broke, or
+    /// datagrams a stalled daemon or socket made it drop, since the last
+    /// call.
     pub fn take_dropped(&mut self) -> u64 {
         match &mut self.socket {
             Socket::Tcp(_, stream) => stream.take_dropped(),
-            _ => 0,
+            _ => self.pace.take_dropped(),
         }
+    }
+
+    /// The datagram socket and what waits for the writer thread on it, if
+    /// this output sends datagrams and has its socket.
+    pub fn pace(&mut self) -> Option<(&mut Pace, &mut DatagramTarget)> {
+        let socket = match &mut self.socket {
+            Socket::Program(Some(socket)) | Socket::Local(socket) => socket,
+            Socket::Udp(Udp {
+                socket: Some(socket),
+                ..
+            }) => socket,
+            _ => return None,
+        };
+        Some((&mut self.pace, socket))
     }
 
     /// Connects to a TCP collector, once the configuration naming it was
@@ -264,40 +294,6 @@ impl Syslog {
             Socket::Local(_) => "syslog (/dev/log)".to_owned(),
             Socket::Udp(udp) => format!("syslog udp://{}", udp.address.describe()),
             Socket::Tcp(address, _) => format!("syslog tcp://{}", address.describe()),
-        }
-    }
-}
-
-/// How long a message for the program's destination waits, at most, for
-/// a syslog daemon whose queue is full. glibc's syslog(3) would block until
-/// it is taken; a Unix datagram queue holds as few as 10 messages
-/// (net.unix.max_dgram_qlen), so a burst would otherwise be cut short
-/// where it reached the daemon before. A daemon that does not take a
-/// message in this time is congested: its messages are then dropped and
-/// counted at once, without waiting, until one is taken again.
-const RIDE_OUT_MS: std::ffi::c_int = 20;
-
-fn send_riding_out(
-    socket: &mut DatagramTarget,
-    entry: &[u8],
-    congested: &mut bool,
-) -> io::Result<()> {
-    let started = std::time::Instant::now();
-    loop {
-        match socket.send(entry) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock && !*congested => {
-                let spent = started.elapsed().as_millis() as std::ffi::c_int;
-                if spent >= RIDE_OUT_MS || !socket.wait_for_room(RIDE_OUT_MS - spent) {
-                    *congested = true;
-                    return Err(e);
-                }
-            }
-            result => {
-                if result.is_ok() {
-                    *congested = false;
-                }
-                return result;
-            }
         }
     }
 }
