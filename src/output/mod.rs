@@ -15,6 +15,7 @@
 pub mod address;
 pub mod at_crash;
 pub mod context;
+mod failing;
 pub mod file;
 pub mod fluent;
 pub mod journald;

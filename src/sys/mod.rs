@@ -319,6 +319,8 @@ extern "C" {
     ) -> c_int;
     #[link_name = "atexit"]
     fn atexit(f: extern "C-unwind" fn()) -> c_int;
+    #[link_name = "at_quick_exit"]
+    fn at_quick_exit_raw(f: extern "C-unwind" fn()) -> c_int;
 }
 
 /// Registers fork handlers with pthread_atfork. Returns false if that fails.
@@ -338,6 +340,12 @@ pub fn at_exit(f: extern "C-unwind" fn()) -> bool {
     // SAFETY: a plain function that lives as long as the program (or the
     // library, which glibc runs it before unloading).
     unsafe { atexit(f) == 0 }
+}
+
+/// Registers `f` to run at quick_exit(3). Returns false if that fails.
+pub fn at_quick_exit(f: extern "C-unwind" fn()) -> bool {
+    // SAFETY: as for `at_exit`.
+    unsafe { at_quick_exit_raw(f) == 0 }
 }
 
 /// glibc's own printf, as the oracle the printf renderer is tested against.

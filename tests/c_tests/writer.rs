@@ -302,3 +302,34 @@ fn a_crash_while_other_threads_log_keeps_every_line_they_logged() {
         );
     }
 }
+
+/// Four threads call exit() at once, each after 2,000 lines
+/// (`c-tests/exit_race.c`), 40 times: every line is in the file, whichever
+/// thread's exit runs first or last; and at quick_exit(3).
+#[test]
+fn every_line_is_written_when_several_threads_exit_at_once() {
+    let exe = build("exit_race", Link::Static);
+    let rounds = if tool() == Tool::Valgrind { 5 } else { 40 };
+    for round in 0..rounds {
+        let dir = scratch_dir("writer-exit-race");
+        let log = dir.join("out.log");
+        let outputs = format!("2:file:{}", log.display());
+        let out = run(&exe, &[("VLOG_OUTPUTS", &outputs), ("VLOG_LEVEL", "info")]);
+        assert_ok(&format!("exit_race round {round}"), &out);
+        let got = messages(&log);
+        for t in 0..4 {
+            assert_all_in_order(&got, &format!("t{t} line "), 2000);
+        }
+    }
+    // quick_exit(3) runs vlog's handler too.
+    let dir = scratch_dir("writer-quick-exit");
+    let log = dir.join("out.log");
+    let outputs = format!("2:file:{}", log.display());
+    let out = run_with(
+        &exe,
+        &["quick"],
+        &[("VLOG_OUTPUTS", &outputs), ("VLOG_LEVEL", "info")],
+    );
+    assert_ok("exit_race quick", &out);
+    assert_all_in_order(&messages(&log), "quick line ", 2000);
+}
