@@ -49,9 +49,9 @@ impl State {
             )
         };
         // A daemon whose syslog(3) calls vlog took over (libvlog-syslog.so)
-        // records every message its mask lets through, and sends each on
-        // where glibc would have (`PRIO:syslog`), unless the variables say
-        // otherwise.
+        // records every message its mask lets through and sends each where
+        // glibc would (`PRIO:syslog`) before the call returns (its children
+        // _exit; it never calls vlog_flush), unless the variables say not.
         let preloaded = sys::syslog::preloaded();
         let default_level = if preloaded {
             Priority::Debug
@@ -61,8 +61,8 @@ impl State {
         self.level = env.level.unwrap_or(default_level);
         self.filters = env.filters.unwrap_or_default();
         let default_specs = || preloaded.then(|| spec::parse_list("1:syslog").unwrap_or_default());
-        // An output that cannot be opened (a file another user planted,
-        // say) is left out with one warning; the others are in force.
+        // An output that cannot be opened (a file another user planted)
+        // is left out with one warning; the others are in force.
         let outputs = env
             .outputs
             .filter(|specs| !specs.is_empty())
@@ -76,7 +76,7 @@ impl State {
                 })
             })
             .filter(|list| !list.is_empty());
-        self.writer_off = env.writer_off.unwrap_or(false);
+        self.writer_off = env.writer_off.unwrap_or(preloaded);
         self.apply_ratelimit(env.ratelimit.unwrap_or(None));
         let context = env.context.unwrap_or_default();
         if let Err(e) = printer::lock_of(self.printer).set_context(context) {

@@ -1339,3 +1339,109 @@ fn recovered_faults_cost_no_dump() {
         "{dump}"
     );
 }
+
+/// sshd's processes log a user's disconnect and end with _exit, and an
+/// unchanged daemon never calls vlog_flush: under the library, with a file
+/// output, the "Disconnected from user" line of every one of 50 logins is
+/// in the file (a syslog(3) line is written before the call returns, as
+/// glibc's is sent).
+#[test]
+fn every_disconnect_of_50_sshd_logins_reaches_the_file() {
+    if skipped_under_tool("the preloaded programs do not run under the tool") {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        say_skipped("sshd's logins need root (privilege separation)");
+        return;
+    }
+    if !Path::new("/usr/sbin/sshd").exists() || !Path::new("/usr/bin/ssh").exists() {
+        needs_installed("no sshd or ssh (apt-get install openssh-server openssh-client)");
+        return;
+    }
+    let dir = scratch_dir("preload-sshd-logins");
+    std::fs::create_dir_all("/run/sshd").unwrap();
+    let keygen = |name: &str| {
+        let out = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(dir.join(name))
+            .output()
+            .unwrap();
+        assert_ok("ssh-keygen", &out);
+    };
+    keygen("hostkey");
+    keygen("userkey");
+    std::fs::copy(dir.join("userkey.pub"), dir.join("authorized_keys")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = dir.join("sshd_config");
+    std::fs::write(
+        &config,
+        format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\nPidFile {d}/sshd.pid\n\
+             UsePAM no\nStrictModes no\nPermitRootLogin yes\n\
+             AuthorizedKeysFile {d}/authorized_keys\nLogLevel INFO\n",
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+    let log = dir.join("sshd.log");
+    let outputs = format!("2:file:{}", log.display());
+    let mut sshd = Command::new("/usr/sbin/sshd");
+    sshd.args(["-D", "-f"]).arg(&config);
+    without_vlog_env(&mut sshd);
+    let mut sshd = sshd
+        .env("LD_PRELOAD", preload_lib())
+        .env("VLOG_OUTPUTS", &outputs)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start sshd");
+    let count = |needle: &str| {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches(needle)
+            .count()
+    };
+    // Until it listens (20 s at most).
+    let listening = format!("Server listening on 127.0.0.1 port {port}.");
+    for _ in 0..400 {
+        if count(&listening) > 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut logins = 0;
+    for _ in 0..50 {
+        let ssh = Command::new("ssh")
+            .arg("-i")
+            .arg(dir.join("userkey"))
+            .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"])
+            .args(["-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"])
+            .args(["-p", &port.to_string(), "root@127.0.0.1", "true"])
+            .output()
+            .unwrap();
+        logins += usize::from(ssh.status.success());
+    }
+    // The last session's process may still be ending: until every
+    // disconnect is there (20 s at most).
+    for _ in 0..400 {
+        if count("Disconnected from user root") >= logins {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = sshd.kill();
+    let _ = sshd.wait();
+    let (accepted, disconnected) = (
+        count("Accepted publickey for root"),
+        count("Disconnected from user root"),
+    );
+    assert!(
+        logins == 50 && accepted == 50 && disconnected == 50,
+        "{logins} logins: {accepted} accepted and {disconnected} disconnect lines in {}",
+        log.display()
+    );
+}
