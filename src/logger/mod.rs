@@ -383,7 +383,7 @@ impl State {
     pub fn printer(&mut self) -> std::sync::MutexGuard<'static, Printer> {
         let mut printer = printer::lock_of(self.printer);
         if let Some(ring) = self.ring.as_ref().filter(|r| r.prints_here()) {
-            printer.catch_up(&ring.view(), u64::MAX);
+            printer.catch_up_under_lock(&ring.view());
         }
         let said = printer.take_said();
         self.note_all(said);

@@ -127,6 +127,16 @@ impl Printer {
         outputs.print_all(|outputs| Printer::catch_up_with(outputs, said, contexts, view, upto));
     }
 
+    /// [`Printer::catch_up`] of everything, for a holder of the logger's
+    /// lock (a configuration call, fork): a slow reader gets a moment,
+    /// never the 5 s a writer waits, and what it has no room for is held
+    /// for the writer thread (or a flush, or exit) to send.
+    pub fn catch_up_under_lock(&mut self, view: &View) {
+        self.outputs.set_patience(Patience::HandOff);
+        self.catch_up(view, u64::MAX);
+        self.outputs.set_patience(Patience::Full);
+    }
+
     /// [`Printer::catch_up`], with no cancel acting inside. The walk stops
     /// before an error that brings a context (`logger::context`), has the
     /// outputs print the context, and goes on from the error.

@@ -62,7 +62,8 @@ print("ok")
 }
 
 /// Outputs that fail (full disk, FIFO, rotation, fd 2 reused, stderr a pipe
-/// with no reader) never stop logging, never block, never raise SIGPIPE, and
+/// with no reader) never stop logging, never block for good (a FIFO that
+/// stops taking lines is waited on for 5 s, once), never raise SIGPIPE, and
 /// are reported once.
 #[test]
 fn failing_outputs_are_reported_once_and_logging_goes_on() {
