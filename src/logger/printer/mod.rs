@@ -40,6 +40,8 @@
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+mod lost;
+
 use super::context::{self, Contexts};
 use crate::config::context::Context;
 use crate::error::ConfigError;
@@ -51,6 +53,7 @@ use crate::ring::reader::{self, Cursor, Entry};
 use crate::ring::scan;
 use crate::ring::view::View;
 use crate::sys::watch::{Waker, Worker};
+use lost::Lost;
 
 /// The outputs, behind the printer's lock.
 pub struct Printer {
@@ -252,69 +255,6 @@ impl Printer {
     /// What the outputs had to report since the last call.
     pub fn take_said(&mut self) -> Vec<Said> {
         std::mem::take(&mut self.said)
-    }
-}
-
-/// What the outputs' walk found damaged before they read it: records (by
-/// their numbers), bytes passed over. Said in every output before the next
-/// line it prints, so a reader of the output knows lines are missing there
-/// and how many (vlog's dump, or `vlog-dump`, has the rest of the story).
-/// Records overwritten are not the outputs' loss: a record they had not
-/// printed is never overwritten (a caller that needs its room waits for
-/// them, a crash included), and the ring-only records they pass over go
-/// as the ring wraps.
-#[derive(Default)]
-struct Lost {
-    damaged: u64,
-    damaged_bytes: u64,
-}
-
-impl Lost {
-    fn see(&mut self, entry: &Entry) {
-        match *entry {
-            // A record never committed is a flight recorder's (one whose
-            // thread a fork left behind): never a line.
-            Entry::Damaged { damage, .. } if damage != crate::ring::Damage::Uncommitted => {
-                self.damaged += 1
-            }
-            Entry::Gap { expected, found } => self.damaged += found.saturating_sub(expected),
-            Entry::Skipped { bytes } => self.damaged_bytes += bytes,
-            _ => {}
-        }
-    }
-
-    /// Says what was lost, if anything, in every output (a warning of
-    /// source `vlog`, at `time_ns`), and forgets it.
-    #[cold]
-    fn say_now(&mut self, outputs: &mut Outputs, time_ns: u64, said: &mut Vec<Said>) {
-        let (n, bytes) = (self.damaged, self.damaged_bytes);
-        let text = format!(
-            "{n} records of the ring were damaged ({bytes} bytes) before this output wrote them: \
-             the lines among them are lost"
-        );
-        *self = Lost::default();
-        let rec = crate::record::Record {
-            seq: 0,
-            time_ns,
-            tid: crate::sys::thread_id(),
-            line: 0,
-            priority: Priority::Warning,
-            source: b"vlog",
-            file: b"",
-            func: b"output",
-            message: text.as_bytes(),
-            fields: b"",
-            context: false,
-            id: 0,
-        };
-        outputs.add_to_every(&rec, |event| said.push(event));
-    }
-
-    #[inline(always)]
-    fn say(&mut self, outputs: &mut Outputs, time_ns: u64, said: &mut Vec<Said>) {
-        if self.damaged + self.damaged_bytes > 0 {
-            self.say_now(outputs, time_ns, said);
-        }
     }
 }
 
