@@ -25,13 +25,16 @@ const BUSY_WAIT_MS: u64 = 200;
 /// written is given a moment to finish), so that the lines pending now are
 /// written once, by [`write`], after the dump. Async-signal-safe.
 pub fn freeze() {
+    // Crashed first, so that the outputs start no further step, then the
+    // step under way given its moment: waiting for them to be idle first
+    // let a writer thread with a backlog go on step after step.
+    at_crash::crashed();
     for _ in 0..BUSY_WAIT_MS {
         if !at_crash::busy() {
             break;
         }
         sys::nap(1);
     }
-    at_crash::crashed();
 }
 
 /// Writes the lines pending at a crash (after [`freeze`]), and marks them
@@ -95,8 +98,68 @@ pub fn write() {
         // output did not get these lines here (journald, syslog, fluent):
         // then they go on from where they were, and a file may get a line
         // twice rather than another output none.
+        tell_datagram_outputs(&view, printed, end);
         if at_crash::complete() {
             view.set_printed(end);
+        }
+    });
+}
+
+/// Tells each datagram output (journald, the syslog daemon) in one entry
+/// how many of its lines were pending at the crash and where they are:
+/// they are not sent from here (what such an output holds for the writer
+/// thread, and its socket's state, are behind the outputs' lock), so each
+/// that lost lines says so itself. A socket not connected yet is connected
+/// first. No allocation: async-signal-safe.
+fn tell_datagram_outputs(view: &impl Region, printed: u64, end: u64) {
+    // Pending lines by priority.
+    let mut pending = [0u64; 5];
+    reader::read_marked(view, Cursor::at(printed), end - printed, |entry, marked| {
+        if let (Entry::Record(rec), true) = (entry, marked) {
+            pending[rec.priority as usize] += 1;
+        }
+    });
+    let mut ident = [0u8; 64];
+    at_crash::notes(&mut ident, |target, ident| {
+        let n: u64 = pending[target.priority as usize..].iter().sum();
+        let same = sys::fd_info(target.fd)
+            .is_ok_and(|info| (info.dev, info.ino) == (target.dev, target.ino));
+        if n == 0 || !same {
+            return;
+        }
+        let mut buf = [0u8; 400];
+        let mut entry = Bounded::new(&mut buf);
+        if target.journald {
+            entry.put(b"MESSAGE=");
+        } else {
+            // LOG_DAEMON | LOG_WARNING, as a syslog(3) line without a time.
+            entry.put(b"<28>");
+            entry.put(ident);
+            entry.put(b": ");
+        }
+        entry.put(b"vlog: ");
+        put_decimal(n, 1, &mut entry);
+        entry.put(b" lines for this output were not sent when the process crashed: the crash dump and the ring have them");
+        if target.journald {
+            entry.put(b"\nPRIORITY=4\nSYSLOG_IDENTIFIER=");
+            entry.put(ident);
+            entry.put(b"\nVLOG_SOURCE=vlog\n");
+        }
+        let entry = entry.finish();
+        let sent = sys::fd::send_some(target.fd, entry, libc::MSG_DONTWAIT);
+        if sent.is_err() {
+            let path = if target.journald {
+                crate::output::journald::SOCKET
+            } else {
+                crate::output::syslog::LOCAL_SOCKET
+            };
+            if let Ok((_, addr, len)) = sys::net::unix_addr(path) {
+                // SAFETY: `addr` is a sockaddr of `len` bytes; connect(2) is
+                // async-signal-safe.
+                if unsafe { libc::connect(target.fd, (&raw const addr).cast(), len) } == 0 {
+                    let _ = sys::fd::send_some(target.fd, entry, libc::MSG_DONTWAIT);
+                }
+            }
         }
     });
 }

@@ -9,9 +9,11 @@
 //! emptied (`fd` -1) before its fields change.
 //!
 //! `BUSY` is set while the outputs read the ring and write a batch; the
-//! crash handler waits a moment for it to clear, then sets `CRASHED`, after
-//! which the outputs write nothing: a line is not written twice, once by
-//! them and once by the crash handler.
+//! crash handler sets `CRASHED`, after which the outputs start nothing,
+//! then waits a moment for `BUSY` to clear (a step under way): a line is
+//! not written twice, once by them and once by the crash handler. Both
+//! SeqCst: the outputs store `BUSY` then load `CRASHED`, the handler stores
+//! `CRASHED` then loads `BUSY`, so one of them sees the other.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 
@@ -135,4 +137,98 @@ pub fn crashed() {
 /// may go on: the outputs write again.
 pub fn thawed() {
     CRASHED.store(false, Ordering::SeqCst);
+}
+
+/// What a datagram output (journald, the syslog daemon) gets at a crash:
+/// not its pending lines, which the dump has (their sockets' state and
+/// what they hold for the writer thread are the outputs', behind a lock a
+/// crashing process cannot take), but one entry that says how many there
+/// are and where they went. Published with the files, read the same way.
+pub struct Note {
+    fd: AtomicI32,
+    dev: AtomicU64,
+    ino: AtomicU64,
+    priority: AtomicU8,
+    journald: AtomicBool,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_NOTE: Note = Note {
+    fd: AtomicI32::new(-1),
+    dev: AtomicU64::new(0),
+    ino: AtomicU64::new(0),
+    priority: AtomicU8::new(0),
+    journald: AtomicBool::new(false),
+};
+
+static NOTES: [Note; SLOTS] = [NO_NOTE; SLOTS];
+
+/// The program's name as journald and syslog get it, for the crash
+/// handler, which cannot allocate: at most 64 bytes.
+static IDENT: [AtomicU8; 64] = [const { AtomicU8::new(0) }; 64];
+static IDENT_LEN: AtomicU8 = AtomicU8::new(0);
+
+/// A datagram output as the crash handler sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoteTarget {
+    pub fd: i32,
+    pub dev: u64,
+    pub ino: u64,
+    pub priority: Priority,
+    /// journald's native protocol, else a syslog line.
+    pub journald: bool,
+}
+
+/// Publishes the datagram outputs the crash handler tells of what they
+/// lost (at most SLOTS), and the program's name.
+pub fn publish_notes(targets: impl Iterator<Item = (i32, FdInfo, Priority, bool)>, ident: &[u8]) {
+    let ident = &ident[..ident.len().min(IDENT.len())];
+    IDENT_LEN.store(0, Ordering::Release);
+    for (slot, &b) in IDENT.iter().zip(ident) {
+        slot.store(b, Ordering::Relaxed);
+    }
+    IDENT_LEN.store(ident.len() as u8, Ordering::Release);
+    let mut n = 0;
+    for (fd, info, priority, journald) in targets.take(SLOTS) {
+        let slot = &NOTES[n];
+        slot.fd.store(-1, Ordering::Release);
+        slot.dev.store(info.dev, Ordering::Relaxed);
+        slot.ino.store(info.ino, Ordering::Relaxed);
+        slot.priority.store(priority as u8, Ordering::Relaxed);
+        slot.journald.store(journald, Ordering::Relaxed);
+        // [W7] as for the files: the fields, then the descriptor.
+        slot.fd.store(fd, Ordering::Release);
+        n += 1;
+    }
+    for slot in &NOTES[n..] {
+        slot.fd.store(-1, Ordering::Release);
+    }
+}
+
+/// The datagram outputs published, for the crash handler, and the
+/// program's name (into `ident`; its length returned). Async-signal-safe.
+pub fn notes(ident: &mut [u8; 64], mut visit: impl FnMut(NoteTarget, &[u8])) {
+    // [R7] the length, then the bytes.
+    let len = IDENT_LEN.load(Ordering::Acquire) as usize;
+    for (dst, src) in ident.iter_mut().zip(&IDENT).take(len) {
+        *dst = src.load(Ordering::Relaxed);
+    }
+    for slot in &NOTES {
+        let fd = slot.fd.load(Ordering::Acquire);
+        let Some(priority) = Priority::from_number(slot.priority.load(Ordering::Relaxed) as u64)
+        else {
+            continue;
+        };
+        if fd < 0 {
+            continue;
+        }
+        let target = NoteTarget {
+            fd,
+            dev: slot.dev.load(Ordering::Relaxed),
+            ino: slot.ino.load(Ordering::Relaxed),
+            priority,
+            journald: slot.journald.load(Ordering::Relaxed),
+        };
+        visit(target, &ident[..len]);
+    }
 }

@@ -32,8 +32,9 @@ pub struct Journald {
 
 impl Journald {
     pub fn open() -> Result<Journald, ConfigError> {
-        let socket = DatagramTarget::unix_connecting(SOCKET)
+        let mut socket = DatagramTarget::unix_connecting(SOCKET)
             .map_err(|e| ConfigError::new(format!("cannot make a socket for journald: {e}")))?;
+        socket.connect_if_listening();
         let mut pace = Pace::default();
         pace.reserve()
             .map_err(|e| ConfigError::new(format!("cannot make a journald output: {e}")))?;

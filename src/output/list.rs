@@ -169,10 +169,16 @@ impl Outputs {
 
     /// Tells the crash handler which files and stderr the outputs print to
     /// now (see `at_crash`).
-    pub fn publish_for_crash(&self) {
+    pub fn publish_for_crash(&mut self) {
         let all =
             self.list.len() <= at_crash::SLOTS && self.list.iter().all(|o| o.for_crash().is_some());
         at_crash::publish(self.list.iter().filter_map(Output::for_crash), all);
+        let notes: Vec<_> = self
+            .list
+            .iter_mut()
+            .filter_map(Output::for_crash_note)
+            .collect();
+        at_crash::publish_notes(notes.into_iter(), &crate::sys::program_name());
     }
 
     /// The outputs in force as `VLOG_OUTPUTS` writes them.
@@ -218,6 +224,8 @@ impl Outputs {
             }
             if let Some(event) = out.add(rec, &mut self.lines) {
                 report(event.into());
+                // (A socket the program closed, made anew.)
+                moved = true;
             }
             moved |= out.take_notices(&mut report);
         }

@@ -101,6 +101,19 @@ impl Output {
         Some((fd, info, self.priority, self.form))
     }
 
+    /// A datagram output's connected socket, for the one entry the crash
+    /// handler sends it (see `at_crash::Note`): true for journald's form.
+    pub(super) fn for_crash_note(&mut self) -> Option<(i32, sys::FdInfo, Priority, bool)> {
+        let priority = self.priority;
+        let (socket, journald) = match &mut self.target {
+            Target::Journald(journald) => (journald.pace().1, true),
+            Target::Syslog(syslog) => (syslog.local_socket()?, false),
+            _ => return None,
+        };
+        let (fd, info) = socket.for_crash();
+        Some((fd, info, priority, journald))
+    }
+
     /// Whether this output's lines are written before the call returns:
     /// asked for (`?sync`), or the program's own syslog(3) destination,
     /// whose lines carry the ident, options and facility of the moment of

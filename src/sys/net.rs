@@ -73,6 +73,22 @@ impl DatagramTarget {
         Ok(target)
     }
 
+    /// Connects now if something listens at the address (else at the
+    /// first send, see `unix_connecting`): so that the crash handler finds
+    /// it connected ([`DatagramTarget::for_crash`]).
+    pub fn connect_if_listening(&mut self) {
+        if self.connecting && !self.connected {
+            let _ = self.connect();
+        }
+    }
+
+    /// The socket's descriptor and identity, for the crash handler, which
+    /// sends on it one datagram of its own (`output::at_crash`), connecting
+    /// it first if it is not yet.
+    pub fn for_crash(&self) -> (c_int, super::FdInfo) {
+        (self.fd.raw(), self.fd.info())
+    }
+
     fn connect(&mut self) -> io::Result<()> {
         // SAFETY: the address is a sockaddr of `addr_len` bytes.
         let rc =

@@ -342,13 +342,21 @@ fn syslog_output_reaches_a_real_rsyslogd() {
     drop(server);
 }
 
-/// Runs `exe` beside a journald of its own, in a mount and network
+/// Runs `exe ARGS` beside a journald of its own, in a mount and network
 /// namespace (its own /run and journal, its own
 /// `net.unix.max_dgram_qlen`: how many datagrams journald's socket queues
-/// before a sender must wait), and counts the program's entries there once
-/// `want` have come (or 20 s passed). Returns the program's output and the
-/// entries' messages, one a line; None when no such namespace can be made.
-fn run_beside_a_private_journald(exe: &Path, qlen: u32, want: usize) -> Option<(String, String)> {
+/// before a sender must wait), and reads the program's entries there once
+/// `want` have come, or one matches `last` (a grep pattern: an entry
+/// journald gets after every other), or 20 s passed. Returns the program's
+/// output and the entries' messages, one a line; None when no such
+/// namespace can be made.
+fn run_beside_a_private_journald(
+    exe: &Path,
+    args: &str,
+    qlen: u32,
+    want: usize,
+    last: &str,
+) -> Option<(String, String)> {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     if !root || !Path::new("/lib/systemd/systemd-journald").exists() {
@@ -364,12 +372,13 @@ echo "$QLEN" > /proc/sys/net/unix/max_dgram_qlen
 journald=$!
 trap 'kill $journald; wait $journald || true' EXIT
 for _ in $(seq 400); do [ -S /run/systemd/journal/socket ] && break; sleep 0.05; done
-out=$("$EXE")
+out=$("$EXE" $ARGS 2>/dev/null || true)
 echo "$out"
 pid=${out%% *}
 for _ in $(seq 400); do
-    n=$(journalctl --no-pager -o cat "_PID=$pid" | wc -l)
-    [ "$n" -ge "$WANT" ] && break
+    entries=$(journalctl --no-pager -o cat "_PID=$pid")
+    [ "$(printf '%s' "$entries" | grep -c .)" -ge "$WANT" ] && break
+    printf '%s' "$entries" | grep -q -e "$LAST" && break
     sleep 0.05
 done
 journalctl --no-pager -o cat "_PID=$pid"
@@ -378,7 +387,9 @@ journalctl --no-pager -o cat "_PID=$pid"
         .args(["--mount", "--net", "--fork", "bash", "-c", script])
         .env("QLEN", qlen.to_string())
         .env("EXE", exe)
+        .env("ARGS", args)
         .env("WANT", want.to_string())
+        .env("LAST", last)
         .env_remove("VLOG_OUTPUTS")
         .output()
         .ok()?;
@@ -400,7 +411,9 @@ fn a_burst_into_a_slow_journald_loses_nothing() {
     }
     let exe = build("journald_burst", Link::Static);
     for qlen in [10, 512] {
-        let Some((program, entries)) = run_beside_a_private_journald(&exe, qlen, 2001) else {
+        let Some((program, entries)) =
+            run_beside_a_private_journald(&exe, "", qlen, 2001, "^$never")
+        else {
             say_skipped("a private journald needs root, unshare and systemd-journald");
             return;
         };
@@ -419,4 +432,49 @@ fn a_burst_into_a_slow_journald_loses_nothing() {
              lost (program said {program:?})"
         );
     }
+}
+
+/// A crash right after a burst, before vlog's writer thread sent it all to
+/// journald: the crash handler sends journald one entry saying how many
+/// lines it did not get (the crash dump has them), so the journal's count
+/// and that one add up to the burst. Run until the crash came before some
+/// lines were sent (five runs at most: the writer thread waits 5 ms for a
+/// burst to gather, and the crash comes at once).
+#[test]
+fn journald_is_told_what_a_crash_kept_from_it() {
+    if signal_test_skipped() {
+        return;
+    }
+    let exe = build("journald_burst", Link::Static);
+    for run in 0..5 {
+        let Some((_, entries)) = run_beside_a_private_journald(
+            &exe,
+            "crash",
+            512,
+            2000,
+            "not sent when the process crashed",
+        ) else {
+            say_skipped("a private journald needs root, unshare and systemd-journald");
+            return;
+        };
+        let warnings = entries
+            .lines()
+            .filter(|l| l.starts_with("burst warning "))
+            .count();
+        let told: usize = entries
+            .lines()
+            .filter_map(|l| l.strip_prefix("vlog: "))
+            .filter(|l| l.contains(" lines for this output were not sent when the process crashed"))
+            .filter_map(|l| l.split(' ').next()?.parse::<usize>().ok())
+            .sum();
+        assert_eq!(
+            warnings + told,
+            2000,
+            "run {run}: {warnings} warnings in the journal, {told} told of:\n{entries}"
+        );
+        if told > 0 {
+            return;
+        }
+    }
+    panic!("in five runs the crash never came before the writer thread sent the burst");
 }

@@ -177,6 +177,15 @@ impl Syslog {
         }
     }
 
+    /// The socket to the local syslog daemon, if this output has one
+    /// (made): for the crash handler's one datagram.
+    pub fn local_socket(&mut self) -> Option<&mut DatagramTarget> {
+        match &mut self.socket {
+            Socket::Program(Some(socket)) | Socket::Local(socket) => Some(socket),
+            _ => None,
+        }
+    }
+
     /// The datagram socket and what waits for the writer thread on it, if
     /// this output sends datagrams and has its socket.
     pub fn pace(&mut self) -> Option<(&mut Pace, &mut DatagramTarget)> {
