@@ -226,7 +226,13 @@ pub(super) unsafe fn emit_text(
             names: Names::Caller,
         },
     };
-    c_int::from(emit::emit(&call) == Outcome::Recorded)
+    let recorded = emit::emit(&call) == Outcome::Recorded;
+    if recorded && nfields > n {
+        // The fields beyond the 32 a record keeps, counted as every field
+        // not kept is (a message the filters drop counts none).
+        crate::stats::add(&crate::stats::BAD_FIELDS, (nfields - n) as u64);
+    }
+    c_int::from(recorded)
 }
 
 /// The first (at most 32) of the `n` C fields at `fields` as slices in

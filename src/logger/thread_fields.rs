@@ -164,6 +164,11 @@ pub fn with_added<R>(own: &[Field], f: impl FnOnce(&[Field], usize) -> R) -> R {
         }; fields::MAX_FIELDS + MAX];
         let mut n = own.len().min(fields::MAX_FIELDS);
         all[..n].copy_from_slice(&own[..n]);
+        if own.len() > n {
+            // (A record is being made: a call's fields beyond 32 are
+            // counted as every field not kept is.)
+            crate::stats::add(&crate::stats::BAD_FIELDS, (own.len() - n) as u64);
+        }
         let Ok(store) = store.try_borrow() else {
             return f(&all[..n], 0);
         };
