@@ -15,6 +15,14 @@
  *                                dumped at once and dies by its signal
  *   crash_handback fork-in-dump  a child forked while a requested dump runs
  *                                dumps its own crash
+ *   crash_handback fork-in-crash a child forked while another thread's crash
+ *                                is dumped logs an error (its outputs are not
+ *                                stopped: the dumping thread is not in it)
+ *                                and writes DUMP_PATH.child
+ *   crash_handback ignored       SIGTRAP ignored before vlog took it (the
+ *                                driver starts it so): after vlog's dump
+ *                                the program goes on, and so do its
+ *                                outputs (DUMP_PATH.log)
  *
  * The dump goes where VLOG_DUMP says (the driver gives a file). */
 #include "check.h"
@@ -205,6 +213,73 @@ static int while_dumping(int fork_first)
     return 9;
 }
 
+static void *crash_in_thread(void *arg)
+{
+    (void)arg;
+    fault();
+    return NULL;
+}
+
+/* A child forked while another thread's crash is dumped. */
+static int fork_in_crash(void)
+{
+    pthread_t thread;
+    char marker[600];
+    pid_t child;
+
+    dump_path = getenv("DUMP_PATH");
+    CHECK(dump_path != NULL);
+    snprintf(marker, sizeof marker, "%s.child", dump_path);
+    CHECK(vlog_init() == 0);
+    CHECK(vlog_set_outputs("4:file:/dev/null") == 0);
+    CHECK(vlog_set_buffer_size(4u << 20) == 0);
+    for (long i = 0; i < 40000; i++)
+        VLOG_WARN("filling the ring %ld with a long enough message", i);
+    CHECK(pthread_create(&thread, NULL, crash_in_thread, NULL) == 0);
+    wait_for_the_dump_to_start();
+    child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        FILE *f;
+
+        /* Holding none of the driver's pipes: it hears from the marker. */
+        CHECK(freopen("/dev/null", "w", stdout) != NULL);
+        CHECK(dup2(fileno(stdout), 2) == 2);
+        VLOG_ERROR("the child logs an error");
+        f = fopen(marker, "w");
+        if (f != NULL) {
+            fputs("the child logged\n", f);
+            fclose(f);
+        }
+        _exit(0);
+    }
+    pause();
+    return 9;
+}
+
+/* A signal the program ignored, which vlog took: dumped, then ignored. */
+static int ignored(void)
+{
+    char outputs[600], *text;
+
+    dump_path = getenv("DUMP_PATH");
+    CHECK(dump_path != NULL);
+    CHECK(vlog_init() == 0);
+    CHECK(vlog_install_crash_handler() == 0);
+    snprintf(outputs, sizeof outputs, "4:file:%s.log", dump_path);
+    CHECK(vlog_set_outputs(outputs) == 0);
+    VLOG_ERROR("before the trap");
+    raise(SIGTRAP);
+    VLOG_ERROR("after the trap");
+    snprintf(outputs, sizeof outputs, "%s.log", dump_path);
+    text = check_slurp_path(outputs);
+    CHECK_HAS(text, " : before the trap\n");
+    CHECK_HAS(text, " : after the trap\n");
+    free(text);
+    puts("went on");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     CHECK(argc == 2);
@@ -217,5 +292,9 @@ int main(int argc, char **argv)
         return while_dumping(0);
     if (strcmp(argv[1], "fork-in-dump") == 0)
         return while_dumping(1);
+    if (strcmp(argv[1], "fork-in-crash") == 0)
+        return fork_in_crash();
+    if (strcmp(argv[1], "ignored") == 0)
+        return ignored();
     return 2;
 }

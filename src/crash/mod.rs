@@ -384,6 +384,11 @@ unsafe fn chain(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
     // SAFETY: the slot was written by install() before this handler could
     // run for `sig`.
     let previous = unsafe { PREVIOUS[sig as usize].get() };
+    if previous.sa_sigaction == libc::SIG_IGN {
+        // Ignored before vlog took it: the process and its outputs go on.
+        pending::thaw();
+        DUMPER.store(0, Ordering::SeqCst);
+    }
     if previous.sa_sigaction != libc::SIG_DFL && previous.sa_sigaction != libc::SIG_IGN {
         // The program handles the signal itself, and may go on (a fault it
         // recovers from): a later crash is dumped too, once a vlog call has
@@ -489,12 +494,7 @@ fn write_ring_image() {
     }
 }
 
-/// In a forked child, which has only the forking thread: no other thread of
-/// it is dumping, whatever the parent's were doing.
+/// In a forked child (see `pending::after_fork`).
 pub fn after_fork() {
-    REQUESTED.store(0, Ordering::SeqCst);
-    let me = thread_id();
-    let _ = DUMPER.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |d| {
-        (d > 0 && d != me).then_some(0)
-    });
+    pending::after_fork();
 }

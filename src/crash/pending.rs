@@ -201,19 +201,43 @@ pub fn thaw() {
 }
 
 /// For a thread about to have the outputs write, or to make room in a ring
-/// full of lines they have not written, while a crash is being dumped (the
-/// outputs stopped): waits until the process ends (it is dying) or goes on
-/// (the program's handler recovered from the fault), so that no line an
-/// output has not written is overwritten, nor a line's call returns before
-/// the outputs had it. The thread that dumps never waits for itself.
-/// Returns at once when no crash is being dumped. Async-signal-safe.
+/// full of lines they have not written, while another thread dumps a crash
+/// (the outputs stopped): waits until the dump is over, so that no line an
+/// output has not written is overwritten before the dump and the crash
+/// handler's writing have it, nor a line's call returns before. By then the
+/// process ends by the signal, or goes on (the program's handler took it,
+/// or it was ignored) with the outputs started again. Not the thread that
+/// dumps, nor a forked child (which has no dumping thread). Returns at once
+/// when no dump runs. No cancel acts inside the wait. Async-signal-safe.
 pub fn wait_while_dumped() {
+    use std::sync::atomic::Ordering::SeqCst;
     if !at_crash::frozen() {
         return;
     }
     // SAFETY: gettid has no preconditions.
     let me = unsafe { libc::gettid() };
-    while at_crash::frozen() && super::DUMPER.load(std::sync::atomic::Ordering::SeqCst) != me {
+    let dumping = || matches!(super::DUMPER.load(SeqCst), d if d > 0 && d != me);
+    if !dumping() {
+        return;
+    }
+    let cancelability = sys::cancel::off();
+    while at_crash::frozen() && dumping() {
         sys::nap(1);
+    }
+    sys::cancel::restore(cancelability);
+}
+
+/// In a forked child, which has only the forking thread: no other thread of
+/// it is dumping, whatever the parent's were doing.
+pub fn after_fork() {
+    use std::sync::atomic::Ordering::SeqCst;
+    super::REQUESTED.store(0, SeqCst);
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    let dumper_gone =
+        super::DUMPER.fetch_update(SeqCst, SeqCst, |d| (d > 0 && d != me).then_some(0));
+    if dumper_gone.is_ok() {
+        // The thread that dumped is not in the child: its outputs go on.
+        thaw();
     }
 }

@@ -743,3 +743,58 @@ fn a_programs_small_alternate_stack_is_kept_and_never_overflowed() {
          (VLOG_BUFFER_FILE) keeps the records for vlog-dump\n"
     );
 }
+
+/// A child forked while another thread's crash is dumped logs an error and
+/// goes on: its outputs are not stopped (the thread dumping is not in it),
+/// nor does it wait for a dump that is not its own.
+#[test]
+fn a_child_forked_during_a_crash_dump_logs_and_goes_on() {
+    if signal_test_skipped() {
+        return;
+    }
+    let (status, _, _) = handback("fork-in-crash", &[]);
+    assert_eq!(status.signal(), Some(libc::SIGSEGV), "{status}");
+    let marker = work().join("handback-fork-in-crash.d").join("dump.child");
+    let mut logged = String::new();
+    for _ in 0..400 {
+        logged = std::fs::read_to_string(&marker).unwrap_or_default();
+        if !logged.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(logged, "the child logged\n", "no word from the child");
+}
+
+/// A signal the program had ignored, which vlog took for its dump: after the
+/// dump it is ignored, as without vlog, and the program and its outputs go
+/// on (a line logged after it is written).
+#[test]
+fn a_signal_the_program_ignored_is_dumped_and_the_program_goes_on() {
+    if signal_test_skipped() {
+        return;
+    }
+    let exe = build("crash_handback", Link::Static);
+    let dir = scratch_dir("handback-ignored.d");
+    let dump = dir.join("dump");
+    let spec = format!("file:{}", dump.display());
+    // Started with SIGTRAP ignored, as a shell's `trap '' TRAP` leaves it.
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "trap '' TRAP; exec \"$0\" ignored"])
+        .arg(command(&exe).get_program());
+    without_vlog_env(&mut cmd);
+    let out = cmd
+        .env("VLOG_DUMP", &spec)
+        .env("DUMP_PATH", &dump)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stdout), "went on\n");
+    let dumped = std::fs::read_to_string(&dump).unwrap_or_default();
+    assert!(dumped.contains("vlog: fatal signal SIGTRAP"), "{dumped}");
+}
