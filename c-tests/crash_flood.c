@@ -5,7 +5,12 @@
  * file, the crash dump or the ring (`vlog-dump --unprinted`), or counted
  * as lost in the log file itself: the driver checks.
  *
- *   crash_flood PROGRESS   (the VLOG_* variables set by the driver)
+ * The crash dump goes to stderr, a pipe a child of this program reads
+ * slowly into DUMP (a reader that keeps up with a dump of 50,000 records
+ * hides the race the test is about: how long the dump takes is the window
+ * in which the other threads' records wrap the ring).
+ *
+ *   crash_flood PROGRESS DUMP   (the VLOG_* variables set by the driver)
  *
  * PROGRESS is a file of 6 counters shared with the driver: each thread's
  * lines returned so far, then each thread's count when the main thread
@@ -17,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <time.h>
 
 VLOG_INIT("test.flood");
 
@@ -35,13 +41,42 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* Copies the pipe to `path`, 16 KiB at a time, a pause between. */
+static void slow_dump_reader(int from, const char *path)
+{
+    char buf[16384];
+    ssize_t n;
+    int to = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct timespec pause = {0, 2000000};
+
+    if (to < 0)
+        _exit(1);
+    while ((n = read(from, buf, sizeof buf)) > 0) {
+        if (write(to, buf, (size_t)n) != n)
+            _exit(1);
+        nanosleep(&pause, NULL);
+    }
+    _exit(0);
+}
+
 int main(int argc, char **argv)
 {
     pthread_t threads[THREADS];
     uint64_t total;
-    int fd;
+    int fd, fds[2];
 
-    CHECK(argc == 2);
+    CHECK(argc == 3);
+    CHECK(pipe(fds) == 0);
+    if (fork() == 0) {
+        close(fds[1]);
+        slow_dump_reader(fds[0], argv[2]);
+    }
+    close(fds[0]);
+    CHECK(dup2(fds[1], 2) == 2);
+    close(fds[1]);
+    /* (vlog started before main: VLOG_INIT's constructor, the variables
+     * set.) */
+    CHECK(vlog_adopt_stderr() == 0);
     fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0600);
     CHECK(fd >= 0 && ftruncate(fd, 4096) == 0);
     progress = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

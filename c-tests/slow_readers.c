@@ -42,7 +42,8 @@ static int slow_pipe_reader(int fd)
         pause_a_moment();
     }
     if (lines != LINES) {
-        fprintf(stdout, "the pipe's reader got %d lines of %d\n", lines, LINES);
+        /* (dprintf: the reader ends with _exit, which flushes no stdio.) */
+        dprintf(1, "the pipe's reader got %d lines of %d\n", lines, LINES);
         return 1;
     }
     return 0;

@@ -121,7 +121,7 @@ fn tell_datagram_outputs(view: &impl Region, printed: u64, end: u64) {
     });
     let mut ident = [0u8; 64];
     at_crash::notes(&mut ident, |target, ident| {
-        let n: u64 = pending[target.priority as usize..].iter().sum();
+        let n = pending[target.priority as usize..].iter().sum::<u64>() + target.held;
         let same = sys::fd_info(target.fd)
             .is_ok_and(|info| (info.dev, info.ino) == (target.dev, target.ino));
         if n == 0 || !same {

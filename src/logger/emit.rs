@@ -125,11 +125,11 @@ fn finish(
                 return outcome;
             }
             Next::Write(upto) => {
-                entered.leave_and_write(|| printer::write_upto(upto));
+                entered.leave_and_write(|| printer::caller::write_upto(upto));
                 return Outcome::Recorded;
             }
             Next::WriteOne(pos) => {
-                entered.leave_and_write(|| printer::write_one(pos));
+                entered.leave_and_write(|| printer::caller::write_one(pos));
                 return Outcome::Recorded;
             }
             Next::Blocked(at) => {
@@ -153,7 +153,7 @@ fn finish(
                 stats::add(&stats::CALLER_WROTE, 1);
                 let mut stuck = false;
                 entered.leave_and_write(|| {
-                    let (said, no_further) = printer::make_room();
+                    let (said, no_further) = printer::caller::make_room();
                     stuck = no_further;
                     said
                 });

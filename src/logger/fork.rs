@@ -93,6 +93,7 @@ extern "C-unwind" fn child() {
         // A thread of the parent's that walked ahead is not here.
         crate::ring::ahead::after_fork();
         sys::forget_ids_after_fork();
+        super::ticker::exit::after_fork();
         sys::alloc::after_fork();
         crash::after_fork();
         // The control socket is the parent's; the child opens its own if

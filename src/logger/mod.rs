@@ -237,7 +237,7 @@ impl Entered {
         let Entered { guard, _inside } = self;
         drop(guard);
         let said = write();
-        if !said.is_empty() || printer::handed_off() {
+        if !said.is_empty() || printer::caller::handed_off() {
             relock(|s| s.after_writing(said));
         }
     }

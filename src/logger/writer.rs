@@ -29,7 +29,7 @@ impl State {
     /// no room for, which the caller handed to it (`output::slow`).
     pub(super) fn after_writing(&mut self, said: Vec<crate::output::Said>) {
         self.note_all(said);
-        if printer::handed_off() {
+        if printer::caller::handed_off() {
             self.wake_writer();
         }
     }
@@ -51,7 +51,7 @@ impl State {
         if self.writer_off {
             return false;
         }
-        ticker::drain_at_exit_once();
+        ticker::exit::drain_at_exit_once();
         match printer::start(report, failed) {
             Ok(writer) => {
                 if let Some(old) = self.threads.writer.replace(writer) {

@@ -150,6 +150,9 @@ pub struct Note {
     ino: AtomicU64,
     priority: AtomicU8,
     journald: AtomicBool,
+    /// Datagrams the output holds while its reader's queue is full
+    /// (`slow`): lines the outputs' walk passed, not sent.
+    held: AtomicU64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -159,7 +162,16 @@ const NO_NOTE: Note = Note {
     ino: AtomicU64::new(0),
     priority: AtomicU8::new(0),
     journald: AtomicBool::new(false),
+    held: AtomicU64::new(0),
 };
+
+/// How many datagrams the output whose socket is `fd` holds now, for the
+/// crash handler's count.
+pub fn note_held(fd: i32, held: u64) {
+    if let Some(slot) = NOTES.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd) {
+        slot.held.store(held, Ordering::Relaxed);
+    }
+}
 
 static NOTES: [Note; SLOTS] = [NO_NOTE; SLOTS];
 
@@ -177,11 +189,16 @@ pub struct NoteTarget {
     pub priority: Priority,
     /// journald's native protocol, else a syslog line.
     pub journald: bool,
+    /// Datagrams it holds, not sent (see `Note`).
+    pub held: u64,
 }
 
 /// Publishes the datagram outputs the crash handler tells of what they
 /// lost (at most SLOTS), and the program's name.
-pub fn publish_notes(targets: impl Iterator<Item = (i32, FdInfo, Priority, bool)>, ident: &[u8]) {
+pub fn publish_notes(
+    targets: impl Iterator<Item = (i32, FdInfo, Priority, bool, u64)>,
+    ident: &[u8],
+) {
     let ident = &ident[..ident.len().min(IDENT.len())];
     IDENT_LEN.store(0, Ordering::Release);
     for (slot, &b) in IDENT.iter().zip(ident) {
@@ -189,13 +206,14 @@ pub fn publish_notes(targets: impl Iterator<Item = (i32, FdInfo, Priority, bool)
     }
     IDENT_LEN.store(ident.len() as u8, Ordering::Release);
     let mut n = 0;
-    for (fd, info, priority, journald) in targets.take(SLOTS) {
+    for (fd, info, priority, journald, held) in targets.take(SLOTS) {
         let slot = &NOTES[n];
         slot.fd.store(-1, Ordering::Release);
         slot.dev.store(info.dev, Ordering::Relaxed);
         slot.ino.store(info.ino, Ordering::Relaxed);
         slot.priority.store(priority as u8, Ordering::Relaxed);
         slot.journald.store(journald, Ordering::Relaxed);
+        slot.held.store(held, Ordering::Relaxed);
         // [W7] as for the files: the fields, then the descriptor.
         slot.fd.store(fd, Ordering::Release);
         n += 1;
@@ -228,6 +246,7 @@ pub fn notes(ident: &mut [u8; 64], mut visit: impl FnMut(NoteTarget, &[u8])) {
             ino: slot.ino.load(Ordering::Relaxed),
             priority,
             journald: slot.journald.load(Ordering::Relaxed),
+            held: slot.held.load(Ordering::Relaxed),
         };
         visit(target, &ident[..len]);
     }

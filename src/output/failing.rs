@@ -1,14 +1,14 @@
 //! An output's failures and slow readers: a failure counted and said once
 //! (its start and its end), what it lost said in the output itself when it
-//! works again, how long a write waits for a reader slow for a moment, and
-//! what a datagram output holds for the writer thread (`slow`).
+//! works again, and what it holds for a reader slow for a moment
+//! (`slow`).
 
 use std::io;
 
 use super::lines::Lines;
 use super::print::{Output, Target};
 use super::said::Said;
-use super::slow::{Pace, Patience};
+use super::slow::Pace;
 use crate::priority::Priority;
 use crate::record::Record;
 use crate::stats;
@@ -56,27 +56,51 @@ impl Output {
         }
     }
 
-    /// Whether this output holds datagrams for the writer thread (see
+    /// Whether this output holds what a slow reader had no room for: a
+    /// datagram output's held datagrams, a pipe's unwritten bytes (see
     /// `slow`).
     pub fn holding(&mut self) -> bool {
-        self.pace().is_some_and(|(pace, _)| pace.holding())
+        match self.pace() {
+            Some((pace, _)) => pace.holding(),
+            None => self.refused_since.is_some() && self.batched > 0,
+        }
     }
 
-    /// Sends what this output holds for the writer thread, waiting for room
-    /// as `patience` says; what is to be reported goes to `said`.
-    pub fn send_held(&mut self, patience: Patience, said: &mut Vec<Said>) {
+    /// The descriptor a slow reader's room is waited for on, while this
+    /// output holds something; and whether it holds so much that the
+    /// outputs' walk stops before its next line (a pipe: anything).
+    pub fn waiting(&mut self) -> Option<(i32, bool)> {
+        if !self.holding() {
+            return None;
+        }
+        match self.pace() {
+            Some((pace, socket)) => Some((socket.raw(), pace.blocked())),
+            None => match &self.target {
+                Target::Stderr => Some((2, true)),
+                Target::File(file) => file.descriptor().map(|(fd, _)| (fd, true)),
+                _ => None,
+            },
+        }
+    }
+
+    /// Sends what this output holds, as far as its reader takes it now
+    /// (never waits); what is to be reported goes to `said`.
+    pub fn send_held(&mut self, said: &mut Vec<Said>) {
+        if !self.holding() {
+            return;
+        }
         let Some((pace, socket)) = self.pace() else {
+            said.extend(self.flush().map(Said::from));
             return;
         };
-        let result = pace.send_held(socket, patience);
+        let result = pace.send_held(socket);
+        pace.tell_crash_handler(socket);
         let dropped = pace.take_dropped();
-        if result.is_err() || dropped > 0 {
-            self.lost_to_stall(dropped);
-        }
         // A stall (or a reader gone) is this output's failure, said once.
-        if let Some(event) = self.account(result.map(|_| ()), 0) {
+        if let Some(event) = self.account(result, 0) {
             said.push(event.into());
         }
+        self.lost_to_stall(dropped);
     }
 
     pub(super) fn pace(&mut self) -> Option<(&mut Pace, &mut sys::net::DatagramTarget)> {
@@ -87,15 +111,21 @@ impl Output {
         }
     }
 
-    /// How long a write waits for a reader slow for a moment (a full pipe
-    /// another process made non-blocking): `sys::room::ROOM_WAIT_MS` without
-    /// progress; no wait while the output fails (the reader stalled, or
-    /// is gone), until a write goes through again.
-    pub(super) fn room_ms(&self) -> u64 {
-        match self.failing {
-            Some(_) => 0,
-            None => sys::room::ROOM_WAIT_MS,
+    /// Whether what a pipe did not take, with `e`, stays in the batch for
+    /// when it takes more: a full pipe (EAGAIN) that has not taken nothing
+    /// for `ROOM_WAIT_MS` (then it is stalled: the lines are lost, said
+    /// once, and none stays until a write goes through again).
+    pub(super) fn keeps_for_a_slow_reader(&mut self, e: &io::Error) -> bool {
+        if e.kind() != io::ErrorKind::WouldBlock || self.failing.is_some() {
+            return false;
         }
+        let now = sys::monotonic_ns();
+        let since = *self.refused_since.get_or_insert(now);
+        if now.saturating_sub(since) >= sys::room::ROOM_WAIT_MS * 1_000_000 {
+            self.refused_since = None;
+            return false;
+        }
+        true
     }
 
     /// Counts `lines` failed lines, and says when failing starts or ends.

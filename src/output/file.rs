@@ -128,23 +128,17 @@ impl FileOutput {
     /// still this output's and that the path still names its file (log
     /// rotation, once a second). Returns what to report, if anything, and
     /// the write's result (on an error, with the bytes written before it).
-    pub fn write(
-        &mut self,
-        lines: &[u8],
-        room_ms: u64,
-    ) -> (Option<String>, Result<(), (io::Error, usize)>) {
+    pub fn write(&mut self, lines: &[u8]) -> (Option<String>, Result<(), (io::Error, usize)>) {
         let event = self.follow();
         match self.rotate {
-            Some(rotate) => self.write_rotating(lines, rotate, event, room_ms),
-            None => (event, self.write_here(lines, room_ms)),
+            Some(rotate) => self.write_rotating(lines, rotate, event),
+            None => (event, self.write_here(lines)),
         }
     }
 
-    /// `room_ms`: how long a FIFO another process made non-blocking is
-    /// waited on (`sys::room::ROOM_WAIT_MS`).
-    fn write_here(&self, lines: &[u8], room_ms: u64) -> Result<(), (io::Error, usize)> {
+    fn write_here(&self, lines: &[u8]) -> Result<(), (io::Error, usize)> {
         match &self.fd {
-            Some(fd) => sys::write_lines_no_signal(fd.raw(), lines, fd.info().kind, room_ms),
+            Some(fd) => sys::write_lines_no_signal(fd.raw(), lines, fd.info().kind),
             None => Err((sys::fd::not_ours(), 0)),
         }
     }
@@ -160,7 +154,6 @@ impl FileOutput {
         lines: &[u8],
         rotate: Rotate,
         mut event: Option<String>,
-        room_ms: u64,
     ) -> (Option<String>, Result<(), (io::Error, usize)>) {
         let mut done = 0;
         let mut follows = 0;
@@ -207,7 +200,7 @@ impl FileOutput {
                 fit = rotate::first_line(rest);
             }
             if fit > 0 {
-                let written = self.write_here(&rest[..fit], room_ms);
+                let written = self.write_here(&rest[..fit]);
                 if let Err((e, n)) = written {
                     unlock(self.fd.as_ref(), locked);
                     return (event, Err((e, done + n)));
@@ -257,7 +250,7 @@ impl FileOutput {
             }
         }
         if done < lines.len() {
-            if let Err((e, n)) = self.write_here(&lines[done..], room_ms) {
+            if let Err((e, n)) = self.write_here(&lines[done..]) {
                 return (event, Err((e, done + n)));
             }
         }

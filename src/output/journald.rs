@@ -8,7 +8,7 @@
 
 use std::io;
 
-use super::slow::{Pace, Patience};
+use super::slow::Pace;
 use crate::error::ConfigError;
 use crate::fields::{self, Value};
 use crate::record::Record;
@@ -45,20 +45,15 @@ impl Journald {
         })
     }
 
-    /// Renders `rec` into `entry` and sends it, waiting for room in
-    /// journald's queue as `patience` says.
-    pub fn send(
-        &mut self,
-        rec: &Record,
-        entry: &mut Vec<u8>,
-        patience: Patience,
-    ) -> io::Result<()> {
+    /// Renders `rec` into `entry` and sends it, or holds it while
+    /// journald's queue is full (see `slow`).
+    pub fn send(&mut self, rec: &Record, entry: &mut Vec<u8>) -> io::Result<()> {
         entry.clear();
         render(rec, &self.ident, entry);
-        self.pace.send(&mut self.socket, entry, patience)
+        self.pace.send(&mut self.socket, entry)
     }
 
-    /// What waits for the writer thread, and what a stall dropped.
+    /// What it holds while journald's queue is full, and its socket.
     pub fn pace(&mut self) -> (&mut Pace, &mut DatagramTarget) {
         (&mut self.pace, &mut self.socket)
     }

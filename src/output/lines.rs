@@ -1,7 +1,6 @@
 //! What every output that prints a record shares: the lines each form
-//! makes once, and who prints (how long a slow reader is waited on).
+//! makes once.
 
-use super::slow::Patience;
 use super::spec::Form;
 use crate::record::Record;
 use crate::sys;
@@ -20,9 +19,6 @@ pub struct Lines {
     pub(super) entry: Vec<u8>,
     pub(super) text_made: bool,
     pub(super) json_made: bool,
-    /// Who prints now, and so how long a slow reader is waited on (see
-    /// `slow`).
-    pub(super) patience: Patience,
 }
 
 impl Lines {

@@ -9,7 +9,6 @@ use super::context::Memory;
 use super::lines::Lines;
 use super::print::{Output, Target};
 use super::said::Said;
-use super::slow::Patience;
 use super::spec::Spec;
 use crate::error::ConfigError;
 use crate::priority::Priority;
@@ -49,6 +48,9 @@ pub struct Outputs {
     /// Counts the lists set (see `generation`).
     generation: u64,
     lines: Lines,
+    /// Outputs replaced while they held what a slow reader had no room for
+    /// (see `slow`): kept until it is sent, or the reader stalls.
+    retired: Vec<Output>,
 }
 
 impl Default for Outputs {
@@ -71,28 +73,41 @@ impl Outputs {
                 entry: Vec::new(),
                 text_made: false,
                 json_made: false,
-                patience: Patience::Full,
             },
+            retired: Vec::new(),
         }
     }
 
-    /// Who prints from now on, and so how long a slow reader is waited on
+    /// The descriptor of a slow reader some output (or one replaced) holds
+    /// lines for, to wait on for room with no lock held, and whether it
+    /// holds so much that the outputs' walk stops before the next line
     /// (see `slow`).
-    pub fn set_patience(&mut self, patience: Patience) {
-        self.lines.patience = patience;
-    }
-
-    /// Whether some output holds datagrams for the writer thread.
-    pub fn holding(&mut self) -> bool {
-        self.list.iter_mut().any(Output::holding)
-    }
-
-    /// Sends what the outputs hold for the writer thread, waiting for room
-    /// as `patience` says.
-    pub fn send_held(&mut self, patience: Patience, said: &mut Vec<Said>) {
-        for out in &mut self.list {
-            out.send_held(patience, said);
+    pub fn waiting(&mut self) -> Option<(i32, bool)> {
+        let mut found = None;
+        for out in self.list.iter_mut().chain(self.retired.iter_mut()) {
+            match (out.waiting(), found) {
+                (Some((fd, true)), _) => return Some((fd, true)),
+                (Some(w), None) => found = Some(w),
+                _ => {}
+            }
         }
+        found
+    }
+
+    /// Whether an output holds so much for a slow reader that the walk
+    /// stops before the next line.
+    pub fn blocked(&mut self) -> bool {
+        self.waiting().is_some_and(|(_, blocked)| blocked)
+    }
+
+    /// Sends what the outputs (and those replaced) hold for slow readers,
+    /// as far as they take it now; never waits. A replaced one goes once
+    /// it holds nothing.
+    pub fn send_held(&mut self, said: &mut Vec<Said>) {
+        for out in self.list.iter_mut().chain(self.retired.iter_mut()) {
+            out.send_held(said);
+        }
+        self.retired.retain_mut(Output::holding);
     }
 
     /// Opens every output of a parsed list. One that cannot be opened
@@ -151,9 +166,8 @@ impl Outputs {
                 out.context = old.context.clone();
             }
         }
-        // What the outputs going away hold for the writer thread goes first.
-        self.send_held(Patience::Full, &mut Vec::new());
-        self.list = list;
+        let old = std::mem::replace(&mut self.list, list);
+        self.retire(old);
         self.publish_for_crash();
         self.sync_from = self
             .list
@@ -165,6 +179,18 @@ impl Outputs {
         self.generation += 1;
         self.count_needs();
         Ok(())
+    }
+
+    /// Outputs replaced: what they hold for a slow reader is sent as far as
+    /// it goes now, and one that still holds some is kept until the rest
+    /// is (the writer thread, a flush, exit), never waited for here.
+    fn retire(&mut self, old: Vec<Output>) {
+        for mut out in old {
+            out.send_held(&mut Vec::new());
+            if out.holding() {
+                self.retired.push(out);
+            }
+        }
     }
 
     /// Tells the crash handler which files and stderr the outputs print to
@@ -188,8 +214,8 @@ impl Outputs {
     }
 
     pub fn clear(&mut self) {
-        self.send_held(Patience::Full, &mut Vec::new());
-        self.list.clear();
+        let old = std::mem::take(&mut self.list);
+        self.retire(old);
         self.publish_for_crash();
         self.sync_from = NONE_PRINTED;
         self.needs = 0;

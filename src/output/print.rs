@@ -50,9 +50,13 @@ pub struct Output {
     /// there).
     pub(super) owed: u64,
     /// A file's or stderr's lines not written yet, and how many: written
-    /// with one write(2) per batch ([`Output::flush`]).
-    batch: Vec<u8>,
-    batched: u64,
+    /// with one write(2) per batch ([`Output::flush`]). What a full pipe
+    /// did not take stays, for when it takes more (see `slow`).
+    pub(super) batch: Vec<u8>,
+    pub(super) batched: u64,
+    /// When a full pipe first left part of the batch (monotonic ns), None
+    /// while it takes everything.
+    pub(super) refused_since: Option<u64>,
     /// What it remembers of the error contexts it printed.
     pub(super) context: Memory,
 }
@@ -82,6 +86,7 @@ impl Output {
             owed: 0,
             batch: Vec::new(),
             batched: 0,
+            refused_since: None,
             context: Memory::new(),
         }
     }
@@ -103,15 +108,17 @@ impl Output {
 
     /// A datagram output's connected socket, for the one entry the crash
     /// handler sends it (see `at_crash::Note`): true for journald's form.
-    pub(super) fn for_crash_note(&mut self) -> Option<(i32, sys::FdInfo, Priority, bool)> {
+    pub(super) fn for_crash_note(&mut self) -> Option<(i32, sys::FdInfo, Priority, bool, u64)> {
         let priority = self.priority;
-        let (socket, journald) = match &mut self.target {
-            Target::Journald(journald) => (journald.pace().1, true),
-            Target::Syslog(syslog) => (syslog.local_socket()?, false),
+        let journald = matches!(self.target, Target::Journald(_));
+        let held = self.pace().map_or(0, |(pace, _)| pace.held());
+        let socket = match &mut self.target {
+            Target::Journald(journald) => journald.pace().1,
+            Target::Syslog(syslog) => syslog.local_socket()?,
             _ => return None,
         };
         let (fd, info) = socket.for_crash();
-        Some((fd, info, priority, journald))
+        Some((fd, info, priority, journald, held))
     }
 
     /// Whether this output's lines are written before the call returns:
@@ -159,31 +166,34 @@ impl Output {
 
     /// Writes the batch (see [`Output::add`]): one write(2), the checks of
     /// the descriptor's identity and of the file size limit made once for
-    /// the batch. A batch that cannot be written counts all its lines lost.
+    /// the batch. A batch that cannot be written counts all its lines lost;
+    /// but what a full pipe did not take stays, and is written first next
+    /// time (`slow`), unless the pipe is stalled.
     pub fn flush(&mut self) -> Option<String> {
         if self.batched == 0 {
             return None;
         }
-        let room_ms = self.room_ms();
         let (rotated, result) = match &mut self.target {
-            Target::Stderr => (None, write_stderr(&self.batch, room_ms)),
-            Target::File(file) => file.write(&self.batch, room_ms),
+            Target::Stderr => (None, write_stderr(&self.batch)),
+            Target::File(file) => file.write(&self.batch),
             _ => (None, Ok(())),
         };
-        let batched = std::mem::take(&mut self.batched);
-        // The lines a pipe did not take: those after the bytes it did.
+        let lines_in = |bytes: &[u8]| bytes.iter().filter(|&&b| b == b'\n').count() as u64;
         let (result, lost) = match result {
-            Ok(()) => (Ok(()), 0),
-            Err((e, 0)) => (Err(e), batched),
-            Err((e, written)) => {
-                let lost = self.batch[written..]
-                    .iter()
-                    .filter(|&&b| b == b'\n')
-                    .count();
-                (Err(e), lost as u64)
+            Ok(()) => {
+                self.refused_since = None;
+                (Ok(()), 0)
             }
+            Err((e, written)) if self.keeps_for_a_slow_reader(&e) => {
+                self.batched -= lines_in(&self.batch[..written]);
+                self.batch.drain(..written);
+                return rotated;
+            }
+            // The lines a pipe did not take: those after the bytes it did.
+            Err((e, written)) => (Err(e), lines_in(&self.batch[written..])),
         };
         self.batch.clear();
+        self.batched = 0;
         let event = self.account(result, lost);
         either(rotated, event)
     }
@@ -208,30 +218,34 @@ impl Output {
     /// of a failure, its end.
     fn print(&mut self, rec: &Record, lines: &mut Lines) -> Option<String> {
         let form = self.form;
-        let room_ms = self.room_ms();
         // Lines this output had queued or held and dropped meanwhile.
         let mut dropped = 0;
         let (rotated, result) = match &mut self.target {
             // (Batched: see `add`.)
             Target::Stderr => (
                 None,
-                write_stderr(lines.line(form, rec), room_ms).map_err(|(e, _)| e),
+                write_stderr(lines.line(form, rec)).map_err(|(e, _)| e),
             ),
             Target::File(file) => {
-                let (rotated, result) = file.write(lines.line(form, rec), room_ms);
+                let (rotated, result) = file.write(lines.line(form, rec));
                 (rotated, result.map_err(|(e, _)| e))
             }
             Target::Journald(journald) => {
-                let result = journald.send(rec, &mut lines.entry, lines.patience);
-                dropped = journald.pace().0.take_dropped();
+                let result = journald.send(rec, &mut lines.entry);
+                let (pace, socket) = journald.pace();
+                pace.tell_crash_handler(socket);
+                dropped = pace.take_dropped();
                 (
                     replaced(journald.take_replaced(), || "journald".into()),
                     result,
                 )
             }
             Target::Syslog(syslog) => {
-                let result = syslog.send(rec, &mut lines.entry, lines.patience);
+                let result = syslog.send(rec, &mut lines.entry);
                 let replaced = replaced(syslog.take_replaced(), || syslog.describe());
+                if let Some((pace, socket)) = syslog.pace() {
+                    pace.tell_crash_handler(socket);
+                }
                 // Frames a collector connection had queued when it broke,
                 // datagrams held for the writer thread when the daemon
                 // stalled.
@@ -402,9 +416,9 @@ fn replaced(replaced: bool, what: impl FnOnce() -> String) -> Option<String> {
     })
 }
 
-fn write_stderr(lines: &[u8], room_ms: u64) -> Result<(), (io::Error, usize)> {
+fn write_stderr(lines: &[u8]) -> Result<(), (io::Error, usize)> {
     match diag::stderr() {
-        Some(kind) => sys::write_lines_no_signal(2, lines, kind, room_ms),
+        Some(kind) => sys::write_lines_no_signal(2, lines, kind),
         None => Err((
             io::Error::other(
                 "fd 2 is closed, or is no longer the file it was when vlog started \

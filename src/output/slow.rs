@@ -1,75 +1,91 @@
-//! A datagram reader slow for a moment: journald, the syslog daemon at
-//! /dev/log, whose socket queues a few datagrams (net.unix.max_dgram_qlen:
-//! 10 by default, 512 under systemd), or a UDP socket's send buffer. A full
-//! queue (EAGAIN) is no reason to drop a line: libsystemd's sd_journal_send
-//! and glibc's syslog(3) wait for it, and so does vlog, on the terms of
-//! every output's slow reader (`sys::room::ROOM_WAIT_MS`):
+//! A reader slow for a moment: journald, the syslog daemon at /dev/log,
+//! whose socket queues a few datagrams (net.unix.max_dgram_qlen: 10 by
+//! default, 512 under systemd), a UDP socket's send buffer, a pipe on
+//! stderr another process made non-blocking. A full queue (EAGAIN) is no
+//! reason to drop a line: libsystemd's sd_journal_send and glibc's
+//! syslog(3) wait for it. vlog waits too, but never under a lock:
 //!
-//! - vlog's writer thread (or a caller, when there is none: `VLOG_WRITER=
-//!   caller`) waits for room (poll(2) on the connected socket) as long as
-//!   the reader takes something, and `ROOM_WAIT_MS` without. The ring holds
-//!   the lines meanwhile, and a ring full of lines not written yet makes
-//!   the callers that need room wait with it.
-//! - A caller that writes its own line (an error, `?sync`) while vlog's
-//!   writer thread runs waits `HAND_OFF_MS` at most, then hands the
-//!   datagram to the writer thread: it is held, in the order it came, and
-//!   sent before any later one (the writer thread sends what is held
-//!   before it sleeps, and so do a flush and exit).
-//! - A reader that takes nothing for `ROOM_WAIT_MS` is stalled: what is held
-//!   is dropped and counted, the output says so once (and once more, with
-//!   the count, when the reader takes a line again), and nothing waits
-//!   until then. One pair of reports an episode, however long.
+//! - A datagram the socket has no room for is held by its output, in
+//!   order, before any later one (`Pace`); a pipe's bytes stay in its
+//!   output's batch. Nothing waits while the outputs' lock is held.
+//! - An output that holds `HOLD_MAX` or more (a pipe: any) is blocked: the
+//!   outputs' walk stops before the next line, which stays in the ring
+//!   (`logger::printer`). A configuration call, under the logger's lock,
+//!   does not stop: its outputs hold on.
+//! - The waiting is done with no lock held: vlog's writer thread, a flush
+//!   and exit wait for room (poll(2) on the socket or pipe, 100 ms at a
+//!   time), send what is held and go on; so does a caller that must make
+//!   room in a ring full of unwritten lines, or whose line is its own to
+//!   write (`VLOG_WRITER=caller`). A caller that writes its own line (an
+//!   error, `?sync`) while the writer thread runs leaves it to that thread.
+//! - A reader that takes nothing for `ROOM_WAIT_MS` is stalled: what is
+//!   held is dropped and counted, the output says so once (and once more,
+//!   with the count, when the reader takes a line again), and nothing is
+//!   held or waited for until then. One pair of reports an episode,
+//!   however long.
 
 use std::io;
 
+use crate::sys::monotonic_ns;
+use crate::sys::net::DatagramTarget;
 use crate::sys::room::ROOM_WAIT_MS;
-use crate::sys::{monotonic_ns, net::DatagramTarget};
 
-/// How long a caller that writes its own line waits for a slow reader
-/// before it hands the line to vlog's writer thread.
-pub const HAND_OFF_MS: u64 = 100;
-
-/// What an output holds for the writer thread, at most: datagrams a slow
-/// reader had no room for when their caller could wait no longer. Reserved
-/// when the output is made, so holding never allocates.
+/// What a datagram output holds before it is blocked (its walk stops);
+/// reserved, with room for a few more entries, so holding never allocates
+/// but where a configuration call's walk goes on regardless.
 pub const HOLD_MAX: usize = 64 * 1024;
+const HOLD_RESERVED: usize = HOLD_MAX + 32 * 1024;
 
-/// Who sends, and so how long it may wait for a slow reader.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Patience {
-    /// vlog's writer thread, a flush, exit, or a caller when vlog has no
-    /// writer thread: as long as the reader takes something.
-    #[default]
-    Full,
-    /// A caller while vlog's writer thread runs: `HAND_OFF_MS`, then the
-    /// writer thread's.
-    HandOff,
-}
-
-/// One datagram output's dealings with a slow reader: what it holds for the
-/// writer thread, and whether the reader is stalled.
+/// One datagram output's dealings with a slow reader: what it holds, since
+/// when the reader took nothing, and whether it is stalled.
 #[derive(Debug, Default)]
 pub struct Pace {
     /// Datagrams, each its u32 length then its bytes, oldest first.
     held: Vec<u8>,
     /// How many datagrams `held` has.
     count: u64,
-    /// The reader took nothing for `ROOM_WAIT_MS`: nothing waits for it
+    /// When the reader last refused a datagram with nothing taken since
+    /// (monotonic ns), None while it takes them.
+    refused_since: Option<u64>,
+    /// The reader took nothing for `ROOM_WAIT_MS`: nothing is held for it
     /// until it takes a datagram again.
     stalled: bool,
     /// Datagrams dropped since the last `take_dropped` (a stall's).
     dropped: u64,
+    /// `count` as the crash handler last learnt it (`at_crash::note_held`).
+    told: u64,
 }
 
 impl Pace {
     /// Reserves what holding needs.
     pub fn reserve(&mut self) -> Result<(), std::collections::TryReserveError> {
-        self.held.try_reserve_exact(HOLD_MAX)
+        self.held.try_reserve_exact(HOLD_RESERVED)
     }
 
-    /// Whether datagrams wait for the writer thread.
+    /// Whether datagrams wait for room.
     pub fn holding(&self) -> bool {
         self.count > 0
+    }
+
+    /// How many datagrams wait for room.
+    pub fn held(&self) -> u64 {
+        self.count
+    }
+
+    /// Whether the output holds so much that the outputs' walk stops
+    /// before its next line.
+    pub fn blocked(&self) -> bool {
+        self.held.len() >= HOLD_MAX
+    }
+
+    /// Tells the crash handler how many datagrams are held on `socket`,
+    /// when that changed: they are lines the outputs passed and did not
+    /// send (`at_crash::Note`).
+    pub fn tell_crash_handler(&mut self, socket: &DatagramTarget) {
+        if self.told != self.count {
+            self.told = self.count;
+            super::at_crash::note_held(socket.raw(), self.count);
+        }
     }
 
     /// Datagrams dropped since the last call (the reader stalled): counted
@@ -84,123 +100,104 @@ impl Pace {
         self.count = 0;
     }
 
-    /// Sends `entry` on `socket` after what is held, waiting for room as
-    /// `patience` says (see the overview). An error means the datagram was
-    /// not sent nor held: the reader is stalled (EAGAIN), or gone, or the
-    /// datagram refused.
-    pub fn send(
-        &mut self,
-        socket: &mut DatagramTarget,
-        entry: &[u8],
-        patience: Patience,
-    ) -> io::Result<()> {
-        self.send_held(socket, patience)?;
+    /// Sends `entry` on `socket` after what is held, or holds it: never
+    /// waits. An error means it was neither sent nor held: the reader is
+    /// stalled (EAGAIN), gone, or refused it.
+    pub fn send(&mut self, socket: &mut DatagramTarget, entry: &[u8]) -> io::Result<()> {
+        self.send_held(socket)?;
         if self.holding() {
-            // What is held goes first: this waits behind it.
-            return self.hold(socket, entry);
+            self.hold(entry);
+            return Ok(());
         }
-        let wait = match patience {
-            Patience::Full => Wait::Room,
-            Patience::HandOff => Wait::HandOff(HAND_OFF_MS),
-        };
-        match send_waiting(socket, entry, wait, &mut self.stalled) {
+        match self.try_send(socket, entry) {
             Ok(true) => Ok(()),
-            Ok(false) => self.hold(socket, entry),
-            Err(e) => Err(self.dropping_held(e)),
+            Ok(false) => {
+                self.hold(entry);
+                Ok(())
+            }
+            Err(e) => Err(e),
         }
     }
 
-    /// Sends what is held: the writer thread's (and a flush's) `Full`
-    /// patience waits for room; a caller's only tries, and leaves what
-    /// does not go at once to the writer thread.
-    pub fn send_held(&mut self, socket: &mut DatagramTarget, patience: Patience) -> io::Result<()> {
-        let wait = match patience {
-            Patience::Full => Wait::Room,
-            Patience::HandOff => Wait::HandOff(0),
-        };
-        while self.holding() {
-            let len = u32::from_ne_bytes(self.held[..4].try_into().unwrap()) as usize;
-            match send_waiting(socket, &self.held[4..4 + len], wait, &mut self.stalled) {
+    /// Sends what is held, as far as the socket takes it now; never waits.
+    /// An error means the reader stalled or is gone: what was held is
+    /// dropped and counted.
+    pub fn send_held(&mut self, socket: &mut DatagramTarget) -> io::Result<()> {
+        let mut sent = 0;
+        let mut result = Ok(());
+        while self.count > 0 {
+            let len = u32::from_ne_bytes(self.held[sent..sent + 4].try_into().unwrap()) as usize;
+            let entry = &self.held[sent + 4..sent + 4 + len];
+            match try_send(socket, entry, &mut self.refused_since, &mut self.stalled) {
                 Ok(true) => {
-                    self.held.drain(..4 + len);
+                    sent += 4 + len;
                     self.count -= 1;
                 }
-                Ok(false) => return Ok(()),
-                Err(e) => return Err(self.dropping_held(e)),
+                Ok(false) => break,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
             }
         }
-        Ok(())
-    }
-
-    /// A stall drops what is held (counted); any other error keeps it.
-    fn dropping_held(&mut self, e: io::Error) -> io::Error {
-        if e.kind() == io::ErrorKind::WouldBlock {
+        self.held.drain(..sent);
+        if result.is_err() {
+            // Stalled, or gone: what is held cannot go, dropped and counted.
             self.dropped += self.count;
-            self.held.clear();
-            self.count = 0;
+            self.forget();
         }
-        e
+        result
     }
 
-    /// Holds `entry` for the writer thread; with no room left to hold, the
-    /// caller waits as the writer would.
-    fn hold(&mut self, socket: &mut DatagramTarget, entry: &[u8]) -> io::Result<()> {
-        if self.held.len() + 4 + entry.len() > HOLD_MAX {
-            self.send_held(socket, Patience::Full)?;
-            return match send_waiting(socket, entry, Wait::Room, &mut self.stalled) {
-                Ok(_) => Ok(()),
-                Err(e) => Err(self.dropping_held(e)),
-            };
+    fn try_send(&mut self, socket: &mut DatagramTarget, entry: &[u8]) -> io::Result<bool> {
+        let result = try_send(socket, entry, &mut self.refused_since, &mut self.stalled);
+        if result.is_err() {
+            self.dropped += self.count;
+            self.forget();
+        }
+        result
+    }
+
+    /// Holds `entry` (its room reserved, but for a configuration call's
+    /// walk, which does not stop: then the hold grows, or, without the
+    /// memory, the datagram is dropped and counted).
+    fn hold(&mut self, entry: &[u8]) {
+        if self.held.try_reserve(4 + entry.len()).is_err() {
+            self.dropped += 1;
+            return;
         }
         self.held
             .extend_from_slice(&(entry.len() as u32).to_ne_bytes());
         self.held.extend_from_slice(entry);
         self.count += 1;
-        Ok(())
     }
 }
 
-/// How long a send waits for room.
-#[derive(Clone, Copy)]
-enum Wait {
-    /// As long as the reader takes something, `ROOM_WAIT_MS` without.
-    Room,
-    /// This many ms, then the datagram is handed to the writer thread.
-    HandOff(u64),
-}
-
-/// Sends `entry`, waiting for room: true when sent, false when a hand-off's
-/// time is over; EAGAIN once the reader took nothing for `ROOM_WAIT_MS`
-/// (stalled from then on: nothing waits until a datagram goes through).
-fn send_waiting(
+/// One try at sending `entry`: true when sent, false when the reader has
+/// no room (to be held); EAGAIN once it has taken nothing for
+/// `ROOM_WAIT_MS` (stalled from then on, until a datagram goes through),
+/// and at once while it is stalled.
+fn try_send(
     socket: &mut DatagramTarget,
     entry: &[u8],
-    wait: Wait,
+    refused_since: &mut Option<u64>,
     stalled: &mut bool,
 ) -> io::Result<bool> {
-    let start = monotonic_ns();
-    loop {
-        match socket.send(entry) {
-            Ok(()) => {
-                *stalled = false;
-                return Ok(true);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock && !*stalled => {
-                let waited_ms = monotonic_ns().saturating_sub(start) / 1_000_000;
-                let limit = match wait {
-                    Wait::Room => ROOM_WAIT_MS,
-                    Wait::HandOff(ms) => ms,
-                };
-                if waited_ms >= limit {
-                    if let Wait::HandOff(_) = wait {
-                        return Ok(false);
-                    }
-                    *stalled = true;
-                    return Err(e);
-                }
-                socket.wait_for_room((limit - waited_ms).min(100) as std::ffi::c_int);
-            }
-            Err(e) => return Err(e),
+    match socket.send(entry) {
+        Ok(()) => {
+            *refused_since = None;
+            *stalled = false;
+            Ok(true)
         }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock && !*stalled => {
+            let now = monotonic_ns();
+            let since = *refused_since.get_or_insert(now);
+            if now.saturating_sub(since) >= ROOM_WAIT_MS * 1_000_000 {
+                *stalled = true;
+                return Err(e);
+            }
+            Ok(false)
+        }
+        Err(e) => Err(e),
     }
 }

@@ -310,17 +310,12 @@ fn above_stdio(raw: c_int) -> io::Result<c_int> {
 /// descriptor in non-blocking mode that is full gives EAGAIN (nothing
 /// waits). Async-signal-safe.
 pub fn write_no_signal(fd: c_int, buf: &[u8], kind: FdKind) -> io::Result<()> {
-    write_no_signal_waiting(fd, buf, kind, 0)
-}
-
-/// [`write_no_signal`], waiting up to `room_ms` without progress for a
-/// full non-blocking descriptor to take more (see `room::ROOM_WAIT_MS`).
-fn write_no_signal_waiting(fd: c_int, buf: &[u8], kind: FdKind, room_ms: u64) -> io::Result<()> {
-    let write = || write_all_kind(fd, buf, kind, room_ms);
     match kind {
-        FdKind::Pipe => without_signal(libc::SIGPIPE, write),
-        FdKind::Plain if file_size_limited() => without_signal(libc::SIGXFSZ, write),
-        _ => write(),
+        FdKind::Pipe => without_signal(libc::SIGPIPE, || write_all_kind(fd, buf, kind)),
+        FdKind::Plain if file_size_limited() => {
+            without_signal(libc::SIGXFSZ, || write_all_kind(fd, buf, kind))
+        }
+        _ => write_all_kind(fd, buf, kind),
     }
 }
 
@@ -331,17 +326,12 @@ fn write_no_signal_waiting(fd: c_int, buf: &[u8], kind: FdKind, room_ms: u64) ->
 /// than PIPE_BUF is a piece of its own, as it was when written alone.) On
 /// an error, how many bytes were written before it (for a pipe; 0 for
 /// the others, whose one write is all or nothing as far as vlog knows).
-/// A full non-blocking pipe or socket is waited on for up to `room_ms`
-/// without progress (an output's writes: `room::ROOM_WAIT_MS`, 0 while it is
-/// stalled).
 pub fn write_lines_no_signal(
     fd: c_int,
     bytes: &[u8],
     kind: FdKind,
-    room_ms: u64,
 ) -> Result<(), (io::Error, usize)> {
     const PIPE_BUF: usize = libc::PIPE_BUF;
-    let write_no_signal = |fd, bytes, kind| write_no_signal_waiting(fd, bytes, kind, room_ms);
     if kind != FdKind::Pipe || bytes.len() <= PIPE_BUF {
         return write_no_signal(fd, bytes, kind).map_err(|e| (e, 0));
     }
@@ -406,32 +396,15 @@ pub fn without_signal<R>(sig: c_int, f: impl FnOnce() -> R) -> R {
     }
 }
 
-use super::room::Room;
-
-fn write_all_kind(fd: c_int, mut buf: &[u8], kind: FdKind, room_ms: u64) -> io::Result<()> {
-    let mut room = Room::new(room_ms);
+fn write_all_kind(fd: c_int, mut buf: &[u8], kind: FdKind) -> io::Result<()> {
+    if kind != FdKind::Socket {
+        return write_all_fd(fd, buf);
+    }
     while !buf.is_empty() {
-        let written = match kind {
-            FdKind::Socket => send_some(fd, buf, 0),
-            _ => {
-                // SAFETY: `buf` is valid for `buf.len()` bytes; write(2)
-                // only reads it.
-                let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(n as usize)
-                }
-            }
-        };
-        match written {
+        match send_some(fd, buf, 0) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => {
-                buf = &buf[n..];
-                room.progressed();
-            }
+            Ok(n) => buf = &buf[n..],
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock && room.wait(fd) => {}
             Err(e) => return Err(e),
         }
     }

@@ -65,7 +65,7 @@ impl DatagramTarget {
     /// To the Unix datagram socket at `path`, connected at the first send
     /// (nothing need listen there yet) and again when a send finds it not
     /// connected: so that a full queue at the other end is this socket's to
-    /// wait on ([`DatagramTarget::wait_for_room`]), which an unconnected
+    /// wait on (`sys::room::wait_writable`), which an unconnected
     /// socket cannot see.
     pub fn unix_connecting(path: &[u8]) -> io::Result<DatagramTarget> {
         let mut target = DatagramTarget::unix(path)?;
@@ -89,6 +89,11 @@ impl DatagramTarget {
         (self.fd.raw(), self.fd.info())
     }
 
+    /// The descriptor to wait on for room (`sys::room::wait_writable`).
+    pub fn raw(&self) -> c_int {
+        self.fd.raw()
+    }
+
     fn connect(&mut self) -> io::Result<()> {
         // SAFETY: the address is a sockaddr of `addr_len` bytes.
         let rc =
@@ -98,20 +103,6 @@ impl DatagramTarget {
         }
         self.connected = true;
         Ok(())
-    }
-
-    /// Waits at most `ms` milliseconds for a connected socket's peer to
-    /// have room (poll(2), POLLOUT); true if it has, or if a signal cut
-    /// the wait short (the caller tries again, within its own time).
-    pub fn wait_for_room(&self, ms: c_int) -> bool {
-        let mut pfd = libc::pollfd {
-            fd: self.fd.raw(),
-            events: libc::POLLOUT,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-        rc > 0 || (rc < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted)
     }
 
     /// To a UDP collector.

@@ -40,12 +40,12 @@
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+pub mod caller;
 mod lost;
 
 use super::context::{self, Contexts};
 use crate::config::context::Context;
 use crate::error::ConfigError;
-use crate::output::slow::Patience;
 use crate::output::{at_crash, Outputs, Said};
 use crate::priority::Priority;
 use crate::ring::published;
@@ -63,6 +63,10 @@ pub struct Printer {
     /// What an error's context is (`VLOG_CONTEXT`), and what printing one
     /// needs (see `context`).
     contexts: Contexts,
+    /// Whether the walk stops before a line when an output holds so much
+    /// for a slow reader that it is blocked (`output::slow`): not for a
+    /// holder of the logger's lock, whose outputs hold on instead.
+    stops_when_blocked: bool,
 }
 
 /// The process's outputs (a logger made for a unit test has its own).
@@ -100,6 +104,7 @@ impl Printer {
             outputs: Outputs::new(),
             said: Vec::new(),
             contexts: Contexts::new(),
+            stops_when_blocked: true,
         }
     }
 
@@ -126,18 +131,22 @@ impl Printer {
             outputs,
             said,
             contexts,
+            stops_when_blocked,
         } = self;
-        outputs.print_all(|outputs| Printer::catch_up_with(outputs, said, contexts, view, upto));
+        let stops = *stops_when_blocked;
+        outputs.print_all(|outputs| {
+            Printer::catch_up_with(outputs, said, contexts, view, upto, stops)
+        });
     }
 
     /// [`Printer::catch_up`] of everything, for a holder of the logger's
-    /// lock (a configuration call, fork): a slow reader gets a moment,
-    /// never the 5 s a writer waits, and what it has no room for is held
-    /// for the writer thread (or a flush, or exit) to send.
+    /// lock (a configuration call, fork): nothing waits for a slow reader
+    /// under it, nor is a line left behind; what a slow reader has no room
+    /// for now its output holds, for the writer thread, a flush or exit.
     pub fn catch_up_under_lock(&mut self, view: &View) {
-        self.outputs.set_patience(Patience::HandOff);
+        self.stops_when_blocked = false;
         self.catch_up(view, u64::MAX);
-        self.outputs.set_patience(Patience::Full);
+        self.stops_when_blocked = true;
     }
 
     /// [`Printer::catch_up`], with no cancel acting inside. The walk stops
@@ -149,12 +158,14 @@ impl Printer {
         contexts: &mut Contexts,
         view: &View,
         upto: u64,
+        stops_when_blocked: bool,
     ) {
         let end = upto.min(reader::Region::tail(view));
         let mut cursor = Cursor::at(view.printed());
         // The error whose context was printed last: printed itself next.
         let mut done = None;
-        while cursor.pos().is_some_and(|pos| pos < end) {
+        let mut blocked = false;
+        while cursor.pos().is_some_and(|pos| pos < end) && !blocked {
             let from = cursor.pos();
             let mut stopped = None;
             if let Some(pos) = from {
@@ -166,6 +177,12 @@ impl Printer {
                 cursor = reader::read_until(view, cursor, READ_STEP, |entry, marked| {
                     match (entry, marked) {
                         (Entry::Record(rec), true) => {
+                            // An output that holds all it may for a slow
+                            // reader: the line waits in the ring.
+                            if stops_when_blocked && outputs.blocked() {
+                                blocked = true;
+                                return false;
+                            }
                             lost.say(outputs, rec.time_ns, said);
                             if done != Some(rec.seq) {
                                 stopped = context::due(contexts, outputs, &rec);
@@ -207,6 +224,7 @@ impl Printer {
             outputs,
             said,
             contexts,
+            ..
         } = self;
         outputs.print_all(|outputs| {
             // An error's context comes first: the record is read whole
@@ -258,94 +276,6 @@ impl Printer {
     }
 }
 
-/// Has the outputs read the current ring up to `upto` (see
-/// [`Printer::catch_up`]), from a thread that does not hold the logger's
-/// lock; returns what they had to report.
-pub fn write_upto(upto: u64) -> Vec<Said> {
-    let mut printer = lock_for_caller();
-    printer.catch_up_published(upto);
-    printer.done_for_caller()
-}
-
-/// The printer's lock for a thread that writes its own line (not vlog's
-/// writer thread): a slow reader is waited on as long as the writer's
-/// would when there is no writer thread here, else a moment, and the line
-/// handed to it (see `output::slow`). While a crash is dumped the outputs
-/// write nothing: the caller waits with them (a ring full of lines they
-/// have not written overwrites none; see `crash::pending`).
-fn lock_for_caller() -> MutexGuard<'static, Printer> {
-    crate::crash::pending::wait_while_dumped();
-    let mut printer = lock();
-    let patience = if WRITER.load(Ordering::SeqCst) == crate::sys::process_id() {
-        Patience::HandOff
-    } else {
-        Patience::Full
-    };
-    printer.outputs.set_patience(patience);
-    printer
-}
-
-/// Datagrams a caller handed to the writer thread, which it sends before it
-/// sleeps: set by the caller, taken by the writer thread, both under the
-/// printer's lock.
-static HANDED_OFF: AtomicBool = AtomicBool::new(false);
-
-/// The pid of the process whose writer thread runs (0: none): a forked
-/// child has none of its parent's.
-static WRITER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-
-impl Printer {
-    /// A caller's walk is over: what the outputs had to report, and the
-    /// writer thread told of what was handed to it.
-    fn done_for_caller(&mut self) -> Vec<Said> {
-        self.outputs.set_patience(Patience::Full);
-        if self.outputs.holding() {
-            HANDED_OFF.store(true, Ordering::SeqCst);
-        }
-        self.take_said()
-    }
-
-    /// Sends what the outputs hold for the writer thread, waiting as long
-    /// as their readers take something (the writer thread, a flush, exit).
-    pub fn send_held(&mut self) {
-        HANDED_OFF.store(false, Ordering::SeqCst);
-        let Printer { outputs, said, .. } = self;
-        outputs.print_all(|outputs| outputs.send_held(Patience::Full, said));
-    }
-}
-
-/// Whether a caller handed datagrams to the writer thread since it last
-/// sent what was held: it is woken for them.
-pub fn handed_off() -> bool {
-    HANDED_OFF.load(Ordering::SeqCst)
-}
-
-/// Has the outputs read everything in the current ring, for a caller whose
-/// record would overwrite what they have not: what they had to report, and
-/// whether they are stuck (lines are left that they could not read on to:
-/// a damaged ring).
-pub fn make_room() -> (Vec<Said>, bool) {
-    let mut printer = lock_for_caller();
-    let place = || published::read(|view| view.map(|v| (v.printed(), v.marked_end())));
-    let before = place();
-    printer.catch_up_published(u64::MAX);
-    let after = place();
-    let stuck = after == before && after.is_some_and(|(printed, end)| printed < end);
-    (printer.done_for_caller(), stuck)
-}
-
-/// [`Printer::print_at`] on the current ring, from a thread that does not
-/// hold the logger's lock.
-pub fn write_one(pos: u64) -> Vec<Said> {
-    let mut printer = lock_for_caller();
-    published::read(|view| {
-        if let Some(view) = view {
-            printer.print_at(&view, pos);
-        }
-    });
-    printer.done_for_caller()
-}
-
 /// Wakes the writer thread for a marked record just recorded (under the
 /// logger's lock): if it sleeps, or, when the ring is half full of lines
 /// not yet written (`urgent`), if it lets a burst gather. Costs no system
@@ -380,7 +310,8 @@ pub fn start(report: fn(), failed: fn()) -> std::io::Result<Worker> {
 /// Whether the current ring holds records marked for the outputs that
 /// they have not read, or a caller handed datagrams over.
 fn pending() -> bool {
-    handed_off() || published::read(|view| view.is_some_and(|v| v.printed() < v.marked_end()))
+    caller::handed_off()
+        || published::read(|view| view.is_some_and(|v| v.printed() < v.marked_end()))
 }
 
 /// The writer thread: writes what is pending, sleeps until a caller wakes
@@ -388,35 +319,41 @@ fn pending() -> bool {
 /// (after writing what was pending then).
 fn run(stop: &AtomicBool, report: fn(), failed: fn()) {
     let me = crate::sys::process_id();
-    WRITER.store(me, Ordering::SeqCst);
+    caller::WRITER.store(me, Ordering::SeqCst);
     run_until_stopped(stop, report, failed);
-    let _ = WRITER.compare_exchange(me, 0, Ordering::SeqCst, Ordering::SeqCst);
+    let _ = caller::WRITER.compare_exchange(me, 0, Ordering::SeqCst, Ordering::SeqCst);
 }
 
 fn run_until_stopped(stop: &AtomicBool, report: fn(), failed: fn()) {
     loop {
         let said = crate::panic::catch(|| {
             let mut printer = lock();
+            caller::HANDED_OFF.store(false, Ordering::SeqCst);
             printer.catch_up_published(u64::MAX);
-            // What callers handed over, before the thread sleeps.
-            if printer.outputs.holding() {
-                printer.send_held();
-            }
-            !printer.said.is_empty()
+            printer.send_held();
+            (!printer.said.is_empty(), printer.outputs.waiting())
         });
-        match said {
-            Ok(true) => {
+        let waiting = match said {
+            Ok((true, waiting)) => {
                 let _ = crate::panic::catch(report);
+                waiting
             }
-            Ok(_) => {}
+            Ok((false, waiting)) => waiting,
             // A panic in the outputs: vlog steps down (outputs off, the
             // ring goes on), and the thread goes on with what is left.
             Err(_) => {
                 let _ = crate::panic::catch(failed);
+                None
             }
-        }
+        };
         if stop.load(Ordering::SeqCst) {
             return;
+        }
+        if let Some((fd, _)) = waiting.filter(|_| !at_crash::frozen()) {
+            // A slow reader: its room waited for with no lock held, then
+            // what it was left sent, and the walk goes on.
+            crate::sys::room::wait_writable(fd, 100);
+            continue;
         }
         if at_crash::frozen() {
             // A crash is being dumped: the crash handler writes, and this

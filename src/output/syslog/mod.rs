@@ -24,7 +24,7 @@ use std::io;
 use std::net::SocketAddr;
 
 use super::address::Address;
-use super::slow::{Pace, Patience};
+use super::slow::Pace;
 use super::spec::Transport;
 use crate::error::ConfigError;
 use crate::record::Record;
@@ -123,14 +123,9 @@ impl Syslog {
     }
 
     /// Renders `rec` into `entry` and sends it; over TCP with its octet
-    /// count in front (RFC 6587). A datagram waits for room at a slow
-    /// daemon or socket as `patience` says (see `slow`).
-    pub fn send(
-        &mut self,
-        rec: &Record,
-        entry: &mut Vec<u8>,
-        patience: Patience,
-    ) -> io::Result<()> {
+    /// count in front (RFC 6587). A datagram is held while a daemon's or a
+    /// socket's queue is full (see `slow`).
+    pub fn send(&mut self, rec: &Record, entry: &mut Vec<u8>) -> io::Result<()> {
         entry.clear();
         let pid = sys::process_id();
         match &mut self.socket {
@@ -143,16 +138,16 @@ impl Syslog {
                     Some(socket) => socket,
                     None => socket.insert(DatagramTarget::unix_connected(LOCAL_SOCKET)?),
                 };
-                self.pace.send(socket, entry, patience)
+                self.pace.send(socket, entry)
             }
             Socket::Local(socket) => {
                 render_local(rec, &self.ident, pid, entry);
-                self.pace.send(socket, entry, patience)
+                self.pace.send(socket, entry)
             }
             Socket::Udp(udp) => {
                 render(rec, &self.ident, &self.hostname, pid, entry);
                 match &mut udp.socket {
-                    Some(socket) => self.pace.send(socket, entry, patience),
+                    Some(socket) => self.pace.send(socket, entry),
                     None => udp.send(entry),
                 }
             }

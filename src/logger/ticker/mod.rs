@@ -20,11 +20,14 @@
 //! take it (see [`Drain`]), and the ticker is
 //! stopped and joined without the lock.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use std::net::SocketAddr;
 
+pub mod exit;
+
+use super::printer::caller::Walk;
 use super::printer::{self, Printer};
 use super::{enter, State};
 use crate::output::{Lookups, Said, NEEDS_RESOLVER, NEEDS_TICKER};
@@ -280,13 +283,21 @@ pub fn drain(why: Drain) {
     if super::inside() {
         return;
     }
-    // Every line recorded for the outputs first, and what callers handed
-    // to the writer thread.
-    with_printer(|p, said| {
-        p.catch_up_published(u64::MAX);
-        p.send_held();
-        said.extend(p.take_said());
-    });
+    // Every line recorded for the outputs first, and what they hold for
+    // slow readers, whose room is waited for with no lock held, as long as
+    // they take something (a reader that takes nothing for 5 s is stalled,
+    // and its lines counted lost: `output::slow`).
+    loop {
+        match with_printer(|p, said| {
+            let walk = p.walk_step(u64::MAX);
+            said.extend(p.take_said());
+            walk
+        }) {
+            Walk::Wait(fd, _) => sys::room::wait_writable(fd, 100),
+            Walk::Again => {}
+            Walk::Done => break,
+        }
+    }
     loop {
         let Some(step) = with_printer(|p, said| p.drain_step(first, &mut generation, said)) else {
             return;
@@ -319,7 +330,7 @@ pub fn drain(why: Drain) {
 }
 
 fn start(name: &str, run: fn(&AtomicBool, &Waker)) -> std::io::Result<Worker> {
-    drain_at_exit_once();
+    exit::drain_at_exit_once();
     // Its start is over before this returns: a program's messages after
     // the configuration call never meet it. Never joined under the lock
     // (see the overview).
@@ -389,96 +400,5 @@ fn run(stop: &AtomicBool, waker: &Waker) {
             Ok(Some(ms)) => period = ms.clamp(1, 1000),
             _ => return,
         }
-    }
-}
-
-/// Registers the exit handlers that write what the outputs still have
-/// (the writer thread's lines, a fluent output's batches), once, with the
-/// first thread of vlog's.
-///
-/// Several threads may call exit() at once (a worker pool ending on a
-/// fatal condition, err(3) from threads). glibc (before 2.41) lets each run
-/// the handlers left in its list, one handler per thread, and a thread that
-/// finds the list empty ends the process at once, while another may still
-/// be writing. So vlog's handler is in the list `EXIT_HANDLERS` times: each
-/// thread that runs one writes every line recorded so far (the first of
-/// them does all the rest: batches, threads) or waits for the thread doing
-/// so, and while that lasts each puts another in the list, so the threads
-/// that come later find one too. Once the drain is over the copies left do
-/// nothing. quick_exit(3) runs one; `_exit` none (the ring has the lines, a
-/// ring file keeps them for `vlog-dump --unprinted`).
-pub fn drain_at_exit_once() {
-    static AT_EXIT: Once = Once::new();
-    AT_EXIT.call_once(|| {
-        let registered = (0..EXIT_HANDLERS).all(|_| sys::at_exit(drain_at_exit));
-        if !registered || !sys::at_quick_exit(drain_at_exit) {
-            diag::warn(
-                "cannot register vlog's exit handlers: the lines vlog's threads have not written \
-                 yet when the program exits are lost (call vlog_flush before exit)",
-            );
-        }
-    });
-}
-
-/// How many times vlog's exit handler is in glibc's list (see
-/// `drain_at_exit_once`): as many threads calling exit() at once, and more
-/// while a drain goes on.
-const EXIT_HANDLERS: usize = 8;
-
-/// The exit drain's state: none begun, one going on, over.
-static EXIT_DRAIN: AtomicU8 = AtomicU8::new(NOT_BEGUN);
-const NOT_BEGUN: u8 = 0;
-const DRAINING: u8 = 1;
-const DRAINED: u8 = 2;
-
-extern "C-unwind" fn drain_at_exit() {
-    crate::sys::cancel::callback!(|| {
-        let _ = crate::panic::catch(|| {
-            match EXIT_DRAIN.compare_exchange(
-                NOT_BEGUN,
-                DRAINING,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            ) {
-                Ok(_) => {
-                    sys::at_exit(drain_at_exit);
-                    drain_all_at_exit();
-                    EXIT_DRAIN.store(DRAINED, Ordering::SeqCst);
-                }
-                Err(DRAINING) => {
-                    // Another thread's exit drains: one more copy for a
-                    // thread after this one, this one's lines written, and
-                    // the rest waited for.
-                    sys::at_exit(drain_at_exit);
-                    with_printer(|p, said| {
-                        p.catch_up_published(u64::MAX);
-                        said.extend(p.take_said());
-                    });
-                    let start = sys::monotonic_ns();
-                    while EXIT_DRAIN.load(Ordering::SeqCst) == DRAINING
-                        && sys::monotonic_ns() - start < 2 * DRAIN_TOTAL_MS * 1_000_000
-                    {
-                        sys::nap(1);
-                    }
-                }
-                Err(_) => {}
-            }
-        });
-    })
-}
-
-/// The first exit handler's drain: every line, what the batching outputs
-/// hold, then every line by its caller, the threads joined.
-fn drain_all_at_exit() {
-    drain(Drain::Exit);
-    // Exit handlers registered before this one, and destructors, run after
-    // it: their lines are written by their callers (the writer thread may
-    // not live to write them).
-    enter(State::after_exit);
-    // Joined, as the ticker is: a thread of vlog's still running at exit
-    // would be one more thing a leak checker cannot stop.
-    let threads = enter(|s| [s.threads.ticker.take(), s.threads.writer.take()]);
-    for worker in threads.into_iter().flatten().flatten() {
-        worker.stop_and_join();
     }
 }

@@ -1,0 +1,169 @@
+//! The threads that have the outputs write their own lines, not vlog's
+//! writer thread: an error's caller, `?sync`, every caller when there is no
+//! writer thread, a caller whose record needs room. None waits for a slow
+//! reader under a lock (`output::slow`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::MutexGuard;
+
+use super::{lock, Printer};
+use crate::output::Said;
+use crate::ring::published;
+
+/// Has the outputs read the current ring up to `upto` (see
+/// [`Printer::catch_up`]), from a thread that does not hold the logger's
+/// lock; returns what they had to report. What a slow reader has no room
+/// for (`output::slow`) is left to vlog's writer thread, woken for it; a
+/// caller with no writer thread here waits for it, with no lock held.
+pub fn write_upto(upto: u64) -> Vec<Said> {
+    let mut printer = lock_for_caller();
+    let alone = !writer_here();
+    loop {
+        match printer.walk_step(upto) {
+            Walk::Wait(fd, _) if alone => printer = wait_for_room(printer, fd),
+            Walk::Again if alone => {}
+            _ => return printer.done_for_caller(),
+        }
+    }
+}
+
+/// What a walk that a slow reader may hold up does next (see
+/// [`Printer::walk_step`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Walk {
+    /// An output holds lines for the reader on this descriptor: wait for
+    /// its room, with no lock held; true when it holds so much that the
+    /// walk stops before the next line.
+    Wait(i32, bool),
+    /// Something moved, and lines are left: walk on.
+    Again,
+    /// Every line is written, or nothing moves (a damaged ring, a crash).
+    Done,
+}
+
+/// Whether the outputs have read the current ring up to `upto` (or every
+/// line recorded for them, if that is less).
+pub fn written_up_to(upto: u64) -> bool {
+    published::read(|view| view.is_none_or(|v| v.printed() >= upto.min(v.marked_end())))
+}
+
+/// Where the outputs have read the current ring to.
+pub fn printed_now() -> Option<u64> {
+    published::read(|view| view.map(|v| v.printed()))
+}
+
+/// The printer's lock for a thread that writes its own line (not vlog's
+/// writer thread). While a crash is dumped the outputs write nothing: the
+/// caller waits with them (a ring full of lines they have not written
+/// overwrites none; see `crash::pending`).
+fn lock_for_caller() -> MutexGuard<'static, Printer> {
+    crate::crash::pending::wait_while_dumped();
+    lock()
+}
+
+/// Lets go of the printer's lock while a slow reader on `fd` has no room
+/// (100 ms at most), and takes it again: nothing waits under a lock.
+fn wait_for_room(printer: MutexGuard<'static, Printer>, fd: i32) -> MutexGuard<'static, Printer> {
+    drop(printer);
+    crate::sys::room::wait_writable(fd, 100);
+    lock()
+}
+
+/// Lines a caller left to the writer thread (a slow reader had no room),
+/// which it writes before it sleeps: set by the caller, taken by the writer
+/// thread, both under the printer's lock.
+pub(super) static HANDED_OFF: AtomicBool = AtomicBool::new(false);
+
+/// The pid of the process whose writer thread runs (0: none): a forked
+/// child has none of its parent's.
+pub(super) static WRITER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Whether vlog's writer thread runs in this process.
+fn writer_here() -> bool {
+    WRITER.load(Ordering::SeqCst) == crate::sys::process_id()
+}
+
+impl Printer {
+    /// One step of a walk that a slow reader may hold up: the outputs read
+    /// the ring up to `upto`, and what they hold is sent as far as its
+    /// reader takes it now; never waits.
+    pub fn walk_step(&mut self, upto: u64) -> Walk {
+        let before = printed_now();
+        // A walk that starts held stops at once, and the batch written at
+        // its end may be what frees it: that is a move too.
+        let held = self.outputs.waiting().is_some();
+        self.catch_up_published(upto);
+        let held = held || self.outputs.waiting().is_some();
+        self.send_held();
+        match self.outputs.waiting() {
+            Some((fd, blocked)) => Walk::Wait(fd, blocked),
+            None if !written_up_to(upto) && (held || printed_now() != before) => Walk::Again,
+            None => Walk::Done,
+        }
+    }
+
+    /// A caller's walk is over: what the outputs had to report, and the
+    /// writer thread told of what was left to it.
+    fn done_for_caller(&mut self) -> Vec<Said> {
+        // (The walk stops only where an output waits for a slow reader.)
+        if self.outputs.waiting().is_some() {
+            HANDED_OFF.store(true, Ordering::SeqCst);
+        }
+        self.take_said()
+    }
+
+    /// Sends what the outputs hold for slow readers, as far as they take it
+    /// now; never waits.
+    pub fn send_held(&mut self) {
+        let Printer { outputs, said, .. } = self;
+        outputs.print_all(|outputs| outputs.send_held(said));
+    }
+}
+
+/// Whether a caller left lines to the writer thread since it last wrote:
+/// it is woken for them.
+pub fn handed_off() -> bool {
+    HANDED_OFF.load(Ordering::SeqCst)
+}
+
+/// Has the outputs read everything in the current ring, for a caller whose
+/// record would overwrite what they have not: what they had to report, and
+/// whether they are stuck (lines are left that they could not read on to:
+/// a damaged ring). An output blocked by a slow reader is waited for, with
+/// no lock held (the ring holds the lines meanwhile).
+pub fn make_room() -> (Vec<Said>, bool) {
+    let mut printer = lock_for_caller();
+    let place = || published::read(|view| view.map(|v| (v.printed(), v.marked_end())));
+    let before = place();
+    loop {
+        match printer.walk_step(u64::MAX) {
+            Walk::Wait(fd, true) => printer = wait_for_room(printer, fd),
+            Walk::Again => {}
+            _ => break,
+        }
+    }
+    let after = place();
+    let stuck = after == before && after.is_some_and(|(printed, end)| printed < end);
+    (printer.done_for_caller(), stuck)
+}
+
+/// [`Printer::print_at`] on the current ring, from a thread that does not
+/// hold the logger's lock.
+pub fn write_one(pos: u64) -> Vec<Said> {
+    let mut printer = lock_for_caller();
+    published::read(|view| {
+        if let Some(view) = view {
+            printer.print_at(&view, pos);
+        }
+    });
+    // What a slow reader had no room for: sent, waited for with no lock
+    // held when no writer thread here would.
+    let alone = !writer_here();
+    loop {
+        printer.send_held();
+        match printer.outputs.waiting() {
+            Some((fd, _)) if alone => printer = wait_for_room(printer, fd),
+            _ => return printer.done_for_caller(),
+        }
+    }
+}
