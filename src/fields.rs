@@ -41,6 +41,12 @@ pub struct Field<'a> {
     pub value: Value<'a>,
 }
 
+/// What a list of fields is filled with before it is filled.
+const NO_FIELD: Field<'static> = Field {
+    name: b"",
+    value: Value::Int(0),
+};
+
 /// What a field with a bad name becomes: the message keeps a trace of it.
 pub const BAD_FIELD: &[u8] = b"VLOG_BAD_FIELD_NAME";
 
@@ -169,13 +175,7 @@ pub fn encode_checked(
 ) {
     static REPORTED: AtomicBool = AtomicBool::new(false);
     static REPORTED_CUT: AtomicBool = AtomicBool::new(false);
-    let mut kept = [(
-        Field {
-            name: b"",
-            value: Value::Int(0),
-        },
-        false,
-    ); MAX_FIELDS];
+    let mut kept = [(NO_FIELD, false); MAX_FIELDS];
     let mut n = 0;
     let mut marked = false;
     let mut dropped = 0;
@@ -380,13 +380,7 @@ pub fn valid_name(name: &[u8]) -> bool {
 /// not fit is cut with [`CUT_MARK`] (vlog's own records: an operator's
 /// change, what a thread carries; see [`encode_checked`] for a caller's).
 pub fn encode<'a>(fields: impl Iterator<Item = Field<'a>>, out: &mut Vec<u8>) {
-    let mut list = [(
-        Field {
-            name: b"",
-            value: Value::Int(0),
-        },
-        false,
-    ); MAX_FIELDS];
+    let mut list = [(NO_FIELD, false); MAX_FIELDS];
     let mut n = 0;
     for field in fields.take(MAX_FIELDS) {
         list[n] = (field, false);

@@ -58,6 +58,26 @@ impl<'a> Record<'a> {
         }
     }
 
+    /// vlog's own record (source `vlog`, no file, line or fields), stamped
+    /// now on this thread: the one shape of every note vlog makes of what
+    /// happened to the records it was given.
+    pub fn note(priority: Priority, func: &'a [u8], message: &'a [u8]) -> Record<'a> {
+        Record {
+            seq: 0,
+            time_ns: crate::sys::realtime_ns(),
+            tid: crate::sys::thread_id(),
+            line: 0,
+            priority,
+            source: b"vlog",
+            file: b"",
+            func,
+            message,
+            fields: b"",
+            context: false,
+            id: 0,
+        }
+    }
+
     /// The record, to be printed as an error's context.
     pub fn as_context(self) -> Record<'a> {
         Record {

@@ -174,20 +174,7 @@ fn say_lost(lost: [u64; 2], json: Option<Option<u32>>, clock: &mut Clock, sink: 
     text.put(b" records of the ring were damaged (");
     put_decimal(lost[1], 1, &mut text);
     text.put(b" bytes) before this output wrote them: the lines among them are lost");
-    let rec = Record {
-        seq: 0,
-        time_ns: sys::realtime_ns(),
-        tid: sys::thread_id(),
-        line: 0,
-        priority: Priority::Warning,
-        source: b"vlog",
-        file: b"",
-        func: b"crash",
-        message: text.finish(),
-        fields: b"",
-        context: false,
-        id: 0,
-    };
+    let rec = Record::note(Priority::Warning, b"crash", text.finish());
     match json {
         Some(pid) => render_json(&rec, pid, clock, sink),
         None => render_line(&rec, clock, sink),

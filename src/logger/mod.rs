@@ -46,6 +46,7 @@ use crate::config::limit::RateLimit;
 use crate::config::DEFAULT_LEVEL;
 use crate::crash;
 use crate::crash::target::{DumpFiles, DumpTarget};
+use crate::diag;
 use crate::error::ConfigError;
 use crate::output::{Outputs, Said};
 use crate::priority::Priority;
@@ -54,7 +55,6 @@ use crate::ring::{published, Ring};
 use crate::site::Catalog;
 use crate::source::Registry;
 use crate::sys::lock::{Guard, Lock};
-use crate::{diag, sys};
 use printer::Printer;
 
 pub struct State {
@@ -318,21 +318,7 @@ fn note(ring: Option<&mut Ring>, event: &str) {
     if let Some(ring) = ring {
         append_note(
             ring,
-            &Record {
-                seq: 0,
-                time_ns: sys::realtime_ns(),
-                tid: sys::thread_id(),
-                line: 0,
-                priority: Priority::Warning,
-                source: b"vlog",
-                file: b"",
-                func: b"output",
-                message: event.as_bytes(),
-                fields: b"",
-                context: false,
-                id: 0,
-            }
-            .clipped(),
+            &Record::note(Priority::Warning, b"output", event.as_bytes()).clipped(),
             false,
         );
     }
@@ -461,18 +447,8 @@ impl State {
         let mut encoded = Vec::new();
         crate::fields::encode(fields.iter().copied(), &mut encoded);
         let rec = Record {
-            seq: 0,
-            time_ns: sys::realtime_ns(),
-            tid: sys::thread_id(),
-            line: 0,
-            priority: Priority::Info,
-            source: b"vlog",
-            file: b"",
-            func,
-            message: message.as_bytes(),
             fields: &encoded,
-            context: false,
-            id: 0,
+            ..Record::note(Priority::Info, func, message.as_bytes())
         }
         .clipped();
         let printed = self.prints(rec.priority);

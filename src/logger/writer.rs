@@ -86,20 +86,7 @@ pub(super) fn print_now(printer: &'static Mutex<printer::Printer>, rec: &Record)
     // A file rotated: an info record of vlog's own, printed as this one
     // was (what printing it says goes to stderr).
     for text in rotated {
-        let note = Record {
-            seq: 0,
-            time_ns: crate::sys::realtime_ns(),
-            tid: crate::sys::thread_id(),
-            line: 0,
-            priority: Priority::Info,
-            source: b"vlog",
-            file: b"",
-            func: b"output",
-            message: text.as_bytes(),
-            fields: b"",
-            context: false,
-            id: 0,
-        };
+        let note = crate::record::Record::note(Priority::Info, b"output", text.as_bytes());
         printer
             .outputs
             .print(&note.clipped(), |said| diag::warn(&said.text));

@@ -27,20 +27,7 @@ impl Output {
             "{lost} line{} could not be written to this output while it failed",
             if lost == 1 { "" } else { "s" }
         );
-        let rec = Record {
-            seq: 0,
-            time_ns: sys::realtime_ns(),
-            tid: sys::thread_id(),
-            line: 0,
-            priority: Priority::Warning,
-            source: b"vlog",
-            file: b"",
-            func: b"output",
-            message: text.as_bytes(),
-            fields: b"",
-            context: false,
-            id: 0,
-        };
+        let rec = Record::note(Priority::Warning, b"output", text.as_bytes());
         lines.forget();
         let event = self.add(&rec, lines);
         lines.forget();

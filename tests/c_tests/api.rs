@@ -318,14 +318,7 @@ for path, printed in ((sys.argv[1], True), (sys.argv[2], False)):
     assert large["STATUS"] == "ok" and large["REQUEST_ID"] == "r-42", large
 print("ok")
 "#;
-    let py = Command::new("python3")
-        .arg("-c")
-        .arg(check)
-        .arg(&json)
-        .arg(&dumped)
-        .output()
-        .expect("python3");
-    assert_ok("fields json check (python3)", &py);
+    python_script("fields json check (python3)", check, &[&json, &dumped]);
 }
 
 /// errno survives every kind of logging call, the first (which initialises

@@ -352,3 +352,34 @@ pub(crate) fn spawn_rsyslogd(dir: &Path, config: &str) -> Option<std::process::C
         .spawn()
         .ok()
 }
+
+/// A loopback TCP port nothing listens on now: bound, then let go.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A new ed25519 key pair without a passphrase at `path` (and `path`.pub).
+pub fn ssh_keygen(path: &Path) {
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert_ok("ssh-keygen", &out);
+}
+
+/// Runs the Python `script` with `args`: it passes when the script exits 0,
+/// and what it printed is shown when it does not.
+pub fn python_script<S: AsRef<std::ffi::OsStr>>(name: &str, script: &str, args: &[S]) {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("python3");
+    assert_ok(name, &out);
+}

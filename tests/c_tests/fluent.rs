@@ -364,11 +364,7 @@ fn fluent_waits_for_a_receiver_that_comes_later() {
         return;
     }
     let dir = scratch_dir("fluent-later");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let outputs = format!("1:fluent:late@tcp://127.0.0.1:{port}?ack 4:stderr");
     let exe = fluent_exe();
     let mut cmd = command(&exe);
@@ -701,12 +697,7 @@ fn exit_waits_only_while_bytes_move() {
     if !have_python_modules() {
         return;
     }
-    // A port nothing listens on: bound, then let go.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let dir = scratch_dir("fluent-exit");
     let nowhere = dir.join("nobody.sock");
     for outputs in [

@@ -51,14 +51,11 @@ for o in objs:
     assert isinstance(o["line"], int) and o["line"] > 0, o
 print("ok")
 "#;
-    let py = Command::new("python3")
-        .arg("-c")
-        .arg(check)
-        .arg(&path)
-        .arg(&pid)
-        .output()
-        .expect("python3");
-    assert_ok("json check (python3)", &py);
+    python_script(
+        "json check (python3)",
+        check,
+        &[path.as_os_str(), std::ffi::OsStr::new(&pid)],
+    );
 }
 
 /// Outputs that fail (full disk, FIFO, rotation, fd 2 reused, stderr a pipe

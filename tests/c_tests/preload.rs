@@ -999,17 +999,8 @@ fn sshd_under_the_preload_library() {
     };
     std::fs::create_dir_all("/run/sshd").unwrap();
     let key = dir.join("hostkey");
-    let keygen = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert_ok("ssh-keygen", &keygen);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    ssh_keygen(&key);
+    let port = free_port();
     let config = dir.join("sshd_config");
     std::fs::write(
         &config,
@@ -1361,22 +1352,10 @@ fn every_disconnect_of_50_sshd_logins_reaches_the_file() {
     }
     let dir = scratch_dir("preload-sshd-logins");
     std::fs::create_dir_all("/run/sshd").unwrap();
-    let keygen = |name: &str| {
-        let out = Command::new("ssh-keygen")
-            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-            .arg(dir.join(name))
-            .output()
-            .unwrap();
-        assert_ok("ssh-keygen", &out);
-    };
-    keygen("hostkey");
-    keygen("userkey");
+    ssh_keygen(&dir.join("hostkey"));
+    ssh_keygen(&dir.join("userkey"));
     std::fs::copy(dir.join("userkey.pub"), dir.join("authorized_keys")).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let config = dir.join("sshd_config");
     std::fs::write(
         &config,

@@ -217,14 +217,6 @@ impl Drop for Rsyslogd {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Lines of `file` once it has `count` lines containing `needle` (5 s at most).
 fn wait_for_lines(file: &Path, needle: &str, count: usize) -> String {
     let mut text = String::new();

@@ -130,12 +130,5 @@ for path in sys.argv[1:]:
     assert len(seen) == 11, (path, seen)
 print("ok")
 "#;
-    let py = std::process::Command::new("python3")
-        .arg("-c")
-        .arg(check)
-        .arg(&json)
-        .arg(&dumped)
-        .output()
-        .expect("python3");
-    assert_ok("message ids check (python3)", &py);
+    python_script("message ids check (python3)", check, &[&json, &dumped]);
 }

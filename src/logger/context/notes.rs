@@ -23,18 +23,10 @@ pub fn note(
     write(&mut text);
     let text = text.finish();
     let rec = Record {
-        seq: 0,
         time_ns,
         tid,
-        line: 0,
-        priority: Priority::Info,
-        source: b"vlog",
-        file: b"",
-        func: b"context",
-        message: text,
-        fields: b"",
         context: true,
-        id: 0,
+        ..Record::note(Priority::Info, b"context", text)
     };
     outputs.add_to(i, &rec, report);
 }

@@ -44,18 +44,8 @@ impl Lost {
         );
         *self = Lost::default();
         let rec = crate::record::Record {
-            seq: 0,
             time_ns,
-            tid: crate::sys::thread_id(),
-            line: 0,
-            priority: Priority::Warning,
-            source: b"vlog",
-            file: b"",
-            func: b"output",
-            message: text.as_bytes(),
-            fields: b"",
-            context: false,
-            id: 0,
+            ..crate::record::Record::note(Priority::Warning, b"output", text.as_bytes())
         };
         outputs.add_to_every(&rec, |event| said.push(event));
     }

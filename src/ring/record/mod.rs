@@ -437,16 +437,7 @@ mod tests {
         Record {
             seq: 42,
             time_ns: 1_700_000_000_123_456_789,
-            tid: 4242,
-            line: 123,
-            priority: Priority::Info,
-            source: b"qemu.monitor",
-            file: b"monitor.c",
-            func: b"qemuMonitorSend",
-            message: b"sent 12 bytes to fd 7",
-            fields: b"",
-            context: false,
-            id: 0,
+            ..crate::record::sample()
         }
     }
 
