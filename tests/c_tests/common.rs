@@ -29,7 +29,7 @@ pub(crate) fn work() -> &'static Path {
     })
 }
 
-/// The tool the C programs run under (`VLOG_C_TESTS_TOOL`; `.ci/run` sets
+/// The tool the C programs run under (`VLOGTEST_TOOL`; `.ci/run` sets
 /// it for its sanitizer and valgrind passes): none, `asan` (the programs are
 /// built with AddressSanitizer and UBSan) or `valgrind` (memcheck).
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -40,7 +40,7 @@ pub(crate) enum Tool {
 }
 
 pub(crate) fn tool() -> Tool {
-    match std::env::var("VLOG_C_TESTS_TOOL").as_deref() {
+    match std::env::var("VLOGTEST_TOOL").as_deref() {
         Ok("asan") => Tool::Asan,
         Ok("valgrind") => Tool::Valgrind,
         _ => Tool::None,

@@ -22,7 +22,7 @@
 //! | `sites` | call sites: rate limits, once and every N, switched on by function, file and line at run time, the catalog, message ids |
 //! | `authority` | nothing outside the daemon's user makes vlog open, write, wait or say more than it should: planted files, devices, a log group on the control socket, resolvers that never answer, hostile servers for vlog-ctl, fields that speak for someone else |
 //!
-//! `VLOG_C_TESTS_TOOL=asan` or `=valgrind` runs every program under that
+//! `VLOGTEST_TOOL=asan` or `=valgrind` runs every program under that
 //! tool (`.ci/run` does both); tests of what the tools take over themselves
 //! say so and skip.
 
