@@ -141,3 +141,68 @@ fn the_readme_and_the_other_pages_call_nothing_the_header_lacks() {
         );
     }
 }
+
+/// Every man page as its reader sees it: the source holds no control
+/// character (a `\f` written as a form feed renders `\fR` as a stray `R`),
+/// groff renders it without a warning (`-ww`), the rendered text holds no
+/// control character either, and what was once broken renders whole.
+#[test]
+fn every_page_renders_as_written() {
+    let groff = std::process::Command::new("groff")
+        .arg("--version")
+        .output();
+    if !groff.is_ok_and(|o| o.status.success()) {
+        support::needs_installed("no groff to render the man pages (apt-get install groff-base)");
+        return;
+    }
+    let mut pages: Vec<_> = std::fs::read_dir(root().join("man"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    pages.sort();
+    assert!(pages.len() >= 6, "{pages:?}");
+    let mut rendered_all = String::new();
+    for page in &pages {
+        let source = std::fs::read(page).unwrap();
+        let bad: Vec<usize> = source
+            .split(|&b| b == b'\n')
+            .enumerate()
+            .filter(|(_, line)| line.iter().any(|&b| b < 0x20 && b != b'\t'))
+            .map(|(i, _)| i + 1)
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{}: control characters on lines {bad:?}",
+            page.display()
+        );
+        let out = std::process::Command::new("groff")
+            .args(["-ww", "-man", "-Tutf8", "-P-cbou"])
+            .arg(page)
+            .env("LC_ALL", "C.UTF-8")
+            .output()
+            .unwrap();
+        let warnings = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && warnings.is_empty(),
+            "{}: groff says:\n{warnings}",
+            page.display()
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let control = text
+            .lines()
+            .position(|l| l.chars().any(|c| c.is_control() && c != '\t'));
+        assert!(
+            control.is_none(),
+            "{}: a control character in rendered line {control:?}",
+            page.display()
+        );
+        rendered_all.push_str(&text);
+    }
+    // The lines that once rendered with a stray letter.
+    for whole in ["?max=SIZE&keep=N:", "PREFIX=PREFIX,", "/NAME;", "PATH.N,"] {
+        assert!(
+            rendered_all.contains(whole),
+            "no '{whole}' in the rendered pages"
+        );
+    }
+}
