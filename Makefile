@@ -263,7 +263,25 @@ MADE_DIRS = $(DESTDIR)$(PREFIX)/share/vlog/made-dirs
 LDCONFIG = if [ -z "$(DESTDIR)" ] && [ -n "$(filter /usr /usr/local,$(PREFIX))" ] \
 	&& [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
-install: lib
+# What install copies. install builds only when one is missing, as make's
+# habit is (`make && sudo make install`: root's PATH has no ~/.cargo/bin);
+# a build it cannot run says how to make one.
+BUILT = target/release/libvlog.so target/release/libvlog.so.0 $(STATIC_LIB) $(PRELOAD_LIB) \
+	target/release/vlog-dump target/release/vlog-relay target/release/vlog-ctl
+
+.PHONY: built
+built:
+	@missing=; for f in $(BUILT); do [ -e "$$f" ] || missing="$$missing $$f"; done; \
+	[ -z "$$missing" ] && exit 0; \
+	if ! command -v $(CARGO) >/dev/null 2>&1; then \
+		echo "make install: not built yet:$$missing" >&2; \
+		echo "make install: and '$(CARGO)' is not on this PATH to build it: run 'make' first as the user" >&2; \
+		echo "  who has Rust (https://rustup.rs), then 'sudo make install'; or CARGO=/path/to/cargo" >&2; \
+		exit 1; \
+	fi; \
+	$(MAKE) --no-print-directory lib
+
+install: built
 	@made=; for d in $(INSTALL_DIRS); do \
 		while [ ! -d "$$d" ] && [ "$$d" != "$(DESTDIR)" ] && [ "$$d" != / ]; do \
 			made="$$made $${d#"$(DESTDIR)"}"; d=$$(dirname "$$d"); done; \

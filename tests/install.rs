@@ -46,7 +46,22 @@ fn installed_library_builds_with_pkg_config_alone() {
             .expect("make");
         ok(&format!("make {target}"), out);
     };
-    make("install");
+    make("lib");
+    // make's habit: install copies what make built, with no cargo on the
+    // PATH (root's, under sudo).
+    let out = Command::new("make")
+        .args(["install", "PREFIX=/usr"])
+        .arg(format!("DESTDIR={}", destdir.display()))
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .env_remove("CARGO")
+        .current_dir(root())
+        .output()
+        .expect("make");
+    let said = ok("make install without cargo", out);
+    assert!(
+        !said.contains("cargo build"),
+        "make install built again:\n{said}"
+    );
     let lib = destdir.join("usr/lib");
     for file in [
         "usr/lib/libvlog.so.0",
@@ -197,4 +212,27 @@ fn installed_library_builds_with_pkg_config_alone() {
         .map(|e| e.file_name())
         .collect();
     assert_eq!(dirs, ["man1"], "only the directory that was there stays");
+}
+
+/// Nothing built and no cargo to build it: install says what to do, naming
+/// cargo and rustup, and installs nothing.
+#[test]
+fn install_with_nothing_built_and_no_cargo_says_how() {
+    let out = Command::new("make")
+        .args([
+            "built",
+            "BUILT=target/release/no-such-file",
+            "CARGO=no-such-cargo",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("make");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "make built passed:\n{said}");
+    assert!(
+        said.contains("not built yet: target/release/no-such-file")
+            && said.contains("'no-such-cargo' is not on this PATH")
+            && said.contains("rustup"),
+        "{said}"
+    );
 }

@@ -1,9 +1,9 @@
 //! Every shell and C snippet of README.md and of the man pages' EXAMPLES,
 //! run as a reader pastes them, in the order given, in one shell: once as
-//! root would (the README's `make install`, its prefix moved to a scratch
-//! directory so the test leaves /usr/local alone) and once as a user would
-//! (literally, with HOME a scratch directory). What a snippet is said to
-//! print is checked against what it printed.
+//! root would (the README's `make` and `sudo make install`, the prefix moved
+//! to a scratch directory so the test leaves /usr/local alone) and once as a
+//! user would (literally, with HOME a scratch directory). What a snippet is
+//! said to print is checked against what it printed.
 //!
 //! The pages mark what is not a plain shell snippet, on the line before it:
 //! - README: `<!-- run: as root -->`, `<!-- run: as a user -->` (one flow
@@ -320,9 +320,9 @@ fn run_flow(flow: Flow) {
                     // shell and pkg-config are then told about as "as a
                     // user" tells them about $HOME/.local.
                     let p = prefix.display();
-                    if body == "make install\n" {
+                    if body == "make\nsudo make install\n" {
                         body = format!(
-                            "make -s install PREFIX={p} >/dev/null\nexport \
+                            "make -s >/dev/null\nmake -s install PREFIX={p} >/dev/null\nexport \
                              PKG_CONFIG_PATH={p}/lib/pkgconfig PATH={p}/bin:$PATH \
                              MANPATH={p}/share/man:\n"
                         );
