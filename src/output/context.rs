@@ -26,6 +26,9 @@ struct SiteMark {
     site: u64,
     at_ms: u64,
     used: bool,
+    /// A later error of the site said what it left out, within this
+    /// interval: the others after it say nothing.
+    noted: bool,
 }
 
 /// One output's memory of its contexts.
@@ -70,6 +73,7 @@ impl Memory {
                 site: 0,
                 at_ms: 0,
                 used: false,
+                noted: false,
             }; SITES],
             uses: 0,
         }
@@ -146,7 +150,18 @@ impl Memory {
             site,
             at_ms: now_ms,
             used: true,
+            noted: false,
         };
+    }
+
+    /// Whether a later error of `site`, within the interval of its last
+    /// context, is the first to say what it left out: one note per site
+    /// per interval, so a repeating error prints one line, not two.
+    pub fn site_note_due(&mut self, site: u64) -> bool {
+        match self.sites.iter_mut().find(|s| s.used && s.site == site) {
+            Some(s) => !std::mem::replace(&mut s.noted, true),
+            None => false,
+        }
     }
 
     /// Starts again after the context setting changed (every thread's
@@ -215,6 +230,14 @@ mod tests {
         assert_eq!(m.site_recent(1, 31_000, 60_000), Some(30_000));
         assert_eq!(m.site_recent(1, 61_000, 60_000), None);
         assert_eq!(m.site_recent(2, 31_000, 60_000), None);
+        assert!(m.site_note_due(1), "the first later error notes");
+        assert!(!m.site_note_due(1), "the next says nothing");
+        assert!(
+            !m.site_note_due(2),
+            "a site with no context has nothing to note"
+        );
+        m.site_printed(1, 61_000);
+        assert!(m.site_note_due(1), "a new interval, a new note");
         for site in 2..=SITES as u64 + 1 {
             m.site_printed(site, 2000 + site);
         }

@@ -19,8 +19,9 @@
 //! - At most N of them, the newest, and at most `BYTES_MAX` of what they
 //!   print, looked for in at most the last `SCAN_MAX` bytes of the ring;
 //!   one context per error site (source, file, function, line) per
-//!   interval: a later error of the site prints a one-line note of how
-//!   many records were left out instead. Records made since the key's last
+//!   interval: the first later error of the site in the interval prints a
+//!   one-line note of how many records were left out instead, and the
+//!   others none (a repeating error is one line, not two). Records made since the key's last
 //!   context that were overwritten, or lie beyond `SCAN_MAX`, are counted
 //!   in a note, too.
 //!
@@ -262,7 +263,7 @@ pub fn print(
             // The same error again: its story was told. What it left out
             // is counted, not read.
             stats::add(&stats::CONTEXTS_SUPPRESSED, 1);
-            if found.count > 0 {
+            if found.count > 0 && memory.site_note_due(due.site) {
                 note(outputs, i, (due.time_ns, due.tid), report, |text| {
                     put_decimal(found.count, 1, text);
                     text.put(plural(found.count, b" record was", b" records were"));
@@ -270,7 +271,7 @@ pub fn print(
                     put_decimal(ago_ms / 1000, 1, text);
                     text.put(b" s ago (one every ");
                     put_decimal(context.every_s, 1, text);
-                    text.put(b" s)");
+                    text.put(b" s; its other errors until then come without this note)");
                 });
             }
             continue;
