@@ -131,21 +131,13 @@ struct AsStarted {
 
 fn run(options: &Options) -> Result<u8, Failed> {
     let name = source_name(options)?;
-    // A variable vlog would warn about and ignore is refused here, before
-    // anything is opened: the child would run with a recorder that does not
-    // record what was asked.
-    let mut bad = Vec::new();
+    // A bad variable is treated as the library treats it in any daemon:
+    // one warning (vlog's start, below, says it) and that variable's
+    // default, so that a unit with a typo still starts its service.
     let env = from_env(
         |var| std::env::var_os(var).map(|v| v.to_string_lossy().into_owned()),
-        |warning| bad.push(warning.to_owned()),
+        |_| {},
     );
-    if !bad.is_empty() {
-        let bad: Vec<&str> = bad
-            .iter()
-            .map(|w| w.strip_prefix("ignoring ").unwrap_or(w))
-            .collect();
-        return Err(failed(format!("{}; nothing was run", bad.join("; "))));
-    }
 
     // Before any thread starts (vlog's own among them, which inherit the
     // mask): the signals passed on, and SIGCHLD, reach no thread but this

@@ -130,6 +130,70 @@ fn parse_writer(v: &str) -> Result<bool, String> {
     }
 }
 
+/// Every variable vlog reads. Another `VLOG_*` in the environment is a
+/// misspelling or a variable of another version: [`unknown_variables`]
+/// names it once.
+pub const VARIABLES: [&str; 11] = [
+    "VLOG_LEVEL",
+    "VLOG_FILTERS",
+    "VLOG_OUTPUTS",
+    "VLOG_BUFFER_SIZE",
+    "VLOG_BUFFER_FILE",
+    "VLOG_DUMP",
+    "VLOG_DUMP_SIGNAL",
+    "VLOG_WRITER",
+    "VLOG_CONTEXT",
+    "VLOG_RATELIMIT",
+    "VLOG_CONTROL",
+];
+
+/// Warns, in one line, of the `VLOG_*` names among `names` that vlog does
+/// not read, each with the known name nearest to it: `VLOG_FILTER=...`
+/// silently ignored is a daemon debugged with nothing recorded.
+pub fn unknown_variables(names: impl Iterator<Item = String>, warn: impl FnOnce(&str)) {
+    let mut unknown: Vec<String> = names
+        .filter(|n| n.starts_with("VLOG_") && !VARIABLES.contains(&n.as_str()))
+        .map(|n| {
+            let nearest = VARIABLES
+                .iter()
+                .min_by_key(|known| distance(known.as_bytes(), n.as_bytes()))
+                .filter(|known| distance(known.as_bytes(), n.as_bytes()) <= 3);
+            // (Said through diag, which escapes what a name holds.)
+            match nearest {
+                Some(known) => format!("{n} (did you mean {known}?)"),
+                None => n,
+            }
+        })
+        .collect();
+    if unknown.is_empty() {
+        return;
+    }
+    unknown.sort();
+    warn(&format!(
+        "ignoring {}: vlog reads no such variable (it reads {})",
+        unknown.join(", "),
+        VARIABLES.join(", ")
+    ));
+}
+
+/// The edit distance of two names (insertions, deletions, substitutions),
+/// on names of at most a few dozen bytes.
+fn distance(a: &[u8], b: &[u8]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, &ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
 /// Reads the `VLOG_*` variables. A bad value is reported through `warn` (one line
 /// naming the variable and the problem) and that variable keeps its default: a
 /// logger must never stop a daemon from starting.
@@ -212,6 +276,32 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>, mut warn: impl FnMut(&str)
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn unknown_variables_are_named_with_the_nearest() {
+        let mut said = String::new();
+        let names = [
+            "PATH",
+            "VLOG_FILTER",
+            "VLOG_LEVEL",
+            "VLOG_OUTPUT",
+            "VLOG_ZZZZZZZZZZ",
+        ];
+        unknown_variables(names.iter().map(|n| n.to_string()), |w| said = w.to_owned());
+        assert!(
+            said.starts_with(
+                "ignoring VLOG_FILTER (did you mean VLOG_FILTERS?), VLOG_OUTPUT (did you mean \
+                 VLOG_OUTPUTS?), VLOG_ZZZZZZZZZZ: vlog reads no such variable (it reads \
+                 VLOG_LEVEL,"
+            ),
+            "{said}"
+        );
+        let mut warned = false;
+        unknown_variables(["VLOG_LEVEL".to_owned()].into_iter(), |_| warned = true);
+        assert!(!warned);
+        assert_eq!(distance(b"VLOG_DUMP", b"VLOG_DUMP_SIGNAL"), 7);
+        assert_eq!(distance(b"VLOG_WRITERS", b"VLOG_WRITER"), 1);
+    }
 
     #[test]
     fn sizes() {

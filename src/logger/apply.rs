@@ -43,6 +43,10 @@ impl State {
         let env = if sys::secure_mode() {
             config::EnvConfig::default()
         } else {
+            config::unknown_variables(
+                std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned()),
+                diag::warn,
+            );
             config::from_env(
                 |name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()),
                 diag::warn,

@@ -104,6 +104,34 @@ fn env_bad_values_warn_once_and_keep_defaults() {
     assert!(dump.contains(refused), "{dump:?}");
 }
 
+/// A misspelt variable is not silently ignored: one line at start-up names
+/// every `VLOG_*` vlog does not read, each with the nearest name it does,
+/// and vlog_init says the environment was not all in force.
+#[test]
+fn unknown_variables_are_named_once_with_the_nearest() {
+    let (dump, stderr) = environment(&[
+        ("VLOG_FILTER", "1:qemu"),
+        ("VLOG_OUTPUT", "1:stderr"),
+        ("VLOG_NO\x1b[31mSUCH", "x"),
+    ]);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("vlog: ")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].starts_with(
+            "vlog: ignoring VLOG_FILTER (did you mean VLOG_FILTERS?), VLOG_NO\\x1b[31mSUCH, \
+             VLOG_OUTPUT (did you mean VLOG_OUTPUTS?): vlog reads no such variable (it reads \
+             VLOG_LEVEL, VLOG_FILTERS,"
+        ),
+        "{stderr:?}"
+    );
+    assert!(
+        dump.contains("refused=ignoring VLOG_FILTER (did you mean"),
+        "{dump:?}"
+    );
+    // Nothing of them applied: the defaults.
+    assert!(dump.contains("debug_on=0,0\n"), "{dump:?}");
+}
+
 #[test]
 fn vlog_init_says_whether_the_whole_environment_is_in_force() {
     let (dump, stderr) = environment(&[("VLOG_FILTERS", "1:qemu")]);
