@@ -25,6 +25,16 @@
 #ifndef VLOG_H
 #define VLOG_H
 
+/* The macros need variadic macros, inline functions and va_copy (C99), and
+ * in C++ what C++11 brought (vlog(3), STANDARDS). */
+#if defined(__cplusplus)
+#if __cplusplus < 201103L
+#error "vlog.h needs C++11 or later (-std=c++11 or newer)"
+#endif
+#elif !defined(__STDC_VERSION__) || __STDC_VERSION__ < 199901L
+#error "vlog.h needs C99 or later (-std=c99, -std=gnu99 or newer)"
+#endif
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,7 +102,7 @@ extern vlog_source vlog_default_source;
         vlog__sites_unregister((const vlog__site *const *)__start_vlog_sites); \
         vlog__source_unregister(&vlog__source);                               \
     }                                                                         \
-    static void vlog__source_fini(void)
+    struct vlog__init_takes_the_semicolon
 
 /* True (1) when a message of priority `prio` from `src` (NULL: the default
  * source) is recorded, for guarding preparation that costs: the one load and

@@ -117,17 +117,60 @@ fn header_is_clean_c99_c11_and_cxx() {
         };
         let exe = work().join(format!("header_only_{i}"));
         let mut cmd = Command::new(compiler);
-        cmd.args(["-Wall", "-Wextra", "-Wpedantic", "-Werror"])
-            .args(*flags)
-            .arg("-I")
-            .arg(root().join("include"))
-            .arg(root().join("c-tests/header_only.c"))
-            .args(["-x", "none"])
-            .arg(work().join("lib/libvlog.a"))
-            .args(["-lpthread", "-ldl", "-lm", "-o"])
-            .arg(&exe);
+        // -Wredundant-decls: strict builds use it, and VLOG_INIT must
+        // take its semicolon without declaring anything twice.
+        cmd.args([
+            "-Wall",
+            "-Wextra",
+            "-Wpedantic",
+            "-Wredundant-decls",
+            "-Werror",
+        ])
+        .args(*flags)
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg(root().join("c-tests/header_only.c"))
+        .args(["-x", "none"])
+        .arg(work().join("lib/libvlog.a"))
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&exe);
         run_compiler(cmd);
         assert_ok("header_only", &run(&exe, &[]));
+    }
+}
+
+/// Below C99 or C++11 the header stops the build with one line that names
+/// the minimum, before any error of its own.
+#[test]
+fn header_names_the_language_it_needs() {
+    for (compiler, flags, says) in [
+        ("cc", &["-std=c89"][..], "vlog.h needs C99 or later"),
+        ("cc", &["-std=gnu89"], "vlog.h needs C99 or later"),
+        (
+            "c++",
+            &["-std=c++03", "-x", "c++"],
+            "vlog.h needs C++11 or later",
+        ),
+    ] {
+        let compiler = if compiler == "cc" {
+            cc()
+        } else {
+            std::env::var("CXX").unwrap_or_else(|_| "c++".into())
+        };
+        let out = Command::new(&compiler)
+            .args(flags)
+            .arg("-I")
+            .arg(root().join("include"))
+            .args(["-fsyntax-only", "-Wfatal-errors"])
+            .arg(root().join("c-tests/header_only.c"))
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        let first = err.lines().find(|l| l.contains("error"));
+        assert!(
+            !out.status.success() && first.is_some_and(|l| l.contains(says)),
+            "{compiler} {flags:?}: {err}"
+        );
     }
 }
 
