@@ -887,6 +887,23 @@ static void serve(const char *dir)
     }
 }
 
+/* ---- a daemon at rest, its ring wrapped, for `held` ------------------ */
+
+static void rest(const char *dir)
+{
+    char ready[512];
+    int fd;
+
+    for (int i = 0; i < 2000; i++)
+        say(&qemu, VLOG_PRIO_DEBUG, "step %d", i);
+    at(ready, sizeof ready, dir, "ready");
+    fd = open(ready, O_CREAT | O_WRONLY, 0600);
+    CHECK(fd >= 0);
+    close(fd);
+    for (;;)
+        pause();
+}
+
 /* ---- a handler that logs while a round holds the server's lock ---------
  *
  * The program's loop serves the socket (vlog_control_handle); inside the
@@ -1002,6 +1019,8 @@ int main(int argc, char **argv)
         exits(dir);
     else if (strcmp(mode, "serve") == 0)
         serve(dir);
+    else if (strcmp(mode, "rest") == 0)
+        rest(dir);
     else if (strcmp(mode, "handler-in-round") == 0)
         handler_in_round(dir);
     else {

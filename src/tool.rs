@@ -104,10 +104,19 @@ fn parser_message(e: &clap::Error) -> String {
         ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
             let arg = context(ContextKind::InvalidArg).map(bare);
             let why = std::error::Error::source(e).map(|s| s.to_string());
+            let value = context(ContextKind::InvalidValue);
             match (arg, why) {
                 (Some(arg), Some(why)) => {
                     let option = arg.split(' ').next().unwrap_or(&arg).to_owned();
-                    format!("{option}: {why}")
+                    // A parser of the standard library says why without
+                    // the value ("invalid digit found in string"): the
+                    // value is named, as vlog's own parsers name it.
+                    match value {
+                        Some(v) if !why.contains(&format!("'{v}'")) => {
+                            format!("{option}: invalid value '{v}': {why}")
+                        }
+                        _ => format!("{option}: {why}"),
+                    }
                 }
                 _ => first_paragraph(e),
             }
@@ -138,6 +147,8 @@ mod tests {
         priority: Option<crate::priority::Priority>,
         #[arg(long, conflicts_with = "priority")]
         all: bool,
+        #[arg(short, long)]
+        number: Option<u32>,
         #[arg(required = true, value_name = "FILE")]
         files: Vec<String>,
     }
@@ -153,6 +164,10 @@ mod tests {
         assert_eq!(message(&[]), "missing FILE");
         let bad = message(&["-p", "9", "f"]);
         assert!(bad.starts_with("--priority: invalid priority '9'"), "{bad}");
+        assert_eq!(
+            message(&["-n", "abc", "f"]),
+            "--number: invalid value 'abc': invalid digit found in string"
+        );
         let both = message(&["--all", "-p", "1", "f"]);
         assert!(!both.contains('\n') && !both.starts_with("error"), "{both}");
         assert!(both.contains("--all"), "{both}");

@@ -3,7 +3,7 @@
 
 #[test]
 fn committed_header_is_current() {
-    let generated = std::fs::read_to_string(env!("VLOG_GEN_H")).unwrap();
+    let generated = std::fs::read_to_string(env!("VLOGBUILD_GENERATED_HEADER")).unwrap();
     let committed_path = concat!(env!("CARGO_MANIFEST_DIR"), "/include/vlog_gen.h");
     let committed = std::fs::read_to_string(committed_path).unwrap_or_default();
     assert!(

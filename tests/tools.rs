@@ -234,7 +234,11 @@ fn failures_are_said_in_peoples_words_with_the_documented_status() {
     let junk = dir.join("junk");
     std::fs::write(&junk, b"not a ring").unwrap();
     let missing = dir.join("missing");
-    let cases: [(&str, Vec<&str>, i32, &str); 5] = [
+    // A socket whose program is gone: its file stays, nobody listens.
+    let stale = dir.join("stale.sock");
+    let _ = std::fs::remove_file(&stale);
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    let cases: [(&str, Vec<&str>, i32, &str); 7] = [
         (
             "vlog-dump",
             vec![missing.to_str().unwrap()],
@@ -255,6 +259,18 @@ fn failures_are_said_in_peoples_words_with_the_documented_status() {
             "no process 999999999",
         ),
         (
+            "vlog-ctl",
+            vec![junk.to_str().unwrap(), "show"],
+            3,
+            "junk: not a socket",
+        ),
+        (
+            "vlog-ctl",
+            vec![stale.to_str().unwrap(), "show"],
+            3,
+            "stale.sock: nobody is listening on this socket (has the program exited?)",
+        ),
+        (
             "vlog-relay",
             vec!["/nonexistent/command"],
             127,
@@ -271,12 +287,45 @@ fn failures_are_said_in_peoples_words_with_the_documented_status() {
             "{name} {args:?}: not a usage error: {stderr}"
         );
     }
+    // Every value refused is repeated in the refusal (a usage error).
+    let usage: [(&str, Vec<&str>, i32, &str); 3] = [
+        (
+            "vlog-ctl",
+            vec!["--pid", "abc", "show"],
+            2,
+            "--pid: invalid value 'abc'",
+        ),
+        (
+            "vlog-relay",
+            vec!["-n", "abc", "true"],
+            125,
+            "--last: invalid value 'abc'",
+        ),
+        (
+            "vlog-dump",
+            vec!["--since", "yesterday", junk.to_str().unwrap()],
+            2,
+            "'yesterday'",
+        ),
+    ];
+    for (name, args, want, what) in usage {
+        let (status, _, stderr) = run(name, &args);
+        assert_eq!(status, Some(want), "{name} {args:?}: {stderr}");
+        assert_said_by(name, &args, &stderr);
+        assert!(stderr.contains(what), "{name} {args:?}: {stderr}");
+    }
+    // A bad variable: vlog's one warning, as in any program, and the
+    // command runs.
     let mut relay = Command::new(program("vlog-relay").exe);
     relay.arg("true").env("VLOG_LEVEL", "bogus");
     let out = relay.output().unwrap();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(125), "{stderr}");
-    assert_said_by("vlog-relay", &["VLOG_LEVEL=bogus"], &stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.starts_with("vlog: ignoring VLOG_LEVEL: invalid level 'bogus'")
+            && stderr.lines().count() == 1,
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -269,11 +269,25 @@ fn connect(path: &std::path::Path) -> io::Result<UnixStream> {
                 ))
             }
             Some(libc::EINTR) => {}
+            // The kernel says "refused" both for a path that is no socket
+            // and for a socket nobody listens on: said apart here.
+            Some(libc::ECONNREFUSED) => return Err(refused(path)),
             _ => return Err(e),
         }
     }
     stream.set_nonblocking(false)?;
     Ok(stream)
+}
+
+/// Why a connection to `path` was refused, in a reader's words.
+fn refused(path: &std::path::Path) -> io::Error {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(path) {
+        Ok(m) if !m.file_type().is_socket() => io::Error::other(
+            "not a socket (a program makes its control socket where VLOG_CONTROL says)",
+        ),
+        _ => io::Error::other("nobody is listening on this socket (has the program exited?)"),
+    }
 }
 
 /// One line of the reply, at most `max` bytes with its newline: None at

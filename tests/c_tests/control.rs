@@ -136,6 +136,22 @@ pub(crate) struct Daemon {
 
 impl Daemon {
     pub(crate) fn start(exe: &Path, dir: &Path, control: &str, user: Option<u32>) -> Daemon {
+        let env = [
+            ("VLOG_CONTROL", control),
+            ("VLOG_BUFFER_SIZE", "1M"),
+            ("VLOG_OUTPUTS", "4:stderr"),
+        ];
+        Daemon::start_mode(exe, dir, "serve", &env, user)
+    }
+
+    /// `c-tests/control.c MODE dir` with `env`, once it says it is ready.
+    pub(crate) fn start_mode(
+        exe: &Path,
+        dir: &Path,
+        mode: &str,
+        env: &[(&str, &str)],
+        user: Option<u32>,
+    ) -> Daemon {
         let ready = dir.join("ready");
         let _ = std::fs::remove_file(&ready);
         let mut cmd = match user {
@@ -151,10 +167,8 @@ impl Daemon {
         };
         without_vlog_env(&mut cmd);
         let child = cmd
-            .args(["serve", dir.to_str().unwrap()])
-            .env("VLOG_CONTROL", control)
-            .env("VLOG_BUFFER_SIZE", "1M")
-            .env("VLOG_OUTPUTS", "4:stderr")
+            .args([mode, dir.to_str().unwrap()])
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .spawn()
             .unwrap();
@@ -229,6 +243,46 @@ pub(crate) fn ok_stdout(args: &[&str]) -> String {
     let out = vlog_ctl(args);
     assert_ok(&format!("vlog-ctl {args:?}"), &out);
     text(&out.stdout)
+}
+
+/// `held` means one thing in every tool: the intact records the ring holds
+/// now. A daemon at rest whose ring wrapped: vlog-ctl's stats and
+/// vlog-dump --stats of its ring file say the same number.
+#[test]
+fn held_is_the_same_number_in_vlog_ctl_and_vlog_dump() {
+    let dir = private_dir("control-held");
+    let exe = build("control", Link::Static);
+    let sock = dir.join("ctl.sock");
+    let ring = dir.join("d.ring");
+    let s = sock.to_str().unwrap();
+    let env = [
+        ("VLOG_CONTROL", s),
+        ("VLOG_BUFFER_SIZE", "16K"),
+        ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+        ("VLOG_FILTERS", "1:qemu"),
+    ];
+    let _daemon = Daemon::start_mode(&exe, &dir, "rest", &env, None);
+    let number = |text: &str, name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no '{name}' line: {text}"))
+    };
+    let ctl = ok_stdout(&[s, "stats"]);
+    let out = vlog_dump(&["--stats", ring.to_str().unwrap()]);
+    assert_ok("vlog-dump --stats", &out);
+    let dump = text(&out.stdout);
+    assert!(number(&ctl, "lost ") > 0, "the ring did not wrap: {ctl}");
+    assert_eq!(
+        number(&ctl, "held "),
+        number(&dump, "held:"),
+        "vlog-ctl:\n{ctl}\nvlog-dump:\n{dump}"
+    );
+    assert_eq!(
+        number(&ctl, "records "),
+        number(&dump, "recorded:"),
+        "{ctl}\n{dump}"
+    );
 }
 
 #[test]
