@@ -348,14 +348,17 @@ unsafe fn dump_crash(sig: c_int, info: *mut libc::siginfo_t) -> bool {
             );
             // A file size limit (RLIMIT_FSIZE) fails a write with EFBIG
             // here, never raises SIGXFSZ. The ring image first: one write of
-            // the ring, fast and whole; then the text, a record at a time;
-            // then the lines the outputs had not written yet.
+            // the ring, fast and whole; then the lines the outputs had not
+            // written yet, so that each output's lines keep the order they
+            // were logged in before the crash is told (a warning, then the
+            // fault it warned of, whether or not the writer thread had
+            // reached it); then the text, a record at a time.
             sys::fd::without_signal(libc::SIGXFSZ, || {
                 pending::freeze();
                 write_ring_image();
+                pending::write();
                 // SAFETY: `info` is the kernel's, forwarded from the caller.
                 unsafe { write_crash_dump(sig, info, tid) };
-                pending::write();
             });
             watchdog::disarm();
             DUMPER.store(DONE, Ordering::SeqCst);

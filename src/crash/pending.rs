@@ -1,4 +1,4 @@
-//! At a crash, after the dump: the lines vlog's writer thread had not
+//! At a crash, before the dump's text: the lines vlog's writer thread had not
 //! written yet, written to the files and stderr that print them (see
 //! `output::at_crash`), so that a crash loses no line an output accepted.
 //! No allocation and no lock: the ring is read lock-free from where the
@@ -23,7 +23,7 @@ const BUSY_WAIT_MS: u64 = 200;
 
 /// Before the dump: the outputs write nothing more (the batch being
 /// written is given a moment to finish), so that the lines pending now are
-/// written once, by [`write`], after the dump. Async-signal-safe.
+/// written once, by [`write`], by the crash handler. Async-signal-safe.
 pub fn freeze() {
     // Crashed first, so that the outputs start no further step, then the
     // step under way given its moment: waiting for them to be idle first
