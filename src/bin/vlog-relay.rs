@@ -222,6 +222,13 @@ fn supervise(
         }
     }
     let shown = shown(&options.command);
+    // The reading threads record nothing of the child's until its start is
+    // recorded: in the ring, "started" comes before the child's first line.
+    let held: Vec<_> = relayed
+        .relays
+        .iter()
+        .map(|r| r.lock().unwrap_or_else(|p| p.into_inner()))
+        .collect();
     let spawned = command.spawn();
     // Closes this process's write ends: the pipes are the child's alone.
     drop(command);
@@ -240,6 +247,7 @@ fn supervise(
     let pid_field = field(b"CHILD_PID", i64::from(pid));
     let started = format!("started {shown}, pid {pid}");
     notes.say(Priority::Info, started.as_bytes(), &[pid_field]);
+    drop(held);
 
     let status = wait_passing_signals(&mut child, waited);
     // Everything the child wrote is in the pipes now: the threads take it
