@@ -25,5 +25,8 @@ fn main() {
     }
     // (Outside VLOG_*: cargo passes it to the tests' environment, and vlog
     // names every VLOG_* it does not read.)
-    println!("cargo:rustc-env=VLOGBUILD_GENERATED_HEADER={}", out.display());
+    println!(
+        "cargo:rustc-env=VLOGBUILD_GENERATED_HEADER={}",
+        out.display()
+    );
 }

@@ -291,8 +291,10 @@ fn run_flow(flow: Flow) {
     }
     // A command that fails says its line; the snippet's last status is
     // said after it.
+    // stderr joins stdout, so that what a snippet prints is compared in the
+    // order a reader sees it on a terminal.
     let mut script =
-        format!("exec </dev/null\nset -o pipefail\ntrap 'echo \"{FAILED}$LINENO\"' ERR\n");
+        format!("exec </dev/null 2>&1\nset -o pipefail\ntrap 'echo \"{FAILED}$LINENO\"' ERR\n");
     let mut ran = Vec::new();
     for (n, s) in snippets.iter().enumerate() {
         if s.only.is_some_and(|only| only != flow) {
@@ -310,7 +312,7 @@ fn run_flow(flow: Flow) {
         // The markers, then the status the snippet before left (`$ echo
         // $?` reads it).
         script.push_str(&format!(
-            "printf '\\n{MARK}{n}\\n'; printf '\\n{MARK}{n}\\n' >&2; (exit ${{vlog_s:-0}})\n"
+            "printf '\\n{MARK}{n}\\n'; (exit ${{vlog_s:-0}})\n"
         ));
         match &s.body {
             Body::Shell(body) => {
@@ -361,8 +363,7 @@ fn run_flow(flow: Flow) {
         .unwrap();
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     // Kept beside the script, to read after a failure.
-    std::fs::write(dir.join("stdout"), &stdout).unwrap();
-    std::fs::write(dir.join("stderr"), &stderr).unwrap();
+    std::fs::write(dir.join("output"), &stdout).unwrap();
     // Each snippet's part of stdout and of stderr.
     let part = |all: &str, n: usize| -> String {
         let head = format!("\n{MARK}{n}\n");
@@ -378,9 +379,9 @@ fn run_flow(flow: Flow) {
     let mut failed = Vec::new();
     for n in ran {
         let s = &snippets[n];
-        let (o, e) = (part(&stdout, n), part(&stderr, n));
+        let o = part(&stdout, n);
         let said = format!(
-            "{} ({flow:?}):\n--- snippet\n{}\n--- stdout\n{o}--- stderr\n{e}",
+            "{} ({flow:?}):\n--- snippet\n{}\n--- output (stdout and stderr)\n{o}",
             s.origin,
             match &s.body {
                 Body::Shell(b) => b.as_str(),
@@ -415,29 +416,87 @@ fn run_flow(flow: Flow) {
             failed.push(format!("these commands failed: {unexpected:?}: {said}"));
             continue;
         }
-        let printed: Vec<String> = o
+        let script_path = format!("{}: line ", dir.join("snippets.sh").display());
+        let mut printed: Vec<String> = o
             .lines()
-            .chain(e.lines())
             .filter(|l| !l.starts_with(STATUS) && !l.starts_with(FAILED))
-            .map(normal)
+            .map(|l| shells_word(l, &script_path))
+            .map(|l| normal(&l))
             .collect();
-        for want in &s.prints {
-            if want == "..." {
-                continue;
-            }
-            if !printed.contains(&normal(want)) {
-                failed.push(format!("it did not print {want:?}: {said}"));
-                break;
-            }
+        // The newline before the next snippet's mark.
+        while printed.last().is_some_and(|l| l.is_empty()) {
+            printed.pop();
+        }
+        let want: Vec<String> = s.prints.iter().map(|l| normal(l)).collect();
+        // A snippet that shows no output is not compared, but for a loop
+        // that waits for something: it says nothing while it waits.
+        let waits = matches!(&s.body, Body::Shell(b) if b.contains("until "));
+        if (!s.prints.is_empty() || waits) && !shown_as_printed(&want, &printed) {
+            failed.push(format!(
+                "what the page shows is not what it printed, line for line \
+                 ('...' for any lines):\n--- shown\n{}\n{said}",
+                s.prints.join("\n")
+            ));
         }
     }
     assert!(
         failed.is_empty(),
-        "{} snippet(s) failed:\n{}\n(the whole run's stderr ends: {})",
+        "{} snippet(s) failed:\n{}\n(the whole run's output ends: {}; stderr: {stderr})",
         failed.len(),
         failed.join("\n\n"),
-        &stderr[stderr.len().saturating_sub(2000)..]
+        &stdout[stdout.len().saturating_sub(2000)..]
     );
+}
+
+/// A script's shell reports a crash as `SCRIPT: line N: PID Segmentation
+/// fault      COMMAND`; a reader's interactive shell says `Segmentation
+/// fault`: the page shows that.
+fn shells_word(line: &str, script_path: &str) -> String {
+    let Some(rest) = line.strip_prefix(script_path) else {
+        return line.to_owned();
+    };
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    let rest = rest.strip_prefix(':').unwrap_or(rest).trim_start();
+    let rest = rest
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .trim_start();
+    rest.split("  ").next().unwrap_or(rest).to_owned()
+}
+
+/// Whether the lines a page shows are the lines printed, in order, where
+/// a shown line `...` stands for any number of printed lines (none too).
+fn shown_as_printed(shown: &[String], printed: &[String]) -> bool {
+    // matched[j]: the shown lines so far match printed[..j].
+    let mut matched = vec![false; printed.len() + 1];
+    matched[0] = true;
+    for line in shown {
+        let mut next = vec![false; printed.len() + 1];
+        for j in 0..=printed.len() {
+            next[j] = if line == "..." {
+                matched[j] || (j > 0 && next[j - 1])
+            } else {
+                j > 0 && matched[j - 1] && printed[j - 1] == *line
+            };
+        }
+        matched = next;
+    }
+    matched[printed.len()]
+}
+
+#[test]
+fn shown_lines_match_printed_lines_in_order() {
+    let v = |s: &[&str]| s.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    assert!(shown_as_printed(
+        &v(&["a", "...", "d"]),
+        &v(&["a", "b", "c", "d"])
+    ));
+    assert!(shown_as_printed(&v(&["a", "...", "b"]), &v(&["a", "b"])));
+    assert!(!shown_as_printed(&v(&["b", "a"]), &v(&["a", "b"])), "order");
+    assert!(
+        !shown_as_printed(&v(&["a"]), &v(&["a", "b"])),
+        "a line not shown"
+    );
+    assert!(shown_as_printed(&v(&["..."]), &v(&[])));
 }
 
 #[test]
