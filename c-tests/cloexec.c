@@ -1,5 +1,5 @@
-/* Every descriptor vlog keeps open (file output, crash dump file and its
- * ring image, the ring file while it is set up) is close-on-exec, so a daemon
+/* Every descriptor vlog keeps open (file output, a crash dump file that
+ * holds earlier dumps, the ring file while it is set up) is close-on-exec, so a daemon
  * that execs helpers does not hand them its logs; every file vlog creates is
  * 0600. The driver sets VLOG_OUTPUTS, VLOG_DUMP and VLOG_BUFFER_FILE to files
  * in DIR. */
@@ -65,15 +65,15 @@ int main(int argc, char **argv)
         }
         checked++;
     }
-    CHECK(checked >= 2); /* the output, the dump file */
+    CHECK(checked >= 1); /* the output */
     check_mode(argv[1], "out.log");
-    check_mode(argv[1], "crash.txt");
     check_mode(argv[1], "vlog.ring");
-    {
-        /* The ring image is made at a crash, not before. */
+    /* The dump file and its ring image are made at a crash, not before
+     * (test dump_file checks the mode of what a crash makes). */
+    for (int i = 0; i < 2; i++) {
         char path[600];
         struct stat st;
-        snprintf(path, sizeof path, "%s/crash.txt.ring", argv[1]);
+        snprintf(path, sizeof path, "%s/%s", argv[1], i == 0 ? "crash.txt" : "crash.txt.ring");
         CHECK(stat(path, &st) == -1 && errno == ENOENT);
     }
     return 0;

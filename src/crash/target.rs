@@ -83,7 +83,11 @@ impl DumpTarget {
 
     /// Opens where dumps go (0600, close-on-exec, no symbolic link; see
     /// `sys::fd`): for `file:PATH` the dump file, appended to, now, so that
-    /// a path that cannot be written is known before a crash. `PATH.ring`,
+    /// a path that cannot be written is known before a crash. A dump file
+    /// that does not exist yet is made to prove that, then removed again,
+    /// and made by the handler at the first crash: an empty crash file
+    /// beside a program that never crashed reads as a crash to its admin.
+    /// `PATH.ring`,
     /// where the handler writes the ring as a ring file, is made only at a
     /// crash (open(2) is async-signal-safe), so no empty image is left
     /// beside a program that never crashed; an existing file there that is
@@ -92,14 +96,30 @@ impl DumpTarget {
         let DumpTarget::File(path) = self else {
             return Ok(DumpFiles::default());
         };
+        let existed = std::fs::symlink_metadata(path).is_ok();
         let dump = sys::open_private(path, Private::Dump).map_err(|e| {
             ConfigError::new(format!("cannot open dump file '{}': {e}", path.display()))
         })?;
+        let dump = if existed {
+            Some(dump)
+        } else {
+            // Removed only while it is still the empty file just made.
+            let made = dump.info();
+            let same = std::fs::symlink_metadata(path).is_ok_and(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.dev(), m.ino(), m.len()) == (made.dev, made.ino, 0)
+            });
+            match same && std::fs::remove_file(path).is_ok() {
+                true => None,
+                false => Some(dump),
+            }
+        };
         let mut image_path = path.as_os_str().to_owned();
         image_path.push(".ring");
         let image_path = PathBuf::from(image_path);
         Ok(DumpFiles {
-            dump: Some((dump, intern(path))),
+            dump,
+            dump_path: intern(path),
             image: intern(&image_path),
             token: 0,
         })
@@ -135,7 +155,10 @@ fn intern(path: &Path) -> Option<&'static CStr> {
 /// them from the handler first (back to stderr), then closes them.
 #[derive(Debug, Default)]
 pub struct DumpFiles {
-    dump: Option<(Fd, Option<&'static CStr>)>,
+    /// The dump file, when it existed already (it is made at the first
+    /// crash otherwise, by its path).
+    dump: Option<Fd>,
+    dump_path: Option<&'static CStr>,
     /// The ring image's path, opened by the handler.
     image: Option<&'static CStr>,
     /// Which publication is this one's (0: never published).
@@ -207,7 +230,8 @@ impl Slot {
         if fd >= 0 && sys::fd_info(fd).is_ok_and(|i| (i.dev, i.ino) == (dev, ino)) {
             return Some(Handle {
                 raw: fd,
-                reopened: None,
+                _reopened: None,
+                lost: false,
                 file: true,
             });
         }
@@ -221,7 +245,9 @@ impl Slot {
             .filter(usable)?;
         Some(Handle {
             raw: reopened.raw(),
-            reopened: Some(reopened),
+            _reopened: Some(reopened),
+            // (A descriptor of -1 was never opened: a file made now.)
+            lost: fd >= 0,
             file: true,
         })
     }
@@ -237,10 +263,7 @@ impl DumpFiles {
     /// Makes these the files the handler writes to (none: stderr).
     pub fn publish(&mut self) {
         self.token = TOKENS.fetch_add(1, Ordering::SeqCst) + 1;
-        DUMP.set(
-            self.dump.as_ref().map(|(fd, _)| fd),
-            self.dump.as_ref().and_then(|(_, p)| *p),
-        );
+        DUMP.set(self.dump.as_ref(), self.dump_path);
         IMAGE.set(None, self.image);
         PUBLISHED.store(self.token, Ordering::SeqCst);
     }
@@ -269,7 +292,10 @@ pub fn dump_file_cap(ring_size: u64) -> u64 {
 pub struct Handle {
     raw: c_int,
     /// The path opened again by the handler, closed with the handle.
-    reopened: Option<Fd>,
+    _reopened: Option<Fd>,
+    /// The published descriptor was no longer the file (the program
+    /// closed it), not a file made at this first crash.
+    lost: bool,
     /// The dump file (not stderr, which is the program's).
     file: bool,
 }
@@ -282,7 +308,7 @@ impl Handle {
     /// Whether the published descriptor had been lost and the path was
     /// opened again.
     pub fn reopened(&self) -> bool {
-        self.reopened.is_some()
+        self.lost
     }
 
     /// Before a dump: empties the dump file once it holds `cap` bytes (see
@@ -329,7 +355,8 @@ pub fn dump_handle() -> Option<Handle> {
     }
     crate::diag::stderr().map(|_| Handle {
         raw: 2,
-        reopened: None,
+        _reopened: None,
+        lost: false,
         file: false,
     })
 }

@@ -331,6 +331,42 @@ fn vlog_dump_env_off_and_file() {
     assert_dump("bad-dump-file", &stderr, "SIGSEGV", 3);
 }
 
+/// No empty crash file before a crash: `VLOG_DUMP=file:PATH` proves the
+/// path can be written at start-up and leaves nothing there; the first
+/// crash makes the file, the next appends to it.
+#[test]
+fn a_dump_file_is_made_by_the_first_crash_only() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch_dir("dump-file-made");
+    let path = dir.join("crash");
+    let _ = std::fs::remove_file(&path);
+    let exe = build("dump_file", Link::Static);
+    let spec = format!("file:{}", path.display());
+    for run in 1..=2 {
+        let out = run_with(&exe, &[path.to_str().unwrap()], &[("VLOG_DUMP", &spec)]);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGSEGV),
+            "run {run}: {:?} {}",
+            out.status,
+            text(&out.stderr)
+        );
+        let dumped = std::fs::read_to_string(&path).unwrap_or_default();
+        assert_eq!(
+            dumped.matches("vlog: fatal signal SIGSEGV").count(),
+            run,
+            "run {run}: {dumped}"
+        );
+        assert!(
+            !dumped.contains("opened it again"),
+            "a file made at the crash is not one the program closed: {dumped}"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the dump file's mode");
+    }
+}
+
 #[test]
 fn alternate_stacks_are_given_but_never_replaced() {
     if signal_test_skipped() {
