@@ -117,10 +117,21 @@ impl DumpTarget {
         let mut image_path = path.as_os_str().to_owned();
         image_path.push(".ring");
         let image_path = PathBuf::from(image_path);
+        // The directory both are made in at a crash, kept from now: a
+        // chroot since does not move them into the jail.
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let dir = sys::private::open_dir(parent).ok();
+        let name = |p: &Path| p.file_name().and_then(|n| intern(Path::new(n)));
         Ok(DumpFiles {
             dump,
             dump_path: intern(path),
+            dump_name: name(path),
             image: intern(&image_path),
+            image_name: name(&image_path),
+            dir,
             token: 0,
         })
     }
@@ -159,6 +170,11 @@ pub struct DumpFiles {
     /// crash otherwise, by its path).
     dump: Option<Fd>,
     dump_path: Option<&'static CStr>,
+    /// The names of the dump file and the ring image in `dir`.
+    dump_name: Option<&'static CStr>,
+    image_name: Option<&'static CStr>,
+    /// The directory they are in, as it was at configuration.
+    dir: Option<Fd>,
     /// The ring image's path, opened by the handler.
     image: Option<&'static CStr>,
     /// Which publication is this one's (0: never published).
@@ -174,6 +190,43 @@ struct Slot {
     dev: AtomicU64,
     ino: AtomicU64,
     path: AtomicPtr<c_char>,
+    /// The directory kept from configuration (-1: none), its identity, and
+    /// the file's name in it: where the file is made or opened again.
+    dir: AtomicI32,
+    dir_dev: AtomicU64,
+    dir_ino: AtomicU64,
+    name: AtomicPtr<c_char>,
+}
+
+/// Where a slot's file is: its descriptor (if open), its path, and the
+/// directory kept from configuration with its name there.
+struct Place<'a> {
+    fd: Option<&'a Fd>,
+    path: Option<&'static CStr>,
+    dir: Option<&'a Fd>,
+    name: Option<&'static CStr>,
+}
+
+impl Place<'_> {
+    const NONE: Place<'static> = Place {
+        fd: None,
+        path: None,
+        dir: None,
+        name: None,
+    };
+}
+
+/// One consistent reading of a slot.
+#[derive(Clone, Copy)]
+struct Seen {
+    fd: c_int,
+    dev: u64,
+    ino: u64,
+    path: *const c_char,
+    dir: c_int,
+    dir_dev: u64,
+    dir_ino: u64,
+    name: *const c_char,
 }
 
 impl Slot {
@@ -184,22 +237,33 @@ impl Slot {
             dev: AtomicU64::new(0),
             ino: AtomicU64::new(0),
             path: AtomicPtr::new(std::ptr::null_mut()),
+            dir: AtomicI32::new(-1),
+            dir_dev: AtomicU64::new(0),
+            dir_ino: AtomicU64::new(0),
+            name: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
-    fn set(&self, fd: Option<&Fd>, path: Option<&'static CStr>) {
+    fn set(&self, place: Place) {
         self.seq.fetch_add(1, Ordering::SeqCst);
-        let (fd, info) = fd.map_or((-1, sys::FdInfo::default()), |fd| (fd.raw(), fd.info()));
-        let path = path.map_or(std::ptr::null(), CStr::as_ptr);
+        let raw =
+            |fd: Option<&Fd>| fd.map_or((-1, sys::FdInfo::default()), |fd| (fd.raw(), fd.info()));
+        let ptr = |p: Option<&'static CStr>| p.map_or(std::ptr::null(), CStr::as_ptr).cast_mut();
+        let (fd, info) = raw(place.fd);
+        let (dir, dir_info) = raw(place.dir);
         self.fd.store(fd, Ordering::SeqCst);
         self.dev.store(info.dev, Ordering::SeqCst);
         self.ino.store(info.ino, Ordering::SeqCst);
-        self.path.store(path.cast_mut(), Ordering::SeqCst);
+        self.path.store(ptr(place.path), Ordering::SeqCst);
+        self.dir.store(dir, Ordering::SeqCst);
+        self.dir_dev.store(dir_info.dev, Ordering::SeqCst);
+        self.dir_ino.store(dir_info.ino, Ordering::SeqCst);
+        self.name.store(ptr(place.name), Ordering::SeqCst);
         self.seq.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// A consistent reading: (fd, dev, ino, path). Async-signal-safe.
-    fn get(&self) -> Option<(c_int, u64, u64, *const c_char)> {
+    /// A consistent reading. Async-signal-safe.
+    fn get(&self) -> Option<Seen> {
         // Bounded: a configuration change interrupted by this very handler
         // never finishes, and then there is nothing consistent to read.
         for _ in 0..1000 {
@@ -208,12 +272,16 @@ impl Slot {
                 std::hint::spin_loop();
                 continue;
             }
-            let read = (
-                self.fd.load(Ordering::SeqCst),
-                self.dev.load(Ordering::SeqCst),
-                self.ino.load(Ordering::SeqCst),
-                self.path.load(Ordering::SeqCst).cast_const(),
-            );
+            let read = Seen {
+                fd: self.fd.load(Ordering::SeqCst),
+                dev: self.dev.load(Ordering::SeqCst),
+                ino: self.ino.load(Ordering::SeqCst),
+                path: self.path.load(Ordering::SeqCst).cast_const(),
+                dir: self.dir.load(Ordering::SeqCst),
+                dir_dev: self.dir_dev.load(Ordering::SeqCst),
+                dir_ino: self.dir_ino.load(Ordering::SeqCst),
+                name: self.name.load(Ordering::SeqCst).cast_const(),
+            };
             if self.seq.load(Ordering::SeqCst) == before {
                 return Some(read);
             }
@@ -222,11 +290,15 @@ impl Slot {
     }
 
     /// In the handler: a descriptor for this slot's file. The published one
-    /// while it is still that file; otherwise (the program closed it) the
-    /// path opened again, closed when the handle is dropped. Async-signal-
-    /// safe.
+    /// while it is still that file; otherwise (made at this crash, or the
+    /// program closed it) the file's name opened in the directory kept from
+    /// configuration while that is still the directory, or else its path,
+    /// closed when the handle is dropped. Async-signal-safe.
     fn open(&self, how: Private, usable: fn(&Fd) -> bool) -> Option<Handle> {
-        let (fd, dev, ino, path) = self.get()?;
+        let seen = self.get()?;
+        let Seen {
+            fd, dev, ino, path, ..
+        } = seen;
         if fd >= 0 && sys::fd_info(fd).is_ok_and(|i| (i.dev, i.ino) == (dev, ino)) {
             return Some(Handle {
                 raw: fd,
@@ -235,14 +307,21 @@ impl Slot {
                 file: true,
             });
         }
-        if path.is_null() {
+        let dir_kept = seen.dir >= 0
+            && !seen.name.is_null()
+            && sys::fd_info(seen.dir).is_ok_and(|i| (i.dev, i.ino) == (seen.dir_dev, seen.dir_ino));
+        let reopened = if dir_kept {
+            // SAFETY: published names are interned for the life of the process.
+            let name = unsafe { CStr::from_ptr(seen.name) };
+            sys::private::open_private_at(seen.dir, name, how)
+        } else if !path.is_null() {
+            // SAFETY: published paths are interned for the life of the process.
+            let path = unsafe { CStr::from_ptr(path) };
+            sys::private::open_private_c(path, how)
+        } else {
             return None;
-        }
-        // SAFETY: published paths are interned for the life of the process.
-        let path = unsafe { CStr::from_ptr(path) };
-        let reopened = sys::private::open_private_c(path, how)
-            .ok()
-            .filter(usable)?;
+        };
+        let reopened = reopened.ok().filter(usable)?;
         Some(Handle {
             raw: reopened.raw(),
             _reopened: Some(reopened),
@@ -263,8 +342,18 @@ impl DumpFiles {
     /// Makes these the files the handler writes to (none: stderr).
     pub fn publish(&mut self) {
         self.token = TOKENS.fetch_add(1, Ordering::SeqCst) + 1;
-        DUMP.set(self.dump.as_ref(), self.dump_path);
-        IMAGE.set(None, self.image);
+        DUMP.set(Place {
+            fd: self.dump.as_ref(),
+            path: self.dump_path,
+            dir: self.dir.as_ref(),
+            name: self.dump_name,
+        });
+        IMAGE.set(Place {
+            fd: None,
+            path: self.image,
+            dir: self.dir.as_ref(),
+            name: self.image_name,
+        });
         PUBLISHED.store(self.token, Ordering::SeqCst);
     }
 }
@@ -273,8 +362,8 @@ impl Drop for DumpFiles {
     fn drop(&mut self) {
         if self.token != 0 && PUBLISHED.load(Ordering::SeqCst) == self.token {
             PUBLISHED.store(0, Ordering::SeqCst);
-            DUMP.set(None, None);
-            IMAGE.set(None, None);
+            DUMP.set(Place::NONE);
+            IMAGE.set(Place::NONE);
         }
         // The descriptors close now, each only if it is still vlog's.
     }
@@ -348,7 +437,7 @@ pub fn dump_handle() -> Option<Handle> {
         if let Some(h) = DUMP.open(Private::Dump, |_| true) {
             return Some(h);
         }
-        if DUMP.get().is_some_and(|(fd, ..)| fd >= 0) {
+        if DUMP.get().is_some_and(|seen| seen.fd >= 0) {
             // A dump file that cannot be written: not stderr instead.
             return None;
         }

@@ -207,10 +207,16 @@ pub fn judge_at(path: &Path, how: Private) -> io::Result<(bool, Option<Refused>)
 
 /// lstat(2) of `path`. Async-signal-safe.
 fn lstat_c(path: &CStr) -> Result<libc::stat, c_int> {
+    lstat_at(libc::AT_FDCWD, path)
+}
+
+/// lstat(2) of `path` from the directory `dir` (AT_FDCWD: as a path is).
+/// Async-signal-safe.
+fn lstat_at(dir: c_int, path: &CStr) -> Result<libc::stat, c_int> {
     // SAFETY: an all-zero stat is a valid out-buffer.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: a NUL-terminated path and a valid out-pointer.
-    if unsafe { libc::lstat(path.as_ptr(), &mut st) } != 0 {
+    if unsafe { libc::fstatat(dir, path.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
         return Err(errno());
     }
     Ok(st)
@@ -222,9 +228,32 @@ fn errno() -> c_int {
         .unwrap_or(libc::EIO)
 }
 
+/// A descriptor of the directory `path` (O_PATH: nothing is read through
+/// it), kept so that a file in it can be made later by its name wherever
+/// the process's root has moved since (a daemon that chroots after it
+/// configured vlog).
+pub fn open_dir(path: &Path) -> io::Result<Fd> {
+    let path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("the path contains a NUL byte"))?;
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    // SAFETY: a NUL-terminated path; the result is checked.
+    let raw = unsafe { libc::open(path.as_ptr(), flags) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Fd::own(raw)
+}
+
 /// [`open_private`] for the crash handler too: async-signal-safe, nothing
 /// allocated.
 pub fn open_private_c(path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
+    open_private_at(libc::AT_FDCWD, path, how)
+}
+
+/// [`open_private_c`] of `path` in the directory `dir` (a descriptor kept
+/// from when the file was configured: a chroot since does not move it).
+/// Async-signal-safe, nothing allocated.
+pub fn open_private_at(dir: c_int, path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
     // Every open is non-blocking (a FIFO planted at the path would
     // otherwise hold the open until someone reads it) and takes no
     // controlling terminal; a dump's writes wait (set below).
@@ -239,7 +268,7 @@ pub fn open_private_c(path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
         };
     let open = |flags: c_int| {
         // SAFETY: a NUL-terminated path; the result is checked.
-        let raw = unsafe { libc::open(path.as_ptr(), flags, 0o600 as libc::c_uint) };
+        let raw = unsafe { libc::openat(dir, path.as_ptr(), flags, 0o600 as libc::c_uint) };
         if raw < 0 {
             Err(OpenFailure::Errno(errno()))
         } else {
@@ -261,7 +290,7 @@ pub fn open_private_c(path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
     };
     // A missing file is made (O_EXCL), so that vlog knows which files it
     // created: a configuration refused removes them.
-    let fd = match (how, lstat_c(path)) {
+    let fd = match (how, lstat_at(dir, path)) {
         (Private::NewRing | Private::NewLog, Ok(_)) => {
             return Err(OpenFailure::Errno(libc::EEXIST))
         }
@@ -277,7 +306,7 @@ pub fn open_private_c(path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
             Err(OpenFailure::Errno(libc::EEXIST))
                 if !matches!(how, Private::NewRing | Private::NewLog) =>
             {
-                existing(lstat_c(path).map_err(OpenFailure::Errno)?)?
+                existing(lstat_at(dir, path).map_err(OpenFailure::Errno)?)?
             }
             Err(e) => return Err(e),
         },

@@ -367,6 +367,57 @@ fn a_dump_file_is_made_by_the_first_crash_only() {
     }
 }
 
+/// A daemon that chroots after configuration: its first crash makes the
+/// dump file (and the ring image) where VLOG_DUMP named it, through the
+/// directory kept from configuration, never at the same path in the jail
+/// (whose users may have made it).
+#[test]
+fn a_dump_file_made_after_a_chroot_is_made_outside_the_jail() {
+    use std::os::unix::process::ExitStatusExt;
+    if skipped_under_tool("after a chroot the tool cannot reach its own files") {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        say_skipped("chroot needs root");
+        return;
+    }
+    let dir = scratch_dir("dump-file-chroot");
+    let jail = dir.join("jail");
+    let path = dir.join("crash");
+    let in_jail = jail.join(dir.strip_prefix("/").unwrap()).join("crash");
+    std::fs::create_dir_all(in_jail.parent().unwrap()).unwrap();
+    for p in [&path, &in_jail] {
+        let _ = std::fs::remove_file(p);
+    }
+    let exe = build("dump_file", Link::Static);
+    let spec = format!("file:{}", path.display());
+    let out = run_with(
+        &exe,
+        &[path.to_str().unwrap(), jail.to_str().unwrap()],
+        &[("VLOG_DUMP", &spec)],
+    );
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGSEGV),
+        "{}",
+        text(&out.stderr)
+    );
+    let dumped = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        dumped.contains("vlog: fatal signal SIGSEGV"),
+        "{dumped:?} {}",
+        text(&out.stderr)
+    );
+    assert!(!in_jail.exists(), "a dump file was made in the jail");
+    let image = dir.join("crash.ring");
+    assert!(image.exists(), "no ring image beside the dump file");
+    assert!(!jail
+        .join(dir.strip_prefix("/").unwrap())
+        .join("crash.ring")
+        .exists());
+}
+
 #[test]
 fn alternate_stacks_are_given_but_never_replaced() {
     if signal_test_skipped() {
