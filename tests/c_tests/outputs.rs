@@ -433,3 +433,86 @@ exec "$@""#;
     let out = cmd.current_dir(&dir).output().expect("unshare");
     assert_ok("slow_readers devlog", &out);
 }
+
+/// The README's logrotate stanza, run by the distribution's logrotate five
+/// times while a program logs: every line is in the log or a rotated file
+/// (the newest plain, the older compressed), once each, in order.
+#[test]
+fn logrotate_rotates_a_vlog_file_and_loses_no_line() {
+    let Some(logrotate) = ["/usr/sbin/logrotate", "/sbin/logrotate"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        needs_installed("no logrotate (apt-get install logrotate)");
+        return;
+    };
+    let dir = scratch_dir("logrotate");
+    let log = dir.join("myd.log");
+    // The README's stanza, its path made this test's.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let stanza = readme
+        .split("cat > myd.logrotate <<EOF\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\nEOF\n").next())
+        .expect("the README's logrotate stanza")
+        .replace("$PWD/myd.log", log.to_str().unwrap());
+    let conf = dir.join("myd.logrotate");
+    std::fs::write(&conf, &stanza).unwrap();
+    let exe = build("paced", Link::Static);
+    let lines = 3000;
+    let mut cmd = command(&exe);
+    without_vlog_env(&mut cmd);
+    let mut child = cmd
+        .args([&lines.to_string(), "1000"])
+        .env("VLOG_OUTPUTS", format!("3:file:{}", log.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut rotations = 0;
+    while rotations < 5 && child.try_wait().unwrap().is_none() {
+        // A rotation each time the new file has lines.
+        if std::fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
+            let out = Command::new(logrotate)
+                .args(["-f", "-s"])
+                .arg(dir.join("state"))
+                .arg(&conf)
+                .output()
+                .unwrap();
+            assert_ok("logrotate", &out);
+            rotations += 1;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_ok("paced", &out);
+    assert!(
+        rotations >= 2,
+        "only {rotations} rotations: the program ran too fast"
+    );
+    // Oldest first: myd.log.4.gz .. myd.log.2.gz, myd.log.1, myd.log.
+    let mut kept = String::new();
+    for n in (2..=4).rev() {
+        let gz = dir.join(format!("myd.log.{n}.gz"));
+        if gz.exists() {
+            let z = Command::new("zcat").arg(&gz).output().unwrap();
+            assert_ok("zcat", &z);
+            kept.push_str(&String::from_utf8_lossy(&z.stdout));
+        }
+    }
+    for name in ["myd.log.1", "myd.log"] {
+        kept.push_str(&std::fs::read_to_string(dir.join(name)).unwrap_or_default());
+    }
+    let numbers: Vec<u64> = kept
+        .lines()
+        .filter_map(|l| l.split(" : line ").nth(1)?.parse().ok())
+        .collect();
+    let want: Vec<u64> = (0..lines).collect();
+    assert!(
+        numbers == want,
+        "{rotations} rotations: {} lines kept of {lines}; first missing or out of place: {:?}; stderr: {}",
+        numbers.len(),
+        numbers.iter().zip(&want).position(|(a, b)| a != b),
+        text(&out.stderr)
+    );
+}
