@@ -230,6 +230,19 @@ mod tests {
         assert_eq!(m.site_recent(1, 31_000, 60_000), Some(30_000));
         assert_eq!(m.site_recent(1, 61_000, 60_000), None);
         assert_eq!(m.site_recent(2, 31_000, 60_000), None);
+        for site in 2..=SITES as u64 + 1 {
+            m.site_printed(site, 2000 + site);
+        }
+        assert_eq!(m.site_recent(1, 3000, 60_000), None, "the oldest made room");
+        assert!(m.site_recent(2, 3000, 60_000).is_some());
+        m.forget();
+        assert_eq!(m.site_recent(2, 3000, 60_000), None);
+    }
+
+    #[test]
+    fn a_site_notes_what_it_left_out_once_an_interval() {
+        let mut m = Memory::new();
+        m.site_printed(1, 1000);
         assert!(m.site_note_due(1), "the first later error notes");
         assert!(!m.site_note_due(1), "the next says nothing");
         assert!(
@@ -238,12 +251,5 @@ mod tests {
         );
         m.site_printed(1, 61_000);
         assert!(m.site_note_due(1), "a new interval, a new note");
-        for site in 2..=SITES as u64 + 1 {
-            m.site_printed(site, 2000 + site);
-        }
-        assert_eq!(m.site_recent(1, 3000, 60_000), None, "the oldest made room");
-        assert!(m.site_recent(2, 3000, 60_000).is_some());
-        m.forget();
-        assert_eq!(m.site_recent(2, 3000, 60_000), None);
     }
 }
