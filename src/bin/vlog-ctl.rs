@@ -130,7 +130,7 @@ fn request(command: &str, args: &[String], json: bool) -> Result<String, String>
                 line.push_str(&quoted(word));
             }
         }
-        "show" | "stats" | "reopen" | "help" | "sites" | "sources" => {
+        "show" | "stats" | "reopen" | "reload" | "help" | "sites" | "sources" => {
             if !args.is_empty() {
                 return Err(format!("{command} takes no argument"));
             }
@@ -138,7 +138,7 @@ fn request(command: &str, args: &[String], json: bool) -> Result<String, String>
         _ => {
             return Err(format!(
                 "unknown command '{command}': use filters, outputs, level, context, ratelimit, \
-                 sites, sources, show, stats, dump, follow, reopen or help"
+                 sites, sources, show, stats, dump, follow, reopen, reload or help"
             ))
         }
     }

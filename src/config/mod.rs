@@ -6,6 +6,7 @@
 //! sizes) and the bottom of the crate.
 
 pub mod context;
+pub mod file;
 pub mod filter;
 pub mod limit;
 pub mod matcher;
@@ -133,7 +134,7 @@ fn parse_writer(v: &str) -> Result<bool, String> {
 /// Every variable vlog reads. Another `VLOG_*` in the environment is a
 /// misspelling or a variable of another version: [`unknown_variables`]
 /// names it once.
-pub const VARIABLES: [&str; 11] = [
+pub const VARIABLES: [&str; 12] = [
     "VLOG_LEVEL",
     "VLOG_FILTERS",
     "VLOG_OUTPUTS",
@@ -145,6 +146,7 @@ pub const VARIABLES: [&str; 11] = [
     "VLOG_CONTEXT",
     "VLOG_RATELIMIT",
     "VLOG_CONTROL",
+    "VLOG_CONFIG",
 ];
 
 /// Warns, in one line, of the `VLOG_*` names among `names` that vlog does
@@ -178,7 +180,7 @@ pub fn unknown_variables(names: impl Iterator<Item = String>, warn: impl FnOnce(
 
 /// The edit distance of two names (insertions, deletions, substitutions),
 /// on names of at most a few dozen bytes.
-fn distance(a: &[u8], b: &[u8]) -> usize {
+pub(crate) fn distance(a: &[u8], b: &[u8]) -> usize {
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, &ca) in a.iter().enumerate() {
         let mut diagonal = row[0];

@@ -38,7 +38,7 @@ enum Power {
 fn power(command: &str) -> Power {
     match command {
         "filters" | "level" | "context" | "ratelimit" => Power::Tune,
-        "outputs" | "reopen" => Power::Manage,
+        "outputs" | "reopen" | "reload" => Power::Manage,
         _ => Power::Observe,
     }
 }
@@ -72,6 +72,7 @@ pub fn allows(
     }
     let what = match command {
         "outputs" => "outputs opens files and connections",
+        "reload" => "reload may change the outputs, which opens files and connections",
         _ => "reopen opens files",
     };
     Err(format!(

@@ -39,6 +39,9 @@ pub const COMMANDS: &str =
   dump [OPTIONS]    the ring, oldest record first
   follow [OPTIONS]  new records as they are recorded, until the client leaves
   reopen            reopen the file outputs (after log rotation)
+  reload            read VLOG_CONFIG's file again and apply its level, filters,
+                    outputs, context and ratelimit (those the environment
+                    does not set)
   help              the commands
 OPTIONS of dump and follow, as vlog-dump's: --priority PRIO, --source MATCH,
   --since TIME, --until TIME, --grep TEXT (a value with spaces in \"...\"),
@@ -204,6 +207,42 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
                 end,
             )))
         }
+        "reload" => none("reload").and_then(|()| {
+            let peer = &r.peer;
+            configure(|s| {
+                let applied = s.reload_config()?;
+                // What changed is the file's owner's word: fields, escaped
+                // as values by every output.
+                let names: Vec<&str> = applied.iter().map(|(n, _)| *n).collect();
+                let message = format!(
+                    "configuration reloaded from VLOG_CONFIG through the control socket by \
+                     uid {}, pid {}",
+                    peer.uid, peer.pid
+                );
+                let set = names.join(" ");
+                s.announce(
+                    b"control",
+                    &message,
+                    &[
+                        Field {
+                            name: b"SET",
+                            value: Value::Str(set.as_bytes()),
+                        },
+                        Field {
+                            name: b"PEER_UID",
+                            value: Value::Int(peer.uid.into()),
+                        },
+                        Field {
+                            name: b"PEER_PID",
+                            value: Value::Int(peer.pid.into()),
+                        },
+                    ],
+                );
+                Ok(applied)
+            })
+            .map(Answer::Pairs)
+            .map_err(|e| e.to_string())
+        }),
         "reopen" => none("reopen").and_then(|()| {
             configure(|s| s.reopen())
                 .map(|()| Answer::Pairs(Vec::new()))
@@ -214,7 +253,7 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
         ))),
         _ => Err(format!(
             "unknown command '{command}': use filters, outputs, level, context, ratelimit, \
-             sites, sources, show, stats, dump, follow, reopen or help"
+             sites, sources, show, stats, dump, follow, reopen, reload or help"
         )),
     }
 }

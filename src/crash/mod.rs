@@ -347,12 +347,9 @@ unsafe fn dump_crash(sig: c_int, info: *mut libc::siginfo_t) -> bool {
                 fatal_action(watchdog::on_alarm),
             );
             // A file size limit (RLIMIT_FSIZE) fails a write with EFBIG
-            // here, never raises SIGXFSZ. The ring image first: one write of
-            // the ring, fast and whole; then the lines the outputs had not
-            // written yet, so that each output's lines keep the order they
-            // were logged in before the crash is told (a warning, then the
-            // fault it warned of, whether or not the writer thread had
-            // reached it); then the text, a record at a time.
+            // here, never raises SIGXFSZ. The ring image first (one write);
+            // then the lines the outputs had not written, so that a warning
+            // always comes before the fault it warned of; then the text.
             sys::fd::without_signal(libc::SIGXFSZ, || {
                 pending::freeze();
                 write_ring_image();

@@ -43,14 +43,7 @@ impl State {
         let env = if sys::secure_mode() {
             config::EnvConfig::default()
         } else {
-            config::unknown_variables(
-                std::env::vars_os().map(|(name, _)| name.to_string_lossy().into_owned()),
-                diag::warn,
-            );
-            config::from_env(
-                |name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()),
-                diag::warn,
-            )
+            super::config_file::at_start()
         };
         // A daemon whose syslog(3) calls vlog took over (libvlog-syslog.so)
         // records every message its mask lets through and sends each where

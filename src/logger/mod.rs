@@ -24,6 +24,7 @@
 
 pub mod above;
 pub mod apply;
+mod config_file;
 pub mod context;
 pub mod emit;
 pub mod flight;

@@ -228,6 +228,68 @@ fn errno() -> c_int {
         .unwrap_or(libc::EIO)
 }
 
+/// The most a configuration file (`VLOG_CONFIG`) may hold.
+pub const CONFIG_MAX: u64 = 64 * 1024;
+
+/// Reads a configuration file vlog obeys (`VLOG_CONFIG`): what it says is
+/// the daemon's own power, so it must be the daemon's own file. Judged by
+/// lstat before it is opened (a device is never opened, a symbolic link
+/// never followed) and by fstat after: a regular file with one name,
+/// owned by the effective uid or root, writable by neither group nor
+/// others, at most [`CONFIG_MAX`] bytes.
+pub fn read_config(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    fn refuse<T>(why: &str) -> io::Result<T> {
+        Err(io::Error::other(why.to_owned()))
+    }
+    let judge = |m: &std::fs::Metadata| -> io::Result<()> {
+        if m.file_type().is_symlink() {
+            return refuse("it is a symbolic link, which vlog does not follow");
+        }
+        if !m.file_type().is_file() {
+            return refuse("it is not a regular file");
+        }
+        if m.uid() != effective_uid() && m.uid() != 0 {
+            return refuse(&format!(
+                "it belongs to uid {}, not to this process's user (uid {}) or root",
+                m.uid(),
+                effective_uid()
+            ));
+        }
+        if m.mode() & 0o022 != 0 {
+            return refuse("others may write to it (group- or world-writable)");
+        }
+        if m.nlink() != 1 {
+            return refuse(&format!("it has {} names (hard links)", m.nlink()));
+        }
+        if m.len() > CONFIG_MAX {
+            return refuse(&format!(
+                "it holds {} bytes, more than {CONFIG_MAX}",
+                m.len()
+            ));
+        }
+        Ok(())
+    };
+    let before = std::fs::symlink_metadata(path)?;
+    judge(&before)?;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let after = file.metadata()?;
+    if (after.dev(), after.ino()) != (before.dev(), before.ino()) {
+        return refuse("it was replaced while it was being opened");
+    }
+    judge(&after)?;
+    let mut text = Vec::new();
+    file.by_ref().take(CONFIG_MAX + 1).read_to_end(&mut text)?;
+    if text.len() as u64 > CONFIG_MAX {
+        return refuse(&format!("it holds more than {CONFIG_MAX} bytes"));
+    }
+    Ok(text)
+}
+
 /// A descriptor of the directory `path` (O_PATH: nothing is read through
 /// it), kept so that a file in it can be made later by its name wherever
 /// the process's root has moved since (a daemon that chroots after it

@@ -478,3 +478,109 @@ fn only_the_daemons_user_root_and_its_group_may_use_the_socket() {
     let _ = std::fs::remove_dir_all(open_dir("control-uids"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `VLOG_CONFIG`: the same settings as the variables, from a file the
+/// daemon's user owns; the environment wins; `vlog-ctl SOCKET reload`
+/// applies the file again, all or nothing; a file another user could
+/// write, or that is not the daemon's, is refused with its reason.
+#[test]
+fn a_configuration_file_is_read_at_start_and_reloaded() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = private_dir("control-config");
+    let exe = build("control", Link::Static);
+    let conf = dir.join("vlog.conf");
+    let write = |text: &str, mode: u32| {
+        let _ = std::fs::remove_file(&conf);
+        std::fs::write(&conf, text).unwrap();
+        std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    write(
+        "# the daemon's logging\nVLOG_FILTERS=\"1:qemu 3:util\"\nVLOG_CONTEXT=5\nVLOG_LEVELS=2\n",
+        0o600,
+    );
+    let sock = dir.join("ctl.sock");
+    let s = sock.to_str().unwrap();
+    let c = conf.to_str().unwrap();
+    let daemon = Daemon::start_mode(
+        &exe,
+        &dir,
+        "rest",
+        &[
+            ("VLOG_CONTROL", s),
+            ("VLOG_CONFIG", c),
+            ("VLOG_BUFFER_SIZE", "1M"),
+        ],
+        None,
+    );
+    let shown = ok_stdout(&[s, "show"]);
+    assert!(
+        shown.contains("VLOG_FILTERS='1:qemu 3:util'\n") && shown.contains("VLOG_CONTEXT=5"),
+        "{shown}"
+    );
+    // The file changed, then reloaded: its settings in force, the rest kept.
+    write("VLOG_FILTERS=1:util\nVLOG_LEVEL=info\n", 0o644);
+    let said = ok_stdout(&[s, "reload"]);
+    assert_eq!(said, "VLOG_LEVEL=2\nVLOG_FILTERS=1:util\n");
+    let shown = ok_stdout(&[s, "show"]);
+    assert!(
+        shown.starts_with("VLOG_LEVEL=2\nVLOG_FILTERS=1:util\n")
+            && shown.contains("VLOG_CONTEXT=5"),
+        "{shown}"
+    );
+    // All or nothing, every reason said.
+    write(
+        "VLOG_FILTERS=9:x\nVLOG_OUTPUT=1:stderr\nVLOG_LEVEL=1\n",
+        0o600,
+    );
+    let out = vlog_ctl(&[s, "reload"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("not reloaded, nothing changed")
+            && err.contains(
+                "line 2: vlog reads no setting 'VLOG_OUTPUT' (did you mean VLOG_OUTPUTS?)"
+            )
+            && err.contains("invalid priority '9'"),
+        "{err}"
+    );
+    assert!(ok_stdout(&[s, "show"]).starts_with("VLOG_LEVEL=2\nVLOG_FILTERS=1:util\n"));
+    // The file rules: only the daemon's own file, which nobody else may write.
+    write("VLOG_LEVEL=1\n", 0o664);
+    let err = text(&vlog_ctl(&[s, "reload"]).stderr);
+    assert!(err.contains("others may write to it"), "{err}");
+    write("VLOG_LEVEL=1\n", 0o600);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&conf, Some(65534), None).unwrap();
+        let err = text(&vlog_ctl(&[s, "reload"]).stderr);
+        assert!(err.contains("it belongs to uid 65534"), "{err}");
+    }
+    let _ = std::fs::remove_file(&conf);
+    std::os::unix::fs::symlink("/etc/passwd", &conf).unwrap();
+    let err = text(&vlog_ctl(&[s, "reload"]).stderr);
+    assert!(err.contains("symbolic link"), "{err}");
+    // The changes are in the ring, naming who made them.
+    let changes = ok_stdout(&[s, "dump", "--source", "vlog"]);
+    assert!(
+        changes.contains("configuration reloaded from VLOG_CONFIG") && changes.contains("SET="),
+        "{changes}"
+    );
+    drop(daemon);
+
+    // The environment wins over the file, at start and at reload.
+    write("VLOG_FILTERS=1:qemu\n", 0o600);
+    let _daemon = Daemon::start_mode(
+        &exe,
+        &dir,
+        "rest",
+        &[
+            ("VLOG_CONTROL", s),
+            ("VLOG_CONFIG", c),
+            ("VLOG_FILTERS", "1:from-env"),
+        ],
+        None,
+    );
+    assert!(ok_stdout(&[s, "show"]).contains("VLOG_FILTERS=1:from-env\n"));
+    assert_eq!(ok_stdout(&[s, "reload"]), "");
+    assert!(ok_stdout(&[s, "show"]).contains("VLOG_FILTERS=1:from-env\n"));
+}

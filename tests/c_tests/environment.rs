@@ -253,3 +253,40 @@ fn running_out_of_memory_degrades_vlog_and_never_aborts() {
     let err = text(&out.stderr);
     assert!(err.contains("vlog: memory ran out"), "{err}");
 }
+
+/// `VLOG_CONFIG` at start: its settings in force where the environment is
+/// silent, each line it cannot take said once with its number, a file it
+/// refuses said once and the rest of the environment in force.
+#[test]
+fn a_configuration_file_is_read_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch_dir("env-config");
+    let conf = dir.join("vlog.conf");
+    std::fs::write(&conf, "VLOG_FILTERS=\"1:qemu\"\nVLOG_LEVELS=2\n").unwrap();
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let c = conf.to_str().unwrap();
+    let (dump, stderr) = environment(&[("VLOG_CONFIG", c)]);
+    assert!(dump.contains("debug_on=1,1\n"), "{dump:?} {stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("vlog: ")).collect();
+    assert_eq!(
+        warnings,
+        [format!(
+            "vlog: ignoring line 2: vlog reads no setting 'VLOG_LEVELS' (did you mean \
+             VLOG_LEVEL?) of VLOG_CONFIG '{c}'"
+        )],
+        "{stderr}"
+    );
+    // The environment wins.
+    let (dump, _) = environment(&[("VLOG_CONFIG", c), ("VLOG_FILTERS", "3:qemu")]);
+    assert!(dump.contains("debug_on=0,0\n"), "{dump:?}");
+    // A file others may write is refused whole, with its reason.
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (dump, stderr) = environment(&[("VLOG_CONFIG", c)]);
+    assert!(dump.contains("debug_on=0,0\n"), "{dump:?}");
+    assert!(
+        stderr.contains(&format!(
+            "vlog: ignoring VLOG_CONFIG: cannot read '{c}': others may write to it"
+        )),
+        "{stderr}"
+    );
+}

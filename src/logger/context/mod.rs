@@ -19,9 +19,8 @@
 //! - At most N of them, the newest, and at most `BYTES_MAX` of what they
 //!   print, looked for in at most the last `SCAN_MAX` bytes of the ring;
 //!   one context per error site (source, file, function, line) per
-//!   interval: the first later error of the site in the interval prints a
-//!   one-line note of how many records were left out instead, and the
-//!   others none (a repeating error is one line, not two). Records made since the key's last
+//!   interval: the next error of the site in it notes in one line how many
+//!   records were left out, the others nothing (one line each, not two). Records made since the key's last
 //!   context that were overwritten, or lie beyond `SCAN_MAX`, are counted
 //!   in a note, too.
 //!
