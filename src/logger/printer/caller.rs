@@ -135,11 +135,27 @@ pub fn make_room() -> (Vec<Said>, bool) {
     let mut printer = lock_for_caller();
     let place = || published::read(|view| view.map(|v| (v.printed(), v.marked_end())));
     let before = place();
+    // A step that found the output blocked moves nothing, and what it then
+    // sends may unblock it: holding but not blocked, the walk reads on. It
+    // is over when two steps in a row move nothing; "stuck" (let the
+    // record overwrite) only then, never because a step began blocked.
+    let mut idle = false;
     loop {
+        let from = place();
         match printer.walk_step(u64::MAX) {
-            Walk::Wait(fd, true) => printer = wait_for_room(printer, fd),
-            Walk::Again => {}
-            _ => break,
+            Walk::Wait(fd, true) => {
+                idle = false;
+                printer = wait_for_room(printer, fd);
+            }
+            Walk::Again => idle = false,
+            Walk::Wait(_, false) => {
+                let moved = place() != from;
+                if !moved && idle {
+                    break;
+                }
+                idle = !moved;
+            }
+            Walk::Done => break,
         }
     }
     let after = place();
