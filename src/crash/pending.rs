@@ -112,16 +112,20 @@ pub fn write() {
 /// that lost lines says so itself. A socket not connected yet is connected
 /// first. No allocation: async-signal-safe.
 fn tell_datagram_outputs(view: &impl Region, printed: u64, end: u64) {
-    // Pending lines by priority.
-    let mut pending = [0u64; 5];
-    reader::read_marked(view, Cursor::at(printed), end - printed, |entry, marked| {
-        if let (Entry::Record(rec), true) = (entry, marked) {
-            pending[rec.priority as usize] += 1;
-        }
-    });
     let mut ident = [0u8; 64];
     at_crash::notes(&mut ident, |target, ident| {
-        let n = pending[target.priority as usize..].iter().sum::<u64>() + target.held;
+        // Its pending lines: those of its priority after the newest it was
+        // handed (a step the crash cut short sent some the ring does not
+        // say are printed), and those it holds.
+        let mut pending = 0;
+        reader::read_marked(view, Cursor::at(printed), end - printed, |entry, marked| {
+            if let (Entry::Record(rec), true) = (entry, marked) {
+                if rec.priority >= target.priority && rec.seq >= target.handed {
+                    pending += 1;
+                }
+            }
+        });
+        let n = pending + target.held;
         let same = sys::fd_info(target.fd)
             .is_ok_and(|info| (info.dev, info.ino) == (target.dev, target.ino));
         if n == 0 || !same {
@@ -146,7 +150,19 @@ fn tell_datagram_outputs(view: &impl Region, printed: u64, end: u64) {
             entry.put(b"\nVLOG_SOURCE=vlog\n");
         }
         let entry = entry.finish();
-        let sent = sys::fd::send_some(target.fd, entry, libc::MSG_DONTWAIT);
+        // A queue full of the lines sent before the crash: the reader is
+        // given a second to take some (poll(2), async-signal-safe), as the
+        // writer thread would have been, within the dump's watchdog.
+        let mut sent = sys::fd::send_some(target.fd, entry, libc::MSG_DONTWAIT);
+        for _ in 0..10 {
+            match &sent {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    sys::room::wait_writable(target.fd, 100);
+                    sent = sys::fd::send_some(target.fd, entry, libc::MSG_DONTWAIT);
+                }
+                _ => break,
+            }
+        }
         if sent.is_err() {
             let path = if target.journald {
                 crate::output::journald::SOCKET

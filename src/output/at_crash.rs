@@ -153,6 +153,11 @@ pub struct Note {
     /// Datagrams the output holds while its reader's queue is full
     /// (`slow`): lines the outputs' walk passed, not sent.
     held: AtomicU64,
+    /// One past the sequence number of the newest record handed to the
+    /// output (sent, held or counted lost): the walk marks the ring
+    /// printed a step at a time, and a step the crash cut short has sent
+    /// lines the ring does not say are printed.
+    handed: AtomicU64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -163,13 +168,17 @@ const NO_NOTE: Note = Note {
     priority: AtomicU8::new(0),
     journald: AtomicBool::new(false),
     held: AtomicU64::new(0),
+    handed: AtomicU64::new(0),
 };
 
-/// How many datagrams the output whose socket is `fd` holds now, for the
-/// crash handler's count.
-pub fn note_held(fd: i32, held: u64) {
+/// How many datagrams the output whose socket is `fd` holds now, and the
+/// newest record handed to it (its `seq`), for the crash handler's count.
+pub fn note_held(fd: i32, held: u64, seq: Option<u64>) {
     if let Some(slot) = NOTES.iter().find(|s| s.fd.load(Ordering::Relaxed) == fd) {
         slot.held.store(held, Ordering::Relaxed);
+        if let Some(seq) = seq {
+            slot.handed.fetch_max(seq + 1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -191,6 +200,8 @@ pub struct NoteTarget {
     pub journald: bool,
     /// Datagrams it holds, not sent (see `Note`).
     pub held: u64,
+    /// One past the newest record handed to it (see `Note`).
+    pub handed: u64,
 }
 
 /// Publishes the datagram outputs the crash handler tells of what they
@@ -214,6 +225,7 @@ pub fn publish_notes(
         slot.priority.store(priority as u8, Ordering::Relaxed);
         slot.journald.store(journald, Ordering::Relaxed);
         slot.held.store(held, Ordering::Relaxed);
+        slot.handed.store(0, Ordering::Relaxed);
         // [W7] as for the files: the fields, then the descriptor.
         slot.fd.store(fd, Ordering::Release);
         n += 1;
@@ -247,6 +259,7 @@ pub fn notes(ident: &mut [u8; 64], mut visit: impl FnMut(NoteTarget, &[u8])) {
             priority,
             journald: slot.journald.load(Ordering::Relaxed),
             held: slot.held.load(Ordering::Relaxed),
+            handed: slot.handed.load(Ordering::Relaxed),
         };
         visit(target, &ident[..len]);
     }

@@ -81,7 +81,7 @@ impl Output {
             return;
         };
         let result = pace.send_held(socket);
-        pace.tell_crash_handler(socket);
+        pace.tell_crash_handler(socket, None);
         let dropped = pace.take_dropped();
         // A stall (or a reader gone) is this output's failure, said once.
         if let Some(event) = self.account(result, 0) {

@@ -233,7 +233,7 @@ impl Output {
             Target::Journald(journald) => {
                 let result = journald.send(rec, &mut lines.entry);
                 let (pace, socket) = journald.pace();
-                pace.tell_crash_handler(socket);
+                pace.tell_crash_handler(socket, Some(rec.seq));
                 dropped = pace.take_dropped();
                 (
                     replaced(journald.take_replaced(), || "journald".into()),
@@ -244,7 +244,7 @@ impl Output {
                 let result = syslog.send(rec, &mut lines.entry);
                 let replaced = replaced(syslog.take_replaced(), || syslog.describe());
                 if let Some((pace, socket)) = syslog.pace() {
-                    pace.tell_crash_handler(socket);
+                    pace.tell_crash_handler(socket, Some(rec.seq));
                 }
                 // Frames a collector connection had queued when it broke,
                 // datagrams held for the writer thread when the daemon

@@ -79,12 +79,12 @@ impl Pace {
     }
 
     /// Tells the crash handler how many datagrams are held on `socket`,
-    /// when that changed: they are lines the outputs passed and did not
-    /// send (`at_crash::Note`).
-    pub fn tell_crash_handler(&mut self, socket: &DatagramTarget) {
-        if self.told != self.count {
+    /// and the record just handed to it (`seq`), if any: lines the outputs
+    /// passed and did not send, and where they are (`at_crash::Note`).
+    pub fn tell_crash_handler(&mut self, socket: &DatagramTarget, seq: Option<u64>) {
+        if self.told != self.count || seq.is_some() {
             self.told = self.count;
-            super::at_crash::note_held(socket.raw(), self.count);
+            super::at_crash::note_held(socket.raw(), self.count, seq);
         }
     }
 

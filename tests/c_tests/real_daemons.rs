@@ -337,7 +337,9 @@ fn syslog_output_reaches_a_real_rsyslogd() {
 /// Runs `exe ARGS` beside a journald of its own, in a mount and network
 /// namespace (its own /run and journal, its own
 /// `net.unix.max_dgram_qlen`: how many datagrams journald's socket queues
-/// before a sender must wait), and reads the program's entries there once
+/// before a sender must wait), and reads the program's entries there (by
+/// its identifier: the journal is the program's alone, and an entry
+/// journald reads after the program exited may come without `_PID`) once
 /// `want` have come, or one matches `last` (a grep pattern: an entry
 /// journald gets after every other), or 20 s passed. Returns the program's
 /// output and the entries' messages, one a line; None when no such
@@ -366,14 +368,14 @@ trap 'kill $journald; wait $journald || true' EXIT
 for _ in $(seq 400); do [ -S /run/systemd/journal/socket ] && break; sleep 0.05; done
 out=$("$EXE" $ARGS 2>/dev/null || true)
 echo "$out"
-pid=${out%% *}
+ident=$(basename "$EXE")
 for _ in $(seq 400); do
-    entries=$(journalctl --no-pager -o cat "_PID=$pid")
+    entries=$(journalctl --no-pager -o cat "SYSLOG_IDENTIFIER=$ident")
     [ "$(printf '%s' "$entries" | grep -c .)" -ge "$WANT" ] && break
     printf '%s' "$entries" | grep -q -e "$LAST" && break
     sleep 0.05
 done
-journalctl --no-pager -o cat "_PID=$pid"
+journalctl --no-pager -o cat "SYSLOG_IDENTIFIER=$ident"
 "#;
     let out = Command::new("unshare")
         .args(["--mount", "--net", "--fork", "bash", "-c", script])

@@ -113,10 +113,14 @@ impl Printer {
     }
 
     /// Sends what the outputs hold for slow readers, as far as they take it
-    /// now; never waits.
+    /// now; never waits. As busy as a walk (`at_crash::while_busy`): a crash
+    /// waits for it to end, so that what it counts as held was not sent,
+    /// and after a crash nothing more is.
     pub fn send_held(&mut self) {
         let Printer { outputs, said, .. } = self;
-        outputs.print_all(|outputs| outputs.send_held(said));
+        crate::output::at_crash::while_busy(|| {
+            outputs.print_all(|outputs| outputs.send_held(said))
+        });
     }
 }
 
