@@ -204,7 +204,7 @@ static int stdio(void)
 
 static int cycles(void)
 {
-    int before, after, i, n = getenv("VLOG_TEST_QUICK") ? 200 : 2000;
+    int before, after, i, n = getenv("VLOGTEST_QUICK") ? 200 : 2000;
 
     /* vlog set itself up before main (VLOG_DUMP is set): start from none. */
     vlog_shutdown();

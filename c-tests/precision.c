@@ -65,7 +65,7 @@ int main(int argc, char **argv)
         /* Kept from the compiler, which knows these overflow. glibc takes
          * seconds to count out INT_MAX bytes of padding (as it would for
          * the program's own printf), too long under valgrind. */
-        volatile int max = getenv("VLOG_TEST_QUICK") ? 100 : INT_MAX, min = INT_MIN;
+        volatile int max = getenv("VLOGTEST_QUICK") ? 100 : INT_MAX, min = INT_MIN;
         VLOG_DEBUG("huge [%*d]", max, 7);
         VLOG_DEBUG("left [%-*d]", 3000, 7);
         VLOG_DEBUG("min [%*d]", min, 7);

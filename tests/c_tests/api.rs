@@ -451,7 +451,7 @@ fn a_captured_string_is_read_no_further_than_its_precision() {
     let _ = std::fs::remove_file(&ring);
     let path = ring.to_str().unwrap();
     let quick = if tool() == Tool::Valgrind { "1" } else { "" };
-    let env = [("VLOG_BUFFER_FILE", path), ("VLOG_TEST_QUICK", quick)];
+    let env = [("VLOG_BUFFER_FILE", path), ("VLOGTEST_QUICK", quick)];
     let env = if quick.is_empty() {
         &env[..1]
     } else {

@@ -337,13 +337,18 @@ fn vlog_dump_env_off_and_file() {
 #[test]
 fn a_dump_file_is_made_by_the_first_crash_only() {
     use std::os::unix::process::ExitStatusExt;
+    if skipped_under_tool("the tool's own fault handler takes the signal before vlog's") {
+        return;
+    }
     let dir = scratch_dir("dump-file-made");
     let path = dir.join("crash");
     let _ = std::fs::remove_file(&path);
     let exe = build("dump_file", Link::Static);
     let spec = format!("file:{}", path.display());
     for run in 1..=2 {
-        let out = run_with(&exe, &[path.to_str().unwrap()], &[("VLOG_DUMP", &spec)]);
+        let mut cmd = std::process::Command::new(&exe);
+        without_vlog_env(&mut cmd);
+        let out = cmd.arg(&path).env("VLOG_DUMP", &spec).output().unwrap();
         assert_eq!(
             out.status.signal(),
             Some(libc::SIGSEGV),

@@ -109,19 +109,25 @@ fn env_bad_values_warn_once_and_keep_defaults() {
 /// and vlog_init says the environment was not all in force.
 #[test]
 fn unknown_variables_are_named_once_with_the_nearest() {
-    let (dump, stderr) = environment(&[
-        ("VLOG_FILTER", "1:qemu"),
-        ("VLOG_OUTPUT", "1:stderr"),
-        ("VLOG_NO\x1b[31mSUCH", "x"),
-    ]);
+    // (valgrind does not pass on a variable whose name has a control byte.)
+    let hostile = tool() != Tool::Valgrind;
+    let mut env = vec![("VLOG_FILTER", "1:qemu"), ("VLOG_OUTPUT", "1:stderr")];
+    if hostile {
+        env.push(("VLOG_NO\x1b[31mSUCH", "x"));
+    }
+    let (dump, stderr) = environment(&env);
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("vlog: ")).collect();
     assert_eq!(warnings.len(), 1, "{stderr}");
+    let named = if hostile {
+        "VLOG_FILTER (did you mean VLOG_FILTERS?), VLOG_NO\\x1b[31mSUCH, VLOG_OUTPUT"
+    } else {
+        "VLOG_FILTER (did you mean VLOG_FILTERS?), VLOG_OUTPUT"
+    };
     assert!(
-        warnings[0].starts_with(
-            "vlog: ignoring VLOG_FILTER (did you mean VLOG_FILTERS?), VLOG_NO\\x1b[31mSUCH, \
-             VLOG_OUTPUT (did you mean VLOG_OUTPUTS?): vlog reads no such variable (it reads \
-             VLOG_LEVEL, VLOG_FILTERS,"
-        ),
+        warnings[0].starts_with(&format!(
+            "vlog: ignoring {named} (did you mean VLOG_OUTPUTS?): vlog reads no such variable \
+             (it reads VLOG_LEVEL, VLOG_FILTERS,"
+        )),
         "{stderr:?}"
     );
     assert!(

@@ -150,7 +150,7 @@ fn vlog_touches_only_descriptors_that_are_still_its_own() {
             _ => vec![("VLOG_DUMP", dump.as_str())],
         };
         if !quick.is_empty() {
-            env.push(("VLOG_TEST_QUICK", quick));
+            env.push(("VLOGTEST_QUICK", quick));
         }
         let out = run_with(&exe, &[mode, d], &env);
         assert_ok(&format!("descriptors {mode}"), &out);
