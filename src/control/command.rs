@@ -18,6 +18,7 @@ use crate::fields::{Field, Value};
 use crate::logger::{configure, enter, State};
 use crate::ring::Held;
 use crate::stats;
+use crate::sys::listen::PeerCred;
 use crate::text::json::put_json_string;
 
 /// How much of the ring `stats` reads to find its oldest record: a few
@@ -220,24 +221,7 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
                     peer.uid, peer.pid
                 );
                 let set = names.join(" ");
-                s.announce(
-                    b"control",
-                    &message,
-                    &[
-                        Field {
-                            name: b"SET",
-                            value: Value::Str(set.as_bytes()),
-                        },
-                        Field {
-                            name: b"PEER_UID",
-                            value: Value::Int(peer.uid.into()),
-                        },
-                        Field {
-                            name: b"PEER_PID",
-                            value: Value::Int(peer.pid.into()),
-                        },
-                    ],
-                );
+                announce(s, &message, ("SET", &set), None, peer);
                 Ok(applied)
             })
             .map(Answer::Pairs)
@@ -269,6 +253,35 @@ fn listing(
         .ok_or_else(|| "vlog is busy on this thread".to_owned())
 }
 
+/// Records a change made through the socket: one info record of source
+/// `vlog` whose values are fields (every output escapes them as values,
+/// never spliced into the message), with the peer's uid and pid.
+fn announce<'a>(
+    s: &mut State,
+    message: &str,
+    first: (&'static str, &'a str),
+    second: Option<(&'static str, &'a str)>,
+    peer: &PeerCred,
+) {
+    fn value<'a>((name, v): (&'static str, &'a str)) -> Field<'a> {
+        Field {
+            name: name.as_bytes(),
+            value: Value::Str(v.as_bytes()),
+        }
+    }
+    let mut fields = vec![value(first)];
+    fields.extend(second.map(value));
+    fields.push(Field {
+        name: b"PEER_UID",
+        value: Value::Int(peer.uid.into()),
+    });
+    fields.push(Field {
+        name: b"PEER_PID",
+        value: Value::Int(peer.pid.into()),
+    });
+    s.announce(b"control", message, &fields);
+}
+
 /// A configuration change: `set` parses the argument and applies it, all
 /// or nothing, returning the value before and after; the change is said as
 /// a record naming the peer.
@@ -293,28 +306,7 @@ fn change(
             "{what} changed through the control socket by uid {}, pid {}",
             peer.uid, peer.pid
         );
-        s.announce(
-            b"control",
-            &message,
-            &[
-                Field {
-                    name: b"OLD",
-                    value: Value::Str(old.as_bytes()),
-                },
-                Field {
-                    name: b"NEW",
-                    value: Value::Str(new.as_bytes()),
-                },
-                Field {
-                    name: b"PEER_UID",
-                    value: Value::Int(peer.uid.into()),
-                },
-                Field {
-                    name: b"PEER_PID",
-                    value: Value::Int(peer.pid.into()),
-                },
-            ],
-        );
+        announce(s, &message, ("OLD", &old), Some(("NEW", &new)), peer);
         Ok(Answer::Pairs(vec![(env_name(what), new)]))
     })
     .map_err(|e| e.to_string())
