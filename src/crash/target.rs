@@ -167,7 +167,7 @@ fn intern(path: &Path) -> Option<&'static CStr> {
 #[derive(Debug, Default)]
 pub struct DumpFiles {
     /// The dump file, when it existed already (it is made at the first
-    /// crash otherwise, by its path).
+    /// crash otherwise, by its name in `dir`).
     dump: Option<Fd>,
     dump_path: Option<&'static CStr>,
     /// The names of the dump file and the ring image in `dir`.
