@@ -231,6 +231,8 @@ fn a_log_group_member_may_observe_and_tune_but_never_open() {
         vec![s, "outputs", &*format!("1:json:{}", target.display())],
         vec![s, "outputs", "1:file:/dev/null"],
         vec![s, "reopen"],
+        // reload may change the outputs: the file's owner's word only.
+        vec![s, "reload"],
     ] {
         let out = member(&request);
         let err = text(&out.stderr);
