@@ -20,9 +20,9 @@
 //!   print, looked for in at most the last `SCAN_MAX` bytes of the ring;
 //!   one context per error site (source, file, function, line) per
 //!   interval: the next error of the site in it notes in one line how many
-//!   records were left out, the others nothing (one line each, not two). Records made since the key's last
-//!   context that were overwritten, or lie beyond `SCAN_MAX`, are counted
-//!   in a note, too.
+//!   records were left out, the others nothing (one line each, not two).
+//!   Records since the key's last context that were overwritten, or lie
+//!   beyond `SCAN_MAX`, are counted in a note, too.
 //!
 //! How: the walk that prints for the outputs stops before an error that
 //! has a context due ([`due`], `reader::read_until`), [`print`] reads the
