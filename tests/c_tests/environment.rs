@@ -295,4 +295,16 @@ fn a_configuration_file_is_read_at_start() {
         )),
         "{stderr}"
     );
+    // A FIFO planted at the path is judged before it is opened: no wait
+    // for a writer that never comes, one warning.
+    std::fs::remove_file(&conf).unwrap();
+    let fifo = std::ffi::CString::new(c).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let (_, stderr) = environment(&[("VLOG_CONFIG", c)]);
+    assert!(
+        stderr.contains("ignoring VLOG_CONFIG: cannot read")
+            && stderr.contains("not a regular file"),
+        "{stderr}"
+    );
 }
