@@ -10,13 +10,26 @@ use crate::text::num::put_decimal;
 use crate::text::time::{put_timestamp, Clock};
 use crate::text::{Bounded, ChunkSink, Sink};
 
-/// Renders every entry of `region` into `sink`, a line each; returns the
-/// number of records written.
-pub fn entries(region: &impl Region, sink: &mut impl Sink) -> u64 {
+/// How many of the ring's newest records a crash or requested dump writes
+/// as text. The rest stay in the ring, whole, for vlog-dump: the ring image
+/// beside a dump file, a ring file, a core file. A dump to stderr most often
+/// reaches journald, whose default burst (10,000 lines in 30 s per service)
+/// would otherwise drop the newest lines of a large ring's dump, the ones
+/// that matter; 5,000 leaves room for the daemon's own lines, and is
+/// seconds of a busy daemon's debug records, written in well under a second.
+pub const DUMP_RECORDS: u64 = 5000;
+
+/// Renders every entry of `region` into `sink`, a line each, but records
+/// numbered below `oldest` (counted, and said in one line where the first
+/// record written would be); returns the number of records written.
+pub fn entries(region: &impl Region, oldest: u64, sink: &mut impl Sink) -> u64 {
     let mut count = 0;
+    let mut left_out = 0u64;
     let mut clock = Clock::new();
     crate::ring::read(region, |entry| match entry {
+        Entry::Record(rec) if rec.seq < oldest => left_out += 1,
         Entry::Record(rec) => {
+            say_left_out(&mut left_out, sink);
             render_line(&rec, &mut clock, sink);
             count += 1;
         }
@@ -45,7 +58,22 @@ pub fn entries(region: &impl Region, sink: &mut impl Sink) -> u64 {
             sink.put(b" bytes of damaged records passed over\n");
         }
     });
+    say_left_out(&mut left_out, sink);
     count
+}
+
+/// Says (once) how many of the oldest records were left out.
+fn say_left_out(count: &mut u64, sink: &mut impl Sink) {
+    if *count == 0 {
+        return;
+    }
+    sink.put(b"vlog: the ");
+    put_decimal(std::mem::take(count), 1, sink);
+    sink.put(b" oldest records are left out of this dump, which writes the newest ");
+    put_decimal(DUMP_RECORDS, 1, sink);
+    sink.put(
+        b" (vlog-dump reads them all from a ring file, a dump file's ring image or a core file)\n",
+    );
 }
 
 /// A sink that writes to a descriptor in chunks.
@@ -83,7 +111,7 @@ pub fn ring_to_fd(fd: i32) -> Option<u64> {
     let ok = with_fd_sink(fd, |sink| {
         published::read(|view| {
             if let Some(view) = view {
-                count = entries(&view, sink);
+                count = entries(&view, 0, sink);
             }
         })
     });
@@ -106,10 +134,12 @@ pub fn process_line(tid: i32, stats: Stats, sink: &mut impl Sink) {
     sink.put(b" lost\n");
 }
 
-/// The ring's records between the dump's head and end lines.
-pub fn records(sink: &mut impl Sink) {
+/// The ring's newest records (`DUMP_RECORDS` of those recorded by the time
+/// `stats` were read, and any since) between the dump's head and end lines.
+pub fn records(stats: Stats, sink: &mut impl Sink) {
     sink.put(b"vlog: ring, oldest first:\n");
-    let count = published::read(|view| view.map_or(0, |v| entries(&v, sink)));
+    let oldest = stats.recorded.saturating_sub(DUMP_RECORDS);
+    let count = published::read(|view| view.map_or(0, |v| entries(&v, oldest, sink)));
     sink.put(b"vlog: end of dump, ");
     put_decimal(count, 1, sink);
     sink.put(b" records\n");
@@ -120,7 +150,7 @@ pub fn ring_stats() -> Stats {
     published::read(|view| view.map(|v| v.stats()).unwrap_or_default())
 }
 
-/// The first line in a dump file just emptied (see `target::dump_file_cap`).
+/// The first line in a dump file just emptied (see `target::DUMP_FILE_CAP`).
 pub fn say_emptied(size: u64, sink: &mut impl Sink) {
     sink.put(b"vlog: the dump file held ");
     put_decimal(size, 1, sink);

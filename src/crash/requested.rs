@@ -40,7 +40,7 @@ fn write_requested_dump() {
         let fd = handle.raw();
         // Never under a crash dump that has begun.
         let emptied = (DUMPER.load(Ordering::SeqCst) == 0)
-            .then(|| handle.make_room(target::dump_file_cap(stats.size)))
+            .then(|| handle.make_room(target::DUMP_FILE_CAP))
             .flatten();
         // A crash dump that starts meanwhile has the descriptor to itself.
         let crashing = || DUMPER.load(Ordering::SeqCst) > 0;
@@ -50,7 +50,7 @@ fn write_requested_dump() {
             }
             sink.put(b"vlog: dump requested by signal");
             dump::process_line(thread_id(), stats, sink);
-            dump::records(sink);
+            dump::records(stats, sink);
         });
     }
     REQUESTED.store(0, Ordering::SeqCst);

@@ -573,6 +573,75 @@ fn dumps_that_make_progress_are_never_cut_short() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The default ring holds minutes of a busy daemon's debug records (two
+/// minutes of 700 a second: 84,000 of two arguments), and a crash dump's
+/// text holds the newest 5,000 of them, saying how many it left out; the
+/// ring image beside a dump file has them all.
+#[test]
+fn the_default_ring_holds_minutes_and_a_dump_writes_its_newest_5000() {
+    if signal_test_skipped() {
+        return;
+    }
+    let dir = scratch_dir("dump-newest");
+    let file = dir.join("crash");
+    let target = format!("file:{}", file.display());
+    for (name, dump_to) in [
+        ("newest-stderr", "stderr"),
+        ("newest-file", target.as_str()),
+    ] {
+        let (status, _, stderr) = crash(
+            name,
+            &["flood", "100000"],
+            &[("VLOG_DUMP", dump_to), ("VLOG_OUTPUTS", "4:stderr")],
+        );
+        assert_eq!(status.signal(), Some(libc::SIGSEGV), "{name}: {stderr}");
+        let dump = if dump_to == "stderr" {
+            stderr
+        } else {
+            std::fs::read_to_string(&file).unwrap()
+        };
+        let head = dump.lines().next().unwrap_or_default();
+        let recorded: u64 = head
+            .split(", ")
+            .find_map(|part| part.strip_suffix(" records")?.parse().ok())
+            .unwrap_or_else(|| panic!("{name}: no record count in {head:?}"));
+        let lines: Vec<&str> = dump.lines().collect();
+        let records = lines
+            .iter()
+            .filter(|l| l.contains(": warning : test.crash : "))
+            .count();
+        let left_out = format!(
+            "vlog: the {} oldest records are left out of this dump, which writes the newest 5000 \
+             (vlog-dump reads them all from a ring file, a dump file's ring image or a core file)",
+            recorded - 5000
+        );
+        let at = lines.iter().position(|l| *l == left_out);
+        assert!(
+            at.is_some_and(|at| lines[at - 1] == "vlog: ring, oldest first:")
+                && records == 5000
+                && dump.ends_with("vlog: end of dump, 5000 records\n")
+                && dump.contains(": flood 95000 of 100000\n")
+                && dump.contains(": flood 99999 of 100000\n")
+                && !dump.contains(": flood 94999 of 100000\n"),
+            "{name}: {records} records, {head:?}, wanted {left_out:?}: ...{}",
+            &dump[dump.len().saturating_sub(2000)..]
+        );
+    }
+    // The image has every record the default ring held: more than two
+    // minutes of 700 a second.
+    let image = format!("{}.ring", file.display());
+    let stats = text(&vlog_dump(&["--stats", &image]).stdout);
+    let held: u64 = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("held: ")?.parse().ok())
+        .unwrap_or_else(|| panic!("no held in {stats}"));
+    assert!(
+        held >= 84_000 && stats.contains("size: 8388608\n"),
+        "the default ring held {held} records: {stats}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn crash_inside_vlog_with_the_lock_held_by_the_crashing_thread() {
     if signal_test_skipped() {

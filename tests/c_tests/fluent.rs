@@ -408,7 +408,14 @@ fn fluent_never_waits_for_a_receiver_that_never_acknowledges() {
     let dir = scratch_dir("fluent-never-ack");
     let rx = Receiver::start(&dir, false, 0, &["--never-ack"]);
     let outputs = format!("1:fluent:t@{}?ack&size=4K&queue=128K 4:stderr", rx.url);
-    let out = run_within(60, &fluent_exe(), &["flood", &outputs, "20000"], &[]);
+    // A ring smaller than the flood (3 MB of lines), so that the calls go
+    // on while the queue overflows, as in a daemon that logs for longer.
+    let out = run_within(
+        60,
+        &fluent_exe(),
+        &["flood", &outputs, "20000"],
+        &[("VLOG_BUFFER_SIZE", "64K")],
+    );
     assert_ok("fluent flood", &out);
     let stdout = text(&out.stdout);
     let lost: u64 = stdout
