@@ -32,8 +32,8 @@ instructions() { # mode env n -> total instructions
     local out=$dir/callgrind.out
     # A 64 KiB ring, full after the first thousand calls of the warm-up: the
     # steady state, whose instructions per call do not depend on the ring's
-    # size (the default 8 MiB would fill only after 80,000). The ns runs
-    # below take the default, full within their first round.
+    # size, whatever the default (an 8 MiB ring would fill only after
+    # 80,000). The ns runs take the default, full within their first round.
     # shellcheck disable=SC2086
     in_ns VLOG_BUFFER_SIZE=64K $2 valgrind --tool=callgrind --callgrind-out-file="$out" "$exe" "$1" "$3" >/dev/null 2>&1
     callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
