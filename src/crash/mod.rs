@@ -459,7 +459,7 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
             let n = libc::backtrace(frames.as_mut_ptr(), 64);
             libc::backtrace_symbols_fd(frames.as_ptr(), n, fd);
         }
-        dump::records(stats, sink);
+        dump::records(sink);
     });
 }
 

@@ -50,7 +50,7 @@ fn write_requested_dump() {
             }
             sink.put(b"vlog: dump requested by signal");
             dump::process_line(thread_id(), stats, sink);
-            dump::records(stats, sink);
+            dump::records(sink);
         });
     }
     REQUESTED.store(0, Ordering::SeqCst);
