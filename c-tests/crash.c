@@ -14,8 +14,6 @@
  *   crash flood [N]       fills a big ring (N records, 20,000 long ones
  *                         by default; short ones when N is given), then
  *                         SIGSEGV (a dump that takes long)
- *   crash damaged-seq     20,000 records in a ring file whose next sequence
- *                         number is then damaged, and a requested dump
  *   crash inside          SIGSEGV inside vlog_write, with the lock held by the
  *                         crashing thread itself
  */
@@ -27,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <vlog.h>
@@ -210,28 +207,6 @@ int main(int argc, char **argv)
         /* A bad message pointer faults while vlog copies it, under the lock. */
         vlog_write(&vlog__source, VLOG_PRIO_ERROR, __FILE__, __LINE__, __func__,
                    (const char *)(uintptr_t)16, 100, 100);
-    } else if (strcmp(mode, "damaged-seq") == 0) {
-        /* 20,000 records in the ring file VLOG_BUFFER_FILE names, its
-         * header's next sequence number (offset 48) then set far past
-         * them, as a stray write would, and a requested dump
-         * (VLOG_DUMP_SIGNAL=USR2): the dump must still write the newest
-         * 5,000 records. */
-        const char *path = getenv("VLOG_BUFFER_FILE");
-        struct stat st;
-        unsigned char *map;
-        int fd;
-
-        for (int i = 0; i < 20000; i++)
-            VLOG_WARN("flood %d of 20000", i);
-        fd = path ? open(path, O_RDWR) : -1;
-        if (fd < 0 || fstat(fd, &st) != 0)
-            return 7;
-        map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (map == MAP_FAILED)
-            return 7;
-        memcpy(map + 48, &(unsigned long long){1ULL << 62}, 8);
-        raise(SIGUSR2);
-        return 0;
     } else if (strcmp(mode, "flood") == 0 && argc > 2) {
         long n = atol(argv[2]);
         for (long i = 0; i < n; i++)

@@ -3,29 +3,19 @@
 //! crash handler can use it.
 
 use crate::ring::layout::Stats;
-use crate::ring::reader::{self, Cursor};
-use crate::ring::{published, scan, Entry, Region};
+use crate::ring::{published, Entry, Region};
 use crate::sys::{self, FdKind};
 use crate::text::line::render_line;
 use crate::text::num::put_decimal;
 use crate::text::time::{put_timestamp, Clock};
 use crate::text::{Bounded, ChunkSink, Sink};
 
-/// How many of the ring's newest records a crash or requested dump writes
-/// as text. A dump to stderr most often reaches journald, whose default
-/// burst (10,000 lines in 30 s per service) would otherwise drop the newest
-/// lines of a large ring's dump, the ones that matter; 5,000 leaves room
-/// for the daemon's own lines, and is seconds of a busy daemon's debug
-/// records, written in a few milliseconds.
-pub const DUMP_RECORDS: u64 = 5000;
-
-/// Renders the entries of `region` from `from` into `sink`, a line each,
-/// as far as `budget` bytes of the ring (see `reader::read_from`); returns
-/// the number of records written.
-pub fn entries(region: &impl Region, from: Cursor, budget: u64, sink: &mut impl Sink) -> u64 {
+/// Renders every entry of `region` into `sink`, a line each; returns the
+/// number of records written.
+pub fn entries(region: &impl Region, sink: &mut impl Sink) -> u64 {
     let mut count = 0;
     let mut clock = Clock::new();
-    reader::read_from(region, from, budget, |entry| match entry {
+    crate::ring::read(region, |entry| match entry {
         Entry::Record(rec) => {
             render_line(&rec, &mut clock, sink);
             count += 1;
@@ -56,38 +46,6 @@ pub fn entries(region: &impl Region, from: Cursor, budget: u64, sink: &mut impl 
         }
     });
     count
-}
-
-/// Where the newest `DUMP_RECORDS` records of `region` begin, and how many
-/// records are before them; None when every record is to be written.
-/// Two walks over the records' headers alone, the second to the sequence
-/// number the first ended on less `DUMP_RECORDS`: what is left out is
-/// neither rendered (a busy thread would overwrite the newest records
-/// before a reader rendering the oldest reached them) nor counted from a
-/// word of the header (which damage may have changed). A walk ends at
-/// damage: the records after it are then written too, and the reader
-/// says what it met.
-fn newest(region: &impl Region, end: u64) -> Option<(u64, u64)> {
-    let (mut held, mut last) = (0u64, 0u64);
-    scan::scan(region, region.head(), end, |_, head, _| {
-        held += 1;
-        last = head.seq;
-    });
-    if held <= DUMP_RECORDS {
-        return None;
-    }
-    let first = last.saturating_sub(DUMP_RECORDS - 1);
-    let (mut before, mut start) = (0u64, None);
-    scan::scan(region, region.head(), end, |pos, head, _| {
-        if start.is_none() {
-            if head.seq >= first {
-                start = Some(pos);
-            } else {
-                before += 1;
-            }
-        }
-    });
-    Some((start?, before))
 }
 
 /// A sink that writes to a descriptor in chunks.
@@ -125,7 +83,7 @@ pub fn ring_to_fd(fd: i32) -> Option<u64> {
     let ok = with_fd_sink(fd, |sink| {
         published::read(|view| {
             if let Some(view) = view {
-                count = entries(&view, Cursor::default(), u64::MAX, sink);
+                count = entries(&view, sink);
             }
         })
     });
@@ -148,30 +106,10 @@ pub fn process_line(tid: i32, stats: Stats, sink: &mut impl Sink) {
     sink.put(b" lost\n");
 }
 
-/// The ring's newest records (`DUMP_RECORDS` of those there when it
-/// began; those recorded since would have the dump chase the threads that
-/// log) between the dump's head and end lines, after a line that says how
-/// many older ones it leaves out.
+/// The ring's records between the dump's head and end lines.
 pub fn records(sink: &mut impl Sink) {
     sink.put(b"vlog: ring, oldest first:\n");
-    let count = published::read(|view| {
-        view.map_or(0, |v| {
-            let end = v.tail();
-            let from = match newest(&v, end) {
-                Some((from, before)) => {
-                    sink.put(b"vlog: the ");
-                    put_decimal(before, 1, sink);
-                    sink.put(b" oldest records of the ring are left out of this dump, ");
-                    sink.put(b"which writes the newest ");
-                    put_decimal(DUMP_RECORDS, 1, sink);
-                    sink.put(b"\n");
-                    from
-                }
-                None => v.head(),
-            };
-            entries(&v, Cursor::at(from), end.saturating_sub(from), sink)
-        })
-    });
+    let count = published::read(|view| view.map_or(0, |v| entries(&v, sink)));
     sink.put(b"vlog: end of dump, ");
     put_decimal(count, 1, sink);
     sink.put(b" records\n");
@@ -182,7 +120,7 @@ pub fn ring_stats() -> Stats {
     published::read(|view| view.map(|v| v.stats()).unwrap_or_default())
 }
 
-/// The first line in a dump file just emptied (see `target::DUMP_FILE_CAP`).
+/// The first line in a dump file just emptied (see `target::dump_file_cap`).
 pub fn say_emptied(size: u64, sink: &mut impl Sink) {
     sink.put(b"vlog: the dump file held ");
     put_decimal(size, 1, sink);

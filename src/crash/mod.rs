@@ -426,7 +426,7 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
         unsafe { ((*info).si_code, (*info).si_addr() as u64) }
     };
     let stats = dump::ring_stats();
-    let emptied = handle.make_room(target::DUMP_FILE_CAP);
+    let emptied = handle.make_room(target::dump_file_cap(stats.size));
     dump::with_fd_sink(fd, |sink| {
         if let Some(size) = emptied {
             dump::say_emptied(size, sink);

@@ -40,7 +40,7 @@ fn write_requested_dump() {
         let fd = handle.raw();
         // Never under a crash dump that has begun.
         let emptied = (DUMPER.load(Ordering::SeqCst) == 0)
-            .then(|| handle.make_room(target::DUMP_FILE_CAP))
+            .then(|| handle.make_room(target::dump_file_cap(stats.size)))
             .flatten();
         // A crash dump that starts meanwhile has the descriptor to itself.
         let crashing = || DUMPER.load(Ordering::SeqCst) > 0;

@@ -369,13 +369,13 @@ impl Drop for DumpFiles {
     }
 }
 
-/// A dump file is emptied before the next dump once it holds this much: a
-/// program that crashes over and over (restarted each time by its
-/// supervisor, or dumping on request) never fills the disk with dumps, and
-/// the newest dump is kept whole. A dump's text is the newest
-/// `dump::DUMP_RECORDS` records whatever the ring's size, so one cap fits
-/// every ring.
-pub const DUMP_FILE_CAP: u64 = 16 << 20;
+/// A dump file is emptied before the next dump once it holds this much (4
+/// times the ring, at least 16 MiB): a program that crashes over and over
+/// (restarted each time by its supervisor, or dumping on request) never
+/// fills the disk with dumps, and the newest dump is kept whole.
+pub fn dump_file_cap(ring_size: u64) -> u64 {
+    ring_size.saturating_mul(4).max(16 << 20)
+}
 
 /// A descriptor the handler writes a dump to.
 pub struct Handle {
@@ -401,7 +401,7 @@ impl Handle {
     }
 
     /// Before a dump: empties the dump file once it holds `cap` bytes (see
-    /// [`DUMP_FILE_CAP`]); the size it had, if it did. Only a file that
+    /// [`dump_file_cap`]); the size it had, if it did. Only a file that
     /// holds dumps alone: never one the program's stdout or stderr also
     /// writes to, nor one that does not start as a dump does (a log file
     /// named as the dump file too). Async-signal-safe.
