@@ -195,18 +195,29 @@ pub(crate) fn run_with(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Outpu
     let mut cmd = command(exe);
     cmd.args(args);
     without_vlog_env(&mut cmd);
-    cmd.envs(env.iter().copied()).current_dir(work());
-    // A program just written can be busy for a moment: another test thread's
-    // fork may hold its descriptor until that child execs.
+    cmd.envs(env.iter().copied())
+        .current_dir(work())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    spawn(&mut cmd)
+        .wait_with_output()
+        .expect("run the test program")
+}
+
+/// Starts `cmd`. A program just written can be busy for a moment: another
+/// test thread's fork may hold its descriptor until that child execs
+/// (ETXTBSY), so a busy one is tried again, for a second at most.
+pub(crate) fn spawn(cmd: &mut Command) -> std::process::Child {
     for _ in 0..50 {
-        match cmd.output() {
+        match cmd.spawn() {
             Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
                 std::thread::sleep(std::time::Duration::from_millis(20))
             }
-            result => return result.expect("run the test program"),
+            result => return result.expect("start the test program"),
         }
     }
-    panic!("{}: still busy", exe.display());
+    panic!("{:?}: still busy after a second", cmd.get_program());
 }
 
 /// A command that runs `exe` under the current tool, which reports through
@@ -306,17 +317,7 @@ pub(crate) fn run_within(seconds: u64, exe: &Path, args: &[&str], env: &[(&str, 
     cmd.envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    // A program just written can be busy for a moment (see `run_with`).
-    let mut tries = 0;
-    let mut child = loop {
-        match cmd.spawn() {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            result => break result.expect("run the test program"),
-        }
-    };
+    let mut child = spawn(&mut cmd);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
     while child.try_wait().unwrap().is_none() {
         if std::time::Instant::now() > deadline {

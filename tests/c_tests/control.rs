@@ -169,19 +169,9 @@ impl Daemon {
         cmd.args([mode, dir.to_str().unwrap()])
             .envs(env.iter().copied())
             .stdin(Stdio::null());
-        // A program just written can be busy for a moment: another test
-        // thread's fork may hold its descriptor until that child execs.
-        let mut tries = 0;
-        let child = loop {
-            match cmd.spawn() {
-                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
-                    tries += 1;
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                spawned => break spawned.unwrap(),
-            }
+        let mut daemon = Daemon {
+            child: spawn(&mut cmd),
         };
-        let mut daemon = Daemon { child };
         let deadline = Instant::now() + Duration::from_secs(30);
         while !ready.exists() {
             if let Some(status) = daemon.child.try_wait().unwrap() {
