@@ -34,6 +34,12 @@ int main(int argc, char **argv)
     for (long i = 0; i < n; i++)
         VLOG_DEBUG("request %ld: %s %zu bytes at block %llu", i, i & 1 ? "read" : "write",
                    (size_t)i * 512, (unsigned long long)i * 8);
-    printf("%ld\n", rss_kib() - before);
-    return before < 0;
+    long after = rss_kib();
+
+    if (before < 0 || after < 0) {
+        fprintf(stderr, "ring_memory: no VmRSS in /proc/self/status\n");
+        return 1;
+    }
+    printf("%ld\n", after - before);
+    return 0;
 }
