@@ -117,7 +117,7 @@ pub mod internal {
     /// Sets vlog up from the environment, as a C program's first call does.
     pub fn start() {
         crate::control::install();
-        let _ = crate::logger::configure(|s| {
+        let _ = crate::logger::config_call::configure(|s| {
             s.ensure_init();
             Ok(())
         });
@@ -125,7 +125,7 @@ pub mod internal {
 
     /// What `vlog_set_filters` does.
     pub fn set_filters(spec: &str) -> Result<(), String> {
-        crate::logger::configure(|s| s.set_filters(spec)).map_err(|e| e.to_string())
+        crate::logger::config_call::configure(|s| s.set_filters(spec)).map_err(|e| e.to_string())
     }
 
     /// What `vlog_shutdown` does: the outputs flushed and closed.

@@ -15,7 +15,8 @@ use crate::config;
 use crate::config::select::Selection;
 use crate::error::ConfigError;
 use crate::fields::{Field, Value};
-use crate::logger::{configure, enter, State};
+use crate::logger::config_call::configure_writing;
+use crate::logger::{enter, State};
 use crate::ring::Held;
 use crate::stats;
 use crate::sys::listen::PeerCred;
@@ -210,7 +211,7 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
         }
         "reload" => none("reload").and_then(|()| {
             let peer = &r.peer;
-            configure(|s| {
+            configure_writing(|s| {
                 let applied = s.reload_config()?;
                 // What changed is the file's owner's word: fields, escaped
                 // as values by every output.
@@ -228,7 +229,7 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
             .map_err(|e| e.to_string())
         }),
         "reopen" => none("reopen").and_then(|()| {
-            configure(|s| s.reopen())
+            configure_writing(|s| s.reopen())
                 .map(|()| Answer::Pairs(Vec::new()))
                 .map_err(|e| e.to_string())
         }),
@@ -298,7 +299,7 @@ fn change(
         ));
     }
     let peer = &r.peer;
-    configure(|s| {
+    configure_writing(|s| {
         let (old, new) = set(s, value)?;
         // The values are the peer's: fields, which every output escapes as
         // values; the message holds only what the kernel said of the peer.

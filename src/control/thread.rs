@@ -87,7 +87,7 @@ pub fn start(spec: &ControlSpec, thread: bool) -> Result<c_int, ConfigError> {
     }
     // vlog started first: a socket the environment asks for is then the
     // one this replaces.
-    logger::configure(|s| {
+    logger::config_call::configure(|s| {
         s.ensure_init();
         Ok(())
     })?;

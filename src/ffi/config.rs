@@ -25,7 +25,7 @@ pub extern "C-unwind" fn vlog_set_level(level: c_int) -> c_int {
             let level = Priority::from_number(level.max(0) as u64).ok_or_else(|| {
                 ConfigError::new(format!("invalid level {level}: use 1 (debug) to 4 (error)"))
             })?;
-            logger::configure(|s| {
+            logger::config_call::configure(|s| {
                 s.set_level(level);
                 Ok(())
             })
@@ -48,7 +48,7 @@ pub extern "C-unwind" fn vlog_set_filters(filters: *const c_char) -> c_int {
         config_call(|| {
             // SAFETY: NULL or a NUL-terminated string, per the API contract.
             let spec = unsafe { config_str(filters, "filters") }?;
-            logger::configure(|s| s.set_filters(spec))
+            logger::config_call::configure(|s| s.set_filters(spec))
         })
     })
 }
@@ -71,7 +71,7 @@ pub extern "C-unwind" fn vlog_set_context(context: *const c_char) -> c_int {
         config_call(|| {
             // SAFETY: NULL or a NUL-terminated string, per the API contract.
             let spec = unsafe { config_str(context, "context") }?;
-            logger::configure(|s| s.set_context(spec))
+            logger::config_call::configure_writing(|s| s.set_context(spec))
         })
     })
 }
@@ -92,7 +92,7 @@ pub extern "C-unwind" fn vlog_set_ratelimit(ratelimit: *const c_char) -> c_int {
         config_call(|| {
             // SAFETY: NULL or a NUL-terminated string, per the API contract.
             let spec = unsafe { config_str(ratelimit, "ratelimit") }?;
-            logger::configure(|s| s.set_ratelimit(spec))
+            logger::config_call::configure(|s| s.set_ratelimit(spec))
         })
     })
 }
@@ -115,7 +115,7 @@ pub extern "C-unwind" fn vlog_set_outputs(outputs: *const c_char) -> c_int {
         config_call(|| {
             // SAFETY: NULL or a NUL-terminated string, per the API contract.
             let spec = unsafe { config_str(outputs, "outputs") }?;
-            logger::configure(|s| s.set_outputs(spec))
+            logger::config_call::configure_writing(|s| s.set_outputs(spec))
         })
     })
 }
@@ -128,7 +128,9 @@ pub extern "C-unwind" fn vlog_set_outputs(outputs: *const c_char) -> c_int {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_set_buffer_size(size: usize) -> c_int {
-    no_cancel!(|| config_call(|| logger::configure(|s| s.set_buffer_size(size))))
+    no_cancel!(|| config_call(|| logger::config_call::configure_writing(
+        |s| s.set_buffer_size(size)
+    )))
 }
 
 /// Reopens every file output by its path, for log rotation: call it after
@@ -142,7 +144,7 @@ pub extern "C-unwind" fn vlog_set_buffer_size(size: usize) -> c_int {
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_reopen() -> c_int {
-    cancellation_point!(|| config_call(|| logger::configure(|s| s.reopen())))
+    cancellation_point!(|| config_call(|| logger::config_call::configure_writing(|s| s.reopen())))
 }
 
 /// Takes fd 2 as it is now for the stderr vlog writes to (the stderr
@@ -156,7 +158,7 @@ pub extern "C-unwind" fn vlog_reopen() -> c_int {
 pub extern "C-unwind" fn vlog_adopt_stderr() -> c_int {
     no_cancel!(|| {
         config_call(|| {
-            logger::configure(|s| {
+            logger::config_call::configure(|s| {
                 s.adopt_stderr();
                 Ok(())
             })

@@ -19,7 +19,7 @@ use crate::logger;
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_install_crash_handler() -> c_int {
-    no_cancel!(|| config_call(|| logger::configure(|s| s.install_crash_handler(true))))
+    no_cancel!(|| config_call(|| logger::config_call::configure(|s| s.install_crash_handler(true))))
 }
 
 /// Makes signal `signum` write a dump (header and ring, no backtrace) to the

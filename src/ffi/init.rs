@@ -72,7 +72,7 @@ pub extern "C-unwind" fn vlog_init() -> c_int {
         // waiting for the lock this thread holds.
         let mut refused = None;
         let done = config_call(|| {
-            logger::configure(|s| {
+            logger::config_call::configure(|s| {
                 s.ensure_init();
                 refused = crate::diag::refused_at_start();
                 Ok(())
@@ -132,7 +132,7 @@ fn start_if_configured() {
     });
     if configured {
         let _ = config_call(|| {
-            logger::configure(|s| {
+            logger::config_call::configure(|s| {
                 s.ensure_init();
                 Ok(())
             })

@@ -65,7 +65,7 @@ pub extern "C-unwind" fn vlog__syslog_start() -> c_int {
             }
         });
         let _ = config_call(|| {
-            logger::configure(|s| {
+            logger::config_call::configure(|s| {
                 s.ensure_init();
                 Ok(())
             })

@@ -238,6 +238,7 @@ impl State {
     /// The ring was replaced: no error's context takes a record from
     /// before (see `Contexts::restart`).
     fn ring_replaced(&mut self) {
+        self.bound_unprinted();
         let next_seq = self.stats().recorded;
         printer::lock_of(self.printer).restart_contexts(next_seq);
     }
@@ -454,7 +455,7 @@ impl State {
 /// synced without it, so no logging thread waits for the disk. (A batching
 /// output's queue is sent before, without the lock too: `ticker::drain`.)
 pub fn flush() -> Result<(), ConfigError> {
-    let files = super::configure(|s| Ok(s.files_to_sync()))?;
+    let files = super::config_call::configure(|s| Ok(s.files_to_sync()))?;
     let mut first_error = None;
     for (fd, name) in files {
         if let Err(e) = fd.and_then(|fd| crate::output::file::sync(&fd)) {

@@ -162,11 +162,11 @@ fn finish(
                     return Outcome::Dropped;
                 };
                 entered = again;
-                // Set only while this call records again: the flight
+                // Only while this call records again: the flight
                 // recorder's path never writes it.
-                entered.state().evict_ok = stuck;
+                entered.state().room_made(Some(stuck));
                 next = record(entered.state());
-                entered.state().evict_ok = false;
+                entered.state().room_made(None);
             }
         }
     }
@@ -418,7 +418,7 @@ impl State {
         }
         if let Some(writer) = self.threads.writer.as_ref().filter(|w| w.is_here()) {
             printer::wake(writer, || {
-                ring.unprinted_bytes() > ring.data_size() as u64 / 2
+                ring.unprinted_bytes() > ring.unprinted_limit() / 2
             });
             return Next::Done(Outcome::Recorded);
         }

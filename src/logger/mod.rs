@@ -24,6 +24,7 @@
 
 pub mod above;
 pub mod apply;
+pub mod config_call;
 mod config_file;
 pub mod context;
 pub mod emit;
@@ -48,7 +49,6 @@ use crate::config::DEFAULT_LEVEL;
 use crate::crash;
 use crate::crash::target::{DumpFiles, DumpTarget};
 use crate::diag;
-use crate::error::ConfigError;
 use crate::output::{Outputs, Said};
 use crate::priority::Priority;
 use crate::record::Record;
@@ -80,6 +80,9 @@ pub struct State {
     /// A caller had the outputs write everything to make room, and may now
     /// overwrite what is still unwritten (see `emit`).
     evict_ok: bool,
+    /// Configuration calls that write under way (see
+    /// `config_call::configure_writing`).
+    configuring: u32,
     /// What the outputs need of vlog's threads (`output::NEEDS_*`).
     needs: u8,
     ring: Option<Ring>,
@@ -138,6 +141,7 @@ impl State {
             default_outputs: true,
             writer_off: false,
             evict_ok: false,
+            configuring: 0,
             needs: 0,
             ring: None,
             retired: Vec::new(),
@@ -266,24 +270,6 @@ pub fn enter<R>(f: impl FnOnce(&mut State) -> R) -> Option<R> {
     let result = f(entered.state());
     entered.leave();
     Some(result)
-}
-
-/// `enter` for a configuration call: a call nested inside vlog on this
-/// thread is refused with an error saying so.
-pub fn configure<R>(
-    f: impl FnOnce(&mut State) -> Result<R, ConfigError>,
-) -> Result<R, ConfigError> {
-    enter(|s| {
-        let result = f(s);
-        s.after_configuration();
-        result
-    })
-    .unwrap_or_else(|| {
-        Err(ConfigError::new(
-            "called while this thread was already inside vlog (from a signal handler that \
-             interrupted it?): nothing was done; call it again outside the handler",
-        ))
-    })
 }
 
 /// True while this thread is inside the logger (so a call now would nest).

@@ -10,6 +10,40 @@ use crate::priority::Priority;
 use crate::record::Record;
 
 impl State {
+    /// A configuration call begins or ends: while one is under way, what
+    /// may wait for the outputs is bounded (see `config_call`).
+    pub(super) fn configuring(&mut self, begins: bool) {
+        self.configuring = if begins {
+            self.configuring + 1
+        } else {
+            self.configuring.saturating_sub(1)
+        };
+        self.bound_unprinted();
+    }
+
+    /// A caller made room (`Some(stuck)`), and records again, or it is
+    /// done (`None`). Meanwhile it may overwrite lines not yet written if
+    /// the outputs are stuck (`evict_ok`), and no bound on what waits for
+    /// the outputs holds it back: the bound keeps the backlog from growing
+    /// while a configuration call is under way; it does not make one
+    /// caller write all of it.
+    pub(super) fn room_made(&mut self, stuck: Option<bool>) {
+        self.evict_ok = stuck == Some(true);
+        match (stuck, self.ring.as_mut()) {
+            (Some(_), Some(ring)) => ring.bound_unprinted(false),
+            _ => self.bound_unprinted(),
+        }
+    }
+
+    /// Bounds what may wait for the outputs in the ring in use while a
+    /// configuration call is under way (a ring that replaces it too).
+    pub(super) fn bound_unprinted(&mut self) {
+        let bounded = self.configuring > 0;
+        if let Some(ring) = self.ring.as_mut() {
+            ring.bound_unprinted(bounded);
+        }
+    }
+
     /// Has the outputs write a record marked under the lock of another
     /// stage (the control socket's): the writer thread, woken, or this
     /// thread now when the writer is off.

@@ -8,6 +8,15 @@ use super::record::{self, align8, Kind, Stored};
 use super::writer::Ring;
 use crate::record::Record;
 
+/// How many bytes of records may wait for the outputs while a
+/// configuration call is under way (`Ring::bound_unprinted`). Such a call
+/// has the outputs write what waits under the outputs in force, with the
+/// logger's lock held (those lines are theirs), and every thread that logs
+/// waits for it: with 8 MiB waiting that was 14-41 ms (`bench-c/resolve.sh`
+/// with `VLOG_BUFFER_SIZE=8M`). Outside such calls the whole ring absorbs a
+/// burst.
+pub const UNPRINTED_MAX: u64 = 64 * 1024;
+
 impl Ring {
     /// Whether this process's outputs read the ring (see `prints_here`).
     #[inline(always)]
@@ -62,10 +71,32 @@ impl Ring {
             .saturating_sub(h.printed.load(Ordering::Relaxed))
     }
 
+    /// How far the newest record may lie past what the outputs printed
+    /// while a record marked for them waits: the data area, or
+    /// [`UNPRINTED_MAX`] of it while bounded.
+    #[inline(always)]
+    pub fn unprinted_limit(&self) -> u64 {
+        self.unprinted_limit
+    }
+
+    /// Bounds (or no longer) what may wait for the outputs to
+    /// [`UNPRINTED_MAX`]: a thread whose record would end past it has the
+    /// outputs write first, without the logger's lock, as one that would
+    /// overwrite an unwritten line does.
+    pub fn bound_unprinted(&mut self, bounded: bool) {
+        let size = self.data_size as u64;
+        self.unprinted_limit = if bounded {
+            size.min(UNPRINTED_MAX)
+        } else {
+            size
+        };
+    }
+
     /// Whether appending a record of `len` bytes would overwrite a record
-    /// marked for the outputs that they have not printed yet: then the
+    /// marked for the outputs that they have not printed yet, or end more
+    /// than [`Ring::unprinted_limit`] past what they printed: then the
     /// caller has them print first (the ring never loses a line it
-    /// accepted for them).
+    /// accepted for them, and a configuration call has little to write).
     #[inline(always)]
     pub fn would_overwrite_unprinted(&self, len: usize) -> bool {
         let h = self.header();
@@ -79,11 +110,12 @@ impl Ring {
             return false;
         }
         let size = self.data_size as u64;
+        let limit = self.unprinted_limit;
         let tail = h.tail.load(Ordering::Relaxed);
         // Even after a pad (shorter than the record), the record ends
         // within two of its lengths of the tail: the common case, decided
         // without a division.
-        if tail + 2 * len as u64 <= printed + size {
+        if tail + 2 * len as u64 <= printed + limit {
             return false;
         }
         let off = tail % size;
@@ -93,7 +125,7 @@ impl Ring {
         } else {
             tail + len as u64
         };
-        end.saturating_sub(size) > printed
+        end.saturating_sub(limit) > printed
     }
 
     /// The size a record of a call takes in the ring (see `append_call`).
@@ -112,5 +144,46 @@ impl Ring {
     #[inline(always)]
     pub fn site_len(args_len: usize) -> usize {
         align8(record::HEADER_LEN + args_len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record marked for the outputs may wait behind the whole ring, or,
+    /// bounded, behind at most `UNPRINTED_MAX` bytes in a large ring (a
+    /// configuration call then has that much at most to write under the
+    /// lock); once printed, nothing waits.
+    #[test]
+    fn what_waits_for_the_outputs_is_bounded_while_asked() {
+        let cases = [
+            (1 << 20, true, UNPRINTED_MAX),
+            (32 << 10, true, 32 << 10),
+            (1 << 20, false, 1 << 20),
+        ];
+        for (size, bounded, limit) in cases {
+            let mut ring = Ring::new(size).unwrap();
+            ring.bound_unprinted(bounded);
+            assert_eq!(ring.unprinted_limit(), limit);
+            let rec = Record::sample(b"a line for the outputs");
+            let len = Ring::call_len(&rec, false);
+            let mut appended = 0;
+            while !ring.would_overwrite_unprinted(len) {
+                ring.append_call(&rec, false, true).unwrap();
+                appended += 1;
+                assert!(
+                    appended * len as u64 <= limit,
+                    "{appended} records of {len} bytes"
+                );
+            }
+            let waiting = ring.unprinted_bytes();
+            assert!(
+                waiting + 2 * len as u64 > limit && waiting <= limit,
+                "{waiting} bytes wait in a ring of {size}"
+            );
+            ring.view().set_printed(ring.marked_end());
+            assert!(!ring.would_overwrite_unprinted(len));
+        }
     }
 }

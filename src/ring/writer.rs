@@ -48,6 +48,11 @@ pub struct Ring {
     /// For a replaced ring: the position before which no record is in
     /// flight (see `copies_in_flight`).
     pub(super) flight_checked: u64,
+    /// How far past `printed` a record may end (see
+    /// `Ring::bound_unprinted`): the data size, or less while a
+    /// configuration call waits; a field, so the check costs what a check
+    /// against the data size did.
+    pub(super) unprinted_limit: u64,
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
@@ -146,6 +151,7 @@ impl Ring {
             tail_off: 0,
             room_end: size as u64,
             flight_checked: 0,
+            unprinted_limit: size as u64,
         }
     }
 

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::MutexGuard;
 
-use super::{lock, Printer};
+use super::{lock, Printer, READ_STEP};
 use crate::output::Said;
 use crate::ring::published;
 
@@ -16,13 +16,45 @@ use crate::ring::published;
 /// for (`output::slow`) is left to vlog's writer thread, woken for it; a
 /// caller with no writer thread here waits for it, with no lock held.
 pub fn write_upto(upto: u64) -> Vec<Said> {
-    let mut printer = lock_for_caller();
-    let alone = !writer_here();
+    walk_to(upto, !writer_here())
+}
+
+/// Has the outputs write what waits for them now, as far as they take it
+/// without waiting for a reader: for a configuration call, before it takes
+/// the logger's lock (see `logger::config_call::configure_writing`). What is recorded meanwhile
+/// is left for the lock: walking to a tail that moves could go on forever.
+pub fn write_pending() -> Vec<Said> {
+    match published::read(|view| view.map(|v| v.marked_end())) {
+        Some(end) => walk_to(end, false),
+        None => Vec::new(),
+    }
+}
+
+/// Walks the outputs to `upto` one step at a time (`Printer::walk_step`),
+/// letting go of the printer's lock between steps: a thread that needs it
+/// (an error's caller, one that needs room) waits for one step at most,
+/// not for a backlog as large as the ring. `wait`: wait (with no lock
+/// held) for a slow reader's room rather than leave its lines to the
+/// writer thread.
+fn walk_to(upto: u64, wait: bool) -> Vec<Said> {
+    let mut said = Vec::new();
     loop {
-        match printer.walk_step(upto) {
-            Walk::Wait(fd, _) if alone => printer = wait_for_room(printer, fd),
-            Walk::Again if alone => {}
-            _ => return printer.done_for_caller(),
+        let mut printer = lock_for_caller();
+        let walk = printer.walk_step(upto);
+        said.append(&mut printer.take_said());
+        match walk {
+            Walk::Wait(fd, _) if wait => {
+                drop(printer);
+                crate::sys::room::wait_writable(fd, 100);
+            }
+            Walk::Again => {
+                drop(printer);
+                super::make_way();
+            }
+            _ => {
+                said.append(&mut printer.done_for_caller());
+                return said;
+            }
         }
     }
 }
@@ -45,6 +77,12 @@ pub enum Walk {
 /// line recorded for them, if that is less).
 pub fn written_up_to(upto: u64) -> bool {
     published::read(|view| view.is_none_or(|v| v.printed() >= upto.min(v.marked_end())))
+}
+
+/// Where a step from `printed` towards `upto` ends (see
+/// [`Printer::walk_step`]).
+pub(super) fn step_end(printed: Option<u64>, upto: u64) -> u64 {
+    printed.map_or(upto, |p| upto.min(p.saturating_add(READ_STEP)))
 }
 
 /// Where the outputs have read the current ring to.
@@ -85,14 +123,15 @@ fn writer_here() -> bool {
 
 impl Printer {
     /// One step of a walk that a slow reader may hold up: the outputs read
-    /// the ring up to `upto`, and what they hold is sent as far as its
-    /// reader takes it now; never waits.
+    /// the ring towards `upto`, one read step (`READ_STEP`) at most, and
+    /// what they hold is sent as far as its reader takes it now; never
+    /// waits.
     pub fn walk_step(&mut self, upto: u64) -> Walk {
         let before = printed_now();
         // A walk that starts held stops at once, and the batch written at
         // its end may be what frees it: that is a move too.
         let held = self.outputs.waiting().is_some();
-        self.catch_up_published(upto);
+        self.catch_up_published(step_end(before, upto));
         let held = held || self.outputs.waiting().is_some();
         self.send_held();
         match self.outputs.waiting() {
@@ -130,15 +169,19 @@ pub fn handed_off() -> bool {
     HANDED_OFF.load(Ordering::SeqCst)
 }
 
-/// Has the outputs read everything in the current ring, for a caller whose
-/// record would overwrite what they have not: what they had to report, and
-/// whether they are stuck (lines are left that they could not read on to:
-/// a damaged ring). An output blocked by a slow reader is waited for, with
-/// no lock held (the ring holds the lines meanwhile).
+/// Has the outputs read one step (`READ_STEP`) of the current ring, for a
+/// caller whose record would overwrite what they have not: what they had
+/// to report, and whether they are stuck (lines are left that they could
+/// not read on to: a damaged ring). One step, not everything: the caller
+/// needs room for one record, and waits for 64 KiB of lines to be written,
+/// not for a ring's worth (8 MiB of them took 20 ms). An output blocked by
+/// a slow reader is waited for, with no lock held (the ring holds the
+/// lines meanwhile).
 pub fn make_room() -> (Vec<Said>, bool) {
     let mut printer = lock_for_caller();
     let place = || published::read(|view| view.map(|v| (v.printed(), v.marked_end())));
     let before = place();
+    let upto = step_end(before.map(|(printed, _)| printed), u64::MAX);
     // A step that found the output blocked moves nothing, and what it then
     // sends may unblock it: holding but not blocked, the walk reads on. It
     // is over when two steps in a row move nothing; "stuck" (let the
@@ -146,7 +189,7 @@ pub fn make_room() -> (Vec<Said>, bool) {
     let mut idle = false;
     loop {
         let from = place();
-        match printer.walk_step(u64::MAX) {
+        match printer.walk_step(upto) {
             Walk::Wait(fd, true) => {
                 idle = false;
                 printer = wait_for_room(printer, fd);

@@ -37,8 +37,8 @@
 //! One of the two sees the other's store, so a marked record never waits
 //! for a thread that went to sleep without seeing it.
 
-use std::sync::atomic::{fence, AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 pub mod caller;
 mod lost;
@@ -93,9 +93,36 @@ pub fn lock() -> MutexGuard<'static, Printer> {
 /// Takes a printer's lock. A panic while it was held (caught at the C
 /// boundary) leaves the outputs usable, so poisoning is ignored.
 pub fn lock_of(printer: &'static Mutex<Printer>) -> MutexGuard<'static, Printer> {
-    printer
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    match printer.try_lock() {
+        Ok(guard) => guard,
+        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(TryLockError::WouldBlock) => {
+            WAITING.fetch_add(1, Ordering::SeqCst);
+            let guard = printer
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            WAITING.fetch_sub(1, Ordering::SeqCst);
+            guard
+        }
+    }
+}
+
+/// Threads waiting for a printer's lock (see [`make_way`]).
+static WAITING: AtomicU32 = AtomicU32::new(0);
+
+/// Between two steps of a walk that lets go of the printer's lock: a
+/// thread that waits for it takes it first, for a millisecond at most.
+/// std's lock is not fair: the walker would take it back before the waiter
+/// woke, and a caller that needs room would wait for the whole walk (8 MiB
+/// of lines took 5-15 ms, `bench-c/resolve.sh`), not for one step.
+pub fn make_way() {
+    if WAITING.load(Ordering::SeqCst) == 0 {
+        return;
+    }
+    let start = std::time::Instant::now();
+    while WAITING.load(Ordering::SeqCst) > 0 && start.elapsed().as_micros() < 1000 {
+        std::thread::yield_now();
+    }
 }
 
 impl Printer {
@@ -326,13 +353,23 @@ fn run(stop: &AtomicBool, report: fn(), failed: fn()) {
 
 fn run_until_stopped(stop: &AtomicBool, report: fn(), failed: fn()) {
     loop {
+        // One read step per hold of the printer's lock, so that a thread
+        // that needs it (an error's caller, a configuration call) waits for
+        // a step, not for a backlog as large as the ring; the loop comes
+        // back while lines are pending. Told to stop: everything.
+        let upto = if stop.load(Ordering::SeqCst) {
+            u64::MAX
+        } else {
+            caller::step_end(caller::printed_now(), u64::MAX)
+        };
         let said = crate::panic::catch(|| {
             let mut printer = lock();
             caller::HANDED_OFF.store(false, Ordering::SeqCst);
-            printer.catch_up_published(u64::MAX);
+            printer.catch_up_published(upto);
             printer.send_held();
             (!printer.said.is_empty(), printer.outputs.waiting())
         });
+        make_way();
         let waiting = match said {
             Ok((true, waiting)) => {
                 let _ = crate::panic::catch(report);
