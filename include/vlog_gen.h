@@ -731,7 +731,8 @@ int vlog_thread_fields_clear(void);
 int vlog_thread_traceparent(const char *header);
 
 /**
- * Writes the ring to `fd` as text lines, oldest first, in the output line
+ * Writes the whole ring to `fd` (a crash dump has its newest records only)
+ * as text lines, oldest first, in the output line
  * format. Reads without taking any lock and validates every record (commit
  * word, checksum, sequence); a damaged record is reported by a line
  * starting `vlog:` instead of being printed, as are records overwritten

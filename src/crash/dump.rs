@@ -3,6 +3,7 @@
 //! crash handler can use it.
 
 use crate::ring::layout::Stats;
+use crate::ring::reader::{read_from, Cursor};
 use crate::ring::{published, Entry, Region};
 use crate::sys::{self, FdKind};
 use crate::text::line::render_line;
@@ -10,15 +11,76 @@ use crate::text::num::put_decimal;
 use crate::text::time::{put_timestamp, Clock};
 use crate::text::{Bounded, ChunkSink, Sink};
 
+/// How much of the ring a dump holds: its newest 384 KiB of records. A
+/// record takes 48 bytes at least, so a dump has at most 8,192 lines of
+/// records (about 4,400 of three arguments): under journald's default
+/// burst, 10,000 lines in 30 s, past which it drops the newest lines, the
+/// ones that matter. A ring of 8 MiB holds 94,000 records. The whole ring
+/// is read from a ring file (`vlog-dump`), or a running process
+/// (`vlog_dump`, `vlog-ctl dump`).
+pub const DUMP_BYTES: u64 = 384 * 1024;
+
 /// Renders every entry of `region` into `sink`, a line each; returns the
 /// number of records written.
 pub fn entries(region: &impl Region, sink: &mut impl Sink) -> u64 {
+    entries_from(region, Cursor::default(), None, sink)
+}
+
+/// [`entries`] of the newest [`DUMP_BYTES`] of the ring, and of every
+/// record from `unwritten` on (where the outputs stopped, while lines wait
+/// for them: a journald, syslog or fluent output's lines pending at a crash
+/// are in the dump only), after a line that says how many older records
+/// are left out. The cut is a position, not a count of records: a damaged
+/// count cannot hide the newest records (a damaged `unwritten` can only
+/// keep more), and the older ones are not read at all (a thread that logs
+/// meanwhile could lap a reader that walked them).
+pub fn newest(region: &impl Region, unwritten: u64, sink: &mut impl Sink) -> u64 {
+    let (head, tail) = (region.head(), region.tail());
+    let from = tail.saturating_sub(DUMP_BYTES).min(unwritten);
+    if from <= head {
+        return entries(region, sink);
+    }
+    let mut oldest = None;
+    crate::ring::scan::scan(region, head, head + 1, |_, h, _| oldest = Some(h.seq));
+    entries_from(region, Cursor::near(from), Some(oldest), sink)
+}
+
+/// Renders the entries of `region` from `from`; `left_out`: a line to say
+/// first that older records are left out, with the number of the oldest
+/// held if it is known.
+fn entries_from(
+    region: &impl Region,
+    from: Cursor,
+    mut left_out: Option<Option<u64>>,
+    sink: &mut impl Sink,
+) -> u64 {
     let mut count = 0;
     let mut clock = Clock::new();
-    crate::ring::read(region, |entry| match entry {
+    read_from(region, from, u64::MAX, |entry| {
+        if let Some(oldest) = left_out.take() {
+            sink.put(b"vlog: ");
+            match (oldest, &entry) {
+                (Some(oldest), Entry::Record(rec)) if rec.seq >= oldest => {
+                    put_decimal(rec.seq - oldest, 1, sink);
+                    sink.put(b" older records are");
+                }
+                _ => sink.put(b"older records are"),
+            }
+            sink.put(b" left out: a dump has the newest ");
+            put_decimal(DUMP_BYTES / 1024, 1, sink);
+            sink.put(b" KiB of the ring\n");
+        }
+        say_entry(entry, &mut clock, &mut count, sink);
+    });
+    count
+}
+
+/// One entry of a walk as a line.
+fn say_entry(entry: Entry, clock: &mut Clock, count: &mut u64, sink: &mut impl Sink) {
+    match entry {
         Entry::Record(rec) => {
-            render_line(&rec, &mut clock, sink);
-            count += 1;
+            render_line(&rec, clock, sink);
+            *count += 1;
         }
         Entry::Damaged { seq, damage } => {
             sink.put(b"vlog: record ");
@@ -44,8 +106,7 @@ pub fn entries(region: &impl Region, sink: &mut impl Sink) -> u64 {
             put_decimal(bytes, 1, sink);
             sink.put(b" bytes of damaged records passed over\n");
         }
-    });
-    count
+    }
 }
 
 /// A sink that writes to a descriptor in chunks.
@@ -76,8 +137,10 @@ pub fn with_fd_sink_unless(fd: i32, stop: impl Fn() -> bool, f: impl FnOnce(&mut
     !failed
 }
 
-/// Writes this process's ring to `fd`. Returns the number of records
-/// written, or None if a write failed.
+/// Writes this process's ring to `fd`, all of it (`vlog_dump`: the caller
+/// chose the descriptor; the dumps to where crash dumps go have the newest
+/// records, see [`records`]). Returns the number of records written, or
+/// None if a write failed.
 pub fn ring_to_fd(fd: i32) -> Option<u64> {
     let mut count = 0;
     let ok = with_fd_sink(fd, |sink| {
@@ -106,10 +169,19 @@ pub fn process_line(tid: i32, stats: Stats, sink: &mut impl Sink) {
     sink.put(b" lost\n");
 }
 
-/// The ring's records between the dump's head and end lines.
+/// The ring's records between the dump's head and end lines: its newest
+/// (see [`DUMP_BYTES`]).
 pub fn records(sink: &mut impl Sink) {
     sink.put(b"vlog: ring, oldest first:\n");
-    let count = published::read(|view| view.map_or(0, |v| entries(&v, sink)));
+    let count = published::read(|view| {
+        view.map_or(0, |v| {
+            let unwritten = match v.printed() {
+                printed if printed < v.marked_end() => printed,
+                _ => u64::MAX,
+            };
+            newest(&v, unwritten, sink)
+        })
+    });
     sink.put(b"vlog: end of dump, ");
     put_decimal(count, 1, sink);
     sink.put(b" records\n");

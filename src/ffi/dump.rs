@@ -49,7 +49,8 @@ pub struct vlog_stats {
 /// (`vlog_get_stats`, the exported function).
 const FIRST_STATS_SIZE: usize = 6 * 8;
 
-/// Writes the ring to `fd` as text lines, oldest first, in the output line
+/// Writes the whole ring to `fd` (a crash dump has its newest records only)
+/// as text lines, oldest first, in the output line
 /// format. Reads without taking any lock and validates every record (commit
 /// word, checksum, sequence); a damaged record is reported by a line
 /// starting `vlog:` instead of being printed, as are records overwritten

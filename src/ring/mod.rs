@@ -103,6 +103,7 @@
 
 pub mod ahead;
 pub mod checksum;
+pub mod cursor;
 pub mod evict;
 pub mod file;
 pub mod guard;

@@ -4,11 +4,12 @@
 
 use std::sync::atomic::{fence, Ordering};
 
+pub use super::cursor::{Buffers, Cursor};
 use super::record::{self, Damage, Kind, Stored, HEADER_LEN, RECORD_MAX};
 pub use super::region::Region;
 use super::sites;
 use crate::deferred;
-use crate::record::{Record, MESSAGE_MAX};
+use crate::record::Record;
 use crate::site::message_id;
 use crate::text::Bounded;
 
@@ -60,31 +61,6 @@ pub fn read(region: &(impl Region + ?Sized), visit: impl FnMut(Entry)) {
     read_from(region, Cursor::default(), u64::MAX, visit);
 }
 
-/// Where a walk ended, for the next to go on from (`vlog-ctl follow`, and a
-/// dump sent a part at a time): the position of the next record and the
-/// sequence number expected there. The default starts at the oldest record.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Cursor {
-    pos: Option<u64>,
-    expected: Option<u64>,
-}
-
-impl Cursor {
-    /// A walk that begins at position `pos`, a record boundary (where the
-    /// outputs stopped, say).
-    pub fn at(pos: u64) -> Cursor {
-        Cursor {
-            pos: Some(pos),
-            expected: None,
-        }
-    }
-
-    /// The position of the next record, once a walk has been made.
-    pub fn pos(&self) -> Option<u64> {
-        self.pos
-    }
-}
-
 /// [`read`] from `from`, and only so far: the walk ends at the first record
 /// boundary at least `budget` bytes of the ring past where it began (so a
 /// part is at most `budget` plus one record). Records overwritten since
@@ -123,45 +99,6 @@ pub fn read_marked(
     )
 }
 
-/// Stack buffers for one record and its rendered text, filled anew for
-/// each record: made once per walk (clearing them per record cost more
-/// than the rest of the walk), and kept by a reader that reads records one
-/// at a time (an error's context) across its reads.
-pub struct Buffers {
-    record: [u8; RECORD_MAX],
-    text: [u8; MESSAGE_MAX],
-}
-
-impl Buffers {
-    pub fn new() -> Buffers {
-        Buffers {
-            record: [0; RECORD_MAX],
-            text: [0; MESSAGE_MAX],
-        }
-    }
-
-    /// A set on the heap, made once, for a reader that keeps one (an
-    /// error's context, read on a caller's stack, which may be small);
-    /// None without the memory.
-    pub fn on_heap() -> Option<Box<Buffers>> {
-        let layout = std::alloc::Layout::new::<Buffers>();
-        // SAFETY: the layout is not zero-sized. A non-null result is a
-        // fresh allocation of that layout, zeroed, and all-zero bytes are
-        // a valid Buffers (two byte arrays), so the Box may own it and
-        // free it with the same layout.
-        unsafe {
-            let p = std::alloc::alloc_zeroed(layout).cast::<Buffers>();
-            (!p.is_null()).then(|| Box::from_raw(p))
-        }
-    }
-}
-
-impl Default for Buffers {
-    fn default() -> Buffers {
-        Buffers::new()
-    }
-}
-
 /// The outputs' walk: [`read_marked`] of the records marked for the
 /// outputs alone (a record that is not is passed over on what its header
 /// says, neither checked nor rendered: a daemon's debug records in the
@@ -196,6 +133,7 @@ pub fn read_with(
     let ended = |pos: u64| Cursor {
         pos: Some(pos),
         expected: None,
+        resync: false,
     };
     if size < 8 {
         return from;
@@ -214,10 +152,10 @@ pub fn read_with(
         );
         return ended(tail);
     }
-    let (mut pos, mut expected) = match from.pos {
-        Some(p) if p > tail => (head, None),
-        Some(p) => (p, from.expected),
-        None => (head, None),
+    let (mut pos, mut expected, mut resync) = match from.pos {
+        Some(p) if p > tail => (head, None, false),
+        Some(p) => (p, from.expected, from.resync),
+        None => (head, None, false),
     };
     if pos < head || tail - pos > size {
         let head = region.head();
@@ -229,6 +167,7 @@ pub fn read_with(
         );
         pos = head;
         expected = None;
+        resync = false;
         if tail < pos || tail - pos > size {
             return ended(tail);
         }
@@ -247,7 +186,7 @@ pub fn read_with(
     let mut steps_left = 4 * (size / 8) + 64;
     // Where the damage being passed over began, while the walk looks for
     // the next record that validates whole.
-    let mut damaged_from: Option<u64> = None;
+    let mut damaged_from: Option<u64> = resync.then_some(pos);
     let mut search_left = 4 * size + RECORD_MAX as u64;
     while pos < tail {
         if pos - start >= budget && damaged_from.is_none() {
@@ -327,6 +266,7 @@ pub fn read_with(
             pos = head;
             expected = None;
             damaged_from = None;
+            resync = false;
             continue;
         }
         if let Some(from) = damaged_from {
@@ -346,7 +286,9 @@ pub fn read_with(
                 continue;
             }
             damaged_from = None;
-            visit(Entry::Skipped { bytes: pos - from }, false);
+            if !std::mem::replace(&mut resync, false) {
+                visit(Entry::Skipped { bytes: pos - from }, false);
+            }
         }
         let Some(len) = len else {
             // Not overwritten, yet no trustworthy length: damage, passed
@@ -454,6 +396,7 @@ pub fn read_with(
                     return Cursor {
                         pos: Some(pos),
                         expected: Some(rec.seq),
+                        resync: false,
                     };
                 }
             }
@@ -481,6 +424,7 @@ pub fn read_with(
     Cursor {
         pos: Some(pos),
         expected,
+        resync: false,
     }
 }
 

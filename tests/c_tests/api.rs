@@ -6,6 +6,7 @@
 use std::process::Command;
 
 use crate::common::*;
+use crate::support::run_vlog_dump;
 
 #[test]
 fn macros_check_inline_and_skip_arguments() {
@@ -72,6 +73,45 @@ fn cached_levels_follow_configuration() {
 #[test]
 fn dump_to_any_fd() {
     check("dump_fd");
+}
+
+#[test]
+fn dump_holds_the_newest_records() {
+    let exe = build("dump_newest", Link::Static);
+    let (dump, file) = (
+        work().join("dump_newest.txt"),
+        work().join("dump_newest.ring"),
+    );
+    let _ = std::fs::remove_file(&file);
+    let (dump, path) = (dump.to_str().unwrap(), file.to_str().unwrap());
+    let target = format!("file:{dump}");
+    let env = [("VLOG_DUMP", target.as_str()), ("VLOG_DUMP_SIGNAL", "USR2")];
+    assert_ok("dump_newest", &run_with(&exe, &[dump], &env));
+    let out = run_with(
+        &exe,
+        &[dump, path],
+        &[
+            env[0],
+            env[1],
+            ("VLOG_BUFFER_FILE", path),
+            ("VLOG_BUFFER_SIZE", "8M"),
+        ],
+    );
+    assert_ok("dump_newest with a damaged ring file", &out);
+    // vlog-dump reads the file whole: every record the damage left, and
+    // it says what the damage cost (failing for it).
+    let out = run_vlog_dump(&[path]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    let wide = stdout.matches(" : wide ").count();
+    assert!(
+        !out.status.success()
+            && stderr.contains("bytes of damaged records passed over")
+            && wide > 15_000
+            && stdout.contains(" : wide 29999 ")
+            && stdout.matches(" : small ").count() == 30_000,
+        "{wide} wide records; {stderr}"
+    );
+    let _ = std::fs::remove_file(&file);
 }
 
 #[test]

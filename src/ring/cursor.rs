@@ -1,0 +1,84 @@
+//! What a walk of the ring keeps: where it ended, for the next to go on
+//! from, and the buffers it reads records into (see `reader`).
+
+use super::record::RECORD_MAX;
+use crate::record::MESSAGE_MAX;
+
+/// Where a walk ended, for the next to go on from (`vlog-ctl follow`, and a
+/// dump sent a part at a time): the position of the next record and the
+/// sequence number expected there. The default starts at the oldest record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cursor {
+    pub(super) pos: Option<u64>,
+    pub(super) expected: Option<u64>,
+    /// `pos` need not be a record boundary (see [`Cursor::near`]).
+    pub(super) resync: bool,
+}
+
+impl Cursor {
+    /// A walk that begins at position `pos`, a record boundary (where the
+    /// outputs stopped, say).
+    pub fn at(pos: u64) -> Cursor {
+        Cursor {
+            pos: Some(pos),
+            expected: None,
+            resync: false,
+        }
+    }
+
+    /// A walk that begins at the first record that validates whole at or
+    /// after position `pos`, which need not be a record boundary (a dump
+    /// of the ring's newest bytes): found as a record after damage is, and
+    /// the bytes passed over to it are not damage, so not reported.
+    pub fn near(pos: u64) -> Cursor {
+        Cursor {
+            pos: Some(pos),
+            expected: None,
+            resync: true,
+        }
+    }
+
+    /// The position of the next record, once a walk has been made.
+    pub fn pos(&self) -> Option<u64> {
+        self.pos
+    }
+}
+
+/// Stack buffers for one record and its rendered text, filled anew for
+/// each record: made once per walk (clearing them per record cost more
+/// than the rest of the walk), and kept by a reader that reads records one
+/// at a time (an error's context) across its reads.
+pub struct Buffers {
+    pub(super) record: [u8; RECORD_MAX],
+    pub(super) text: [u8; MESSAGE_MAX],
+}
+
+impl Buffers {
+    pub fn new() -> Buffers {
+        Buffers {
+            record: [0; RECORD_MAX],
+            text: [0; MESSAGE_MAX],
+        }
+    }
+
+    /// A set on the heap, made once, for a reader that keeps one (an
+    /// error's context, read on a caller's stack, which may be small);
+    /// None without the memory.
+    pub fn on_heap() -> Option<Box<Buffers>> {
+        let layout = std::alloc::Layout::new::<Buffers>();
+        // SAFETY: the layout is not zero-sized. A non-null result is a
+        // fresh allocation of that layout, zeroed, and all-zero bytes are
+        // a valid Buffers (two byte arrays), so the Box may own it and
+        // free it with the same layout.
+        unsafe {
+            let p = std::alloc::alloc_zeroed(layout).cast::<Buffers>();
+            (!p.is_null()).then(|| Box::from_raw(p))
+        }
+    }
+}
+
+impl Default for Buffers {
+    fn default() -> Buffers {
+        Buffers::new()
+    }
+}
