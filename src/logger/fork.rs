@@ -94,6 +94,7 @@ extern "C-unwind" fn child() {
         crate::ring::ahead::after_fork();
         sys::forget_ids_after_fork();
         super::ticker::exit::after_fork();
+        super::printer::after_fork();
         sys::alloc::after_fork();
         crash::after_fork();
         // The control socket is the parent's; the child opens its own if

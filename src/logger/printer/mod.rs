@@ -110,6 +110,12 @@ pub fn lock_of(printer: &'static Mutex<Printer>) -> MutexGuard<'static, Printer>
 /// Threads waiting for a printer's lock (see [`make_way`]).
 static WAITING: AtomicU32 = AtomicU32::new(0);
 
+/// In a forked child: the threads of the parent's that waited for the
+/// printer's lock are not here (each step would make way for them).
+pub fn after_fork() {
+    WAITING.store(0, Ordering::SeqCst);
+}
+
 /// Between two steps of a walk that lets go of the printer's lock: a
 /// thread that waits for it takes it first, for a millisecond at most.
 /// std's lock is not fair: the walker would take it back before the waiter
