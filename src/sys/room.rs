@@ -11,12 +11,17 @@ pub const ROOM_WAIT_MS: u64 = 5_000;
 /// Waits at most `ms` milliseconds for `fd` to take more (poll(2),
 /// POLLOUT; a connected datagram socket's reader has room in its queue).
 /// A signal or an error ends the wait early: the caller tries again.
+/// poll(2) is a cancellation point, as a write is: a cancel pending for a
+/// caller that waits here acts as its vlog call returns, never inside it
+/// (an unwind through the call's frames would abort the process).
 pub fn wait_writable(fd: c_int, ms: u64) {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLOUT,
         revents: 0,
     };
+    let cancelability = super::cancel::point();
     // SAFETY: one valid pollfd.
     unsafe { libc::poll(&mut pfd, 1, ms.min(i32::MAX as u64) as c_int) };
+    super::cancel::restore(cancelability);
 }

@@ -76,6 +76,21 @@ fn a_thread_cancelled_while_it_logs_leaves_vlog_whole() {
 }
 
 #[test]
+fn a_cancel_while_a_caller_waits_for_a_full_pipe_acts_as_the_call_returns() {
+    let exe = build("cancel_room", Link::Static);
+    let out = run_with(
+        &exe,
+        &[],
+        &[
+            ("VLOG_WRITER", "caller"),
+            ("VLOG_OUTPUTS", "2:stderr"),
+            ("VLOG_LEVEL", "2"),
+        ],
+    );
+    assert_ok("cancel_room", &out);
+}
+
+#[test]
 fn every_entry_point_works_while_its_thread_exits() {
     let exe = build("thread_exit", Link::Static);
     let log = scratch_dir("thread_exit.d").join("log");
