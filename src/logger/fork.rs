@@ -112,6 +112,10 @@ extern "C-unwind" fn child() {
             // what came before.
             let next_seq = state.stats().recorded;
             printer.restart_contexts(next_seq);
+            // A configuration call another thread was making is not the
+            // child's: what may wait for the outputs is not bounded for it.
+            state.configuring = 0;
+            state.bound_unprinted();
             // Replaced rings too: one a record was in flight in when it
             // was replaced is kept until the record is done, which in the
             // child it never is.

@@ -115,3 +115,18 @@ fn processes_sharing_a_ring_file_lose_nothing() {
         }
     }
 }
+
+#[test]
+fn a_child_forked_during_a_configuration_call_is_not_bound_by_it() {
+    let exe = build("fork_configuring", Link::Static);
+    let out = run_with(
+        &exe,
+        &[],
+        &[
+            ("VLOG_LEVEL", "2"),
+            ("VLOG_BUFFER_SIZE", "8M"),
+            ("VLOG_OUTPUTS", "2:stderr"),
+        ],
+    );
+    assert_ok("fork_configuring", &out);
+}
