@@ -2,8 +2,10 @@
 //! body of every crash dump. No allocation and no lock, only write(2), so the
 //! crash handler can use it.
 
+use crate::output::at_crash;
 use crate::ring::layout::Stats;
 use crate::ring::reader::{read_from, Cursor};
+use crate::ring::record::RECORD_MAX;
 use crate::ring::{published, Entry, Region};
 use crate::sys::{self, FdKind};
 use crate::text::line::render_line;
@@ -15,7 +17,9 @@ use crate::text::{Bounded, ChunkSink, Sink};
 /// record takes 48 bytes at least, so a dump has at most 8,192 lines of
 /// records (about 4,400 of three arguments): under journald's default
 /// burst, 10,000 lines in 30 s, past which it drops the newest lines, the
-/// ones that matter. A ring of 8 MiB holds 94,000 records. The whole ring
+/// ones that matter. A ring of 8 MiB holds 94,000 records. (While an
+/// output may hold lines, a dump has every record: see [`records`].) The
+/// whole ring
 /// is read from a ring file (`vlog-dump`), or a running process
 /// (`vlog_dump`, `vlog-ctl dump`).
 pub const DUMP_BYTES: u64 = 384 * 1024;
@@ -32,17 +36,33 @@ pub fn entries(region: &impl Region, sink: &mut impl Sink) -> u64 {
 /// are in the dump only), after a line that says how many older records
 /// are left out. The cut is a position, not a count of records: a damaged
 /// count cannot hide the newest records (a damaged `unwritten` can only
-/// keep more), and the older ones are not read at all (a thread that logs
-/// meanwhile could lap a reader that walked them).
+/// keep more). The first record dumped is found by its place in a walk of
+/// headers from a place that is a record's start for certain (the oldest
+/// record, or the start of the data area in the lap of the cut: a record
+/// never wraps), never by what a place holds: a record's arguments may
+/// look like a record whole (a packet logged as integers), and would be
+/// printed as one. The older records are not rendered (a thread that logs
+/// meanwhile could lap a reader that rendered them). Only a walk stopped
+/// by damage before the cut starts at the first record that validates
+/// whole past it, as a walk past damage does.
 pub fn newest(region: &impl Region, unwritten: u64, sink: &mut impl Sink) -> u64 {
-    let (head, tail) = (region.head(), region.tail());
-    let from = tail.saturating_sub(DUMP_BYTES).min(unwritten);
-    if from <= head {
+    let (head, tail, size) = (region.head(), region.tail(), region.data_size());
+    let cut = tail.saturating_sub(DUMP_BYTES).min(unwritten);
+    if cut <= head || size == 0 {
         return entries(region, sink);
     }
     let mut oldest = None;
     crate::ring::scan::scan(region, head, head + 1, |_, h, _| oldest = Some(h.seq));
-    entries_from(region, Cursor::near(from), Some(oldest), sink)
+    let mut first = None;
+    let walk_from = (cut - cut % size).max(head);
+    let until = cut.saturating_add(RECORD_MAX as u64 + 8);
+    crate::ring::scan::scan(region, walk_from, until, |pos, _, _| {
+        if pos >= cut && first.is_none() {
+            first = Some(pos);
+        }
+    });
+    let from = first.map_or(Cursor::near(cut), Cursor::at);
+    entries_from(region, from, Some(oldest), sink)
 }
 
 /// Renders the entries of `region` from `from`; `left_out`: a line to say
@@ -175,7 +195,10 @@ pub fn records(sink: &mut impl Sink) {
     sink.put(b"vlog: ring, oldest first:\n");
     let count = published::read(|view| {
         view.map_or(0, |v| {
+            // Lines an output still holds lie before `printed`: the dump
+            // is their only other copy, so then it has every record.
             let unwritten = match v.printed() {
+                _ if !at_crash::all_lines_seen() => 0,
                 printed if printed < v.marked_end() => printed,
                 _ => u64::MAX,
             };
@@ -226,4 +249,68 @@ pub fn say_line(make: impl FnOnce(&mut Bounded)) {
         // SAFETY: `buf` holds `len + 1` initialised bytes.
         let _ = unsafe { libc::write(handle.raw(), buf.as_ptr().cast(), len + 1) };
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::priority::Priority;
+    use crate::record::Record;
+    use crate::ring::Ring;
+
+    /// A record's message may hold the bytes of another whole record (a
+    /// packet logged as it came): a dump of the newest records starts at
+    /// a record a walk of headers reached, never at a place that merely
+    /// validates, so the record inside is never printed as one.
+    #[test]
+    fn a_record_inside_a_message_is_never_dumped_as_one() {
+        // The forged record's bytes, as a ring stores it.
+        let forged = Record {
+            priority: Priority::Error,
+            seq: 1_000_000,
+            ..Record::sample(b"FORGED: root login accepted")
+        };
+        let mut small = Ring::new(64 * 1024).unwrap();
+        small.append_call(&forged, false, false).unwrap();
+        let len = Ring::call_len(&forged, false);
+        let mut bytes = vec![0u8; len];
+        small.view().copy(0, &mut bytes);
+        // Carriers: the forged bytes at the end of each message, in a ring
+        // of 1 MiB, full.
+        let mut message = vec![b'A'; 200];
+        message.extend_from_slice(&bytes);
+        let mut ring = Ring::new(1 << 20).unwrap();
+        for _ in 0..6000 {
+            ring.append_call(&Record::sample(&message), false, false)
+                .unwrap();
+        }
+        // Where a walk from a place that merely validates finds it: the
+        // forged record is whole in the ring (the test can fail).
+        let view = ring.view();
+        let tail = Region::tail(&view);
+        let mut found = 0;
+        for back in (DUMP_BYTES..DUMP_BYTES + 2048).step_by(8) {
+            let mut text = Vec::new();
+            entries_from(&view, Cursor::near(tail - back), None, &mut text);
+            found += usize::from(String::from_utf8_lossy(&text).contains(": error : src : "));
+        }
+        assert!(found > 0, "the forged record never validated");
+        // The dump, whatever the cut: never.
+        for shift in 0..40 {
+            let mut text = Vec::new();
+            let n = newest(&ring.view(), u64::MAX, &mut text);
+            let text = String::from_utf8_lossy(&text);
+            assert!(
+                !text.contains(": error : src : "),
+                "shift {shift}: {}",
+                &text[..300]
+            );
+            assert!(
+                n > 1000 && text.contains(" older records are left out"),
+                "{n}"
+            );
+            ring.append_call(&Record::sample(b"shift"), false, false)
+                .unwrap();
+        }
+    }
 }

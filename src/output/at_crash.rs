@@ -235,6 +235,28 @@ pub fn publish_notes(
     }
 }
 
+/// Some output in force keeps lines the crash handler sees nothing of (a
+/// remote syslog or fluent output's queue): see [`all_lines_seen`].
+static UNSEEN: AtomicBool = AtomicBool::new(false);
+
+/// Publishes whether some output in force queues lines that are neither a
+/// file's nor a datagram output's (see [`all_lines_seen`]).
+pub fn publish_unseen(unseen: bool) {
+    UNSEEN.store(unseen, Ordering::SeqCst);
+}
+
+/// Whether every line the outputs were handed before `printed` has left
+/// the process: no output queues lines the crash handler cannot see, and
+/// no datagram output holds any for a slow reader. Only then may a dump
+/// leave out records before `printed`, which are the only other copy of
+/// lines still held. Async-signal-safe.
+pub fn all_lines_seen() -> bool {
+    !UNSEEN.load(Ordering::SeqCst)
+        && NOTES
+            .iter()
+            .all(|n| n.fd.load(Ordering::Acquire) < 0 || n.held.load(Ordering::Relaxed) == 0)
+}
+
 /// The datagram outputs published, for the crash handler, and the
 /// program's name (into `ident`; its length returned). Async-signal-safe.
 pub fn notes(ident: &mut [u8; 64], mut visit: impl FnMut(NoteTarget, &[u8])) {

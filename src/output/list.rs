@@ -204,6 +204,10 @@ impl Outputs {
             .iter_mut()
             .filter_map(Output::for_crash_note)
             .collect();
+        // (Past the crash handler's slots, an output's lines are unseen.)
+        let files = self.list.iter().filter(|o| o.for_crash().is_some()).count();
+        let seen = files.min(at_crash::SLOTS) + notes.len().min(at_crash::SLOTS);
+        at_crash::publish_unseen(seen < self.list.len());
         at_crash::publish_notes(notes.into_iter(), &crate::sys::program_name());
     }
 

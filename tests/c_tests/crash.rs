@@ -708,7 +708,12 @@ fn a_full_dump_file_is_emptied_for_the_newest_dump() {
         let out = run_with(
             &exe,
             &["recover"],
-            &[("VLOG_DUMP", spec.as_str()), ("HANDBACK_MODE", "recover")],
+            // A ring whose limit is the least, 16 MiB (`dump_file_cap`).
+            &[
+                ("VLOG_DUMP", spec.as_str()),
+                ("HANDBACK_MODE", "recover"),
+                ("VLOG_BUFFER_SIZE", "64K"),
+            ],
         );
         assert!(
             out.status.success(),
@@ -889,4 +894,35 @@ fn a_signal_the_program_ignored_is_dumped_and_the_program_goes_on() {
     assert_eq!(text(&out.stdout), "went on\n");
     let dumped = std::fs::read_to_string(&dump).unwrap_or_default();
     assert!(dumped.contains("vlog: fatal signal SIGTRAP"), "{dumped}");
+}
+
+/// Lines a journald output holds for a full queue at a crash are in the
+/// dump, every one, though more than the dump's 384 KiB of records came
+/// after them (`dump_held.c`, in a mount namespace of its own whose
+/// journal socket is the program's: root only).
+#[test]
+fn a_crash_dump_has_the_lines_an_output_held() {
+    if signal_test_skipped() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        say_skipped("a journal socket of the test's own needs root");
+        return;
+    }
+    let exe = build("dump_held", Link::Static);
+    let dump = scratch_dir("dump-held.d").join("stderr");
+    let out = Command::new("unshare")
+        .args(["--mount", "sh", "-c"])
+        .arg(
+            "mkdir -p /run/systemd/journal && mount -t tmpfs none /run/systemd/journal && \
+             exec \"$0\" \"$1\"",
+        )
+        .arg(&exe)
+        .arg(&dump)
+        .env("VLOG_BUFFER_SIZE", "1M")
+        .env_remove("VLOG_OUTPUTS")
+        .output()
+        .unwrap();
+    assert_ok("dump_held", &out);
 }
