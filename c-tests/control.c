@@ -142,7 +142,7 @@ static void commands(const char *dir)
     CHECK_HAS(r, "VLOG_LEVEL=3\n");
     CHECK_HAS(r, "VLOG_FILTERS=''\n");
     CHECK_HAS(r, "VLOG_OUTPUTS=''\n");
-    CHECK_HAS(r, "VLOG_BUFFER_SIZE=65536\n");
+    CHECK_HAS(r, "VLOG_BUFFER_SIZE=8388608\n");
     CHECK_HAS(r, "VLOG_CONTROL=");
     CHECK_HAS(r, "ctl.sock\n");
     free(r);
@@ -188,8 +188,8 @@ static void commands(const char *dir)
     expect("reopen now", "error: reopen takes no argument");
 
     /* Stats, help, JSON, unknown commands. */
-    expect("stats", "ok\nbuffer_size 65536\nrecords ");
-    expect("--json stats", "{\"ok\":true,\"buffer_size\":65536,\"records\":");
+    expect("stats", "ok\nbuffer_size 8388608\nrecords ");
+    expect("--json stats", "{\"ok\":true,\"buffer_size\":8388608,\"records\":");
     expect("--json show", "\"VLOG_LEVEL\":\"2\"");
     expect("--json filters 9:x", "{\"ok\":false,\"error\":\"invalid priority '9'");
     expect("frobnicate", "error: unknown command 'frobnicate'");

@@ -20,7 +20,7 @@ use crate::ring::check_size;
 use filter::Filters;
 
 pub const DEFAULT_LEVEL: Priority = Priority::Warning;
-pub const DEFAULT_BUFFER_SIZE: usize = 64 * 1024;
+pub const DEFAULT_BUFFER_SIZE: usize = 8 * 1024 * 1024;
 
 /// Parses `VLOG_BUFFER_SIZE`: decimal bytes with an optional K, M or G suffix
 /// (binary multiples, either case). Range checks belong to the ring.

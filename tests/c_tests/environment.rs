@@ -46,7 +46,7 @@ fn env_flight_recorder_configuration() {
         "{dump:?}"
     );
     assert!(!dump.contains("util debug"), "{dump:?}");
-    assert!(dump.contains("buffer_size=65536\n"), "{dump:?}");
+    assert!(dump.contains("buffer_size=8388608\n"), "{dump:?}");
 }
 
 #[test]
@@ -91,12 +91,12 @@ fn env_bad_values_warn_once_and_keep_defaults() {
             "no warning for {var} naming {token}: {stderr}"
         );
     }
-    // Defaults: warning level, stderr output, 64K ring.
+    // Defaults: warning level, stderr output, 8M ring.
     assert!(
         stderr.contains(" : qemu warning\n") && !stderr.contains("qemu info"),
         "{stderr:?}"
     );
-    assert!(dump.contains("buffer_size=65536\n"), "{dump:?}");
+    assert!(dump.contains("buffer_size=8388608\n"), "{dump:?}");
     assert!(!dump.contains("qemu debug"), "{dump:?}");
     // vlog_init said so: 1, and vlog_last_error() names the first refusal.
     let refused = "refused=ignoring VLOG_LEVEL: invalid level 'loud': use 1-4 or debug, info, \
@@ -223,7 +223,7 @@ fn env_ignored_when_setuid() {
         "{stderr}"
     );
     assert!(
-        text(&out.stdout).contains("buffer_size=65536\n"),
+        text(&out.stdout).contains("buffer_size=8388608\n"),
         "{:?}",
         text(&out.stdout)
     );

@@ -105,7 +105,7 @@ fn ring_file_is_reused_and_a_foreign_file_never_overwritten() {
         "precious data\n"
     );
     assert!(
-        dump.contains("buffer_size=65536\n"),
+        dump.contains("buffer_size=8388608\n"),
         "still a ring in memory: {dump}"
     );
 }
