@@ -239,6 +239,18 @@ pub fn publish_notes(
 /// remote syslog or fluent output's queue): see [`all_lines_seen`].
 static UNSEEN: AtomicBool = AtomicBool::new(false);
 
+/// Some output (or one replaced) holds lines it was handed for a slow
+/// reader (a pipe, a socket, a full datagram queue): see [`all_lines_seen`].
+static HOLDING: AtomicBool = AtomicBool::new(false);
+
+/// Publishes whether some output holds lines for a slow reader, after each
+/// step of the outputs' walk and each send of what they hold, while they
+/// are busy (so the crash handler, which waits for a step to end, sees
+/// what that step left held).
+pub fn publish_holding(holding: bool) {
+    HOLDING.store(holding, Ordering::SeqCst);
+}
+
 /// Publishes whether some output in force queues lines that are neither a
 /// file's nor a datagram output's (see [`all_lines_seen`]).
 pub fn publish_unseen(unseen: bool) {
@@ -247,11 +259,12 @@ pub fn publish_unseen(unseen: bool) {
 
 /// Whether every line the outputs were handed before `printed` has left
 /// the process: no output queues lines the crash handler cannot see, and
-/// no datagram output holds any for a slow reader. Only then may a dump
-/// leave out records before `printed`, which are the only other copy of
-/// lines still held. Async-signal-safe.
+/// none (nor one replaced) holds any for a slow reader. Only then may a
+/// dump leave out records before `printed`, which are the only other copy
+/// of lines still held. Async-signal-safe.
 pub fn all_lines_seen() -> bool {
     !UNSEEN.load(Ordering::SeqCst)
+        && !HOLDING.load(Ordering::SeqCst)
         && NOTES
             .iter()
             .all(|n| n.fd.load(Ordering::Acquire) < 0 || n.held.load(Ordering::Relaxed) == 0)

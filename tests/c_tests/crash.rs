@@ -926,3 +926,22 @@ fn a_crash_dump_has_the_lines_an_output_held() {
         .unwrap();
     assert_ok("dump_held", &out);
 }
+
+/// Lines a stderr output holds for a full pipe at a crash are in the dump
+/// or the pipe, every one, though more than the dump's 384 KiB of records
+/// came after them (`dump_held_pipe.c`).
+#[test]
+fn a_crash_dump_has_the_lines_a_pipe_output_held() {
+    if signal_test_skipped() {
+        return;
+    }
+    let exe = build("dump_held_pipe", Link::Static);
+    let dump = scratch_dir("dump-held-pipe.d").join("dump");
+    let target = format!("file:{}", dump.display());
+    let out = run_with(
+        &exe,
+        &[dump.to_str().unwrap()],
+        &[("VLOG_DUMP", &target), ("VLOG_BUFFER_SIZE", "1M")],
+    );
+    assert_ok("dump_held_pipe", &out);
+}

@@ -158,7 +158,8 @@ impl Printer {
     pub fn send_held(&mut self) {
         let Printer { outputs, said, .. } = self;
         crate::output::at_crash::while_busy(|| {
-            outputs.print_all(|outputs| outputs.send_held(said))
+            outputs.print_all(|outputs| outputs.send_held(said));
+            crate::output::at_crash::publish_holding(outputs.waiting().is_some());
         });
     }
 }

@@ -237,6 +237,9 @@ impl Printer {
                     done = Some(due.seq());
                 }
                 outputs.flush(|event| said.push(event));
+                // Before `printed` moves past them: lines held are in a
+                // crash dump (`crash::dump::records`).
+                at_crash::publish_holding(outputs.waiting().is_some());
                 if let Some(pos) = cursor.pos().filter(|&pos| Some(pos) != from) {
                     view.set_printed(pos);
                 }
