@@ -213,21 +213,22 @@ pub fn thaw() {
 /// dumps, nor a forked child (which has no dumping thread). Returns at once
 /// when no dump runs. No cancel acts inside the wait. Async-signal-safe.
 pub fn wait_while_dumped() {
-    use std::sync::atomic::Ordering::SeqCst;
-    if !at_crash::frozen() {
-        return;
-    }
-    // SAFETY: gettid has no preconditions.
-    let me = unsafe { libc::gettid() };
-    let dumping = || matches!(super::DUMPER.load(SeqCst), d if d > 0 && d != me);
-    if !dumping() {
+    if !at_crash::frozen() || !dumped_elsewhere() {
         return;
     }
     let cancelability = sys::cancel::off();
-    while at_crash::frozen() && dumping() {
+    while at_crash::frozen() && dumped_elsewhere() {
         sys::nap(1);
     }
     sys::cancel::restore(cancelability);
+}
+
+/// Whether a thread other than the caller is dumping a crash now (it
+/// claimed the dump before it stopped the outputs). Async-signal-safe.
+pub fn dumped_elsewhere() -> bool {
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    matches!(super::DUMPER.load(std::sync::atomic::Ordering::SeqCst), d if d > 0 && d != me)
 }
 
 /// In a forked child, which has only the forking thread: no other thread of

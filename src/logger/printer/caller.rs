@@ -208,17 +208,15 @@ pub fn make_room() -> (Vec<Said>, bool) {
     }
     let after = place();
     let said = printer.done_for_caller();
-    if crate::output::at_crash::frozen() {
-        // Nothing moved because a crash stopped the outputs, not because
-        // they cannot read on: overwriting the line they stopped at would
-        // lose it before the crash handler wrote it. The caller waits for
-        // the dump (or a moment, until it begins), then tries again.
+    if crate::output::at_crash::frozen() && crate::crash::pending::dumped_elsewhere() {
+        // Nothing moved because a crash another thread dumps stopped the
+        // outputs, not because they cannot read on: overwriting the line
+        // they stopped at would lose it before the crash handler wrote
+        // it. The caller waits for the dump, then tries again. (On the
+        // dumping thread itself, a handler of the program's that logs,
+        // or once the dump is over, waiting would be for ever.)
         drop(printer);
         crate::crash::pending::wait_while_dumped();
-        // (No cancel acts in the nap: it is inside the caller's call.)
-        let cancelability = crate::sys::cancel::off();
-        crate::sys::nap(1);
-        crate::sys::cancel::restore(cancelability);
         return (said, false);
     }
     let stuck = after == before && after.is_some_and(|(printed, end)| printed < end);
