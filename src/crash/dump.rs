@@ -4,7 +4,7 @@
 
 use crate::output::at_crash;
 use crate::ring::layout::Stats;
-use crate::ring::reader::{read_from, Cursor};
+use crate::ring::reader::{read_from, read_with, Buffers, Cursor};
 use crate::ring::record::RECORD_MAX;
 use crate::ring::{published, Entry, Region};
 use crate::sys::{self, FdKind};
@@ -54,15 +54,52 @@ pub fn newest(region: &impl Region, unwritten: u64, sink: &mut impl Sink) -> u64
     let mut oldest = None;
     crate::ring::scan::scan(region, head, head + 1, |_, h, _| oldest = Some(h.seq));
     let mut first = None;
-    let walk_from = (cut - cut % size).max(head);
+    let mut walk_from = (cut - cut % size).max(head);
     let until = cut.saturating_add(RECORD_MAX as u64 + 8);
-    crate::ring::scan::scan(region, walk_from, until, |pos, _, _| {
-        if pos >= cut && first.is_none() {
-            first = Some(pos);
+    // A few damaged spans are passed over as a reader passes them (on at
+    // the next record that validates whole, then by headers again); more
+    // than that, and the dump starts at the first record that validates
+    // past the cut.
+    for _ in 0..8 {
+        let mut end = walk_from;
+        crate::ring::scan::scan(region, walk_from, until, |pos, h, _| {
+            if pos >= cut && first.is_none() {
+                first = Some(pos);
+            }
+            end = pos + h.len as u64;
+        });
+        if first.is_some() || end >= cut {
+            break;
         }
-    });
+        match record_after(region, end) {
+            Some(next) if next > end && next < cut => walk_from = next,
+            Some(next) if next >= cut => {
+                first = Some(next);
+                break;
+            }
+            _ => break,
+        }
+    }
     let from = first.map_or(Cursor::near(cut), Cursor::at);
     entries_from(region, from, Some(oldest), sink)
+}
+
+/// Where the first record that validates whole after the damage at `pos`
+/// begins, as a reader finds it (one record rendered). Not inlined: its
+/// buffers and the dump's walk's are never on the stack at once (the crash
+/// handler's alternate stack may be 40 KiB).
+#[inline(never)]
+fn record_after(region: &impl Region, pos: u64) -> Option<u64> {
+    let mut buffers = Buffers::new();
+    let cursor = read_with(
+        region,
+        Cursor::at(pos),
+        u64::MAX,
+        &mut buffers,
+        false,
+        |entry, _| !matches!(entry, Entry::Record(_)),
+    );
+    cursor.pos()
 }
 
 /// Renders the entries of `region` from `from`; `left_out`: a line to say
@@ -312,5 +349,53 @@ mod tests {
             ring.append_call(&Record::sample(b"shift"), false, false)
                 .unwrap();
         }
+    }
+
+    /// Damage that stops the walk of headers before the cut is passed over
+    /// as a reader passes it, and the walk goes on by headers: the dump
+    /// still starts at a record, never at a record inside a message.
+    #[test]
+    fn damage_before_the_cut_brings_no_record_inside_a_message() {
+        let forged = Record {
+            priority: Priority::Error,
+            seq: 1_000_000,
+            ..Record::sample(b"FORGED: root login accepted")
+        };
+        let mut small = Ring::new(64 * 1024).unwrap();
+        small.append_call(&forged, false, false).unwrap();
+        let mut bytes = vec![0u8; Ring::call_len(&forged, false)];
+        small.view().copy(0, &mut bytes);
+        let mut message = vec![b'A'; 200];
+        message.extend_from_slice(&bytes);
+        let dir = std::env::temp_dir().join(format!("vlog-dump-damage-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ring");
+        let mut ring = Ring::create_file(&path, 1 << 20, None, false).unwrap();
+        for _ in 0..3000 {
+            ring.append_call(&Record::sample(&message), false, false)
+                .unwrap();
+        }
+        // Zeros 200 KiB before the cut, through the file the ring maps.
+        let tail = Region::tail(&ring.view());
+        let at = ((tail - DUMP_BYTES - 200 * 1024) % (1 << 20)) as usize;
+        let data = std::fs::metadata(&path).unwrap().len() as usize - (1 << 20);
+        let mut file = std::fs::read(&path).unwrap();
+        file[data + at..data + at + 300].fill(0);
+        std::fs::write(&path, &file).unwrap();
+        for shift in 0..40 {
+            let mut text = Vec::new();
+            let n = newest(&ring.view(), u64::MAX, &mut text);
+            let text = String::from_utf8_lossy(&text);
+            assert!(
+                !text.contains(": error : src : "),
+                "shift {shift}: {}",
+                &text[..300]
+            );
+            assert!(n > 1000, "{n}");
+            ring.append_call(&Record::sample(b"shift"), false, false)
+                .unwrap();
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
