@@ -12,9 +12,9 @@ use crate::record::Record;
 /// configuration call is under way (`Ring::bound_unprinted`). Such a call
 /// has the outputs write what waits under the outputs in force, with the
 /// logger's lock held (those lines are theirs), and every thread that logs
-/// waits for it: with 8 MiB waiting that was 14-41 ms (`bench-c/resolve.sh`
-/// with `VLOG_BUFFER_SIZE=8M`). Outside such calls the whole ring absorbs a
-/// burst.
+/// waits for it: with 8 MiB waiting a logging call waited 21-25 ms
+/// (`bench-c/resolve.sh` with `VLOG_BUFFER_SIZE=8M`). Outside such calls
+/// the whole ring absorbs a burst.
 pub const UNPRINTED_MAX: u64 = 64 * 1024;
 
 impl Ring {
