@@ -19,8 +19,7 @@ use crate::text::{Bounded, ChunkSink, Sink};
 /// burst, 10,000 lines in 30 s, past which it drops the newest lines, the
 /// ones that matter. A ring of 8 MiB holds 94,000 records. (While an
 /// output may hold lines, a dump has every record: see [`records`].) The
-/// whole ring
-/// is read from a ring file (`vlog-dump`), or a running process
+/// whole ring is read from a ring file (`vlog-dump`), or a running process
 /// (`vlog_dump`, `vlog-ctl dump`).
 pub const DUMP_BYTES: u64 = 384 * 1024;
 
@@ -42,9 +41,10 @@ pub fn entries(region: &impl Region, sink: &mut impl Sink) -> u64 {
 /// never wraps), never by what a place holds: a record's arguments may
 /// look like a record whole (a packet logged as integers), and would be
 /// printed as one. The older records are not rendered (a thread that logs
-/// meanwhile could lap a reader that rendered them). Only a walk stopped
-/// by damage before the cut starts at the first record that validates
-/// whole past it, as a walk past damage does.
+/// meanwhile could lap a reader that rendered them). Damage that stops the
+/// walk is passed over as a reader passes it, on at the next record that
+/// validates whole; only past eight damaged spans does the dump start at
+/// the first record that validates past the cut.
 pub fn newest(region: &impl Region, unwritten: u64, sink: &mut impl Sink) -> u64 {
     let (head, tail, size) = (region.head(), region.tail(), region.data_size());
     let cut = tail.saturating_sub(DUMP_BYTES).min(unwritten);
