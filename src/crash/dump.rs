@@ -295,13 +295,9 @@ mod tests {
     use crate::record::Record;
     use crate::ring::Ring;
 
-    /// A record's message may hold the bytes of another whole record (a
-    /// packet logged as it came): a dump of the newest records starts at
-    /// a record a walk of headers reached, never at a place that merely
-    /// validates, so the record inside is never printed as one.
-    #[test]
-    fn a_record_inside_a_message_is_never_dumped_as_one() {
-        // The forged record's bytes, as a ring stores it.
+    /// A message that ends with the bytes of a whole error record, as a
+    /// ring stores it (a packet logged as it came).
+    fn carrier_message() -> Vec<u8> {
         let forged = Record {
             priority: Priority::Error,
             seq: 1_000_000,
@@ -309,13 +305,21 @@ mod tests {
         };
         let mut small = Ring::new(64 * 1024).unwrap();
         small.append_call(&forged, false, false).unwrap();
-        let len = Ring::call_len(&forged, false);
-        let mut bytes = vec![0u8; len];
+        let mut bytes = vec![0u8; Ring::call_len(&forged, false)];
         small.view().copy(0, &mut bytes);
-        // Carriers: the forged bytes at the end of each message, in a ring
-        // of 1 MiB, full.
         let mut message = vec![b'A'; 200];
         message.extend_from_slice(&bytes);
+        message
+    }
+
+    /// A record's message may hold the bytes of another whole record (a
+    /// packet logged as it came): a dump of the newest records starts at
+    /// a record a walk of headers reached, never at a place that merely
+    /// validates, so the record inside is never printed as one.
+    #[test]
+    fn a_record_inside_a_message_is_never_dumped_as_one() {
+        // Carriers in a ring of 1 MiB, full.
+        let message = carrier_message();
         let mut ring = Ring::new(1 << 20).unwrap();
         for _ in 0..6000 {
             ring.append_call(&Record::sample(&message), false, false)
@@ -356,17 +360,7 @@ mod tests {
     /// still starts at a record, never at a record inside a message.
     #[test]
     fn damage_before_the_cut_brings_no_record_inside_a_message() {
-        let forged = Record {
-            priority: Priority::Error,
-            seq: 1_000_000,
-            ..Record::sample(b"FORGED: root login accepted")
-        };
-        let mut small = Ring::new(64 * 1024).unwrap();
-        small.append_call(&forged, false, false).unwrap();
-        let mut bytes = vec![0u8; Ring::call_len(&forged, false)];
-        small.view().copy(0, &mut bytes);
-        let mut message = vec![b'A'; 200];
-        message.extend_from_slice(&bytes);
+        let message = carrier_message();
         let dir = std::env::temp_dir().join(format!("vlog-dump-damage-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
