@@ -6,9 +6,13 @@
  *                             then 3000 more (several batches), vlog_flush
  *   fluent later OUTPUTS      10 records with no receiver there, a wait of
  *                             2.5 s (the driver starts one), 10 more
- *   fluent flood OUTPUTS N    N records to a receiver that never acknowledges:
- *                             each call returns, what overflows the queue is
- *                             counted; prints the count
+ *   fluent flood OUTPUTS N [GO]  N records to a receiver that never
+ *                             acknowledges: each call returns, what overflows
+ *                             the queue is counted; prints the count. With GO:
+ *                             first records until the queue has overflowed
+ *                             (the receiver has not begun to read), then GO
+ *                             is made (it begins to read, slowly), then the N
+ *                             records
  *   fluent refused OUTPUTS    bad and unusable output strings refused, with
  *                             nothing connected to the receiver in OUTPUTS
  *   fluent fork OUTPUTS       "parent before" batched, a fork; the child logs
@@ -88,11 +92,33 @@ static void later(void)
     CHECK(vlog_flush() == 0);
 }
 
-static void flood(long n)
+static void flood(long n, const char *go)
 {
     vlog_stats st;
+    long i = 0;
+    int fd;
 
-    for (long i = 0; i < n; i++)
+    /* The queue fills because the receiver reads nothing until GO exists,
+     * however slowly this program runs (valgrind, a busy machine). The
+     * bound only turns a queue that never fills into a failure that says
+     * so rather than a timeout. */
+    while (go != NULL) {
+        for (long j = 0; j < 100; j++, i++)
+            VLOG_INFO("flood %ld with some text to fill the queue faster, %s", i,
+                      "0123456789012345678901234567890123456789");
+        CHECK(vlog_get_stats(&st) == 0);
+        if (st.output_lines_lost == 0 && i < 10000000)
+            continue;
+        if (st.output_lines_lost == 0) {
+            printf("never full after %ld records\n", i);
+            return;
+        }
+        fd = open(go, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        CHECK(fd >= 0);
+        close(fd);
+        break;
+    }
+    for (long j = 0; j < n; j++, i++)
         VLOG_INFO("flood %ld with some text to fill the queue faster, %s", i,
                   "0123456789012345678901234567890123456789");
     CHECK(vlog_get_stats(&st) == 0);
@@ -278,8 +304,8 @@ int main(int argc, char **argv)
         records();
     else if (strcmp(argv[1], "later") == 0)
         later();
-    else if (strcmp(argv[1], "flood") == 0 && argc == 4)
-        flood(atol(argv[3]));
+    else if (strcmp(argv[1], "flood") == 0 && (argc == 4 || argc == 5))
+        flood(atol(argv[3]), argc == 5 ? argv[4] : NULL);
     else if (strcmp(argv[1], "fork") == 0)
         forked();
     else if (strcmp(argv[1], "flushing") == 0)
@@ -291,7 +317,7 @@ int main(int argc, char **argv)
     else if (strcmp(argv[1], "exit") == 0)
         exits();
     else
-        CHECK(!"a mode: records, later, flood N, refused, fork, flushing, closefds PATH, "
+        CHECK(!"a mode: records, later, flood N [GO], refused, fork, flushing, closefds PATH, "
                "clockback, exit");
     return 0;
 }

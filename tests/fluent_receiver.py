@@ -18,13 +18,14 @@ and each acknowledgement sent a line {"acked": chunk}. A message it cannot
 decode is a line {"error": ...} and the connection is closed.
 
 Usage: fluent_receiver.py (--tcp PORTFILE [--port N] | --unix PATH) --out OUT
-         [--never-ack] [--close-after BYTES] [--slow MS]
+         [--never-ack] [--close-after BYTES] [--slow MS] [--wait-for PATH]
 PORTFILE gets the TCP port once the receiver listens (127.0.0.1, port N or
 any); each connection is a line {"connected": N}; with
 --unix, PATH.ready is made once it listens. --never-ack never answers a
 chunk; --close-after closes the first connection once it has read BYTES
 (mid-message, the sender's batch cut in two); --slow reads 4 KiB at a time
-with MS between reads.
+with MS between reads; --wait-for reads nothing of a connection until PATH
+exists (the sender's queue fills however slowly it runs).
 """
 
 import argparse
@@ -162,6 +163,9 @@ class Receiver:
         self.write({"connected": conn})
         feed = unpacker()
         read = 0
+        if self.args.wait_for:
+            while not os.path.exists(self.args.wait_for):
+                time.sleep(0.01)
         try:
             while True:
                 if self.args.slow:
@@ -216,6 +220,7 @@ def main():
     p.add_argument("--never-ack", action="store_true")
     p.add_argument("--close-after", type=int, default=0)
     p.add_argument("--slow", type=int, default=0)
+    p.add_argument("--wait-for", default="")
     Receiver(p.parse_args()).run()
 
 
