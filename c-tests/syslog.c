@@ -2,6 +2,8 @@
  * rsyslogd the driver runs on loopback (and on /dev/log when it can).
  *
  *   syslog send PORT [local]   log to udp and tcp (and /dev/log)
+ *   syslog facility PORT       a warning and an error over udp with
+ *                              ?facility=local3
  *   syslog down PORT           tcp to a collector that is not there yet: no
  *                              wait, lines counted as lost; after "go" on
  *                              stdin (the driver has started it), the
@@ -63,6 +65,16 @@ int main(int argc, char **argv)
             CHECK(waitpid(pid, &status, 0) == pid);
             CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         }
+        CHECK(lost() == 0);
+        return 0;
+    }
+    if (strcmp(argv[1], "facility") == 0) {
+        snprintf(outputs, sizeof outputs, "1:syslog:vlogfac@udp://127.0.0.1:%s?facility=local3",
+                 argv[2]);
+        CHECK(vlog_set_outputs(outputs) == 0);
+        VLOG_WARN("warning in local3");
+        VLOG_ERROR("error in local3");
+        CHECK(vlog_flush() == 0);
         CHECK(lost() == 0);
         return 0;
     }

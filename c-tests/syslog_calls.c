@@ -21,6 +21,8 @@
  *   syslog_calls handler   every signal reset to SIG_DFL, then a SIGSEGV
  *                          handler of its own installed, then a crash
  *   syslog_calls segv      a crash, with no handler of its own
+ *   syslog_calls pri       LOG_AUTHPRIV|LOG_CRIT, LOG_LOCAL3|LOG_EMERG and
+ *                          (openlog's LOG_DAEMON) LOG_NOTICE, one each
  *
  * Prints its pid first.
  */
@@ -321,6 +323,11 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "atexit") == 0) {
         openlog("calls-atexit", 0, LOG_DAEMON);
         atexit(at_exit);
+    } else if (strcmp(mode, "pri") == 0) {
+        openlog("calls-pri", 0, LOG_DAEMON);
+        syslog(LOG_AUTHPRIV | LOG_CRIT, "authpriv crit");
+        syslog(LOG_LOCAL3 | LOG_EMERG, "local3 emerg");
+        syslog(LOG_NOTICE, "daemon notice");
     } else if (strcmp(mode, "handler") == 0 || strcmp(mode, "segv") == 0) {
         crash(strcmp(mode, "handler") == 0);
     } else {

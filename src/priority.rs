@@ -123,6 +123,54 @@ impl Priority {
     }
 }
 
+/// syslog's facility names as glibc's <syslog.h> spells them (and
+/// syslog.conf(5), logger(1), rsyslog after it), by their code: the PRI is
+/// code * 8 + severity. Codes 12-15 have no name there and are not offered.
+const FACILITIES: [(&str, u8); 20] = [
+    ("kern", 0),
+    ("user", 1),
+    ("mail", 2),
+    ("daemon", 3),
+    ("auth", 4),
+    ("syslog", 5),
+    ("lpr", 6),
+    ("news", 7),
+    ("uucp", 8),
+    ("cron", 9),
+    ("authpriv", 10),
+    ("ftp", 11),
+    ("local0", 16),
+    ("local1", 17),
+    ("local2", 18),
+    ("local3", 19),
+    ("local4", 20),
+    ("local5", 21),
+    ("local6", 22),
+    ("local7", 23),
+];
+
+/// LOG_DAEMON: vlog's users are daemons.
+pub const FACILITY_DAEMON: u8 = 3;
+
+/// The code of a syslog facility by its name (`daemon`, `local3`, ...).
+pub fn facility_by_name(name: &str) -> Option<u8> {
+    FACILITIES.iter().find(|f| f.0 == name).map(|f| f.1)
+}
+
+/// The name of a facility's code, as `facility_by_name` takes it.
+pub fn facility_name(code: u8) -> Option<&'static str> {
+    FACILITIES.iter().find(|f| f.1 == code).map(|f| f.0)
+}
+
+/// The names `facility_by_name` takes, for an error message.
+pub fn facility_names() -> String {
+    FACILITIES
+        .iter()
+        .map(|f| f.0)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl fmt::Display for Priority {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -164,6 +212,21 @@ mod tests {
         for bad in ["01", "+1", " 1", "Debug", "", "0", "5"] {
             assert_eq!(Priority::parse_level(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn facilities_by_name() {
+        assert_eq!(facility_by_name("daemon"), Some(FACILITY_DAEMON));
+        assert_eq!(facility_by_name("authpriv"), Some(10));
+        assert_eq!(facility_by_name("local3"), Some(19));
+        assert_eq!(facility_by_name("local7"), Some(23));
+        for bad in ["", "Daemon", "local8", "3", "LOG_DAEMON"] {
+            assert_eq!(facility_by_name(bad), None, "{bad:?}");
+        }
+        for (name, code) in FACILITIES {
+            assert_eq!(facility_name(code), Some(name));
+        }
+        assert_eq!(facility_name(12), None);
     }
 
     #[test]

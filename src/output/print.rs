@@ -205,7 +205,11 @@ impl Output {
             Dest::Stderr => Target::Stderr,
             Dest::File(path) => Target::File(FileOutput::open(path.clone(), spec.rotate)?),
             Dest::Journald => Target::Journald(Journald::open()?),
-            Dest::Syslog { transport, ident } => Target::Syslog(Syslog::open(transport, ident)?),
+            Dest::Syslog {
+                transport,
+                ident,
+                facility,
+            } => Target::Syslog(Syslog::open(transport, ident, *facility)?),
             Dest::Fluent { peer, tag, options } => {
                 Target::Fluent(Fluent::open(peer, tag, *options)?)
             }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::rotate::{parse_file_options, Rotate};
 use crate::error::ConfigError;
-use crate::priority::Priority;
+use crate::priority::{Priority, FACILITY_DAEMON};
 
 /// What an output prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +47,10 @@ pub enum Dest {
     Syslog {
         transport: Transport,
         ident: String,
+        /// `?facility=NAME`: the facility of vlog's own records (a
+        /// syslog(3) call's record keeps the call's); `daemon` unless set,
+        /// and openlog's for `PRIO:syslog`.
+        facility: u8,
     },
     /// A Fluent forward protocol receiver (Fluentd, Fluent Bit, Vector, the
     /// OpenTelemetry Collector).
@@ -123,7 +127,7 @@ impl Spec {
         let token = self.token();
         match (self.sync, &self.dest) {
             (false, _) => token,
-            (true, Dest::Fluent { .. } | Dest::File(_)) if token.contains('?') => {
+            (true, _) if token.contains('?') => {
                 format!("{token}&sync")
             }
             (true, _) => format!("{token}?sync"),
@@ -146,12 +150,25 @@ impl Spec {
                 }
             }
             (Dest::Journald, _) => format!("{p}:journald"),
-            (Dest::Syslog { transport, ident }, _) => match transport {
-                Transport::Program => format!("{p}:syslog"),
-                Transport::Local => format!("{p}:syslog:{ident}"),
-                Transport::Udp(addr) => format!("{p}:syslog:{ident}@udp://{addr}"),
-                Transport::Tcp(addr) => format!("{p}:syslog:{ident}@tcp://{addr}"),
-            },
+            (
+                Dest::Syslog {
+                    transport,
+                    ident,
+                    facility,
+                },
+                _,
+            ) => {
+                let query = match crate::priority::facility_name(*facility) {
+                    Some(name) if *facility != FACILITY_DAEMON => format!("?facility={name}"),
+                    _ => String::new(),
+                };
+                match transport {
+                    Transport::Program => format!("{p}:syslog"),
+                    Transport::Local => format!("{p}:syslog:{ident}{query}"),
+                    Transport::Udp(addr) => format!("{p}:syslog:{ident}@udp://{addr}{query}"),
+                    Transport::Tcp(addr) => format!("{p}:syslog:{ident}@tcp://{addr}{query}"),
+                }
+            }
             (Dest::Fluent { peer, tag, options }, _) => {
                 let url = match peer {
                     FluentPeer::Tcp(addr) => format!("tcp://{addr}"),
@@ -237,6 +254,12 @@ impl Spec {
                 "malformed output '{token}': expected PRIORITY:DESTINATION"
             )));
         };
+        if dest.starts_with("syslog?") && fields.len() == 2 {
+            return Err(ConfigError::new(format!(
+                "output '{token}': PRIORITY:syslog sends with openlog's facility; \
+                 ?facility= is for PRIORITY:syslog:IDENT"
+            )));
+        }
         // libvirt's field counts; `json` (ours) takes a path or `stderr`.
         let (wanted, form) = match dest {
             "stderr" | "journald" => (2, ""),
@@ -257,6 +280,7 @@ impl Spec {
                 dest: Dest::Syslog {
                     transport: Transport::Program,
                     ident: String::new(),
+                    facility: FACILITY_DAEMON,
                 },
                 form: Form::Syslog,
                 rotate: None,
@@ -266,10 +290,14 @@ impl Spec {
         if dest == "syslog" && fields.len() >= 3 {
             // IDENT, or IDENT@udp://HOST:PORT (whose colons libvirt's field
             // count does not know about).
-            let (ident, transport) = parse_target(&fields[2..].join(":"), token)?;
+            let (ident, transport, facility) = parse_target(&fields[2..].join(":"), token)?;
             return Ok(Spec {
                 priority,
-                dest: Dest::Syslog { transport, ident },
+                dest: Dest::Syslog {
+                    transport,
+                    ident,
+                    facility,
+                },
                 form: Form::Syslog,
                 rotate: None,
                 sync: false,
@@ -328,9 +356,27 @@ impl Spec {
 }
 
 /// Parses what follows `PRIO:syslog:`: `IDENT` (local) or
-/// `IDENT@udp://HOST:PORT` / `IDENT@tcp://HOST:PORT` (HOST may be `[v6]`).
-fn parse_target(rest: &str, token: &str) -> Result<(String, Transport), ConfigError> {
+/// `IDENT@udp://HOST:PORT` / `IDENT@tcp://HOST:PORT` (HOST may be `[v6]`),
+/// then `?facility=NAME` if given.
+fn parse_target(rest: &str, token: &str) -> Result<(String, Transport, u8), ConfigError> {
     let bad = |why: &str| ConfigError::new(format!("output '{token}': {why}"));
+    let (rest, facility) = match rest.split_once('?') {
+        None => (rest, FACILITY_DAEMON),
+        Some((rest, query)) => {
+            let name = query.strip_prefix("facility=").ok_or_else(|| {
+                bad(&format!(
+                    "unknown option '{query}': a syslog output takes ?facility=NAME"
+                ))
+            })?;
+            let code = crate::priority::facility_by_name(name).ok_or_else(|| {
+                bad(&format!(
+                    "unknown facility '{name}': use {}",
+                    crate::priority::facility_names()
+                ))
+            })?;
+            (rest, code)
+        }
+    };
     let (ident, transport) = match rest.split_once('@') {
         None if rest.contains(':') => {
             return Err(bad("does not match the form PRIORITY:syslog:IDENT"));
@@ -358,9 +404,11 @@ fn parse_target(rest: &str, token: &str) -> Result<(String, Transport), ConfigEr
         }
     };
     if ident.is_empty() || ident.len() > 48 || !ident.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(bad("IDENT must be 1 to 48 printable ASCII characters"));
+        return Err(bad(
+            "IDENT must be 1 to 48 printable ASCII characters other than '?'",
+        ));
     }
-    Ok((ident.to_owned(), transport))
+    Ok((ident.to_owned(), transport, facility))
 }
 
 /// Parses what follows `PRIO:fluent:`: `TAG@tcp://HOST:PORT` or
@@ -482,15 +530,19 @@ mod tests {
     fn targets() {
         assert_eq!(
             parse_target("daemon", "t").unwrap(),
-            ("daemon".into(), Transport::Local)
+            ("daemon".into(), Transport::Local, FACILITY_DAEMON)
         );
-        let (ident, t) = parse_target("d@udp://127.0.0.1:514", "t").unwrap();
+        let (ident, t, f) = parse_target("d@udp://127.0.0.1:514", "t").unwrap();
         assert_eq!(
-            (ident.as_str(), t),
-            ("d", Transport::Udp("127.0.0.1:514".into()))
+            (ident.as_str(), t, f),
+            ("d", Transport::Udp("127.0.0.1:514".into()), FACILITY_DAEMON)
         );
-        let (_, t) = parse_target("d@tcp://[::1]:6514", "t").unwrap();
+        let (_, t, _) = parse_target("d@tcp://[::1]:6514", "t").unwrap();
         assert_eq!(t, Transport::Tcp("[::1]:6514".into()));
+        let (_, t, f) = parse_target("d@tcp://[::1]:6514?facility=local3", "t").unwrap();
+        assert_eq!((t, f), (Transport::Tcp("[::1]:6514".into()), 19));
+        let (_, t, f) = parse_target("d?facility=authpriv", "t").unwrap();
+        assert_eq!((t, f), (Transport::Local, 10));
         for bad in [
             "",
             "a:b",
@@ -499,9 +551,38 @@ mod tests {
             "d@udp",
             "sp ace",
             "@udp://127.0.0.1:1",
+            "d?facility=",
+            "d?facility=local8",
+            "d?facility=3",
+            "d?level=3",
+            "d@udp://h:1?facility=daemon?x",
         ] {
             assert!(parse_target(bad, "t").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_syslog_facility_round_trips_and_is_refused_where_it_has_no_place() {
+        let specs =
+            parse_list("1:syslog:a?facility=local3&sync 2:syslog:b@udp://h:514?facility=daemon")
+                .unwrap();
+        assert!(specs[0].sync);
+        assert_eq!(specs[0].as_env(), "1:syslog:a?facility=local3&sync");
+        // The default is not written out.
+        assert_eq!(specs[1].as_env(), "2:syslog:b@udp://h:514");
+        round_trips(&specs);
+        let err = parse_list("1:syslog?facility=local3").unwrap_err();
+        assert!(
+            err.message.contains("openlog's facility"),
+            "{}",
+            err.message
+        );
+        let err = parse_list("1:syslog:a?facility=local9").unwrap_err();
+        assert!(
+            err.message.contains("unknown facility 'local9': use kern,"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub(crate) fn preload_lib() -> &'static Path {
 /// A program of `c-tests/` built without vlog, as Debian builds (with
 /// _FORTIFY_SOURCE=2, so it calls the `_chk` forms), or a preload library
 /// (`shared`).
-fn build_plain(name: &str, shared: bool) -> PathBuf {
+pub(crate) fn build_plain(name: &str, shared: bool) -> PathBuf {
     let out = work().join(if shared {
         format!("{name}.so")
     } else {

@@ -169,6 +169,10 @@ print("ok")
     python_check("journald check (python3)", check, &entries);
 }
 
+/// Held by a test while it may make /dev/log for its rsyslogd and until
+/// that is gone: tests run in parallel, and the path is the machine's.
+static DEV_LOG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// An rsyslogd on loopback (UDP and TCP on `port`, and /dev/log when
 /// `local`), writing what it receives to `out`; stopped when dropped.
 struct Rsyslogd {
@@ -236,6 +240,7 @@ fn wait_for_lines(file: &Path, needle: &str, count: usize) -> String {
 /// comes up.
 #[test]
 fn syslog_output_reaches_a_real_rsyslogd() {
+    let _dev_log = DEV_LOG.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch_dir("rsyslog-run");
     let port = free_port();
     let local = !Path::new("/dev/log").exists();
@@ -297,6 +302,17 @@ fn syslog_output_reaches_a_real_rsyslogd() {
             .count();
         assert_eq!(over_tcp, 1, "{msg}:\n{received}");
     }
+    // vlog's own records with `?facility=local3`: 19 * 8 + 4 and + 3.
+    let out = run_with(&exe, &["facility", &port_text], &[]);
+    assert_ok("syslog facility", &out);
+    let received = wait_for_lines(&dir.join("out.log"), " in local3", 2);
+    for (pri, msg) in [("156", "warning in local3"), ("155", "error in local3")] {
+        let line = received
+            .lines()
+            .find(|l| l.contains("APP=vlogfac ") && l.ends_with(msg))
+            .unwrap_or_else(|| panic!("no '{msg}' in:\n{received}"));
+        assert!(line.starts_with(&format!("PRI={pri} ")), "{line}");
+    }
     drop(server);
 
     // A collector that is down, then comes up.
@@ -331,6 +347,65 @@ fn syslog_output_reaches_a_real_rsyslogd() {
         received.contains("after the collector started"),
         "{received}"
     );
+    drop(server);
+}
+
+/// syslog(3) calls taken over by libvlog-syslog.so reach a real rsyslogd
+/// with the PRI glibc would send (the call's facility and severity, not
+/// vlog's four levels), over UDP, TCP and, where the test may make it,
+/// /dev/log.
+#[test]
+fn syslog_calls_keep_their_facility_and_severity() {
+    if skipped_under_tool("the preloaded programs do not run under the tool") {
+        return;
+    }
+    let _dev_log = DEV_LOG.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch_dir("rsyslog-pri");
+    let port = free_port();
+    let local = !Path::new("/dev/log").exists();
+    let Some(server) = Rsyslogd::start(&dir, port, local) else {
+        needs_installed("cannot start rsyslogd (not installed?)");
+        return;
+    };
+    let exe = crate::preload::build_plain("syslog_calls", false);
+    let mut outputs =
+        format!("1:syslog:priudp@udp://127.0.0.1:{port} 1:syslog:pritcp@tcp://127.0.0.1:{port}");
+    if local {
+        outputs.push_str(" 1:syslog:prilocal");
+    }
+    let out = run_with(
+        &exe,
+        &["pri"],
+        &[
+            (
+                "LD_PRELOAD",
+                crate::preload::preload_lib().to_str().unwrap(),
+            ),
+            ("VLOG_OUTPUTS", &outputs),
+        ],
+    );
+    assert_ok("syslog_calls pri", &out);
+    let apps: &[&str] = if local {
+        &["priudp", "pritcp", "prilocal"]
+    } else {
+        &["priudp", "pritcp"]
+    };
+    let received = wait_for_lines(&dir.join("out.log"), "MSG=", 3 * apps.len());
+    for app in apps {
+        // LOG_AUTHPRIV|LOG_CRIT is 10 * 8 + 2; LOG_LOCAL3|LOG_EMERG 19 * 8;
+        // openlog's LOG_DAEMON with LOG_NOTICE 3 * 8 + 5.
+        for (pri, msg) in [
+            ("82", "authpriv crit"),
+            ("152", "local3 emerg"),
+            ("29", "daemon notice"),
+        ] {
+            let line = received
+                .lines()
+                .find(|l| l.contains(&format!("APP={app} ")) && l.contains(msg))
+                .unwrap_or_else(|| panic!("{app}: no '{msg}' in:\n{received}"));
+            assert!(line.starts_with(&format!("PRI={pri} ")), "{line}");
+        }
+    }
     drop(server);
 }
 

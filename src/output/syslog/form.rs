@@ -12,23 +12,48 @@ use crate::text::num::{decimal, put_decimal, put_signed};
 use crate::text::time::{put_rfc3164, put_rfc3339};
 use crate::text::Sink;
 
-/// LOG_DAEMON: vlog's users are daemons.
-const FACILITY: u8 = 3;
 const SD_ID: &[u8] = b"vlog@32473";
 
-fn put_pri(rec: &Record, out: &mut impl Sink) {
+/// The facility and severity a syslog(3) call gave, which a record
+/// libvlog-syslog.so made carries as fields (`preload::record`).
+fn call_pri(rec: &Record) -> Option<i64> {
+    let mut facility = None;
+    let mut severity = None;
+    for field in fields::decode(rec.fields).iter().flat_map(|f| f.iter()) {
+        match (field.name, field.value) {
+            (openlog::FACILITY_FIELD, Value::Int(n)) => facility = Some(n),
+            (openlog::SEVERITY_FIELD, Value::Int(n)) => severity = Some(n),
+            _ => {}
+        }
+    }
+    // The names are reserved (`fields::RESERVED`): only that record has
+    // them, and only with a facility below 128 and a severity below 8.
+    let (facility, severity) = facility.zip(severity)?;
+    ((0..128).contains(&facility) && (0..8).contains(&severity)).then_some(facility * 8 + severity)
+}
+
+/// `<PRI>`: a syslog(3) call's own, as glibc would send it; for any other
+/// record the output's facility and the record's severity (debug 7, info
+/// 6, warning 4, error 3).
+fn put_pri(rec: &Record, facility: u8, out: &mut impl Sink) {
+    let pri = call_pri(rec)
+        .unwrap_or(i64::from(facility) * 8 + i64::from(rec.priority.syslog_severity()));
     out.put(b"<");
-    put_decimal(
-        (FACILITY * 8 + rec.priority.syslog_severity()) as u64,
-        1,
-        out,
-    );
+    put_signed(pri, out);
     out.put(b">");
 }
 
-/// Writes the RFC 5424 message for `rec`.
-pub fn render(rec: &Record, ident: &[u8], hostname: &[u8], pid: u32, out: &mut impl Sink) {
-    put_pri(rec, out);
+/// Writes the RFC 5424 message for `rec`, with `facility` for a record
+/// that is not a syslog(3) call's.
+pub fn render(
+    rec: &Record,
+    ident: &[u8],
+    hostname: &[u8],
+    pid: u32,
+    facility: u8,
+    out: &mut impl Sink,
+) {
+    put_pri(rec, facility, out);
     out.put(b"1 ");
     put_rfc3339(rec.time_ns, out);
     out.put(b" ");
@@ -89,9 +114,9 @@ pub fn render(rec: &Record, ident: &[u8], hostname: &[u8], pid: u32, out: &mut i
 /// Writes the message for the local syslog socket in the traditional form
 /// (RFC 3164, as glibc's syslog() sends it), which the local daemons parse on
 /// /dev/log: `<PRI>Mmm dd hh:mm:ss IDENT[PID]: MSG`; the fields follow the
-/// message as in a text line.
-pub fn render_local(rec: &Record, ident: &[u8], pid: u32, out: &mut impl Sink) {
-    put_pri(rec, out);
+/// message as in a text line. The PRI is `put_pri`'s, as over the network.
+pub fn render_local(rec: &Record, ident: &[u8], pid: u32, facility: u8, out: &mut impl Sink) {
+    put_pri(rec, facility, out);
     put_rfc3164(rec.time_ns, out);
     out.put(b" ");
     out.put(ident);
@@ -123,23 +148,8 @@ fn put_context_text(rec: &Record, out: &mut impl Sink) {
 /// has its fields after it, as in `render_local`, with openlog's facility.
 /// Returns where IDENT starts: what LOG_PERROR writes to stderr.
 pub fn render_program(rec: &Record, pid: u32, out: &mut Vec<u8>) -> usize {
-    let mut facility = None;
-    let mut severity = None;
-    for field in fields::decode(rec.fields).iter().flat_map(|f| f.iter()) {
-        match (field.name, field.value) {
-            (openlog::FACILITY_FIELD, Value::Int(n)) => facility = Some(n),
-            (openlog::SEVERITY_FIELD, Value::Int(n)) => severity = Some(n),
-            _ => {}
-        }
-    }
-    let call = facility.zip(severity);
-    let pri = match call {
-        Some((facility, severity)) => facility * 8 + severity,
-        None => (openlog::facility() | i32::from(rec.priority.syslog_severity())) as i64,
-    };
-    out.put(b"<");
-    put_signed(pri, out);
-    out.put(b">");
+    let call = call_pri(rec);
+    put_pri(rec, (openlog::facility() >> 3) as u8, out);
     let secs = (rec.time_ns / 1_000_000_000) as i64;
     let local = secs + openlog::utc_offset(secs);
     put_rfc3164(local.max(0) as u64 * 1_000_000_000, out);

@@ -57,6 +57,8 @@ enum Socket {
 pub struct Syslog {
     socket: Socket,
     ident: Vec<u8>,
+    /// The facility of vlog's own records (`?facility=`).
+    facility: u8,
     hostname: Vec<u8>,
     /// The message being sent, with its octet count in front over TCP (one
     /// buffer, so the frame goes in one send); LOG_PERROR's line.
@@ -70,7 +72,7 @@ pub struct Syslog {
 }
 
 impl Syslog {
-    pub fn open(transport: &Transport, ident: &str) -> Result<Syslog, ConfigError> {
+    pub fn open(transport: &Transport, ident: &str, facility: u8) -> Result<Syslog, ConfigError> {
         let socket_error =
             |e: io::Error| ConfigError::new(format!("cannot make a socket for syslog: {e}"));
         let socket = match transport {
@@ -115,6 +117,7 @@ impl Syslog {
         Ok(Syslog {
             socket,
             ident: ident.as_bytes().to_vec(),
+            facility,
             hostname: sys::net::hostname(),
             frame,
             pace,
@@ -141,18 +144,18 @@ impl Syslog {
                 self.pace.send(socket, entry)
             }
             Socket::Local(socket) => {
-                render_local(rec, &self.ident, pid, entry);
+                render_local(rec, &self.ident, pid, self.facility, entry);
                 self.pace.send(socket, entry)
             }
             Socket::Udp(udp) => {
-                render(rec, &self.ident, &self.hostname, pid, entry);
+                render(rec, &self.ident, &self.hostname, pid, self.facility, entry);
                 match &mut udp.socket {
                     Some(socket) => self.pace.send(socket, entry),
                     None => udp.send(entry),
                 }
             }
             Socket::Tcp(_, stream) => {
-                render(rec, &self.ident, &self.hostname, pid, entry);
+                render(rec, &self.ident, &self.hostname, pid, self.facility, entry);
                 self.frame.clear();
                 put_decimal(entry.len() as u64, 1, &mut self.frame);
                 self.frame.push(b' ');
@@ -352,7 +355,7 @@ mod tests {
             &mut list,
         );
         let mut out = Vec::new();
-        render(&sample(&list), b"daemon", b"host", 77, &mut out);
+        render(&sample(&list), b"daemon", b"host", 77, 3, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "<28>1 2026-11-30T13:45:12.345678Z host daemon 77 - [vlog@32473 VLOG_SOURCE=\"qemu\" \
@@ -364,7 +367,7 @@ mod tests {
             id: 0x3fa2_b1c0,
             ..sample(&[])
         };
-        render(&rec, b"daemon", b"host", 77, &mut out);
+        render(&rec, b"daemon", b"host", 77, 3, &mut out);
         let line = String::from_utf8(out).unwrap();
         assert!(line.contains(" daemon 77 3fa2b1c0 [vlog@32473 "), "{line}");
     }
@@ -386,10 +389,54 @@ mod tests {
     #[test]
     fn rfc3164_message() {
         let mut out = Vec::new();
-        render_local(&sample(b""), b"daemon", 77, &mut out);
+        render_local(&sample(b""), b"daemon", 77, 3, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "<28>Nov 30 13:45:12 daemon[77]: hello"
         );
+    }
+
+    /// A syslog(3) call's record goes with the call's PRI, as glibc sends
+    /// it, in every form; vlog's own with the output's facility.
+    #[test]
+    fn a_calls_facility_and_severity_are_kept() {
+        let call = |facility: i64, severity: i64| {
+            let mut list = Vec::new();
+            fields::encode(
+                [
+                    fields::Field {
+                        name: openlog::FACILITY_FIELD,
+                        value: Value::Int(facility),
+                    },
+                    fields::Field {
+                        name: openlog::SEVERITY_FIELD,
+                        value: Value::Int(severity),
+                    },
+                ]
+                .into_iter(),
+                &mut list,
+            );
+            list
+        };
+        let pri = |list: &[u8], facility: u8| {
+            let mut local = Vec::new();
+            render_local(&sample(list), b"d", 77, facility, &mut local);
+            let mut remote = Vec::new();
+            render(&sample(list), b"d", b"h", 77, facility, &mut remote);
+            let head = |v: &[u8]| {
+                String::from_utf8_lossy(&v[..v.iter().position(|&b| b == b'>').unwrap() + 1])
+                    .into_owned()
+            };
+            assert_eq!(head(&local), head(&remote));
+            head(&local)
+        };
+        // LOG_AUTHPRIV|LOG_CRIT and LOG_LOCAL3|LOG_EMERG, whatever the
+        // output's facility.
+        assert_eq!(pri(&call(10, 2), 3), "<82>");
+        assert_eq!(pri(&call(19, 0), 3), "<152>");
+        assert_eq!(pri(&call(19, 0), 23), "<152>");
+        // vlog's own warning, daemon and local3.
+        assert_eq!(pri(b"", 3), "<28>");
+        assert_eq!(pri(b"", 19), "<156>");
     }
 }
