@@ -33,7 +33,14 @@
  *                             an hour, "after the step"; prints "logged",
  *                             waits for a line on stdin, and leaves with
  *                             _exit (no flush): the batch must go out by its
- *                             age alone */
+ *                             age alone
+ *   fluent alone OUTPUTS      under VLOG_WRITER=caller: "alone before", no
+ *                             thread but this one, unshare(CLONE_NEWUSER)
+ *                             (prints "unshared" or why the kernel refused
+ *                             it other than for threads), every way to a
+ *                             thread of vlog's refused with a message,
+ *                             "alone after", exit(0): both reach the
+ *                             receiver through the exit handler */
 #include "check.h"
 
 #include <dlfcn.h>
@@ -42,6 +49,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -289,6 +297,52 @@ static void clock_back(void)
     _exit(0);
 }
 
+/* The threads of this process, from /proc/self/task. */
+static int threads_here(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+
+    CHECK(dir != NULL);
+    while ((e = readdir(dir)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(dir);
+    return n;
+}
+
+static void alone(void)
+{
+    struct vlog_relay *relay;
+    int fds[2];
+
+    VLOG_INFO("alone before");
+    CHECK(threads_here() == 1);
+    if (unshare(CLONE_NEWUSER) == 0) {
+        printf("unshared\n");
+    } else {
+        /* EINVAL is what a second thread makes it; a kernel or container
+         * without user namespaces says EPERM or ENOSPC. */
+        CHECK(errno != EINVAL);
+        printf("unshare refused: %s\n", strerror(errno));
+    }
+    CHECK(vlog_control_start(NULL) == -1);
+    CHECK_ERROR("VLOG_WRITER=caller");
+    CHECK(vlog_set_outputs("1:fluent:t@tcp://localhost:24224") == -1);
+    CHECK_ERROR("IP address");
+    relay = vlog_relay_new("test.fluent.child", VLOG_PRIO_INFO);
+    CHECK(relay != NULL && pipe(fds) == 0);
+    CHECK(vlog_relay_watch(relay, fds[0]) == -1);
+    CHECK_ERROR("VLOG_WRITER=caller");
+    vlog_relay_close(relay);
+    close(fds[0]);
+    close(fds[1]);
+    VLOG_INFO("alone after");
+    CHECK(threads_here() == 1);
+    fflush(stdout);
+    exit(0);
+}
+
 int main(int argc, char **argv)
 {
     CHECK(argc >= 3);
@@ -312,6 +366,8 @@ int main(int argc, char **argv)
         flush_while_logging();
     else if (strcmp(argv[1], "closefds") == 0 && argc == 4)
         closefds(argv[3]);
+    else if (strcmp(argv[1], "alone") == 0)
+        alone();
     else if (strcmp(argv[1], "clockback") == 0)
         clock_back();
     else if (strcmp(argv[1], "exit") == 0)

@@ -807,7 +807,8 @@ int vlog_set_dump_signal(int signum);
  * already is closed first. The file is removed by `vlog_control_stop`,
  * `vlog_shutdown` and at exit. A forked child does not serve its parent's
  * socket; it may open its own. Returns 0, or -1 with `vlog_last_error()`
- * set and nothing made.
+ * set and nothing made (also under `VLOG_WRITER=caller`, which starts no
+ * thread: `vlog_control_open` serves the socket from the program's loop).
  * NULL: `auto`; ownership: the string is not kept; errors: -1 and
  * vlog_last_error(); async-signal-safe: no.
  */
@@ -925,7 +926,7 @@ int vlog_relay_get_stats(const struct vlog_relay *relay, struct vlog_relay_stats
  * the thread's lines.
  * NULL: `relay` NULL is an error; ownership: `fd` stays the caller's;
  * errors: -1 with vlog_last_error set (`fd` not open, a second descriptor,
- * no thread to be had, from inside a relay call on the same thread, in a
+ * no thread to be had or `VLOG_WRITER=caller`, from inside a relay call on the same thread, in a
  * forked child); async-signal-safe: no.
  */
 int vlog_relay_watch(struct vlog_relay *relay, int fd);

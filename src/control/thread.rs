@@ -89,7 +89,10 @@ pub fn start(spec: &ControlSpec, thread: bool) -> Result<c_int, ConfigError> {
     // one this replaces.
     logger::config_call::configure(|s| {
         s.ensure_init();
-        Ok(())
+        match thread {
+            true => s.thread_allowed("a control socket served by vlog (vlog_control_open serves it from the program's loop)"),
+            false => Ok(()),
+        }
     })?;
     let group = Server::group(spec)?;
     let path = Server::resolve(spec, group)?;

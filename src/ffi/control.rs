@@ -32,7 +32,8 @@ unsafe fn spec_arg(spec: *const c_char) -> Result<ControlSpec, ConfigError> {
 /// already is closed first. The file is removed by `vlog_control_stop`,
 /// `vlog_shutdown` and at exit. A forked child does not serve its parent's
 /// socket; it may open its own. Returns 0, or -1 with `vlog_last_error()`
-/// set and nothing made.
+/// set and nothing made (also under `VLOG_WRITER=caller`, which starts no
+/// thread: `vlog_control_open` serves the socket from the program's loop).
 /// NULL: `auto`; ownership: the string is not kept; errors: -1 and
 /// vlog_last_error(); async-signal-safe: no.
 #[no_mangle]

@@ -342,7 +342,7 @@ pub extern "C-unwind" fn vlog_relay_get_stats(
 /// the thread's lines.
 /// NULL: `relay` NULL is an error; ownership: `fd` stays the caller's;
 /// errors: -1 with vlog_last_error set (`fd` not open, a second descriptor,
-/// no thread to be had, from inside a relay call on the same thread, in a
+/// no thread to be had or `VLOG_WRITER=caller`, from inside a relay call on the same thread, in a
 /// forked child); async-signal-safe: no.
 #[no_mangle]
 pub extern "C-unwind" fn vlog_relay_watch(relay: *mut vlog_relay, fd: c_int) -> c_int {
@@ -364,6 +364,14 @@ pub extern "C-unwind" fn vlog_relay_watch(relay: *mut vlog_relay, fd: c_int) -> 
                 let mut slot = r.watch.lock().unwrap_or_else(|p| p.into_inner());
                 if slot.is_some() {
                     set_last_error("vlog_relay_watch: the relay reads a descriptor already");
+                    return -1;
+                }
+                let allowed = crate::logger::config_call::configure(|s| {
+                    s.ensure_init();
+                    s.thread_allowed("vlog_relay_watch")
+                });
+                if let Err(e) = allowed {
+                    set_last_error(&e.message);
                     return -1;
                 }
                 match Watch::start(Arc::clone(&r.relay), fd) {

@@ -73,7 +73,7 @@ impl State {
                 })
             })
             .filter(|list| !list.is_empty());
-        self.writer_off = env.writer_off.unwrap_or(preloaded);
+        self.set_writer(env.writer_off, preloaded);
         self.apply_ratelimit(env.ratelimit.unwrap_or(None));
         let context = env.context.unwrap_or_default();
         if let Err(e) = printer::lock_of(self.printer).set_context(context) {
@@ -146,13 +146,7 @@ impl State {
             diag::warn(&format!("no crash dumps: {e}"));
         }
         if let Some(spec) = env.control {
-            match super::above::get() {
-                Some(above) => (above.start_from_env)(&spec),
-                None => diag::warn(
-                    "ignoring VLOG_CONTROL: this program has no control socket (vlog was started \
-                     from Rust without control::install)",
-                ),
-            }
+            self.start_control(&spec);
         }
     }
 
@@ -228,6 +222,7 @@ impl State {
     /// for them (see `State::printer`).
     fn set_output_list(&mut self, list: Vec<Output>) -> Result<(), ConfigError> {
         let next_seq = self.stats().recorded;
+        Self::names_without_threads(self.no_threads, &list)?;
         let mut printer = self.printer();
         printer.outputs.set(list)?;
         printer.restart_contexts(next_seq);

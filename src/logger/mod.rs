@@ -77,6 +77,9 @@ pub struct State {
     /// `VLOG_WRITER=caller`, or the writer thread could not start: the
     /// thread that logs a line writes it.
     writer_off: bool,
+    /// `VLOG_WRITER=caller` set: vlog starts no thread at all (see
+    /// `writer::State::set_writer`).
+    no_threads: bool,
     /// A caller had the outputs write everything to make room, and may now
     /// overwrite what is still unwritten (see `emit`).
     evict_ok: bool,
@@ -140,6 +143,7 @@ impl State {
             sync_from: NONE_PRINTED,
             default_outputs: true,
             writer_off: false,
+            no_threads: false,
             evict_ok: false,
             configuring: 0,
             needs: 0,
@@ -371,7 +375,7 @@ impl State {
         } else {
             outputs.sync_from().min(Priority::Error as u8)
         };
-        self.needs = outputs.needs();
+        self.needs = self.threads_for(outputs.needs());
     }
 
     /// Whether some output prints a message of priority `p`.

@@ -10,6 +10,75 @@ use crate::priority::Priority;
 use crate::record::Record;
 
 impl State {
+    /// `VLOG_WRITER` as the environment gives it: `caller` means no writer
+    /// thread and no thread of vlog's at all (a fluent output's batches go
+    /// with the calls that log, vlog_flush and exit; a collector is named
+    /// by address; no control thread), for a program that must stay
+    /// single-threaded (`unshare(CLONE_NEWUSER)`, a sandbox). Under
+    /// libvlog-syslog.so lines are the callers' by default, and the
+    /// threads the outputs need are still started.
+    pub(super) fn set_writer(&mut self, caller: Option<bool>, preloaded: bool) {
+        self.writer_off = caller.unwrap_or(preloaded);
+        self.no_threads = caller == Some(true);
+    }
+
+    /// What of `needs` (`output::NEEDS_*`) vlog's threads may serve. With
+    /// none allowed, the exit handler still sends a fluent output's batches.
+    pub(super) fn threads_for(&self, needs: u8) -> u8 {
+        if !self.no_threads {
+            return needs;
+        }
+        if needs != 0 {
+            ticker::exit::drain_at_exit_once();
+        }
+        0
+    }
+
+    /// Refuses outputs whose collector is named by a host name when vlog
+    /// may start no thread: names are looked up by a thread of vlog's,
+    /// never by one that logs nor in a configuration call.
+    pub(super) fn names_without_threads(
+        no_threads: bool,
+        list: &[crate::output::Output],
+    ) -> Result<(), crate::error::ConfigError> {
+        match list.iter().find(|o| o.named_collector()) {
+            Some(o) if no_threads => Err(crate::error::ConfigError::new(format!(
+                "the output '{}' names its collector by a host name, which a thread of \
+                 vlog's looks up, and VLOG_WRITER=caller starts none: give its IP address",
+                o.describe()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// `VLOG_CONTROL`: its socket is served by a thread of vlog's, which
+    /// `VLOG_WRITER=caller` forbids (the program may serve it itself:
+    /// `vlog_control_open`).
+    pub(super) fn start_control(&self, spec: &crate::config::ControlSpec) {
+        match super::above::get() {
+            _ if self.no_threads => diag::warn(
+                "ignoring VLOG_CONTROL: its socket is served by a thread of vlog's, and \
+                 VLOG_WRITER=caller starts none (the program may serve it with \
+                 vlog_control_open and vlog_control_handle)",
+            ),
+            Some(above) => (above.start_from_env)(spec),
+            None => diag::warn(
+                "ignoring VLOG_CONTROL: this program has no control socket (vlog was started \
+                 from Rust without control::install)",
+            ),
+        }
+    }
+
+    /// For `vlog_control_start`: an error when vlog may start no thread.
+    pub fn thread_allowed(&self, what: &str) -> Result<(), crate::error::ConfigError> {
+        match self.no_threads {
+            true => Err(crate::error::ConfigError::new(format!(
+                "{what} needs a thread of vlog's, and VLOG_WRITER=caller starts none"
+            ))),
+            false => Ok(()),
+        }
+    }
+
     /// A configuration call begins or ends: while one is under way, what
     /// may wait for the outputs is bounded (see `config_call`).
     pub(super) fn configuring(&mut self, begins: bool) {

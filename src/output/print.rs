@@ -339,6 +339,12 @@ impl Output {
         }
     }
 
+    /// Whether this output's collector is named by a host name not yet
+    /// looked up (a thread of vlog's looks it up).
+    pub fn named_collector(&self) -> bool {
+        self.address().is_some_and(|a| a.get().is_none())
+    }
+
     /// A collector's address, if this output has one (see `address`).
     pub(super) fn address(&self) -> Option<&Address> {
         match &self.target {

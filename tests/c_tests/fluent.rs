@@ -688,6 +688,43 @@ fn a_slow_receiver_is_reported_once_per_episode() {
     );
 }
 
+/// `VLOG_WRITER=caller` means no thread of vlog's, whatever the outputs:
+/// with a fluent output the program stays single-threaded (so
+/// `unshare(CLONE_NEWUSER)` works), its events reach the receiver through
+/// the calls and the exit handler, and every way to a thread (a collector
+/// named by a host name, the control socket's thread, a relay's reading
+/// thread) is refused with a message that says why.
+#[test]
+fn the_caller_writer_starts_no_thread_with_a_fluent_output() {
+    if !have_python_modules() {
+        return;
+    }
+    let dir = scratch_dir("fluent-alone");
+    let rx = Receiver::start(&dir, false, 0, &[]);
+    let outputs = format!("1:fluent:t@{} 4:stderr", rx.url);
+    let out = run_within(
+        60,
+        &fluent_exe(),
+        &["alone", &outputs],
+        &[("VLOG_WRITER", "caller")],
+    );
+    assert_ok("fluent alone", &out);
+    let stdout = text(&out.stdout);
+    if let Some(why) = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("unshare refused: "))
+    {
+        say_skipped(&format!(
+            "unshare(CLONE_NEWUSER) refused here ({why}); the thread count was checked instead"
+        ));
+    } else {
+        assert!(stdout.contains("unshared"), "{stdout}");
+    }
+    rx.wait_for("both events, sent without a thread", |l| {
+        count(l, "alone before") == 1 && count(l, "alone after") == 1
+    });
+}
+
 /// What a program that logged once and exits waits in its exit handler,
 /// as it says: (times, at most ms).
 fn exit_waits(outputs: &str) -> (u64, u64) {
