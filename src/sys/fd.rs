@@ -8,8 +8,13 @@
 //! [`Fd`] remembers the device and inode of the file it opened, and every
 //! write, truncation and close is preceded by one fstat(2) that proves the
 //! number still names that file; a descriptor that is not is let go of
-//! without closing it. (A file the program opens between that fstat and the
-//! write, from another thread, is the window no check can close.)
+//! without closing it. A file the program opens between that fstat and the
+//! write, from another thread, is the window no check can close; so vlog's
+//! descriptors are kept where the program's opens, which take the lowest
+//! free number, do not land (at [`high_floor`], half the soft
+//! RLIMIT_NOFILE up to 1024, and above). What remains: a program with
+//! that many descriptors open, one that dup2()s onto vlog's numbers, and
+//! a limit so low that nothing is free up there.
 //!
 //! vlog's descriptors are never 0, 1 or 2: in a program started with those
 //! closed, a file of vlog's there would receive the program's own output, and
@@ -105,10 +110,12 @@ pub struct Fd {
 }
 
 impl Fd {
-    /// Takes `raw`, which vlog just made, moving it to 3 or above (with
-    /// close-on-exec) when it is 0, 1 or 2. Async-signal-safe.
+    /// Takes `raw`, which vlog just made, moving it (with close-on-exec)
+    /// out of the program's way: to [`high_floor`] or above, or, where
+    /// nothing is free there, to 3 or above when it is 0, 1 or 2.
+    /// Async-signal-safe.
     pub fn own(raw: c_int) -> io::Result<Fd> {
-        let raw = above_stdio(raw)?;
+        let raw = out_of_the_way(raw)?;
         match fd_info(raw) {
             Ok(info) => Ok(Fd {
                 raw,
@@ -289,12 +296,22 @@ fn close_raw(raw: c_int) {
 
 /// `raw` if it is 3 or above; otherwise a close-on-exec duplicate at 3 or
 /// above, and `raw` closed. Async-signal-safe.
-fn above_stdio(raw: c_int) -> io::Result<c_int> {
-    if raw > 2 {
+fn out_of_the_way(raw: c_int) -> io::Result<c_int> {
+    let floor = high_floor();
+    if raw >= floor {
         return Ok(raw);
     }
     // SAFETY: fcntl on a descriptor vlog just made.
-    let moved = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 3) };
+    let mut moved = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, floor) };
+    if moved < 0 && raw > 2 {
+        // Nothing free up there (EMFILE), or the limit is below the floor
+        // (EINVAL): it stays where it is.
+        return Ok(raw);
+    }
+    if moved < 0 {
+        // SAFETY: as above.
+        moved = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 3) };
+    }
     let result = if moved < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -302,6 +319,26 @@ fn above_stdio(raw: c_int) -> io::Result<c_int> {
     };
     close_raw(raw);
     result
+}
+
+/// The lowest number vlog's descriptors take: half the soft RLIMIT_NOFILE,
+/// at most 1024, so that a program's own opens, which take the lowest free
+/// number, reach them only with that many descriptors open (a daemon
+/// that closes every descriptor and opens its files gets numbers vlog
+/// does not write to). Read at each open (one getrlimit: opens are rare,
+/// and the program may raise its limit). Async-signal-safe.
+pub fn high_floor() -> c_int {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid out-pointer.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        limit.rlim_cur
+    } else {
+        0
+    };
+    soft.min(2048).div_ceil(2).max(3) as c_int
 }
 
 /// Writes all of `buf` to `fd` without ever raising SIGPIPE or SIGXFSZ: a

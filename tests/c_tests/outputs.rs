@@ -130,13 +130,18 @@ fn kept_descriptors_are_close_on_exec_and_files_private() {
 /// The descriptor rules: vlog writes, truncates or closes only a descriptor
 /// that is still the file it opened (device and inode), and otherwise opens
 /// its file again by its path; log rotation never adopts fd 2; its own
-/// descriptors are never 0, 1 or 2; shutting down closes what it opened; a
-/// refused configuration creates no file and opens no connection.
+/// descriptors are never 0, 1 or 2, and sit where the program's own opens
+/// do not land (a daemon that closes everything and opens its files over
+/// and over, while a thread logs, gets none of vlog's lines); shutting
+/// down closes what it opened; a refused configuration creates no file and
+/// opens no connection.
 #[test]
 fn vlog_touches_only_descriptors_that_are_still_its_own() {
     let exe = build("descriptors", Link::Static);
     let quick = if tool() == Tool::None { "" } else { "1" };
-    for mode in ["closed", "reopen", "stdio", "cycles", "rejected"] {
+    for mode in [
+        "closed", "reopen", "stdio", "cycles", "rejected", "takeover",
+    ] {
         let dir = scratch_dir(&format!("descriptors-{mode}"));
         let d = dir.to_str().unwrap();
         let dump = format!("file:{d}/dump");
