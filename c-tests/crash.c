@@ -16,6 +16,14 @@
  *                         SIGSEGV (a dump that takes long)
  *   crash inside          SIGSEGV inside vlog_write, with the lock held by the
  *                         crashing thread itself
+ *   crash blocked-before  every signal blocked before vlog_init, then SIGSEGV
+ *   crash blocked-error   every signal blocked after the first calls, one
+ *                         error, then SIGSEGV
+ *   crash blocked-later   every signal blocked after the first calls, 1,100
+ *                         warnings, then SIGSEGV
+ *   crash blocked-thread  every signal blocked after the first calls, then
+ *                         a thread (which inherits the mask) logs once and
+ *                         faults
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -77,6 +85,25 @@ static void *overflow_thread(void *arg)
     (void)arg;
     VLOG_WARN("second thread about to overflow its stack");
     recurse(0);
+    return NULL;
+}
+
+/* The signalfd pattern: every signal blocked, to be read from a
+ * descriptor. */
+static void block_every_signal(void)
+{
+    sigset_t all;
+
+    sigfillset(&all);
+    if (sigprocmask(SIG_BLOCK, &all, NULL) != 0)
+        exit(9);
+}
+
+static void *blocked_thread(void *arg)
+{
+    (void)arg;
+    VLOG_WARN("a thread with every signal blocked");
+    fault("segv");
     return NULL;
 }
 
@@ -157,6 +184,8 @@ int main(int argc, char **argv)
         sigaction(SIGSEGV, &sa, &replaced);
         mode = "segv";
     }
+    if (strcmp(mode, "blocked-before") == 0)
+        block_every_signal();
     if (use_vlog && vlog_init() < 0)
         return 4;
     if (strcmp(mode, "explicit") == 0 && vlog_install_crash_handler() != 0)
@@ -171,7 +200,22 @@ int main(int argc, char **argv)
     for (int i = 0; use_vlog && i < 3; i++)
         VLOG_WARN("last words %d before %s", i, mode);
 
-    if (strcmp(mode, "overflow-main") == 0) {
+    if (strncmp(mode, "blocked-", 8) == 0 && strcmp(mode, "blocked-before") != 0)
+        block_every_signal();
+    if (strcmp(mode, "blocked-before") == 0) {
+        fault("segv");
+    } else if (strcmp(mode, "blocked-error") == 0) {
+        VLOG_ERROR("an error after every signal was blocked");
+        fault("segv");
+    } else if (strcmp(mode, "blocked-later") == 0) {
+        for (int i = 0; i < 1100; i++)
+            VLOG_WARN("warning %d after every signal was blocked", i);
+        fault("segv");
+    } else if (strcmp(mode, "blocked-thread") == 0) {
+        pthread_t t;
+        pthread_create(&t, NULL, blocked_thread, NULL);
+        pthread_join(t, NULL);
+    } else if (strcmp(mode, "overflow-main") == 0) {
         recurse(0);
     } else if (strcmp(mode, "overflow-thread") == 0) {
         pthread_t t;

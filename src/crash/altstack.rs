@@ -9,10 +9,18 @@ use std::sync::OnceLock;
 use crate::sys;
 
 thread_local! {
-    // Without a destructor, so it is there at every moment of the thread's
-    // life, its exit included.
+    // Without destructors, so they are there at every moment of the
+    // thread's life, its exit included.
     static ALT_STACK_CHECKED: Cell<bool> = const { Cell::new(false) };
+    /// Calls left before the fault signals are unblocked again (0: at this
+    /// call, as at a thread's first).
+    static UNTIL_UNBLOCK: Cell<u32> = const { Cell::new(0) };
 }
+
+/// How often a thread's calls unblock the fault signals again, in case the
+/// program blocked every signal after its first call (one rt_sigprocmask
+/// per this many calls).
+const UNBLOCK_EVERY: u32 = 1024;
 
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
@@ -64,13 +72,39 @@ fn key() -> Option<libc::pthread_key_t> {
 /// Gives the calling thread an alternate signal stack, once (the crash
 /// handler is installed: see `crash::on_entry`), unless it has one of its
 /// own.
+/// With it, the fault signals unblocked at the thread's first call and
+/// every `UNBLOCK_EVERY` calls (see `signals::unblock_faults`).
 #[inline]
 pub fn ensure() {
-    if !ALT_STACK_CHECKED.with(Cell::get) {
-        ALT_STACK_CHECKED.with(|c| c.set(true));
-        // The calls that log keep errno as their caller left it.
-        crate::sys::keeping_errno(give_thread_alt_stack);
+    let left = UNTIL_UNBLOCK.with(Cell::get);
+    if left == 0 {
+        first_or_every();
+    } else {
+        UNTIL_UNBLOCK.with(|c| c.set(left - 1));
     }
+}
+
+/// For a thread about to write its own line (an error, `?sync`): the
+/// fault signals unblocked again if this thread's calls have met the
+/// handler installed, in case the program blocked every signal since.
+#[inline]
+pub fn before_writing() {
+    if ALT_STACK_CHECKED.with(Cell::get) {
+        super::signals::unblock_faults();
+    }
+}
+
+#[cold]
+fn first_or_every() {
+    UNTIL_UNBLOCK.with(|c| c.set(UNBLOCK_EVERY - 1));
+    // The calls that log keep errno as their caller left it.
+    crate::sys::keeping_errno(|| {
+        if !ALT_STACK_CHECKED.with(Cell::get) {
+            ALT_STACK_CHECKED.with(|c| c.set(true));
+            give_thread_alt_stack();
+        }
+        super::signals::unblock_faults();
+    });
 }
 
 /// The first logging call of a thread with the handler installed.
@@ -115,6 +149,7 @@ extern "C" fn release(map: *mut c_void) {
         }
     }
     ALT_STACK_CHECKED.with(|c| c.set(false));
+    UNTIL_UNBLOCK.with(|c| c.set(0));
 }
 
 /// A new stack with a guard page below it, registered for this thread: the

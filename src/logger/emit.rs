@@ -125,6 +125,7 @@ fn finish(
                 return outcome;
             }
             Next::Write(upto) => {
+                crate::crash::altstack::before_writing();
                 entered.leave_and_write(|| printer::caller::write_upto(upto));
                 return Outcome::Recorded;
             }

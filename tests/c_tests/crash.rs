@@ -159,6 +159,40 @@ fn stack_overflow_is_dumped_on_main_and_other_threads() {
     );
 }
 
+/// A daemon that blocks every signal (to read them from a signalfd) still
+/// gets its dump: a blocked fault signal would kill it with no handler run,
+/// so vlog unblocks the fault signals at a thread's first call, every 1024
+/// calls and before a line the thread writes itself. Blocked before
+/// vlog_init, after it on the main thread, and inherited by a new thread.
+#[test]
+fn a_program_that_blocks_every_signal_gets_its_dump() {
+    if signal_test_skipped() {
+        return;
+    }
+    for (mode, last) in [
+        ("blocked-before", "last words 2 before blocked-before"),
+        ("blocked-error", "an error after every signal was blocked"),
+        (
+            "blocked-later",
+            "warning 1099 after every signal was blocked",
+        ),
+        ("blocked-thread", "a thread with every signal blocked"),
+    ] {
+        let (status, _, stderr) = crash(mode, &[mode], &[]);
+        assert_eq!(status.signal(), Some(libc::SIGSEGV), "{mode}: {stderr}");
+        assert_eq!(
+            stderr.matches("vlog: fatal signal SIGSEGV (").count(),
+            1,
+            "{mode}: no dump: {stderr}"
+        );
+        let ring = stderr
+            .find("vlog: ring, oldest first:")
+            .map_or("", |at| &stderr[at..]);
+        assert!(ring.contains(last), "{mode}: '{last}' not dumped: {stderr}");
+        assert!(ring.contains("\nvlog: end of dump, "), "{mode}: {stderr}");
+    }
+}
+
 #[test]
 fn crash_while_another_thread_holds_the_lock() {
     if signal_test_skipped() {
