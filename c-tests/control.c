@@ -573,8 +573,7 @@ static void closes_all(const char *dir)
     CHECK(vlog_control_start(sock) == 0);
     expect("show", "ok\n");
     /* closefrom(3), then files of the program's own at those numbers. */
-    for (i = 3; i < 64; i++)
-        close(i);
+    CHECK(syscall(SYS_close_range, 3U, ~0U, 0U) == 0);
     for (i = 0; i < 32; i++) {
         snprintf(name, sizeof name, "%s/mine.%d", dir, i);
         fds[n++] = open(name, O_CREAT | O_RDWR | O_TRUNC, 0600);

@@ -77,6 +77,9 @@ pub struct Server {
     pid: u32,
     /// Accepting resumes at this time (ms), after a failure.
     paused_until: Option<u64>,
+    /// The process's root when the socket was made: after a chroot its
+    /// path would name a file in the jail, where no socket is made anew.
+    root: Option<(u64, u64)>,
 }
 
 fn now_ms() -> u64 {
@@ -159,6 +162,7 @@ impl Server {
             next_id: 0,
             pid: sys::process_id(),
             paused_until: None,
+            root: sys::dir::root_id(),
         };
         if let Err(e) = server.register_all() {
             return Err(ConfigError::new(format!(
@@ -366,7 +370,14 @@ impl Server {
         if self.listener.as_ref().is_some_and(|l| !l.fd().is_ours()) {
             // Dropping it removes the file if it is still the one it made.
             self.listener = None;
-            match listen::listen(&self.path, self.group) {
+            let made = match sys::dir::root_id() == self.root {
+                true => listen::listen(&self.path, self.group),
+                false => Err(std::io::Error::other(
+                    "the process's root moved since it was made (chroot), and its path \
+                     would name a file in the new root",
+                )),
+            };
+            match made {
                 Ok(l) => {
                     self.listener = Some(l);
                     said.push(format!(

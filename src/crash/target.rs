@@ -196,6 +196,11 @@ struct Slot {
     dir_dev: AtomicU64,
     dir_ino: AtomicU64,
     name: AtomicPtr<c_char>,
+    /// The process's root when the slot was set: the path is used only
+    /// while it is still the root (a chroot since would put it in the
+    /// jail).
+    root_dev: AtomicU64,
+    root_ino: AtomicU64,
 }
 
 /// Where a slot's file is: its descriptor (if open), its path, and the
@@ -227,6 +232,7 @@ struct Seen {
     dir_dev: u64,
     dir_ino: u64,
     name: *const c_char,
+    root: (u64, u64),
 }
 
 impl Slot {
@@ -241,6 +247,8 @@ impl Slot {
             dir_dev: AtomicU64::new(0),
             dir_ino: AtomicU64::new(0),
             name: AtomicPtr::new(std::ptr::null_mut()),
+            root_dev: AtomicU64::new(0),
+            root_ino: AtomicU64::new(0),
         }
     }
 
@@ -259,6 +267,9 @@ impl Slot {
         self.dir_dev.store(dir_info.dev, Ordering::SeqCst);
         self.dir_ino.store(dir_info.ino, Ordering::SeqCst);
         self.name.store(ptr(place.name), Ordering::SeqCst);
+        let root = sys::dir::root_id().unwrap_or((0, 0));
+        self.root_dev.store(root.0, Ordering::SeqCst);
+        self.root_ino.store(root.1, Ordering::SeqCst);
         self.seq.fetch_add(1, Ordering::SeqCst);
     }
 
@@ -281,6 +292,10 @@ impl Slot {
                 dir_dev: self.dir_dev.load(Ordering::SeqCst),
                 dir_ino: self.dir_ino.load(Ordering::SeqCst),
                 name: self.name.load(Ordering::SeqCst).cast_const(),
+                root: (
+                    self.root_dev.load(Ordering::SeqCst),
+                    self.root_ino.load(Ordering::SeqCst),
+                ),
             };
             if self.seq.load(Ordering::SeqCst) == before {
                 return Some(read);
@@ -292,8 +307,10 @@ impl Slot {
     /// In the handler: a descriptor for this slot's file. The published one
     /// while it is still that file; otherwise (made at this crash, or the
     /// program closed it) the file's name opened in the directory kept from
-    /// configuration while that is still the directory, or else its path,
-    /// closed when the handle is dropped. Async-signal-safe.
+    /// configuration while that is still the directory, or else its path
+    /// while the root is the one it was configured under (never a path in
+    /// a jail the program chrooted into since), closed when the handle is
+    /// dropped. Async-signal-safe.
     fn open(&self, how: Private, usable: fn(&Fd) -> bool) -> Option<Handle> {
         let seen = self.get()?;
         let Seen {
@@ -314,7 +331,7 @@ impl Slot {
             // SAFETY: published names are interned for the life of the process.
             let name = unsafe { CStr::from_ptr(seen.name) };
             sys::private::open_private_at(seen.dir, name, how)
-        } else if !path.is_null() {
+        } else if !path.is_null() && sys::dir::root_id() == Some(seen.root) {
             // SAFETY: published paths are interned for the life of the process.
             let path = unsafe { CStr::from_ptr(path) };
             sys::private::open_private_c(path, how)

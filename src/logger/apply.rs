@@ -111,7 +111,7 @@ impl State {
                     let old = self.ring.replace(ring);
                     self.retire(old);
                     self.ring_replaced();
-                    self.buffer_file = Some(path);
+                    self.set_buffer_file(path);
                     true
                 }
                 Err(e) => {
@@ -371,6 +371,7 @@ impl State {
         let new = match (size, &self.buffer_file) {
             (0, _) => None,
             (_, Some(path)) => {
+                self.ring_file_here()?;
                 let previous = self.ring.as_ref().map(|r| (r.view(), r.stats()));
                 let previous = previous.as_ref().map(|(v, s)| (v as &dyn Region, *s));
                 Some(Ring::create_file(path, size, previous, true).map_err(failed)?)

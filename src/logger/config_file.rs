@@ -10,8 +10,10 @@ use crate::config::{self, file::Settings};
 use crate::error::ConfigError;
 use crate::{diag, sys};
 
-/// The file `VLOG_CONFIG` named at start, for `reload`.
-static PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The file `VLOG_CONFIG` named at start, for `reload`, and the process's
+/// root then: after a chroot the path would name a file in the jail,
+/// which `reload` never reads.
+static PATH: Mutex<Option<(PathBuf, Option<sys::dir::Id>)>> = Mutex::new(None);
 
 /// What `reload` applies; the others are read at start only.
 const RELOADED: [&str; 5] = [
@@ -53,7 +55,7 @@ fn file_at_start(warn: impl Fn(&str)) -> Settings {
         return Settings::default();
     };
     let path = std::path::absolute(&path).unwrap_or_else(|_| PathBuf::from(&path));
-    *PATH.lock().unwrap_or_else(|p| p.into_inner()) = Some(path.clone());
+    *PATH.lock().unwrap_or_else(|p| p.into_inner()) = Some((path.clone(), sys::dir::root_id()));
     match read(&path) {
         Ok(settings) => {
             for why in &settings.refused {
@@ -86,11 +88,18 @@ impl State {
     /// settings applied, by name.
     pub fn reload_config(&mut self) -> Result<Vec<(&'static str, String)>, ConfigError> {
         let path = PATH.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let Some(path) = path else {
+        let Some((path, root)) = path else {
             return Err(ConfigError::new(
                 "this program was started without VLOG_CONFIG: there is no file to reload",
             ));
         };
+        if sys::dir::root_id() != root {
+            return Err(ConfigError::new(format!(
+                "the process's root moved since it started (chroot): '{}' would name a file \
+                 in the new root, which vlog does not read; nothing changed",
+                path.display()
+            )));
+        }
         let settings = read(&path)?;
         let take = |name: &str| {
             (RELOADED.contains(&name) && from_environment(name).is_none())

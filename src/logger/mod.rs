@@ -111,6 +111,9 @@ pub struct State {
     dump_files: Option<DumpFiles>,
     /// The file the ring lives in (`VLOG_BUFFER_FILE`), if any.
     buffer_file: Option<PathBuf>,
+    /// The process's root when the ring file was configured: a ring made
+    /// anew at its path after a chroot would be made in the jail.
+    buffer_root: Option<(u64, u64)>,
     /// The threads the outputs need (see `ticker`).
     threads: ticker::Threads,
 }
@@ -159,6 +162,7 @@ impl State {
             dump_signal: None,
             dump_files: None,
             buffer_file: None,
+            buffer_root: None,
             threads: ticker::Threads::new(),
         }
     }
@@ -376,6 +380,25 @@ impl State {
             outputs.sync_from().min(Priority::Error as u8)
         };
         self.needs = self.threads_for(outputs.needs());
+    }
+
+    /// The ring file in force from now on, by its path.
+    fn set_buffer_file(&mut self, path: PathBuf) {
+        self.buffer_file = Some(path);
+        self.buffer_root = crate::sys::dir::root_id();
+    }
+
+    /// An error when the ring file's path no longer means what it did: the
+    /// process's root moved since (chroot).
+    fn ring_file_here(&self) -> Result<(), crate::error::ConfigError> {
+        match crate::sys::dir::root_id() == self.buffer_root {
+            true => Ok(()),
+            false => Err(crate::error::ConfigError::new(
+                "the process's root moved since the ring file was configured (chroot): a \
+                 new ring file at its path would be made in the new root; the ring stays \
+                 as it is",
+            )),
+        }
     }
 
     /// Whether some output prints a message of priority `p`.

@@ -4,7 +4,10 @@
 //! does it at once. A descriptor the program closed (or closed and reused:
 //! `close_range` after vlog started) is noticed before the next line and
 //! the file opened again by its path (see `sys::fd`). With `?max=SIZE`,
-//! the file is rotated before it would pass SIZE (see `rotate`).
+//! the file is rotated before it would pass SIZE (see `rotate`). Once the
+//! process has moved its root (chroot), "its path" is its name in the
+//! directory kept from configuration (see `sys::dir`), and rotation, which
+//! renames by path, stops with one warning.
 
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -13,12 +16,18 @@ use std::path::PathBuf;
 use super::rotate::{self, Outcome, Rotate};
 use super::said::either;
 use crate::error::ConfigError;
+use crate::sys::dir::InDir;
 use crate::sys::record_lock::Holder;
 use crate::sys::{self, Fd, Private};
 
 #[derive(Debug)]
 pub struct FileOutput {
     path: PathBuf,
+    /// The file by its directory's descriptor and its name, what it is
+    /// opened again through once the process's root moved (see
+    /// `sys::dir`); None when the directory could not be opened, and then
+    /// the path is used.
+    place: Option<InDir>,
     /// None after the descriptor was lost and the file could not be opened
     /// again.
     fd: Option<Fd>,
@@ -109,6 +118,7 @@ impl FileOutput {
             ConfigError::new(format!("cannot open '{}' for output: {e}", path.display()))
         })?;
         Ok(FileOutput {
+            place: InDir::new(&path).ok(),
             path,
             created: fd.created(),
             fd: Some(fd),
@@ -173,10 +183,10 @@ impl FileOutput {
             }
             // Another process rotated it away: its lines go to the file
             // PATH names now, never to one on its way out.
-            if !rotate::names(&self.path, &info) && follows < FOLLOW_ROUNDS {
-                unlock(Some(fd), locked);
+            if !self.names_now(&info) && follows < FOLLOW_ROUNDS {
+                unlock(self.fd.as_ref(), locked);
                 follows += 1;
-                if let Ok(new) = open_log(&self.path) {
+                if let Ok(new) = self.open_again() {
                     self.fd = Some(new);
                     self.moved = true;
                     continue;
@@ -216,8 +226,14 @@ impl FileOutput {
                 unlock(self.fd.as_ref(), locked);
                 break;
             }
+            // Rotation renames by path: only while the path means what it
+            // meant (never after a chroot).
+            let here = self.place.as_ref().map_or(Ok(()), InDir::path_leads_here);
             let fd = self.fd.as_ref().expect("checked above");
-            let outcome = rotate::rotate(&self.path, fd, rotate);
+            let outcome = match here {
+                Ok(()) => rotate::rotate(&self.path, fd, rotate),
+                Err(e) => Outcome::Failed(format!("{e}; rotation stopped")),
+            };
             unlock(Some(fd), locked);
             match outcome {
                 Outcome::Rotated(new, said) => {
@@ -281,7 +297,7 @@ impl FileOutput {
         } else {
             let info = now.expect("checked above");
             let deleted = info.nlink == 0;
-            if rotate::names(&self.path, &info) && !deleted {
+            if self.names_now(&info) && !deleted {
                 self.checked_at = second;
                 return None;
             }
@@ -322,8 +338,26 @@ impl FileOutput {
     /// Opens the file again by its path (after logrotate moved it). The old
     /// file stays in use if the new one cannot be opened.
     pub fn reopen(&mut self) -> io::Result<()> {
-        self.fd = Some(open_log(&self.path)?);
+        self.fd = Some(self.open_again()?);
         Ok(())
+    }
+
+    /// The file as its path names it now, or, once the process's root
+    /// moved, as its directory kept from configuration does (see
+    /// `sys::dir`).
+    fn open_again(&mut self) -> io::Result<Fd> {
+        match &mut self.place {
+            Some(place) => place.open(Private::Log),
+            None => open_log(&self.path),
+        }
+    }
+
+    /// Whether the file's name names `info`'s file now.
+    fn names_now(&self, info: &sys::FdInfo) -> bool {
+        match &self.place {
+            Some(place) => place.names(info),
+            None => rotate::names(&self.path, info),
+        }
     }
 
     /// A descriptor of the file to make the lines written durable with

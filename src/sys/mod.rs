@@ -11,6 +11,7 @@ pub mod alloc;
 pub mod cancel;
 pub mod clock;
 pub mod connection;
+pub mod dir;
 pub mod fd;
 pub mod listen;
 pub mod lock;

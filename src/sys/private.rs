@@ -176,7 +176,12 @@ pub enum OpenFailure {
 pub fn open_private(path: &Path, how: Private) -> io::Result<Fd> {
     let path = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::other("the path contains a NUL byte"))?;
-    open_private_c(&path, how).map_err(|failure| match failure {
+    open_private_c(&path, how).map_err(explain)
+}
+
+/// What a person needs to know of an open that failed.
+pub fn explain(failure: OpenFailure) -> io::Error {
+    match failure {
         OpenFailure::Refused(r) => io::Error::other(r.why()),
         OpenFailure::Errno(n) => {
             let e = io::Error::from_raw_os_error(n);
@@ -188,7 +193,7 @@ pub fn open_private(path: &Path, how: Private) -> io::Result<Fd> {
                 _ => e,
             }
         }
-    })
+    }
 }
 
 /// Whether the file at `path` is a regular file, and why vlog would not
@@ -212,7 +217,7 @@ fn lstat_c(path: &CStr) -> Result<libc::stat, c_int> {
 
 /// lstat(2) of `path` from the directory `dir` (AT_FDCWD: as a path is).
 /// Async-signal-safe.
-fn lstat_at(dir: c_int, path: &CStr) -> Result<libc::stat, c_int> {
+pub(super) fn lstat_at(dir: c_int, path: &CStr) -> Result<libc::stat, c_int> {
     // SAFETY: an all-zero stat is a valid out-buffer.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: a NUL-terminated path and a valid out-pointer.

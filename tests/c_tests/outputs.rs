@@ -1,7 +1,9 @@
 //! Outputs: files and their rotation, JSON, outputs that fail, and the
 //! descriptors and files vlog keeps.
 
+use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::common::*;
@@ -521,4 +523,94 @@ fn logrotate_rotates_a_vlog_file_and_loses_no_line() {
         numbers.iter().zip(&want).position(|(a, b)| a != b),
         text(&out.stderr)
     );
+}
+
+/// A daemon that chroots after configuring vlog: reopening a file output
+/// (after logrotate moved the file away) makes the file where it was
+/// configured, through the directory vlog kept, never at the same path in
+/// the jail (whose users may have made it); what can only go by path stops
+/// with a message that says why: a file rotated by vlog (`?max=`, one
+/// warning, its lines going on to it), a new ring file, a reload of
+/// VLOG_CONFIG, the control socket made anew.
+#[test]
+fn after_a_chroot_vlog_uses_no_path_of_the_old_root() {
+    if skipped_under_tool("after a chroot the tool cannot reach its own files") {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        say_skipped("chroot needs root");
+        return;
+    }
+    let dir = scratch_dir("chroot-files");
+    let logs = dir.join("logs");
+    let jail = dir.join("jail");
+    let jailed = jail.join(logs.strip_prefix("/").unwrap());
+    let _ = std::fs::remove_dir_all(&logs);
+    let _ = std::fs::remove_dir_all(&jail);
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::create_dir_all(&jailed).unwrap();
+    let config = logs.join("vlog.conf");
+    std::fs::write(&config, "VLOG_FILTERS=1:test\n").unwrap();
+    let socket = logs.join("ctl.sock");
+    let exe = build("chroot_files", Link::Static);
+    let mut cmd = command(&exe);
+    without_vlog_env(&mut cmd);
+    let mut child = cmd
+        .args([logs.to_str().unwrap(), jail.to_str().unwrap()])
+        .env("VLOG_BUFFER_FILE", logs.join("ring"))
+        .env("VLOG_CONTROL", &socket)
+        .env("VLOG_CONFIG", &config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut said = String::new();
+    stdout.read_line(&mut said).unwrap();
+    if said != "chrooted\n" {
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        panic!("chroot_files said {said:?}: {}", text(&out.stderr));
+    }
+    // logrotate: the file renamed away.
+    std::fs::rename(logs.join("d.log"), logs.join("d.log.1")).unwrap();
+    stdin.write_all(b"go\n").unwrap();
+    said.clear();
+    stdout.read_line(&mut said).unwrap();
+    let reload = crate::control::vlog_ctl(&[socket.to_str().unwrap(), "reload"]);
+    stdin.write_all(b"go\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(said, "reload\n", "{err}");
+    assert_ok("chroot_files", &out);
+    let refused = text(&reload.stderr);
+    assert!(
+        !reload.status.success() && refused.contains("root moved"),
+        "the reload: {refused}"
+    );
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    let old = read(&logs.join("d.log.1"));
+    let new = read(&logs.join("d.log"));
+    assert!(old.contains("before the chroot"), "{old}");
+    assert_eq!(new.matches("after the chroot").count(), 400, "{new}\n{err}");
+    let rotated = read(&logs.join("r.log"));
+    assert_eq!(rotated.matches("after the chroot").count(), 400, "{err}");
+    assert_eq!(
+        err.matches("rotation stopped").count(),
+        1,
+        "one warning for the rotation:\n{err}"
+    );
+    assert!(
+        err.contains("a new one cannot be made") && err.contains("root moved"),
+        "the control socket: {err}"
+    );
+    let in_jail: Vec<_> = std::fs::read_dir(&jailed)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(in_jail.is_empty(), "made in the jail: {in_jail:?}\n{err}");
 }
