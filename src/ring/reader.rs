@@ -99,25 +99,13 @@ pub fn read_marked(
     )
 }
 
-/// The outputs' walk: [`read_marked`] of the records marked for the
-/// outputs alone (a record that is not is passed over on what its header
-/// says, neither checked nor rendered: a daemon's debug records in the
-/// ring cost the walk to its next line little), ending before a record for
-/// which `visit` returns false: the cursor returned is at that record, for
-/// the next walk to read it again (the outputs stop before an error to
-/// print its context).
-#[inline(never)]
-pub fn read_until(
-    region: &(impl Region + ?Sized),
-    from: Cursor,
-    budget: u64,
-    visit: impl FnMut(Entry, bool) -> bool,
-) -> Cursor {
-    read_with(region, from, budget, &mut Buffers::new(), true, visit)
-}
-
 /// [`read_marked`] into `buffers`, passing over the records not marked
-/// for the outputs when `marked_only`, and ending as [`read_until`] does.
+/// for the outputs when `marked_only` (each passed over on what its header
+/// says, neither checked nor rendered: a daemon's debug records in the ring
+/// cost the outputs' walk to its next line little), ending before a record
+/// for which `visit` returns false: the cursor returned is at that record,
+/// for the next walk to read it again (the outputs stop before an error to
+/// print its context).
 /// (Inlined: a walk's buffers and the rest of its locals share one frame,
 /// as a thread with a small stack needs.)
 #[inline(always)]

@@ -51,7 +51,7 @@ pub fn scan(
                 region.copy(off, &mut buf[..named]);
             }
         }
-        // [R2] as in `reader::read_until`: a header copied from a newer
+        // [R2] as in `reader::read_with`: a header copied from a newer
         // lap is discarded.
         fence(Ordering::Acquire);
         let held = region.head();

@@ -133,3 +133,40 @@ fn a_record_in_flight_is_waited_for_reported_and_never_overwritten() {
         assert!(stderr.contains(wanted), "{wanted:?} not in:\n{stderr}");
     }
 }
+
+/// Every kind of logging call uses at most 8 KiB of its caller's stack
+/// (the records are read into buffers on the heap, not on the stack of a
+/// thread that writes its own line), with the writer thread and without,
+/// through file, JSON (`?sync`) and syslog outputs and an error's context:
+/// measured over a painted stack, and run from a thread whose stack is
+/// `PTHREAD_STACK_MIN`, its first call among them.
+#[test]
+fn a_small_stack_suffices_for_every_kind_of_call() {
+    if skipped_under_tool("the tool's own frames make the stack larger") {
+        return;
+    }
+    let dir = scratch_dir("small-stack");
+    let d = dir.to_str().unwrap();
+    let outputs = format!("1:file:{d}/a.log 1:json:{d}/b.json?sync 1:syslog:x@udp://127.0.0.1:9");
+    let exe = build("small_stack", Link::Static);
+    for writer in ["thread", "caller"] {
+        for mode in ["measure", "min"] {
+            let out = run_with(
+                &exe,
+                &[mode],
+                &[
+                    ("VLOG_OUTPUTS", outputs.as_str()),
+                    ("VLOG_WRITER", writer),
+                    ("VLOG_CONTEXT", "20"),
+                ],
+            );
+            assert_ok(&format!("small_stack {mode}, VLOG_WRITER={writer}"), &out);
+            if mode == "measure" {
+                println!(
+                    "VLOG_WRITER={writer}: {}",
+                    text(&out.stdout).replace('\n', ", ")
+                );
+            }
+        }
+    }
+}

@@ -25,7 +25,7 @@
 //!   beyond `SCAN_MAX`, are counted in a note, too.
 //!
 //! How: the walk that prints for the outputs stops before an error that
-//! has a context due ([`due`], `reader::read_until`), [`print`] reads the
+//! has a context due ([`due`], `reader::read_with`), [`print`] reads the
 //! record headers from where the key's last context ended, or from the
 //! boundary the walk passed (`checkpoints`) at most `SCAN_MAX` before, to
 //! the error (`ring::scan`: no record copied whole, validated or
@@ -136,8 +136,8 @@ pub struct Contexts {
     picks: Vec<Pick>,
     checkpoints: Checkpoints,
     /// Where the records are read into: 21 KiB kept on the heap, off a
-    /// caller's stack.
-    buffers: Option<Box<reader::Buffers>>,
+    /// caller's stack (the outputs' walk borrows them too, see `printer`).
+    pub(super) buffers: Option<Box<reader::Buffers>>,
 }
 
 impl Contexts {

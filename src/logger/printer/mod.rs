@@ -143,6 +143,11 @@ impl Printer {
 
     /// Sets what an error's context is (see `Contexts::set`).
     pub fn set_context(&mut self, context: Context) -> Result<(), ConfigError> {
+        // The walk's buffers, even with no context: off the stack of a
+        // caller that writes its line (see `catch_up_with`).
+        if self.contexts.buffers.is_none() {
+            self.contexts.buffers = reader::Buffers::on_heap();
+        }
         self.contexts.set(context, &mut self.outputs)
     }
 
@@ -207,29 +212,36 @@ impl Printer {
             // After a crash, the crash handler writes what is left.
             at_crash::while_busy(|| {
                 let mut lost = Lost::default();
-                cursor = reader::read_until(view, cursor, READ_STEP, |entry, marked| {
-                    match (entry, marked) {
-                        (Entry::Record(rec), true) => {
-                            // An output that holds all it may for a slow
-                            // reader: the line waits in the ring.
-                            if stops_when_blocked && outputs.blocked() {
-                                blocked = true;
-                                return false;
-                            }
-                            lost.say(outputs, rec.time_ns, said);
-                            if done != Some(rec.seq) {
-                                stopped = context::due(contexts, outputs, &rec);
-                                if stopped.is_some() {
+                // The records are read into the contexts' buffers, on the
+                // heap: a thread with a small stack writes its own line.
+                let mut heap = contexts.buffers.take();
+                let walk = |buffers: &mut reader::Buffers| {
+                    reader::read_with(view, cursor, READ_STEP, buffers, true, |entry, marked| {
+                        match (entry, marked) {
+                            (Entry::Record(rec), true) => {
+                                // An output that holds all it may for a slow
+                                // reader: the line waits in the ring.
+                                if stops_when_blocked && outputs.blocked() {
+                                    blocked = true;
                                     return false;
                                 }
+                                lost.say(outputs, rec.time_ns, said);
+                                if done != Some(rec.seq) {
+                                    stopped = context::due(contexts, outputs, &rec);
+                                    if stopped.is_some() {
+                                        return false;
+                                    }
+                                }
+                                outputs.add(&rec, |event| said.push(event));
                             }
-                            outputs.add(&rec, |event| said.push(event));
+                            (Entry::Record(_), false) => {}
+                            (other, _) => lost.see(&other),
                         }
-                        (Entry::Record(_), false) => {}
-                        (other, _) => lost.see(&other),
-                    }
-                    true
-                });
+                        true
+                    })
+                };
+                cursor = reader::Buffers::with(heap.as_deref_mut(), walk);
+                contexts.buffers = heap;
                 lost.say(outputs, crate::sys::realtime_ns(), said);
                 if let (Some(due), Some(at)) = (&stopped, cursor.pos()) {
                     let mut report = |event: Said| said.push(event);
@@ -270,13 +282,19 @@ impl Printer {
                 error = head.priority == Priority::Error as u8;
             });
             let mut due = None;
+            // Read into the contexts' buffers, off the caller's stack.
+            let mut heap = contexts.buffers.take();
             if error {
-                reader::read_marked(view, Cursor::at(pos), 1, |entry, _| {
-                    if let Entry::Record(rec) = entry {
-                        due = context::due(contexts, outputs, &rec);
-                    }
+                reader::Buffers::with(heap.as_deref_mut(), |buffers| {
+                    reader::read_with(view, Cursor::at(pos), 1, buffers, false, |entry, _| {
+                        if let Entry::Record(rec) = entry {
+                            due = context::due(contexts, outputs, &rec);
+                        }
+                        true
+                    })
                 });
             }
+            contexts.buffers = heap;
             match due {
                 Some(due) => {
                     let mut report = |event: Said| said.push(event);
@@ -284,11 +302,16 @@ impl Printer {
                 }
                 None => contexts.passed(pos),
             }
-            reader::read_marked(view, Cursor::at(pos), 1, |entry, _| {
-                if let Entry::Record(rec) = entry {
-                    outputs.add(&rec, |event| said.push(event));
-                }
+            let mut heap = contexts.buffers.take();
+            reader::Buffers::with(heap.as_deref_mut(), |buffers| {
+                reader::read_with(view, Cursor::at(pos), 1, buffers, false, |entry, _| {
+                    if let Entry::Record(rec) = entry {
+                        outputs.add(&rec, |event| said.push(event));
+                    }
+                    true
+                })
             });
+            contexts.buffers = heap;
             outputs.flush(|event| said.push(event));
         });
     }

@@ -83,19 +83,18 @@ pub fn render(
         put_param(b"VLOG_CONTEXT", b"1", out);
         put_param(b"VLOG_SEQ", decimal(rec.seq, &mut digits), out);
     }
-    let mut given = [([0u8; SD_NAME_MAX], 0); fields::MAX_FIELDS];
-    let mut n = 0;
-    for field in fields::decode(rec.fields).iter().flat_map(|f| f.iter()) {
+    let list = fields::decode(rec.fields);
+    for (i, field) in list.iter().flat_map(|f| f.iter()).enumerate() {
         let sd = sd_name(field.name);
         // Two long names that hash alike: the second is not merged into
-        // the first's, it is left out and counted.
-        if given[..n].contains(&sd) || n == given.len() {
+        // the first's, it is left out and counted. (The earlier names are
+        // made again rather than kept: a caller's stack may be small.)
+        let earlier = list.iter().flat_map(|f| f.iter()).take(i);
+        if earlier.map(|f| sd_name(f.name)).any(|e| e == sd) {
             stats::add(&stats::BAD_FIELDS, 1);
             continue;
         }
-        given[n] = sd;
-        n += 1;
-        let name = &given[n - 1].0[..sd.1];
+        let name = &sd.0[..sd.1];
         match field.value {
             Value::Str(s) => put_param(name, s, out),
             Value::Int(n) => {
