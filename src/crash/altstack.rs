@@ -84,12 +84,13 @@ pub fn ensure() {
     }
 }
 
-/// For a thread about to write its own line (an error, `?sync`): the
-/// fault signals unblocked again if this thread's calls have met the
-/// handler installed, in case the program blocked every signal since.
+/// For a thread about to write its own line: when it is an error (a
+/// crash's last words, maybe), the fault signals unblocked again if this
+/// thread's calls have met the handler installed, in case the program
+/// blocked every signal since.
 #[inline]
-pub fn before_writing() {
-    if ALT_STACK_CHECKED.with(Cell::get) {
+pub fn before_writing(error: bool) {
+    if error && ALT_STACK_CHECKED.with(Cell::get) {
         super::signals::unblock_faults();
     }
 }

@@ -72,8 +72,8 @@ pub struct Call<'a> {
 enum Next {
     Done(Outcome),
     /// The outputs write up to this position (the end of the caller's
-    /// record) before the call returns.
-    Write(u64),
+    /// record) before the call returns; whether the record is an error.
+    Write(u64, bool),
     /// The outputs print the one record at this position (a ring file
     /// shared with another process: see `Ring::prints_here`).
     WriteOne(u64),
@@ -124,8 +124,8 @@ fn finish(
                 entered.leave();
                 return outcome;
             }
-            Next::Write(upto) => {
-                crate::crash::altstack::before_writing();
+            Next::Write(upto, error) => {
+                crate::crash::altstack::before_writing(error);
                 entered.leave_and_write(|| printer::caller::write_upto(upto));
                 return Outcome::Recorded;
             }
@@ -398,9 +398,8 @@ impl State {
     /// Step 5: a record the outputs print was just recorded. An error, a
     /// line of a `?sync` output, or any line while the writer thread is
     /// off is written by this thread before its call returns; the others
-    /// by the writer thread, woken if it sleeps. (Inlined: a call of its
-    /// own cost a printed line 28 instructions, callgrind,
-    /// vlog-file-burst.)
+    /// by the writer thread, woken if it sleeps (inlined: a call of its own
+    /// cost a printed line 28 instructions, callgrind, vlog-file-burst).
     #[inline(always)]
     fn after_printed(&mut self, priority: Priority) -> Next {
         // A printing call is a cancellation point, as stdio's are, whoever
@@ -415,7 +414,7 @@ impl State {
         // (The outputs write up to the marked end, or stop where they are
         // if another thread wrote it already.)
         if priority as u8 >= self.sync_from {
-            return Next::Write(ring.marked_end());
+            return Next::Write(ring.marked_end(), priority == Priority::Error);
         }
         if let Some(writer) = self.threads.writer.as_ref().filter(|w| w.is_here()) {
             printer::wake(writer, || {
@@ -426,7 +425,8 @@ impl State {
         if self.start_writer() {
             Next::Done(Outcome::Recorded)
         } else {
-            Next::Write(self.ring.as_ref().map_or(0, Ring::marked_end))
+            let end = self.ring.as_ref().map_or(0, Ring::marked_end);
+            Next::Write(end, priority == Priority::Error)
         }
     }
 

@@ -173,7 +173,7 @@ impl Fd {
         }
         // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor and changes no
         // other.
-        let dup = unsafe { libc::fcntl(self.raw, libc::F_DUPFD_CLOEXEC, 3) };
+        let dup = unsafe { libc::fcntl(self.raw, libc::F_DUPFD_CLOEXEC, high_floor()) };
         if dup < 0 {
             return Err(io::Error::last_os_error());
         }
