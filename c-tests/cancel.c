@@ -11,10 +11,17 @@
  * reached vlog's Rust frames and the process aborted, or the lock stayed
  * held for good; then the cancel waited for good).
  *
- * Asynchronous cancellation: never acts inside vlog either. */
+ * Asynchronous cancellation: never acts inside vlog either.
+ *
+ *   cancel exit-drain   a cancel left pending when the program calls
+ *                       exit(7), while vlog's exit handler waits for a
+ *                       fluent receiver that takes nothing: it never acts
+ *                       in vlog's frames (the process ends with 7). */
 #include "check.h"
 
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <signal.h>
 #include <time.h>
 
@@ -303,6 +310,33 @@ static int cancel_first_call(void)
 /* With "no-handler", the part where a signal handler prints in the cancelled
  * thread is left out (said on stdout); "first-call" runs only
  * cancel_first_call. */
+/* See the top: a receiver that accepts nothing (its queue holds the
+ * connection), a fluent output with lines for it, a cancel made pending
+ * with no cancellation point after it, then exit. */
+static int exit_drain(void)
+{
+    char path[108], spec[200];
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    int s, old;
+
+    snprintf(path, sizeof path, "/tmp/vlog-cancel-exit-%d.sock", (int)getpid());
+    CHECK(strlen(path) < sizeof addr.sun_path);
+    strcpy(addr.sun_path, path);
+    unlink(path);
+    s = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(s >= 0 && bind(s, (struct sockaddr *)&addr, sizeof addr) == 0 && listen(s, 8) == 0);
+    snprintf(spec, sizeof spec, "2:fluent:test@unix:%s", path);
+    CHECK(vlog_set_filters("2:test.cancel") == 0);
+    CHECK(vlog_set_outputs(spec) == 0);
+    for (int i = 0; i < 20000; i++)
+        VLOG_INFO("line %d for a receiver that takes nothing ..........", i);
+    unlink(path); /* the socket stays, the name goes */
+    CHECK(pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old) == 0);
+    CHECK(pthread_cancel(pthread_self()) == 0);
+    CHECK(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old) == 0);
+    exit(7);
+}
+
 int main(int argc, char **argv)
 {
     int with_handler = !(argc > 1 && strcmp(argv[1], "no-handler") == 0);
@@ -315,6 +349,8 @@ int main(int argc, char **argv)
     alarm(60);
     if (argc > 1 && strcmp(argv[1], "first-call") == 0)
         return cancel_first_call();
+    if (argc > 1 && strcmp(argv[1], "exit-drain") == 0)
+        return exit_drain();
     snprintf(log_path, sizeof log_path, "/tmp/vlog-cancel-%d.log", (int)getpid());
     CHECK(vlog_set_filters("1:test.cancel") == 0);
     {
