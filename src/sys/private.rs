@@ -319,8 +319,20 @@ pub fn open_private_c(path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
 
 /// [`open_private_c`] of `path` in the directory `dir` (a descriptor kept
 /// from when the file was configured: a chroot since does not move it).
-/// Async-signal-safe, nothing allocated.
+/// A file replaced while it was opened (another process sharing a
+/// rotating file rotated it) is opened again, a few times. Async-signal-
+/// safe, nothing allocated.
 pub fn open_private_at(dir: c_int, path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
+    let mut tries = 0;
+    loop {
+        match open_once(dir, path, how) {
+            Err(OpenFailure::Refused(Refused::Changed)) if tries < 8 => tries += 1,
+            result => return result,
+        }
+    }
+}
+
+fn open_once(dir: c_int, path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
     // Every open is non-blocking (a FIFO planted at the path would
     // otherwise hold the open until someone reads it) and takes no
     // controlling terminal; a dump's writes wait (set below).

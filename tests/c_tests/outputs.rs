@@ -297,6 +297,9 @@ fn processes_sharing_a_rotating_file_lose_no_line() {
     for (tag, child) in [("A", a), ("B", b)] {
         let out = child.wait_with_output().unwrap();
         assert_ok(&format!("rotation writer {tag}"), &out);
+        // One starting while the other rotates opens the file it finds.
+        let err = text(&out.stderr);
+        assert!(!err.contains("ignoring the output"), "{tag}: {err}");
     }
     let mut seen = std::collections::HashMap::<String, Vec<u32>>::new();
     let mut files = 0;
