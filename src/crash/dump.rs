@@ -282,7 +282,7 @@ pub fn say_line(make: impl FnOnce(&mut Bounded)) {
     if unsafe { libc::poll(&mut ready, 1, 0) } != 1 || ready.revents & libc::POLLOUT == 0 {
         return;
     }
-    sys::fd::without_signal(libc::SIGXFSZ, || {
+    sys::signal::without_signal(libc::SIGXFSZ, || {
         // SAFETY: `buf` holds `len + 1` initialised bytes.
         let _ = unsafe { libc::write(handle.raw(), buf.as_ptr().cast(), len + 1) };
     });

@@ -350,7 +350,7 @@ unsafe fn dump_crash(sig: c_int, info: *mut libc::siginfo_t) -> bool {
             // here, never raises SIGXFSZ. The ring image first (one write);
             // then the lines the outputs had not written, so that a warning
             // always comes before the fault it warned of; then the text.
-            sys::fd::without_signal(libc::SIGXFSZ, || {
+            sys::signal::without_signal(libc::SIGXFSZ, || {
                 pending::freeze();
                 write_ring_image();
                 pending::write();

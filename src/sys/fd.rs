@@ -199,7 +199,7 @@ impl Fd {
     pub fn allocate(&self, len: u64) -> io::Result<()> {
         let len =
             libc::off_t::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
-        without_signal(libc::SIGXFSZ, || {
+        super::signal::without_signal(libc::SIGXFSZ, || {
             // SAFETY: ftruncate and posix_fallocate of our own descriptor.
             if unsafe { libc::ftruncate(self.raw, len) } != 0 {
                 return Err(io::Error::last_os_error());
@@ -348,9 +348,11 @@ pub fn high_floor() -> c_int {
 /// waits). Async-signal-safe.
 pub fn write_no_signal(fd: c_int, buf: &[u8], kind: FdKind) -> io::Result<()> {
     match kind {
-        FdKind::Pipe => without_signal(libc::SIGPIPE, || write_all_kind(fd, buf, kind)),
+        FdKind::Pipe => {
+            super::signal::without_signal(libc::SIGPIPE, || write_all_kind(fd, buf, kind))
+        }
         FdKind::Plain if file_size_limited() => {
-            without_signal(libc::SIGXFSZ, || write_all_kind(fd, buf, kind))
+            super::signal::without_signal(libc::SIGXFSZ, || write_all_kind(fd, buf, kind))
         }
         _ => write_all_kind(fd, buf, kind),
     }
@@ -402,35 +404,6 @@ fn file_size_limited() -> bool {
     // SAFETY: `limit` is a valid out-pointer.
     unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) };
     limit.rlim_cur != libc::RLIM_INFINITY
-}
-
-/// Runs `f` with `sig` blocked in this thread, and takes the `sig` that `f`
-/// raised (SIGPIPE of a write to a pipe with no reader, SIGXFSZ of one past
-/// the size limit), so that it is never delivered; one already pending
-/// stays pending. Async-signal-safe.
-pub fn without_signal<R>(sig: c_int, f: impl FnOnce() -> R) -> R {
-    // SAFETY: plain signal-set manipulation on local sets.
-    unsafe {
-        let mut only: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        let mut pending: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut only);
-        libc::sigaddset(&mut only, sig);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &only, &mut old);
-        libc::sigpending(&mut pending);
-        let was_pending = libc::sigismember(&pending, sig) == 1;
-        let result = f();
-        libc::sigpending(&mut pending);
-        if !was_pending && libc::sigismember(&pending, sig) == 1 {
-            let zero = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            libc::sigtimedwait(&only, std::ptr::null_mut(), &zero);
-        }
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        result
-    }
 }
 
 fn write_all_kind(fd: c_int, mut buf: &[u8], kind: FdKind) -> io::Result<()> {

@@ -1,7 +1,8 @@
 //! Signals as a program that runs a child needs them (`vlog-relay`): a set
 //! blocked in every thread and taken one at a time, sent on to the child,
 //! and named. The names are the one table of them: the crash dump prints
-//! them too.
+//! them too. And a write's own signal (SIGPIPE, SIGXFSZ) held back from the
+//! program (`without_signal`).
 
 use std::ffi::c_int;
 use std::io;
@@ -176,6 +177,45 @@ pub fn name(sig: c_int) -> Option<&'static str> {
         libc::SIGSYS => "SIGSYS",
         _ => return None,
     })
+}
+
+/// Runs `f` with `sig` blocked in this thread, and takes the `sig` that `f`
+/// raised (SIGPIPE of a write to a pipe with no reader, SIGXFSZ of one past
+/// the size limit), so that it is never delivered; one already pending
+/// stays pending. Two rt_sigprocmask calls when the write went through:
+/// what is pending is looked at only when the program had the signal
+/// blocked already (one of its own may be pending) and when the write
+/// failed as one that raises it does (EPIPE, EFBIG). Async-signal-safe.
+pub fn without_signal<R>(sig: c_int, f: impl FnOnce() -> R) -> R {
+    // SAFETY: plain signal-set manipulation on local sets.
+    unsafe {
+        let mut only: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut only);
+        libc::sigaddset(&mut only, sig);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &only, &mut old);
+        // Unblocked, it could not be pending (it would have been
+        // delivered, or discarded as ignored).
+        let was_pending = libc::sigismember(&old, sig) == 1
+            && libc::sigpending(&mut pending) == 0
+            && libc::sigismember(&pending, sig) == 1;
+        let result = f();
+        let raised = matches!(*libc::__errno_location(), libc::EPIPE | libc::EFBIG);
+        if !was_pending
+            && raised
+            && libc::sigpending(&mut pending) == 0
+            && libc::sigismember(&pending, sig) == 1
+        {
+            let zero = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::sigtimedwait(&only, std::ptr::null_mut(), &zero);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        result
+    }
 }
 
 #[cfg(test)]
