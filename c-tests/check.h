@@ -94,10 +94,10 @@ static inline char *check_slurp_path(const char *path)
     return text;
 }
 
-/* How many descriptors this process has open (from /proc/self/fd). */
-static inline int check_open_fds(void)
+/* How many entries a /proc directory has (descriptors, threads). */
+static inline int check_entries(const char *path)
 {
-    DIR *d = opendir("/proc/self/fd");
+    DIR *d = opendir(path);
     struct dirent *e;
     int n = 0;
 
@@ -105,7 +105,13 @@ static inline int check_open_fds(void)
     while ((e = readdir(d)) != NULL)
         n += e->d_name[0] != '.';
     closedir(d);
-    return n - 1; /* the directory's own descriptor */
+    return n;
+}
+
+/* How many descriptors this process has open (from /proc/self/fd). */
+static inline int check_open_fds(void)
+{
+    return check_entries("/proc/self/fd") - 1; /* the directory's own */
 }
 
 /* How many times `needle` occurs in `haystack`. */

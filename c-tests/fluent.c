@@ -296,18 +296,10 @@ static void clock_back(void)
     _exit(0);
 }
 
-/* The threads of this process, from /proc/self/task. */
+/* The threads of this process. */
 static int threads_here(void)
 {
-    DIR *dir = opendir("/proc/self/task");
-    struct dirent *e;
-    int n = 0;
-
-    CHECK(dir != NULL);
-    while ((e = readdir(dir)) != NULL)
-        n += e->d_name[0] != '.';
-    closedir(dir);
-    return n;
+    return check_entries("/proc/self/task");
 }
 
 static void alone(void)

@@ -59,6 +59,20 @@ pub(crate) fn skipped_under_tool(why: &str) -> bool {
 
 /// `skipped_under_tool` for the tests of the crash handler, whose fatal
 /// signals, alternate stacks and core files the tools handle themselves.
+/// Whether a test that chroots cannot run here: under a tool, which cannot
+/// reach its own files from the jail, or not as root; says why.
+pub(crate) fn chroot_test_skipped() -> bool {
+    if skipped_under_tool("after a chroot the tool cannot reach its own files") {
+        return true;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        say_skipped("chroot needs root");
+        return true;
+    }
+    false
+}
+
 pub(crate) fn signal_test_skipped() -> bool {
     skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
 }

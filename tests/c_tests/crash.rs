@@ -413,12 +413,7 @@ fn a_dump_file_is_made_by_the_first_crash_only() {
 #[test]
 fn a_dump_file_made_after_a_chroot_is_made_outside_the_jail() {
     use std::os::unix::process::ExitStatusExt;
-    if skipped_under_tool("after a chroot the tool cannot reach its own files") {
-        return;
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        say_skipped("chroot needs root");
+    if chroot_test_skipped() {
         return;
     }
     let dir = scratch_dir("dump-file-chroot");

@@ -537,12 +537,7 @@ fn logrotate_rotates_a_vlog_file_and_loses_no_line() {
 /// VLOG_CONFIG, the control socket made anew.
 #[test]
 fn after_a_chroot_vlog_uses_no_path_of_the_old_root() {
-    if skipped_under_tool("after a chroot the tool cannot reach its own files") {
-        return;
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        say_skipped("chroot needs root");
+    if chroot_test_skipped() {
         return;
     }
     let dir = scratch_dir("chroot-files");
