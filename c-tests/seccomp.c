@@ -2,8 +2,8 @@
  * thread started, this thread's first call made), a filter that allows
  * exactly the system calls vlog(7) lists for a written line and for exit
  * is installed on every thread (SECCOMP_FILTER_FLAG_TSYNC), and any other
- * kills the process (SIGSYS). Then every kind of logging call, a flush,
- * and exit(0).
+ * kills the process (SIGSYS). Then every kind of logging call, a reopen,
+ * a flush, and exit(0).
  *
  *   seccomp DIR    outputs DIR/a.log, DIR/b.json?sync and stderr (errors);
  *                  prints each kind's name before it (stdout)
@@ -28,6 +28,8 @@ static const int allowed[] = {
     SYS_rt_sigpending, SYS_rt_sigtimedwait,
     /* vlog_flush: the files' data made durable through a duplicate */
     SYS_fcntl,       SYS_fdatasync,
+    /* a file opened again (vlog_reopen) */
+    SYS_openat,      SYS_geteuid,
     /* exit: the writer thread stopped and joined, vlog's descriptors
      * closed, the process ended */
     SYS_close,       SYS_madvise,    SYS_munmap, SYS_exit,      SYS_exit_group,
@@ -98,6 +100,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < 30; i++)
         VLOG_DEBUG("context record %d", i);
     VLOG_ERROR("an error with its context");
+    say("reopen");
+    CHECK(vlog_reopen() == 0);
+    VLOG_ERROR("after the reopen");
     say("flush");
     CHECK(vlog_flush() == 0);
     say("exit");
