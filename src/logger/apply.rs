@@ -81,7 +81,7 @@ impl State {
         }
         let set = match outputs {
             Some(list) => self
-                .set_output_list(list)
+                .set_output_list(self.without_named(list))
                 .map(|()| self.default_outputs = false),
             None => self.use_default_outputs(),
         };

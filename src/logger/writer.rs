@@ -51,6 +51,31 @@ impl State {
         }
     }
 
+    /// `VLOG_OUTPUTS` at start without the outputs whose collector is
+    /// named by a host name when vlog may start no thread, each said once:
+    /// the others are in force (a call that sets outputs is refused whole,
+    /// see [`State::names_without_threads`]).
+    pub(super) fn without_named(
+        &self,
+        mut list: Vec<crate::output::Output>,
+    ) -> Vec<crate::output::Output> {
+        if self.no_threads {
+            list.retain(|o| {
+                let named = o.named_collector();
+                if named {
+                    diag::warn(&format!(
+                        "ignoring the output '{}' of VLOG_OUTPUTS: its collector is named by a \
+                         host name, which a thread of vlog's looks up, and VLOG_WRITER=caller \
+                         starts none (give its IP address); the others are in force",
+                        o.describe()
+                    ));
+                }
+                !named
+            });
+        }
+        list
+    }
+
     /// `VLOG_CONTROL`: its socket is served by a thread of vlog's, which
     /// `VLOG_WRITER=caller` forbids (the program may serve it itself:
     /// `vlog_control_open`).

@@ -723,6 +723,22 @@ fn the_caller_writer_starts_no_thread_with_a_fluent_output() {
     rx.wait_for("both events, sent without a thread", |l| {
         count(l, "alone before") == 1 && count(l, "alone after") == 1
     });
+    // From the environment, only the output that needs a thread is left
+    // out, said once; the others are in force.
+    let log = dir.join("env.log");
+    let outputs = format!("1:fluent:t@tcp://localhost:24224 2:file:{}", log.display());
+    let (_, err) =
+        crate::environment::environment(&[("VLOG_WRITER", "caller"), ("VLOG_OUTPUTS", &outputs)]);
+    assert_eq!(
+        err.matches("ignoring the output").count(),
+        1,
+        "the host-named output: {err}"
+    );
+    let written = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        written.contains("qemu"),
+        "the file output: {written:?}\n{err}"
+    );
 }
 
 /// What a program that logged once and exits waits in its exit handler,
