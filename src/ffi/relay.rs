@@ -361,17 +361,19 @@ pub extern "C-unwind" fn vlog_relay_watch(relay: *mut vlog_relay, fd: c_int) -> 
                         return -1;
                     }
                 };
-                let mut slot = r.watch.lock().unwrap_or_else(|p| p.into_inner());
-                if slot.is_some() {
-                    set_last_error("vlog_relay_watch: the relay reads a descriptor already");
-                    return -1;
-                }
+                // Asked before the relay's lock is taken: the logger's is
+                // never taken under it.
                 let allowed = crate::logger::config_call::configure(|s| {
                     s.ensure_init();
                     s.thread_allowed("vlog_relay_watch")
                 });
                 if let Err(e) = allowed {
                     set_last_error(&e.message);
+                    return -1;
+                }
+                let mut slot = r.watch.lock().unwrap_or_else(|p| p.into_inner());
+                if slot.is_some() {
+                    set_last_error("vlog_relay_watch: the relay reads a descriptor already");
                     return -1;
                 }
                 match Watch::start(Arc::clone(&r.relay), fd) {
