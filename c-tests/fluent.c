@@ -321,6 +321,15 @@ static void alone(void)
     CHECK_ERROR("VLOG_WRITER=caller");
     CHECK(vlog_set_outputs("1:fluent:t@tcp://localhost:24224") == -1);
     CHECK_ERROR("IP address");
+    {
+        /* Refused before anything is opened: the file is not made. */
+        char both[200], made[100];
+        snprintf(made, sizeof made, "/tmp/vlog-alone-%d.log", (int)getpid());
+        snprintf(both, sizeof both, "1:file:%s 1:syslog:d@udp://localhost:514", made);
+        CHECK(vlog_set_outputs(both) == -1);
+        CHECK_ERROR("IP address");
+        CHECK(access(made, F_OK) == -1 && errno == ENOENT);
+    }
     relay = vlog_relay_new("test.fluent.child", VLOG_PRIO_INFO);
     CHECK(relay != NULL && pipe(fds) == 0);
     CHECK(vlog_relay_watch(relay, fds[0]) == -1);

@@ -222,7 +222,6 @@ impl State {
     /// for them (see `State::printer`).
     fn set_output_list(&mut self, list: Vec<Output>) -> Result<(), ConfigError> {
         let next_seq = self.stats().recorded;
-        Self::names_without_threads(self.no_threads, &list)?;
         let mut printer = self.printer();
         printer.outputs.set(list)?;
         printer.restart_contexts(next_seq);
@@ -326,6 +325,7 @@ impl State {
             ));
         }
         let specs = spec::parse_list(text)?;
+        Self::names_without_threads(self.no_threads, &specs)?;
         let list = Outputs::open(&specs)?;
         self.ensure_init();
         if list.is_empty() {

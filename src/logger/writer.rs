@@ -35,17 +35,21 @@ impl State {
     }
 
     /// Refuses outputs whose collector is named by a host name when vlog
-    /// may start no thread: names are looked up by a thread of vlog's,
-    /// never by one that logs nor in a configuration call.
+    /// may start no thread (names are looked up by a thread of vlog's,
+    /// never by one that logs nor in a configuration call): before any is
+    /// opened, so that a refused string leaves nothing behind.
     pub(super) fn names_without_threads(
         no_threads: bool,
-        list: &[crate::output::Output],
+        specs: &[crate::output::spec::Spec],
     ) -> Result<(), crate::error::ConfigError> {
-        match list.iter().find(|o| o.named_collector()) {
-            Some(o) if no_threads => Err(crate::error::ConfigError::new(format!(
+        match specs
+            .iter()
+            .find(|s| crate::output::address::names_a_host(s))
+        {
+            Some(s) if no_threads => Err(crate::error::ConfigError::new(format!(
                 "the output '{}' names its collector by a host name, which a thread of \
                  vlog's looks up, and VLOG_WRITER=caller starts none: give its IP address",
-                o.describe()
+                s.as_env()
             ))),
             _ => Ok(()),
         }

@@ -9,6 +9,8 @@
 
 use std::net::SocketAddr;
 
+use super::spec::{Dest, FluentPeer, Spec, Transport};
+
 /// The first pause before a name is looked up again, and the longest.
 const PAUSE_FIRST_MS: u64 = 1000;
 const PAUSE_MAX_MS: u64 = 60_000;
@@ -102,8 +104,37 @@ impl Address {
     }
 }
 
+/// Whether the collector `spec` sends to is named by a host name, which a
+/// thread of vlog's must look up (not an IP address, nor a Unix socket).
+pub fn names_a_host(spec: &Spec) -> bool {
+    let addr = match &spec.dest {
+        Dest::Syslog {
+            transport: Transport::Udp(a) | Transport::Tcp(a),
+            ..
+        } => a,
+        Dest::Fluent {
+            peer: FluentPeer::Tcp(a),
+            ..
+        } => a,
+        _ => return false,
+    };
+    addr.parse::<SocketAddr>().is_err()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_host_name_is_told_from_an_address() {
+        use crate::output::spec::parse_list;
+        let named = |t: &str| names_a_host(&parse_list(t).unwrap()[0]);
+        assert!(named("1:fluent:t@tcp://localhost:24224"));
+        assert!(named("1:syslog:d@udp://logs.example.net:514"));
+        assert!(!named("1:syslog:d@tcp://[::1]:601"));
+        assert!(!named("1:fluent:t@tcp://127.0.0.1:24224"));
+        assert!(!named("1:fluent:t@unix:/run/f.sock"));
+        assert!(!named("1:syslog:d"));
+    }
+
     use super::*;
 
     #[test]
