@@ -46,15 +46,23 @@ int main(int argc, char **argv)
     }
     VLOG_WARN("all workers done");
 
-    /* Workers killed at random moments while logging as fast as they can;
-     * the daemon must still be able to log afterwards (an alarm catches a
-     * hang on a lock whose holder died). */
+    /* Workers killed at random moments while logging; the daemon must
+     * still be able to log afterwards (an alarm catches a hang on a lock
+     * whose holder died). Each logs a bounded number of records, spread
+     * over longer than the daemon waits before the kill: a daemon slowed
+     * by a busy machine must not see them push the workers' messages above
+     * out of the ring. */
     for (int k = 0; k < 20; k++) {
         pid_t pid = fork();
         CHECK(pid >= 0);
         if (pid == 0) {
-            for (;;)
+            for (int i = 0; i < 5000; i++) {
                 VLOG_DEBUG("doomed worker %d", k);
+                for (volatile int spin = 0; spin < 3000; spin++)
+                    ;
+            }
+            for (;;)
+                pause();
         }
         usleep(2000 + 500 * k);
         CHECK(kill(pid, SIGKILL) == 0);

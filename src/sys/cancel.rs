@@ -171,13 +171,8 @@ pub fn apart<R>(f: impl FnOnce() -> R) -> R {
 macro_rules! callback {
     ($body:expr) => {{
         let call = $crate::sys::cancel::enter();
-        // Cancellation off meanwhile: an exit handler waits in poll for a
-        // receiver, and a cancel the program left pending must not act in
-        // vlog's frames (it acts where it would have, once put back).
-        let state = $crate::sys::cancel::off();
         let result = $crate::sys::cancel::apart($body);
         $crate::sys::cancel::leave_quietly(call);
-        $crate::sys::cancel::restore(state);
         result
     }};
 }

@@ -33,6 +33,9 @@ pub fn root_id() -> Option<Id> {
 #[derive(Debug)]
 pub struct InDir {
     path: std::path::PathBuf,
+    /// The path as lstat takes it, made once: looked at each second, with
+    /// nothing allocated then.
+    c_path: CString,
     /// The directory's descriptor, and the file's name in it.
     dir: Option<Fd>,
     name: CString,
@@ -51,6 +54,7 @@ impl InDir {
             .ok_or_else(bad)?;
         Ok(InDir {
             path: path.to_owned(),
+            c_path: CString::new(path.as_os_str().as_bytes()).map_err(|_| bad())?,
             dir: Some(private::open_dir(parent)?),
             name,
             root: root_id(),
@@ -97,10 +101,7 @@ impl InDir {
     /// guess.
     pub fn names(&self, info: &FdInfo) -> bool {
         let st = if self.root_unmoved() {
-            match CString::new(self.path.as_os_str().as_bytes()) {
-                Ok(c) => private::lstat_at(libc::AT_FDCWD, &c),
-                Err(_) => return true,
-            }
+            private::lstat_at(libc::AT_FDCWD, &self.c_path)
         } else {
             match self.kept_dir() {
                 Ok(dir) => private::lstat_at(dir.raw(), &self.name),

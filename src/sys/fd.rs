@@ -294,8 +294,11 @@ fn close_raw(raw: c_int) {
     unsafe { libc::close(raw) };
 }
 
-/// `raw` if it is 3 or above; otherwise a close-on-exec duplicate at 3 or
-/// above, and `raw` closed. Async-signal-safe.
+/// `raw` if it is at [`high_floor`] or above; otherwise a close-on-exec
+/// duplicate there (or at 3 or above), and `raw` closed by the system call
+/// itself: close(3) is a cancellation point, and a descriptor is made
+/// inside logging calls (the writer thread's start), where a pending
+/// cancel must not act. Async-signal-safe.
 fn out_of_the_way(raw: c_int) -> io::Result<c_int> {
     let floor = high_floor();
     if raw >= floor {
@@ -317,7 +320,8 @@ fn out_of_the_way(raw: c_int) -> io::Result<c_int> {
     } else {
         Ok(moved)
     };
-    close_raw(raw);
+    // SAFETY: closing the descriptor just duplicated, vlog's own.
+    unsafe { libc::syscall(libc::SYS_close, raw) };
     result
 }
 

@@ -64,6 +64,16 @@ extern "C-unwind" fn drain_at_quick_exit() {
 /// One copy of the exit handler (see `drain_at_exit_once`); `again` puts
 /// another in its list.
 fn drain_at(again: impl Fn() -> bool) {
+    // Cancellation off while the drain waits in poll for a receiver: a
+    // cancel the program left pending when it called exit() must not act
+    // in vlog's frames (a thread-key destructor, which runs while a cancel
+    // unwinds, must not turn it back on: only here).
+    let state = crate::sys::cancel::off();
+    drain_callback(again);
+    crate::sys::cancel::restore(state);
+}
+
+fn drain_callback(again: impl Fn() -> bool) {
     crate::sys::cancel::callback!(|| {
         let _ = crate::panic::catch(|| {
             let one_more = || {
