@@ -1,6 +1,8 @@
-//! The recorded call, top to bottom: the filter, then the ring, then what
-//! the outputs need. One lock acquisition (`enter`), no allocation, the
-//! arguments captured once by the boundary and copied once into the ring.
+//! The recorded call's general way, top to bottom: the filter, then the
+//! ring, then what the outputs need, for what the flight recorder's call
+//! (`flight`) leaves to it. One lock acquisition (`enter`) when the call
+//! comes here first, no allocation, the arguments captured once by the
+//! boundary and copied once into the ring.
 //! A record an output prints is marked for it; vlog's writer thread writes
 //! it (see `printer`), or, for an error or a `?sync` output, this thread
 //! does after letting go of the lock, before the call returns.
@@ -416,10 +418,8 @@ impl State {
         if priority as u8 >= self.sync_from {
             return Next::Write(ring.marked_end(), priority == Priority::Error);
         }
-        if let Some(writer) = self.threads.writer.as_ref().filter(|w| w.is_here()) {
-            printer::wake(writer, || {
-                ring.unprinted_bytes() > ring.unprinted_limit() / 2
-            });
+        if self.writer_prints(priority) {
+            self.wake_for_record();
             return Next::Done(Outcome::Recorded);
         }
         if self.start_writer() {
@@ -570,6 +570,87 @@ mod tests {
             }
         });
         v
+    }
+
+    /// A line vlog's writer thread prints takes the logger's lock once,
+    /// as a ring-only record does: reserved and marked in one take, copied
+    /// after it (the flight recorder's way), not refused there first and
+    /// recorded again the general way. Counted on this thread
+    /// (`sys::lock::TAKES`). The one test of the process's own logger.
+    #[test]
+    fn a_printed_line_takes_the_lock_once() {
+        use super::super::flight::{self, Flight, Words};
+        use crate::sys::lock::TAKES;
+        let path = std::env::temp_dir().join(format!("vlog-takes-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let outputs = format!("2:file:{}", path.display());
+        super::super::config_call::configure_writing(|s| {
+            s.set_outputs(&outputs)?;
+            s.set_level(Priority::Debug);
+            Ok(())
+        })
+        .unwrap();
+        let src = source(c"takes");
+        let site = LiveSite::leaked(src, b"printed");
+        // The first line starts the writer thread and adds the site to the
+        // ring's dictionary (the general way).
+        let first = SiteCall {
+            source: src,
+            priority: Priority::Info,
+            site,
+            args: &[],
+            args_len: deferred::args_len(&[]),
+        };
+        assert_eq!(emit_site(first), Outcome::Recorded);
+        let record = |priority| {
+            assert!(flight::enter());
+            let before = TAKES.with(|n| n.get());
+            let done = flight::record(&Words {
+                site: site.get(),
+                source: src,
+                priority,
+                words: &[],
+                strings: &[],
+                message_len: 0,
+            });
+            let takes = TAKES.with(|n| n.get()) - before;
+            flight::leave();
+            (done, takes)
+        };
+        for i in 0..200 {
+            assert_eq!(
+                record(Priority::Info),
+                (Flight::Recorded, 1),
+                "printed line {i}"
+            );
+            assert_eq!(
+                record(Priority::Debug),
+                (Flight::Recorded, 1),
+                "ring-only record {i}"
+            );
+        }
+        // An error is written by its caller: the general way's, which the
+        // flight recorder's call leaves it to without taking the lock.
+        assert_eq!(record(Priority::Error), (Flight::General, 0));
+        // Every printed line reaches the file (the writer thread's).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let lines = loop {
+            super::super::apply::flush().unwrap();
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let n = text.lines().filter(|l| l.ends_with(" : printed")).count();
+            if n >= 201 || std::time::Instant::now() > deadline {
+                break text;
+            }
+            std::thread::yield_now();
+        };
+        let printed = lines.lines().filter(|l| l.ends_with(" : printed")).count();
+        assert_eq!(printed, 201, "{lines}");
+        assert!(
+            lines.lines().all(|l| l.contains(": info : takes :")),
+            "{lines}"
+        );
+        super::super::config_call::configure_writing(|s| s.set_outputs("")).unwrap();
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

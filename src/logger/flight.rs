@@ -1,19 +1,23 @@
 //! The flight recorder's call, top to bottom: a deferred call site's message
-//! that no output prints, recorded as the words the macro captured (a
-//! kind-4 record, see `ring::record`). The lock is held only to reserve the
-//! record (its place, its sequence number, room made by evicting the
-//! oldest); the record is copied after the lock is let go of, and committed
-//! (see `ring::slot`). So threads that log at once queue only for the
-//! reservation, and the time, the thread id, the words, the strings and the
-//! checksum are each thread's own work.
+//! that no output prints or that vlog's writer thread prints, recorded as
+//! the words the macro captured (a kind-4 record, see `ring::record`). The
+//! lock is held only to reserve the record (its place, its sequence number,
+//! room made by evicting the oldest, and for a printed line its mark and
+//! the writer thread's wake); the record is copied after the lock is let go
+//! of, and committed (see `ring::slot`). So threads that log at once queue
+//! only for the reservation, and the time, the thread id, the words, the
+//! strings and the checksum are each thread's own work.
 //!
-//! Anything else takes the general way (`emit`): a line an output prints, a
-//! ring file (shared with other processes, whose records are written whole
-//! under its lock), a site new to the ring's dictionary that does not fit
-//! it, a record that would overwrite lines the outputs have not written.
+//! Anything else takes the general way (`emit`): a line its caller writes
+//! (an error, a `?sync` output's, any while the writer thread is off or not
+//! started yet), a record with fields, a ring file (shared with other
+//! processes, whose records are written whole under its lock), a site new
+//! to the ring's dictionary that does not fit it, a record that would
+//! overwrite lines the outputs have not written.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::writer::CALLER_WRITES_FROM;
 use super::{lock, State, INSIDE, STATE};
 use crate::priority::Priority;
 use crate::record::MESSAGE_MAX;
@@ -25,6 +29,7 @@ use crate::ring::Ring;
 use crate::ring::{ahead, published, Blocked};
 use crate::site::vlog__site;
 use crate::source::Live;
+use crate::sys::cancel;
 use crate::sys::lock::Guard;
 use crate::{crash, stats, sys};
 
@@ -71,7 +76,9 @@ pub enum Flight {
 
 /// What the lock's holder decided.
 enum Reserved {
-    Slot(Slot, u32),
+    /// The record's place, its site's dictionary entry, and whether it is
+    /// marked for the outputs (the writer thread was woken for it).
+    Slot(Slot, u32, bool),
     Blocked(Blocked),
     General,
 }
@@ -105,8 +112,12 @@ pub fn leave() {
 /// sched_yield(2): no cancellation point, and errno is left as it was.
 #[inline(always)]
 pub fn record(call: &Words) -> Flight {
-    // A thread's own fields: a record with fields, the general way's.
-    if call.message_len > WORDS_MAX || super::thread_fields::active() {
+    // A thread's own fields: a record with fields, the general way's; so
+    // is a line its caller writes.
+    if call.message_len > WORDS_MAX
+        || super::thread_fields::active()
+        || call.priority as u8 >= CALLER_WRITES_FROM.load(Ordering::Relaxed)
+    {
         return Flight::General;
     }
     let len = align8(HEADER_LEN + call.message_len);
@@ -130,7 +141,7 @@ pub fn record(call: &Words) -> Flight {
             reserved
         };
         match reserved {
-            Reserved::Slot(slot, entry) => {
+            Reserved::Slot(slot, entry, printed) => {
                 let head = WordsHead {
                     len: len as u32,
                     seq: slot.seq(),
@@ -138,11 +149,16 @@ pub fn record(call: &Words) -> Flight {
                     tid,
                     entry,
                     priority: call.priority,
-                    for_outputs: false,
+                    for_outputs: printed,
                     message_len: call.message_len as u32,
                     tag: sys::process_tag(),
                 };
                 slot.commit_words(&head, call.words, call.strings);
+                if printed {
+                    // A printing call is a cancellation point, as stdio's
+                    // are: a pending cancel acts as it returns.
+                    cancel::passed();
+                }
                 // Room was made lately: the next stretch is walked here,
                 // without the lock, for the holder that next needs room.
                 if ahead::wanted() {
@@ -236,10 +252,34 @@ impl State {
             ..
         } = self;
         if let Some(ring) = ring.as_mut() {
-            if (call.priority as u8) < *lowest && retired.is_empty() {
+            if (call.priority as u8) < *lowest {
+                if retired.is_empty() {
+                    if let Some(entry) = known_entry(ring, call.source, call.site) {
+                        if let Some(slot) = ring.reserve_slot_in_room(len, false) {
+                            return Reserved::Slot(slot, entry, false);
+                        }
+                    }
+                }
+            } else {
+                return self.reserve_printed(call, len);
+            }
+        }
+        self.reserve_words_making_room(call, len)
+    }
+
+    /// [`State::reserve_words`]'s common case for a line an output prints:
+    /// the same record, marked, when vlog's writer thread writes it, no
+    /// line it has not written is in the way and nothing is evicted; the
+    /// writer thread woken. (Apart: inlined, it cost the ring-only path 8
+    /// instructions, callgrind, vlog-ring-burst.)
+    #[inline(never)]
+    fn reserve_printed(&mut self, call: &Words, len: usize) -> Reserved {
+        if self.retired.is_empty() && self.writer_prints(call.priority) {
+            if let Some(ring) = self.ring.as_mut() {
                 if let Some(entry) = known_entry(ring, call.source, call.site) {
-                    if let Some(slot) = ring.reserve_slot_in_room(len) {
-                        return Reserved::Slot(slot, entry);
+                    if let Some(slot) = ring.reserve_slot_in_room(len, true) {
+                        self.wake_for_record();
+                        return Reserved::Slot(slot, entry, true);
                     }
                 }
             }
@@ -257,7 +297,12 @@ impl State {
         if !self.retired.is_empty() {
             published::free_unread(&mut self.retired);
         }
-        if self.prints(call.priority) {
+        // A line an output prints: the same record, marked, if vlog's
+        // writer thread writes it. One its caller writes (an error, a
+        // `?sync` output, no writer thread) takes the general way, which
+        // writes it after the lock.
+        let printed = self.prints(call.priority);
+        if printed && !self.writer_prints(call.priority) {
             return Reserved::General;
         }
         let Some(ring) = self.ring.as_mut() else {
@@ -269,8 +314,13 @@ impl State {
         let Some(entry) = site_entry(ring, call.source, call.site) else {
             return Reserved::General;
         };
-        match ring.reserve_slot(len) {
-            Ok(slot) => Reserved::Slot(slot, entry),
+        match ring.reserve_slot(len, printed) {
+            Ok(slot) => {
+                if printed {
+                    self.wake_for_record();
+                }
+                Reserved::Slot(slot, entry, printed)
+            }
             Err(at) => Reserved::Blocked(at),
         }
     }

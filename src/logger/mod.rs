@@ -374,11 +374,11 @@ impl State {
     /// Takes in what the outputs print, after they changed.
     fn outputs_changed(&mut self, outputs: &Outputs) {
         self.lowest = outputs.lowest().map_or(NONE_PRINTED, |p| p as u8);
-        self.sync_from = if self.writer_off {
+        self.set_sync_from(if self.writer_off {
             0
         } else {
             outputs.sync_from().min(Priority::Error as u8)
-        };
+        });
         self.needs = self.threads_for(outputs.needs());
     }
 

@@ -3,11 +3,20 @@
 //! and what a line printed without a ring does instead (see `printer`).
 
 use super::{enter, printer, ticker, State};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use crate::diag;
 use crate::priority::Priority;
 use crate::record::Record;
+
+/// The lowest priority of a line that an output prints and its caller
+/// writes (an error, a `?sync` output's, any with the writer off): such a
+/// call takes the general way at once, which writes it after the lock,
+/// rather than take the lock in the flight recorder's first. Read before
+/// the lock, so possibly stale; the lock's holder decides
+/// (`State::writer_prints`), a stale value costs a second take at most.
+pub static CALLER_WRITES_FROM: AtomicU8 = AtomicU8::new(u8::MAX);
 
 impl State {
     /// `VLOG_WRITER` as the environment gives it: `caller` means no writer
@@ -170,7 +179,41 @@ impl State {
     /// now on is written by the thread that logs it.
     pub(super) fn after_exit(&mut self) {
         self.writer_off = true;
-        self.sync_from = 0;
+        self.set_sync_from(0);
+    }
+
+    /// Sets the priority from which a line is written by its caller, and
+    /// what the flight recorder's call reads of it before the lock
+    /// ([`CALLER_WRITES_FROM`]).
+    pub(super) fn set_sync_from(&mut self, from: u8) {
+        self.sync_from = from;
+        // The process's logger's alone (a test's own states leave it).
+        if std::ptr::eq(self, super::STATE.as_ptr()) {
+            CALLER_WRITES_FROM.store(from.max(self.lowest), Ordering::Relaxed);
+        }
+    }
+
+    /// Whether vlog's writer thread, already running in this process,
+    /// writes a line of `priority` (not an error or a `?sync` output's, not
+    /// with the writer off: those their callers write, after the lock).
+    /// The one rule for both ways into the ring (`emit`, `flight`).
+    #[inline(always)]
+    pub(super) fn writer_prints(&self, priority: Priority) -> bool {
+        (priority as u8) < self.sync_from
+            && self.ring.as_ref().is_some_and(|r| r.prints_here())
+            && self.threads.writer.as_ref().is_some_and(|w| w.is_here())
+    }
+
+    /// Wakes the writer thread for a call's record just marked (under the
+    /// lock: see `printer::wake`), if it runs; urgently when the ring is
+    /// half full of lines not yet written.
+    #[inline(always)]
+    pub(super) fn wake_for_record(&self) {
+        if let (Some(writer), Some(ring)) = (self.threads.writer.as_ref(), self.ring.as_ref()) {
+            printer::wake(writer, || {
+                ring.unprinted_bytes() > ring.unprinted_limit() / 2
+            });
+        }
     }
 
     /// Starts the writer thread (the first line printed, or the first in a
@@ -193,7 +236,7 @@ impl State {
             }
             Err(e) => {
                 self.writer_off = true;
-                self.sync_from = 0;
+                self.set_sync_from(0);
                 diag::warn(&format!(
                     "cannot start vlog's writer thread ({e}): each line is written by the \
                      thread that logs it"

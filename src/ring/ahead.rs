@@ -211,7 +211,7 @@ mod tests {
         let mut ring = Ring::new(MIN_SIZE).unwrap();
         ring.append(&Record::sample(b"first")).unwrap();
         let at = ring.header().tail.load(Ordering::Relaxed);
-        let slot = ring.reserve_slot(HEADER_LEN).unwrap();
+        let slot = ring.reserve_slot(HEADER_LEN, false).unwrap();
         for i in 0..40 {
             ring.append(&Record::sample(format!("record {i}").as_bytes()))
                 .unwrap();

@@ -26,12 +26,15 @@
 //! it, whatever the writer was doing, and a record a killed writer left
 //! half-written is reported, not printed.
 //!
-//! A call site's record that no output prints, in a ring in this process's
-//! private memory, is *in flight* for a while (`slot`): the writer reserves
-//! it under the lock (room made, its commit word 0, its length and number
-//! written, the tail moved past it) and copies it after letting go of the
-//! lock, its commit word stored last. So the lock is held for the
-//! reservation alone. A record in flight is never evicted: a writer that
+//! A call site's record, in a ring in this process's private memory, is
+//! *in flight* for a while (`slot`) unless its caller writes its line: the
+//! writer reserves it under the lock (room made, its commit word 0, its
+//! length, number and the outputs' mark written, the tail moved past it)
+//! and copies it after letting go of the lock, its commit word stored
+//! last. So the lock is held for the reservation alone. The outputs' walk
+//! waits for a record in flight only when its mark says it is theirs,
+//! reported `Damage::Unfinished` if it stays in flight past the wait.
+//! A record in flight is never evicted: a writer that
 //! needs its room lets go of the lock and waits for it (100 ms at most; a
 //! message that would wait longer is dropped and counted), and a replaced
 //! ring is unmapped only once none of its records is in flight. Readers in

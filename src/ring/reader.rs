@@ -214,16 +214,19 @@ pub fn read_with(
             }
         }
         let mut unmarked = None;
+        // A record for the outputs still in flight after the wait.
+        let mut unfinished = false;
         if let (Some(len), false) = (len, is_pad) {
             let mut commit = record::u32_at(buf, 0);
             if commit == 0 && damaged_from.is_none() {
-                if marked_only {
-                    // In flight: a record the outputs print is written
-                    // whole under the lock, so this one is not theirs.
-                    region.copy(off + 8, &mut buf[8..16]);
+                // In flight: its mark was written when it was reserved
+                // (`Ring::slot_at`), so the outputs wait only for theirs.
+                region.copy(off + 8, &mut buf[8..HEADER_LEN]);
+                if marked_only && buf[record::PRIORITY_AT] & record::FOR_OUTPUTS == 0 {
                     unmarked = Some(record::u64_at(buf, 8));
                 } else {
                     commit = region.wait_committed(off);
+                    unfinished = marked_only && commit == 0;
                 }
             }
             // [R7] Acquire fence after the commit word was read: pairs with
@@ -389,12 +392,18 @@ pub fn read_with(
                 }
             }
             Err(damage) => {
+                let damage = if unfinished {
+                    Damage::Unfinished
+                } else {
+                    damage
+                };
                 // A record in flight has its number (written at its reservation).
-                let in_flight = (damage == Damage::Uncommitted).then(|| record::u64_at(buf, 8));
+                let in_flight = matches!(damage, Damage::Uncommitted | Damage::Unfinished)
+                    .then(|| record::u64_at(buf, 8));
                 let seq = expected.or(in_flight).unwrap_or(0);
                 expected = expected.map(|want| want.wrapping_add(1));
                 visit(Entry::Damaged { seq, damage }, false);
-                if damage != Damage::Uncommitted {
+                if !matches!(damage, Damage::Uncommitted | Damage::Unfinished) {
                     // Its length is as damaged as the rest may be: the next
                     // record is the next place one validates.
                     damaged_from = Some(pos);

@@ -209,20 +209,23 @@ impl Ring {
     /// killed in the middle of a copy would leave a record nobody could
     /// tell from one still being written). Err when the oldest record,
     /// whose space this one needs, is itself still in flight.
+    /// `marked`: for the outputs, which wait for it (see `slot_at`).
     #[inline(always)]
-    pub fn reserve_slot(&mut self, len: usize) -> Result<Slot, Blocked> {
+    pub fn reserve_slot(&mut self, len: usize, marked: bool) -> Result<Slot, Blocked> {
         debug_assert!(!self.shared && len.is_multiple_of(8));
         let (tail, off) = self.reserve(len)?;
-        Ok(self.slot_at(tail, off, len))
+        Ok(self.slot_at(tail, off, len, marked))
     }
 
     /// [`Ring::reserve_slot`] when nothing has to be made room for: the
     /// record fits before the data area's end and before the head (no
     /// record is evicted, so none that the outputs have not printed yet).
-    /// None otherwise, and for a ring file. The common case, decided with
-    /// two compares.
+    /// None otherwise, for a ring file, and for a `marked` record while
+    /// what waits for the outputs is bounded and this one would pass the
+    /// bound (`Ring::would_overwrite_unprinted`). The common case, decided
+    /// with two compares (three for a marked one).
     #[inline(always)]
-    pub fn reserve_slot_in_room(&mut self, len: usize) -> Option<Slot> {
+    pub fn reserve_slot_in_room(&mut self, len: usize, marked: bool) -> Option<Slot> {
         debug_assert!(len.is_multiple_of(8));
         let tail = self.header().tail.load(Ordering::Relaxed);
         let off = self.tail_off;
@@ -230,13 +233,28 @@ impl Ring {
         if off + len > self.data_size || tail + len as u64 > self.room_end {
             return None;
         }
-        Some(self.slot_at(tail, off, len))
+        // Unbounded, a record that evicts nothing overwrites no line: the
+        // records between `printed` and the head were evicted only while
+        // none waited for the outputs.
+        if marked
+            && self.unprinted_limit < self.data_size as u64
+            && self.would_overwrite_unprinted(len)
+        {
+            return None;
+        }
+        Some(self.slot_at(tail, off, len, marked))
     }
 
     /// The record of `len` bytes at position `tail`, data offset `off`,
-    /// whose room is made: reserved.
+    /// whose room is made: reserved. A `marked` one (the outputs print it,
+    /// and this process's outputs read the ring) has its priority byte's
+    /// mark written now and `marked_end` moved past it: the outputs go up
+    /// to it at once, and find from the mark, before its commit, that it is
+    /// theirs to wait for (`reader::read_with`). Every reserved record has
+    /// that byte written, so a stale mark from an earlier lap is never
+    /// read as this one's.
     #[inline(always)]
-    fn slot_at(&mut self, tail: u64, off: usize, len: usize) -> Slot {
+    fn slot_at(&mut self, tail: u64, off: usize, len: usize, marked: bool) -> Slot {
         assert!(off + len <= self.data_size);
         let h = self.header();
         let seq = h.next_seq.load(Ordering::Relaxed);
@@ -257,13 +275,20 @@ impl Ring {
                 .add(record::SEQ_AT)
                 .cast::<u64>()
                 .write_volatile(seq);
+            at.as_ptr()
+                .add(record::PRIORITY_AT)
+                .write_volatile(u8::from(marked) * record::FOR_OUTPUTS);
         }
         self.moved_tail(tail, off, len);
         let h = self.header();
         h.next_seq.store(seq + 1, Ordering::Relaxed);
         // [W1] tail Release: pairs with [R1]; readers that go up to this tail
-        // find the record's commit word 0, its length and number.
+        // find the record's commit word 0, its length, number and mark.
         h.tail.store(tail + len as u64, Ordering::Release);
+        if marked {
+            // [W6] before the writer thread is woken (`printer::wake`).
+            h.marked_end.store(tail + len as u64, Ordering::Release);
+        }
         // SAFETY: the `len` bytes at `at` were reserved above for this
         // record alone; the ring is unmapped only once none of its records
         // is in flight (`Ring::copies_in_flight`).
@@ -392,12 +417,136 @@ mod tests {
             })
             .unwrap();
         ring.append(&text(b"before")).unwrap();
-        let slot = ring.reserve_slot(HEADER_LEN + 16).unwrap();
+        let slot = ring.reserve_slot(HEADER_LEN + 16, false).unwrap();
         ring.append(&text(b"after")).unwrap();
         assert_eq!(entries(&ring), ["0 before", "1 Uncommitted", "2 after"]);
         let h = head(&slot, entry, 2);
         slot.commit_words(&h, &[(-5i64) as u64, 7], &[]);
         assert_eq!(entries(&ring), ["0 before", "1 n=-5 m=7", "2 after"]);
+    }
+
+    /// The ring's live view, whose writer of the marked record in flight
+    /// commits it when a reader first waits for it (as the thread copying
+    /// it would meanwhile), counting the waits.
+    struct Committing<'a> {
+        view: crate::ring::view::View<'a>,
+        slot: std::cell::RefCell<Option<(Slot, WordsHead)>>,
+        waits: std::cell::Cell<u32>,
+    }
+
+    impl crate::ring::Region for Committing<'_> {
+        fn data_size(&self) -> u64 {
+            self.view.data_size()
+        }
+        fn head(&self) -> u64 {
+            self.view.head()
+        }
+        fn tail(&self) -> u64 {
+            self.view.tail()
+        }
+        fn dict(&self) -> &[u8] {
+            self.view.dict()
+        }
+        fn copy(&self, off: usize, dst: &mut [u8]) {
+            self.view.copy(off, dst)
+        }
+        fn whole(&self) -> bool {
+            self.view.whole()
+        }
+        fn wait_committed(&self, off: usize) -> u32 {
+            self.waits.set(self.waits.get() + 1);
+            if let Some((slot, head)) = self.slot.borrow_mut().take() {
+                slot.commit_words(&head, &[42], &[]);
+            }
+            self.view.wait_committed_within(off, 0)
+        }
+    }
+
+    /// The outputs' walk (records marked for them only) waits for one of
+    /// theirs in flight and prints it once committed; one not theirs in
+    /// flight is passed over without a wait (a daemon's debug records cost
+    /// the walk nothing); one of theirs whose writer never finishes is
+    /// `Unfinished` after the wait, which the outputs say they lost.
+    #[test]
+    fn the_outputs_wait_for_their_own_records_in_flight_and_no_others() {
+        let mut ring = Ring::new(MIN_SIZE).unwrap();
+        let entry = ring
+            .add_site(&super::super::sites::Site {
+                source: b"s",
+                file: b"f.c",
+                func: b"f",
+                line: 3,
+                format: b"n=%d",
+                id: 0,
+            })
+            .unwrap();
+        ring.append(&text(b"before")).unwrap();
+        let unmarked = ring.reserve_slot(HEADER_LEN + 8, false).unwrap();
+        let marked = ring.reserve_slot(HEADER_LEN + 8, true).unwrap();
+        let h = ring.header();
+        let tail = h.tail.load(Ordering::Relaxed);
+        assert_eq!(
+            h.marked_end.load(Ordering::Relaxed),
+            tail,
+            "marked at its reservation"
+        );
+        let marked_head = WordsHead {
+            for_outputs: true,
+            ..head(&marked, entry, 1)
+        };
+        let region = Committing {
+            view: ring.view(),
+            slot: std::cell::RefCell::new(Some((marked, marked_head))),
+            waits: std::cell::Cell::new(0),
+        };
+        let mut seen = Vec::new();
+        let mut buffers = reader::Buffers::on_heap().unwrap();
+        {
+            reader::read_with(
+                &region,
+                Default::default(),
+                u64::MAX,
+                &mut buffers,
+                true,
+                |e, m| {
+                    if let Entry::Record(r) = e {
+                        if m {
+                            seen.push(String::from_utf8_lossy(r.message).into_owned());
+                        }
+                    }
+                    true
+                },
+            );
+        }
+        assert_eq!(seen, ["n=42"], "the marked record in flight, waited for");
+        assert_eq!(region.waits.get(), 1, "waited for the marked record alone");
+        drop(region);
+        drop(unmarked);
+
+        // Never committed: after the wait, passed over as unfinished.
+        let stuck = ring.reserve_slot(HEADER_LEN + 8, true).unwrap();
+        let mut damage = Vec::new();
+        let view = ring.view();
+        reader::read_with(
+            &view,
+            Default::default(),
+            u64::MAX,
+            &mut buffers,
+            true,
+            |e, _| {
+                if let Entry::Damaged { seq, damage: d } = e {
+                    damage.push((seq, d));
+                }
+                true
+            },
+        );
+        // (The unmarked one, dropped, was abandoned: never the outputs'.)
+        assert_eq!(
+            damage,
+            [(1, Damage::Uncommitted), (stuck.seq(), Damage::Unfinished)],
+            "the marked record never finished is unfinished"
+        );
+        std::mem::forget(stuck);
     }
 
     #[test]
@@ -406,7 +555,7 @@ mod tests {
         // panic caught in the middle of the copy).
         for way in ["commit", "fork", "drop"] {
             let mut ring = Ring::new(MIN_SIZE).unwrap();
-            let slot = ring.reserve_slot(HEADER_LEN).unwrap();
+            let slot = ring.reserve_slot(HEADER_LEN, false).unwrap();
             let at = slot.seq();
             // Fill the ring until an append needs the record's room.
             let blocked = (0..10_000)
@@ -447,7 +596,7 @@ mod tests {
     #[test]
     fn records_in_flight_in_a_ring_image_are_damage_not_guesses() {
         let mut ring = Ring::new(MIN_SIZE).unwrap();
-        let _slot = ring.reserve_slot(HEADER_LEN + 8).unwrap();
+        let _slot = ring.reserve_slot(HEADER_LEN + 8, false).unwrap();
         assert!(Damage::Uncommitted.describe().contains("still writing"));
         assert_eq!(entries(&ring), ["0 Uncommitted"]);
     }

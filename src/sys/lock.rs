@@ -14,6 +14,13 @@ use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+// How often this thread took a lock: what a test of the ways into the
+// ring counts.
+#[cfg(test)]
+thread_local! {
+    pub static TAKES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 pub struct Lock<T> {
     word: AtomicU32,
     value: UnsafeCell<T>,
@@ -38,12 +45,20 @@ impl<T> Lock<T> {
         }
     }
 
+    /// Where the value lives: which value a reference is, never to be read
+    /// through without the lock.
+    pub fn as_ptr(&self) -> *const T {
+        self.value.get()
+    }
+
     /// The lock, if it is free.
     #[inline(always)]
     pub fn try_lock(&self) -> Option<Guard<'_, T>> {
         self.word
             .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
             .ok()?;
+        #[cfg(test)]
+        TAKES.with(|n| n.set(n.get() + 1));
         Some(Guard {
             lock: self,
             _thread: PhantomData,
@@ -74,6 +89,8 @@ impl<T> Lock<T> {
         while self.word.swap(2, Ordering::Acquire) != 0 {
             futex(&self.word, libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, 2);
         }
+        #[cfg(test)]
+        TAKES.with(|n| n.set(n.get() + 1));
         Guard {
             lock: self,
             _thread: PhantomData,

@@ -3,7 +3,7 @@
 
 use crate::output::{Outputs, Said};
 use crate::priority::Priority;
-use crate::ring::Entry;
+use crate::ring::{Damage, Entry};
 
 /// What the outputs' walk found damaged before they read it: records (by
 /// their numbers), bytes passed over. Said in every output before the next
@@ -17,6 +17,8 @@ use crate::ring::Entry;
 pub(super) struct Lost {
     damaged: u64,
     damaged_bytes: u64,
+    /// Lines whose threads had not finished copying them after the wait.
+    unfinished: u64,
 }
 
 impl Lost {
@@ -24,9 +26,11 @@ impl Lost {
         match *entry {
             // A record never committed is a flight recorder's (one whose
             // thread a fork left behind): never a line.
-            Entry::Damaged { damage, .. } if damage != crate::ring::Damage::Uncommitted => {
-                self.damaged += 1
-            }
+            Entry::Damaged {
+                damage: Damage::Unfinished,
+                ..
+            } => self.unfinished += 1,
+            Entry::Damaged { damage, .. } if damage != Damage::Uncommitted => self.damaged += 1,
             Entry::Gap { expected, found } => self.damaged += found.saturating_sub(expected),
             Entry::Skipped { bytes } => self.damaged_bytes += bytes,
             _ => {}
@@ -37,11 +41,26 @@ impl Lost {
     /// source `vlog`, at `time_ns`), and forgets it.
     #[cold]
     fn say_now(&mut self, outputs: &mut Outputs, time_ns: u64, said: &mut Vec<Said>) {
-        let (n, bytes) = (self.damaged, self.damaged_bytes);
-        let text = format!(
-            "{n} records of the ring were damaged ({bytes} bytes) before this output wrote them: \
-             the lines among them are lost"
-        );
+        let (n, bytes, unfinished) = (self.damaged, self.damaged_bytes, self.unfinished);
+        let text = if n + bytes == 0 {
+            format!(
+                "{unfinished} lines were still being copied into the ring by their threads \
+                 after this output had waited 100 ms for each: they are lost to it"
+            )
+        } else {
+            format!(
+                "{n} records of the ring were damaged ({bytes} bytes) before this output wrote \
+                 them: the lines among them are lost{}",
+                if unfinished > 0 {
+                    format!(
+                        "; {unfinished} more were still being copied by their threads after \
+                         100 ms"
+                    )
+                } else {
+                    String::new()
+                }
+            )
+        };
         *self = Lost::default();
         let rec = crate::record::Record {
             time_ns,
@@ -52,7 +71,7 @@ impl Lost {
 
     #[inline(always)]
     pub(super) fn say(&mut self, outputs: &mut Outputs, time_ns: u64, said: &mut Vec<Said>) {
-        if self.damaged + self.damaged_bytes > 0 {
+        if self.damaged + self.damaged_bytes + self.unfinished > 0 {
             self.say_now(outputs, time_ns, said);
         }
     }

@@ -102,6 +102,7 @@ pub fn message_len_field(len: u32, tag: u32) -> u32 {
 pub const COMMIT_AT: usize = at::COMMIT;
 pub const LEN_AT: usize = at::LEN;
 pub const SEQ_AT: usize = at::SEQ;
+pub const PRIORITY_AT: usize = at::PRIORITY;
 const _: () = assert!(at::TIME == 16 && at::TID == 24 && at::LINE == 28);
 const _: () = assert!(at::PRIORITY == 32 && at::KIND == 33 && at::MESSAGE_LEN == 40);
 const _: () = assert!(at::CHECKSUM == 44 && HEADER_LEN == crate::ring::checksum::HEADER_LEN);

@@ -53,7 +53,7 @@
 mod header;
 
 pub use header::{align8, message_len_field, pack, seal_site, site_args, words_kind, Stamp};
-pub use header::{COMMIT_AT, FOR_OUTPUTS, HEADER_LEN, LEN_AT, SEQ_AT};
+pub use header::{COMMIT_AT, FOR_OUTPUTS, HEADER_LEN, LEN_AT, PRIORITY_AT, SEQ_AT};
 
 use header::{at, tag_of, MESSAGE_BITS, NAME_BITS};
 use header::{KIND_DEFERRED, KIND_FIELDS, KIND_SITE, KIND_SITE_TEXT, KIND_TEXT, KIND_WORDS};
@@ -108,6 +108,10 @@ pub const fn commit_value(seq: u64) -> u32 {
 pub enum Damage {
     /// The commit word is missing: the writer was stopped mid-record.
     Uncommitted,
+    /// A record marked for the outputs whose writer was still copying it
+    /// when the outputs' walk had waited for it as long as a reader waits
+    /// (`View::wait_committed`): passed over, and its line lost to them.
+    Unfinished,
     /// A length or field is out of range.
     Malformed,
     /// The bytes changed after the record was committed (or while it was read).
@@ -122,6 +126,10 @@ impl Damage {
             Damage::Uncommitted => {
                 "it was never committed (its writer was still writing it, or stopped in the \
                  middle of it)"
+            }
+            Damage::Unfinished => {
+                "its thread was still writing it when the outputs had waited 100 ms for it \
+                 (stopped in the middle of it)"
             }
             Damage::Malformed => "its length or fields make no sense (damaged, or not a record)",
             Damage::Checksum => "its bytes changed after it was written (checksum mismatch)",
