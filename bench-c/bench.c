@@ -166,6 +166,7 @@ static const char *full_check(long calls)
 /* -- vlog to the ring and a file output of `form` (file, json): one
  * write(2) per line. */
 static char file_path[64];
+static int sync_output;
 static void file_output_setup(const char *form)
 {
     char spec[100];
@@ -173,11 +174,18 @@ static void file_output_setup(const char *form)
     snprintf(file_path, sizeof file_path, "/tmp/vlog-bench-%d.%s", (int)getpid(), form);
     fd = open(file_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     close(fd);
-    snprintf(spec, sizeof spec, "1:%s:%s", form, file_path);
+    snprintf(spec, sizeof spec, "1:%s:%s%s", form, file_path, sync_output ? "?sync" : "");
     vlog_setup_common(spec, "1:bench.vlog");
 }
 static void file_setup(void) { file_output_setup("file"); }
 static void json_setup(void) { file_output_setup("json"); }
+/* A `?sync` file: each line written by its caller before the call returns,
+ * as an error's is (the form spdlog's file sink flushed per line matches). */
+static void sync_setup(void)
+{
+    sync_output = 1;
+    file_output_setup("file");
+}
 
 /* -- the same with a ring that holds the whole run (64 MiB), drained after
  * the warm-up: the writer thread keeps up, and what the calling thread pays
@@ -200,6 +208,7 @@ static void drained(void)
 static void file_burst_setup(void) { file_setup(); big_ring(); bench_settle = drained; }
 static void json_burst_setup(void) { json_setup(); big_ring(); bench_settle = drained; }
 static void ring_burst_setup(void) { ring_setup(); big_ring(); bench_settle = drained; }
+static void sync_burst_setup(void) { sync_setup(); big_ring(); bench_settle = drained; }
 
 static const char *file_check(long calls)
 {
@@ -568,6 +577,7 @@ static const struct bench_mode modes[] = {
     {"vlog-ring-burst", ring_burst_setup, ring_run, all_recorded},
     {"vlog-file-burst", file_burst_setup, ring_run, file_check},
     {"vlog-json-burst", json_burst_setup, ring_run, file_check},
+    {"vlog-sync-burst", sync_burst_setup, ring_run, file_check},
     {"vlog-threads-1", full_setup, full_run_1, full_check_1},
     {"vlog-threads-2", full_setup, full_run_2, full_check_2},
     {"vlog-threads-4", full_setup, full_run_4, full_check_4},
