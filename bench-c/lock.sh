@@ -10,10 +10,13 @@
 # lock is let go of: the count is everything in between, the release
 # included, and the second mark's own 3 instructions (its address, a
 # register cleared, one rotation). The product's code differs from the
-# profiled one only by the marks. Usage, from the repo root after
-# `make bench-c/bench`: bench-c/lock.sh [N]
+# profiled one only by the marks. MODE=vlog-file-burst measures a line vlog's
+# writer thread prints (a ring that holds the run; "in all" then includes
+# the writer thread's work). Usage, from the repo root after
+# `make bench-c/bench`: [MODE=...] bench-c/lock.sh [N]
 set -euo pipefail
 n=${1:-100000}
+mode=${MODE:-vlog-ring-full}
 exe=bench-c/bench
 profiled=target/lock-profile/release/libvlog.a
 RUSTFLAGS="--cfg vlog_lock_profile" cargo build --release --quiet --target-dir target/lock-profile
@@ -25,7 +28,7 @@ count() { # MSG CALLS [under-lock]
     out=$(mktemp)
     [ $# -gt 2 ] && args=(--collect-atstart=no) && prog=$lexe
     valgrind --tool=callgrind "${args[@]}" --callgrind-out-file="$out" \
-        "$prog" vlog-ring-full "$1" "$2" >/dev/null 2>&1
+        "$prog" "$mode" "$1" "$2" >/dev/null 2>&1
     callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
     rm -f "$out"
 }

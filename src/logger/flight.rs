@@ -17,7 +17,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::writer::CALLER_WRITES_FROM;
+use super::writer::{CALLER_WRITES_FROM, PRINTS_FROM};
 use super::{lock, State, INSIDE, STATE};
 use crate::priority::Priority;
 use crate::record::MESSAGE_MAX;
@@ -108,18 +108,43 @@ pub fn leave() {
 /// Records `call` (its level and limit were decided by the caller), on a
 /// thread marked inside vlog ([`enter`]). Never
 /// allocates, makes no system call but the clock's and, when a thread
-/// waits for the lock or for a record in flight, futex(2) and
-/// sched_yield(2): no cancellation point, and errno is left as it was.
+/// waits for the lock or for a record in flight or wakes the writer
+/// thread, futex(2) and sched_yield(2): no cancellation point, and errno
+/// is left as it was.
 #[inline(always)]
 pub fn record(call: &Words) -> Flight {
     // A thread's own fields: a record with fields, the general way's; so
-    // is a line its caller writes.
-    if call.message_len > WORDS_MAX
-        || super::thread_fields::active()
-        || call.priority as u8 >= CALLER_WRITES_FROM.load(Ordering::Relaxed)
-    {
+    // is a line its caller writes. A line the writer thread prints: the
+    // same record, marked, apart (the copies of `lowest` and `sync_from`
+    // read here are hints; the lock's holder decides).
+    if call.message_len > WORDS_MAX || super::thread_fields::active() {
         return Flight::General;
     }
+    let priority = call.priority as u8;
+    if priority >= PRINTS_FROM.load(Ordering::Relaxed) {
+        return if priority >= CALLER_WRITES_FROM.load(Ordering::Relaxed) {
+            Flight::General
+        } else {
+            record_printed(call)
+        };
+    }
+    record_with(call, State::reserve_words)
+}
+
+/// [`record`] for a line vlog's writer thread prints: the same loop, its
+/// own copy, whose lock holder takes the printed line's way first.
+/// (Inlined: apart, it cost the caller 26 instructions more, callgrind,
+/// vlog-file-burst, for 20 fewer under the lock.)
+#[inline(always)]
+fn record_printed(call: &Words) -> Flight {
+    record_with(call, State::reserve_printed)
+}
+
+/// The record's way, whichever `reserve` the lock's holder runs: reserved
+/// under the lock (a marked record's writer thread woken there), copied
+/// after it.
+#[inline(always)]
+fn record_with(call: &Words, reserve: impl Fn(&mut State, &Words, usize) -> Reserved) -> Flight {
     let len = align8(HEADER_LEN + call.message_len);
     // The time of the call, before the lock: records are numbered in the
     // order they took the lock, and a thread that waited for it carries
@@ -134,7 +159,7 @@ pub fn record(call: &Words) -> Flight {
             let mut state = STATE.try_lock().unwrap_or_else(lock_waiting);
             #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
             sys::profile::toggle_collect();
-            let reserved = state.reserve_words(call, len);
+            let reserved = reserve(&mut state, call, len);
             drop(state);
             #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
             sys::profile::toggle_collect();
@@ -252,29 +277,27 @@ impl State {
             ..
         } = self;
         if let Some(ring) = ring.as_mut() {
-            if (call.priority as u8) < *lowest {
-                if retired.is_empty() {
-                    if let Some(entry) = known_entry(ring, call.source, call.site) {
-                        if let Some(slot) = ring.reserve_slot_in_room(len, false) {
-                            return Reserved::Slot(slot, entry, false);
-                        }
+            if (call.priority as u8) < *lowest && retired.is_empty() {
+                if let Some(entry) = known_entry(ring, call.source, call.site) {
+                    if let Some(slot) = ring.reserve_slot_in_room(len, false) {
+                        return Reserved::Slot(slot, entry, false);
                     }
                 }
-            } else {
-                return self.reserve_printed(call, len);
             }
         }
         self.reserve_words_making_room(call, len)
     }
 
-    /// [`State::reserve_words`]'s common case for a line an output prints:
-    /// the same record, marked, when vlog's writer thread writes it, no
-    /// line it has not written is in the way and nothing is evicted; the
-    /// writer thread woken. (Apart: inlined, it cost the ring-only path 8
-    /// instructions, callgrind, vlog-ring-burst.)
-    #[inline(never)]
+    /// [`State::reserve_words`] for a line an output prints: the same
+    /// record, marked, when vlog's writer thread writes it, no line it has
+    /// not written is in the way and nothing is evicted; the writer thread
+    /// woken.
+    #[inline(always)]
     fn reserve_printed(&mut self, call: &Words, len: usize) -> Reserved {
-        if self.retired.is_empty() && self.writer_prints(call.priority) {
+        if self.retired.is_empty()
+            && self.prints(call.priority)
+            && self.writer_prints(call.priority)
+        {
             if let Some(ring) = self.ring.as_mut() {
                 if let Some(entry) = known_entry(ring, call.source, call.site) {
                     if let Some(slot) = ring.reserve_slot_in_room(len, true) {

@@ -17,6 +17,9 @@ use crate::record::Record;
 /// the lock, so possibly stale; the lock's holder decides
 /// (`State::writer_prints`), a stale value costs a second take at most.
 pub static CALLER_WRITES_FROM: AtomicU8 = AtomicU8::new(u8::MAX);
+/// The lowest priority an output prints (`State::lowest`), read as
+/// [`CALLER_WRITES_FROM`] is.
+pub static PRINTS_FROM: AtomicU8 = AtomicU8::new(u8::MAX);
 
 impl State {
     /// `VLOG_WRITER` as the environment gives it: `caller` means no writer
@@ -183,13 +186,15 @@ impl State {
     }
 
     /// Sets the priority from which a line is written by its caller, and
-    /// what the flight recorder's call reads of it before the lock
-    /// ([`CALLER_WRITES_FROM`]).
+    /// what the flight recorder's call reads of it and of `lowest` before
+    /// the lock ([`CALLER_WRITES_FROM`], [`PRINTS_FROM`]). Called whenever
+    /// either changes.
     pub(super) fn set_sync_from(&mut self, from: u8) {
         self.sync_from = from;
         // The process's logger's alone (a test's own states leave it).
         if std::ptr::eq(self, super::STATE.as_ptr()) {
             CALLER_WRITES_FROM.store(from.max(self.lowest), Ordering::Relaxed);
+            PRINTS_FROM.store(self.lowest, Ordering::Relaxed);
         }
     }
 
