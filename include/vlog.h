@@ -284,10 +284,6 @@ vlog_fields(const vlog_source *src, int prio, const char *file, int line, const 
 #define VLOG_STACK_MESSAGE 1024
 #endif
 
-/* The lowest priority that any output prints; written by the library, read
- * inline (a message below it can be recorded without being formatted). */
-extern int vlog_print_level;
-
 /* A source's level when nothing from it is recorded. */
 #define VLOG__LEVEL_OFF 5
 

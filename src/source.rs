@@ -43,14 +43,6 @@ pub static vlog_default_source: vlog_source = vlog_source {
     name_len: 7,
 };
 
-/// The lowest priority any output prints (5 when none prints anything). A
-/// message at or above it is formatted at the call even where it could be
-/// deferred, since an output needs its text at once anyway. Kept by the
-/// library; read inline by the header.
-#[no_mangle]
-#[allow(non_upper_case_globals)]
-pub static vlog_print_level: AtomicI32 = AtomicI32::new(OFF);
-
 impl vlog_source {
     pub fn level(&self) -> i32 {
         self.level.load(Ordering::Relaxed)

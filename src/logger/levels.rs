@@ -12,7 +12,7 @@ use crate::config::limit::RateLimit;
 use crate::config::matcher::SiteKey;
 use crate::error::ConfigError;
 use crate::site::{self, vlog__site, LiveSite, Section};
-use crate::source::{vlog_print_level, vlog_source, OFF, UNKNOWN};
+use crate::source::{vlog_source, OFF, UNKNOWN};
 
 impl State {
     /// The cached level for a source with this name.
@@ -60,7 +60,6 @@ impl State {
         for site in self.catalog.iter() {
             site.level.store(self.resolve_site(site), Ordering::Relaxed);
         }
-        vlog_print_level.store(self.printed_level(), Ordering::Relaxed);
     }
 
     /// The lowest priority any output prints, as a source's level (OFF for
