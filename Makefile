@@ -205,6 +205,17 @@ bench-c/bench: lib bench-c/bench.c bench-c/harness.h bench-c/messages.h c-tests/
 bench-c/bench_spdlog: bench-c/bench_spdlog.cpp bench-c/harness.h c-tests/count_alloc.h
 	$(CXX) -std=c++17 $(CFLAGS) $$(pkg-config --cflags spdlog) bench-c/bench_spdlog.cpp -o $@ $$(pkg-config --libs spdlog)
 
+# The same programs timing every call (bench-c/latency.sh).
+bench-c/latency: lib bench-c/bench.c bench-c/harness.h bench-c/messages.h c-tests/count_alloc.h include/vlog.h include/vlog_gen.h
+	$(CC) $(CFLAGS) -DBENCH_LATENCY -Iinclude $$(bench-c/peers.sh cflags) bench-c/bench.c -o $@ $(STATIC_LIB) $$(bench-c/peers.sh libs) $(LIBS)
+
+bench-c/latency_spdlog: bench-c/bench_spdlog.cpp bench-c/harness.h c-tests/count_alloc.h
+	$(CXX) -std=c++17 $(CFLAGS) -DBENCH_LATENCY $$(pkg-config --cflags spdlog) bench-c/bench_spdlog.cpp -o $@ $$(pkg-config --libs spdlog)
+
+.PHONY: bench-latency
+bench-latency: bench-c/latency bench-c/latency_spdlog
+	bench-c/latency.sh
+
 .PHONY: bench
 bench: $(BENCH_PROGRAMS)
 	@pkg-config --exists spdlog || echo "bench: spdlog not installed; its modes are left out"

@@ -27,6 +27,44 @@ static double bench_now_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+/* How many lines of the file at `path` hold `needle` (every line for
+ * NULL): a check that every call's line reached a file. -1 when it cannot
+ * be read. */
+static long bench_count_lines(const char *path, const char *needle)
+{
+    char line[4096];
+    long count = 0;
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (needle == NULL || strstr(line, needle) != NULL)
+            count++;
+    fclose(f);
+    return count;
+}
+
+#ifdef BENCH_LATENCY
+/* Built with -DBENCH_LATENCY (bench-c/latency.sh): the time from one call's
+ * return to the next one's, every measured call, with the clock read once
+ * a call (its own cost, some 20 ns, is in every lap alike). */
+static unsigned *bench_laps;
+static long bench_nlaps, bench_lap_cap;
+static double bench_last;
+static inline void bench_lap(void)
+{
+    double now = bench_now_ns(), lap = now - bench_last;
+    if (bench_nlaps < bench_lap_cap)
+        bench_laps[bench_nlaps++] = lap > 4e9 ? 4000000000u : (unsigned)lap;
+    bench_last = now;
+}
+static int bench_lap_cmp(const void *a, const void *b)
+{
+    unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+    return (x > y) - (x < y);
+}
+#endif
+
 /* A mode: set up, run n calls of message msg, check the result (return a
  * message describing what is wrong, or NULL). */
 /* The message being measured, for set-ups that need it (filling a ring
@@ -114,6 +152,15 @@ static int bench_main(const struct bench_mode *modes, int argc, char **argv)
      * that counts this thread's system calls between them
      * (bench-c/syscalls.sh). */
     (void)getppid();
+#ifdef BENCH_LATENCY
+    bench_laps = (unsigned *)malloc((size_t)n * sizeof *bench_laps);
+    if (bench_laps == NULL) {
+        fprintf(stderr, "no memory for %ld laps\n", n);
+        return 1;
+    }
+    bench_lap_cap = n;
+    bench_last = bench_now_ns();
+#endif
     start = bench_now_ns();
     m->run(msg, n);
     ns = (bench_now_ns() - start) / (double)n;
@@ -124,6 +171,20 @@ static int bench_main(const struct bench_mode *modes, int argc, char **argv)
         fprintf(stderr, "%s: %s\n", m->name, wrong);
         return 1;
     }
+#ifdef BENCH_LATENCY
+    {
+        long over = 0, k;
+        qsort(bench_laps, (size_t)bench_nlaps, sizeof *bench_laps, bench_lap_cmp);
+        for (k = 0; k < bench_nlaps; k++)
+            over += bench_laps[k] > 1000000u;
+        /* p50 p99 p99.99 max (ns), calls over 1 ms, mean ns */
+        printf("%u %u %u %u %ld %.2f\n", bench_laps[bench_nlaps / 2],
+               bench_laps[bench_nlaps * 99 / 100], bench_laps[bench_nlaps * 9999 / 10000],
+               bench_laps[bench_nlaps - 1], over, ns);
+        free(bench_laps);
+        return 0;
+    }
+#endif
     printf("%.2f %.3f\n", ns, (double)allocs / (double)n);
     return 0;
 }

@@ -23,7 +23,15 @@ static const char *const bench_msg_names[BENCH_MSG_COUNT] = {
     "buffers (%u MB), took %0.1lf ms",                                             \
         50000UL, 97U, 50U, 0U, 26.2
 
+#ifdef BENCH_LATENCY
+#define BENCH_CALL(LOG, ...) \
+    do {                     \
+        LOG(__VA_ARGS__);    \
+        bench_lap();         \
+    } while (0)
+#else
 #define BENCH_CALL(LOG, ...) LOG(__VA_ARGS__)
+#endif
 
 /* Logs message `msg` `n` times with LOG(fmt, ...). */
 #define BENCH_LOOP(msg, n, LOG)                                                   \
