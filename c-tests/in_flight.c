@@ -9,8 +9,9 @@
  * readers       a dump meanwhile says the record was still being written and
  *               prints every other record whole
  * evict         another thread fills the ring meanwhile: it never hangs, the
- *               messages that would overwrite the record are dropped and
- *               counted, and every message records again once it is done
+ *               records that would overwrite the record are dropped and
+ *               counted, a line an output prints is printed past the ring,
+ *               and every message records again once it is done
  * fork          a child forked meanwhile fills its copy of the ring at once:
  *               the record, never finished there, is not waited for
  * resize        the ring is resized meanwhile (the old one stays mapped
@@ -200,15 +201,15 @@ int main(int argc, char **argv)
         text = dump_text(&skipped);
         CHECK(skipped);
         free(text);
-        /* A message that takes the general way (an output prints it) is
-         * dropped and counted too, once, and returns. */
+        /* A line an output prints is kept: its caller prints it past the
+         * ring (stderr, where the test finds all 50), neither recorded nor
+         * dropped; every call returns. */
         CHECK(vlog_get_stats(&before) == 0);
         for (made = 0; made < 50; made++)
             VLOG_ERROR("stalled error %ld", made);
         CHECK(vlog_get_stats(&after) == 0);
-        CHECK(after.dropped_in_flight > before.dropped_in_flight);
-        CHECK((long)(after.records - before.records) +
-                  (long)(after.dropped_in_flight - before.dropped_in_flight) == made);
+        CHECK(after.dropped_in_flight == before.dropped_in_flight);
+        CHECK(after.records == before.records);
         let_go(thread);
         CHECK(vlog_get_stats(&before) == 0);
         made = fill("after");

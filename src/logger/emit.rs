@@ -11,14 +11,14 @@ use std::sync::atomic::Ordering;
 
 use super::flight::{site_entry, CallSite};
 use super::message::{encode_call_fields, encode_reporting, site_id, take_suppressed, truncated};
+pub use super::message::{Call, Message, SiteCall};
 use super::{enter, printer, thread_fields, Entered, State};
-use crate::deferred::{self, Captured};
-use crate::fields::{Field, Names};
+use crate::deferred;
+use crate::fields::Names;
 use crate::priority::Priority;
 use crate::record::{Record, MESSAGE_MAX};
 use crate::ring::record::Stamp;
 use crate::ring::{Blocked, Ring};
-use crate::site::LiveSite;
 use crate::source::{Live, OFF, UNKNOWN};
 use crate::sys::cancel;
 use crate::text::Bounded;
@@ -30,42 +30,6 @@ pub enum Outcome {
     Recorded,
     /// Dropped by the filters (or as a nested call).
     Dropped,
-}
-
-/// What a call hands over, every pointer already made a slice.
-pub enum Message<'a> {
-    /// A finished message: its text, the length it had before the caller
-    /// cut it (at least `text.len()`), and its structured fields, named by
-    /// a caller (checked) or by vlog.
-    Text {
-        file: &'a [u8],
-        line: u32,
-        func: &'a [u8],
-        text: &'a [u8],
-        full_len: usize,
-        fields: &'a [Field<'a>],
-        names: Names,
-    },
-    /// The raw arguments of a deferred call site that the general path
-    /// takes (see [`SiteCall`]); its names, line and format are the site's.
-    Args {
-        site: LiveSite,
-        args: &'a [Captured<'a>],
-        /// Their size in a record (`deferred::args_len`), None when they do
-        /// not fit one or a `*` count is beyond what a record may keep (the
-        /// text is then made at the call).
-        args_len: Option<usize>,
-    },
-}
-
-pub struct Call<'a> {
-    pub source: Live,
-    /// The macro's call site, whose level decides instead of the source's
-    /// (a filter may name the site), and whose record reports what its
-    /// limit left out.
-    pub site: Option<LiveSite>,
-    pub priority: Priority,
-    pub message: Message<'a>,
 }
 
 /// What is left to do once a message was recorded, after the logger's lock
@@ -141,16 +105,26 @@ fn finish(
                     committed = super::flight::wait_for(at);
                     Vec::new()
                 });
-                if !committed {
-                    stats::add(&stats::IN_FLIGHT_DROPPED, 1);
-                    return Outcome::Dropped;
-                }
                 let Some(again) = Entered::new() else {
                     stats::add(&stats::NESTED_DROPPED, 1);
                     return Outcome::Dropped;
                 };
                 entered = again;
+                if committed {
+                    next = record(entered.state());
+                    continue;
+                }
+                // The room is held by a thread stopped in the middle of a
+                // record: a line an output prints is printed now, past the
+                // ring (`record_general`); any other record is dropped.
+                entered.state().ring_stalled = true;
                 next = record(entered.state());
+                entered.state().ring_stalled = false;
+                if let Next::Blocked(_) = next {
+                    entered.leave();
+                    stats::add(&stats::IN_FLIGHT_DROPPED, 1);
+                    return Outcome::Dropped;
+                }
             }
             Next::MakeRoom => {
                 stats::add(&stats::CALLER_WROTE, 1);
@@ -171,35 +145,6 @@ fn finish(
                 next = record(entered.state());
                 entered.state().room_made(None);
             }
-        }
-    }
-}
-
-/// The arguments of a deferred call site, as the C entry hands them over.
-/// The site remembers its dictionary entry (`vlog__site.entry`: the
-/// ring's id in the high 32 bits, the entry's offset in the low ones) and
-/// the address of the source that entry names; both written under the
-/// lock.
-#[derive(Clone, Copy)]
-pub struct SiteCall<'a> {
-    pub source: Live,
-    pub priority: Priority,
-    pub site: LiveSite,
-    pub args: &'a [Captured<'a>],
-    pub args_len: Option<usize>,
-}
-
-impl<'a> SiteCall<'a> {
-    fn call(self) -> Call<'a> {
-        Call {
-            source: self.source,
-            site: Some(self.site),
-            priority: self.priority,
-            message: Message::Args {
-                site: self.site,
-                args: self.args,
-                args_len: self.args_len,
-            },
         }
     }
 }
@@ -275,6 +220,7 @@ impl State {
         let suppressed = call.site.map_or(0, |s| take_suppressed(s.get()));
         // Whether this thread carries fields of its own (read once).
         let thread = thread_fields::active();
+        let (printer, stalled) = (self.printer, self.ring_stalled);
         let State {
             ring,
             fields: field_buf,
@@ -316,7 +262,12 @@ impl State {
                 // No args_len: too long, or a count beyond what is stored.
                 // A record with fields (a site's report, a thread's own)
                 // keeps its text.
-                let as_args = ring.is_some() && args_len.is_some() && suppressed == 0 && !thread;
+                // Nor one that may be printed past a stalled ring, now.
+                let as_args = ring.is_some()
+                    && args_len.is_some()
+                    && suppressed == 0
+                    && !thread
+                    && !(printed && stalled);
                 if as_args && {
                     message.clear();
                     deferred::encode(site.format, args, message)
@@ -388,6 +339,15 @@ impl State {
             return Next::MakeRoom;
         }
         if let Err(at) = ring.append_call(&rec, deferred, printed) {
+            if printed && stalled {
+                // A second way, past the ring, for this alone: the ring
+                // cannot take the line until a stopped thread finishes its
+                // record, and a line accepted for the outputs is kept. It
+                // is printed under the lock, as without a ring, ahead of
+                // lines the writer thread has not written yet.
+                super::writer::print_now(printer, &rec);
+                return Next::Done(Outcome::Recorded);
+            }
             return Next::Blocked(at);
         }
         if !printed {
@@ -475,6 +435,10 @@ impl State {
     /// kept (the message then takes the general path).
     #[inline(always)]
     fn record_site(&mut self, call: SiteCall, printed: bool) -> Option<Next> {
+        // A line printed past a stalled ring needs the record's text.
+        if printed && self.ring_stalled {
+            return None;
+        }
         let ring = self.ring.as_mut()?;
         let entry = site_entry(ring, call.source, call.site.get())?;
         // Arguments too long for a record take the general path, which
@@ -501,7 +465,9 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::deferred::Captured;
     use crate::ring::{self, Entry};
+    use crate::site::LiveSite;
 
     fn source(name: &'static std::ffi::CStr) -> Live {
         Live::leaked(name)
@@ -795,6 +761,58 @@ mod tests {
         assert_eq!(ring_messages(&s).len(), 10);
         assert!(s.set_buffer_size(10).is_err());
         assert_eq!(s.stats().size, 1 << 20);
+    }
+
+    /// A record in flight whose thread stopped (here: reserved, never
+    /// copied) holds the room the ring needs: once the wait for it failed
+    /// (`ring_stalled`), a line an output prints is printed past the ring,
+    /// as text, and a record no output prints is refused (dropped by the
+    /// caller, counted).
+    #[test]
+    fn a_line_whose_room_a_stopped_thread_holds_is_printed_past_the_ring() {
+        let mut s = quiet_state();
+        let path = std::env::temp_dir().join(format!("vlog-stalled-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        s.set_outputs(&format!("2:file:{}", path.display()))
+            .unwrap();
+        s.set_level(Priority::Debug);
+        let src = source(c"stalled");
+        let stuck = s
+            .ring
+            .as_mut()
+            .unwrap()
+            .reserve_slot(crate::ring::record::HEADER_LEN, false)
+            .unwrap();
+        let site = LiveSite::leaked(src, b"n=%d");
+        let call = |p, n: &'static [Captured<'static>]| SiteCall {
+            source: src,
+            priority: p,
+            site,
+            args: n,
+            args_len: deferred::args_len(n),
+        };
+        // Debug records until the ring needs the stuck record's room.
+        static ARGS: [Captured; 1] = [Captured::Signed(7)];
+        let blocked =
+            (0..100_000).find_map(|_| match s.record_site_call(call(Priority::Debug, &ARGS)) {
+                Next::Blocked(at) => Some(at),
+                _ => None,
+            });
+        assert!(
+            blocked.is_some(),
+            "the ring never needed the stuck record's room"
+        );
+        s.ring_stalled = true;
+        let printed = s.record_site_call(call(Priority::Info, &ARGS));
+        let ring_only = s.record_site_call(call(Priority::Debug, &ARGS));
+        s.ring_stalled = false;
+        assert_eq!(printed, Next::Done(Outcome::Recorded));
+        assert!(matches!(ring_only, Next::Blocked(_)), "{ring_only:?}");
+        let file = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(file.lines().count(), 1, "{file}");
+        assert!(file.ends_with(": info : stalled : f:1 : n=7\n"), "{file}");
+        drop(stuck);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

@@ -79,7 +79,9 @@ enum Reserved {
     /// The record's place, its site's dictionary entry, and whether it is
     /// marked for the outputs (the writer thread was woken for it).
     Slot(Slot, u32, bool),
-    Blocked(Blocked),
+    /// The room is held by a record in flight; whether this record would
+    /// have been marked for the outputs.
+    Blocked(Blocked, bool),
     General,
 }
 
@@ -142,7 +144,8 @@ fn record_printed(call: &Words) -> Flight {
 
 /// The record's way, whichever `reserve` the lock's holder runs: reserved
 /// under the lock (a marked record's writer thread woken there), copied
-/// after it.
+/// after it. A printed line whose room a stalled record holds goes the
+/// general way, which keeps it.
 #[inline(always)]
 fn record_with(call: &Words, reserve: impl Fn(&mut State, &Words, usize) -> Reserved) -> Flight {
     let len = align8(HEADER_LEN + call.message_len);
@@ -192,8 +195,13 @@ fn record_with(call: &Words, reserve: impl Fn(&mut State, &Words, usize) -> Rese
                 return Flight::Recorded;
             }
             Reserved::General => return Flight::General,
-            Reserved::Blocked(at) => {
+            Reserved::Blocked(at, printed) => {
                 if !wait_for(at) {
+                    // A line an output prints is kept: the general way
+                    // prints it past the stalled ring.
+                    if printed {
+                        return Flight::General;
+                    }
                     stats::add(&stats::IN_FLIGHT_DROPPED, 1);
                     return Flight::Dropped;
                 }
@@ -344,7 +352,7 @@ impl State {
                 }
                 Reserved::Slot(slot, entry, printed)
             }
-            Err(at) => Reserved::Blocked(at),
+            Err(at) => Reserved::Blocked(at, printed),
         }
     }
 }

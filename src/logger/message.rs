@@ -1,13 +1,82 @@
-//! A message's text and fields as the ring keeps them: cut with a marker
-//! when too long, fields encoded with bad names resolved (`emit`'s step 3).
+//! A call as the boundary hands it to the logger, and its text and fields
+//! as the ring keeps them: cut with a marker when too long, fields encoded
+//! with bad names resolved (`emit`'s step 3).
 
 use std::sync::atomic::Ordering;
 
+use crate::deferred::Captured;
 use crate::diag;
 use crate::fields::{self, Field, Kept, Names, Refusal};
+use crate::priority::Priority;
 use crate::record::MESSAGE_MAX;
 use crate::site::{vlog__site, LiveSite};
+use crate::source::Live;
 use crate::text::{Bounded, Sink};
+
+/// What a call hands over, every pointer already made a slice.
+pub enum Message<'a> {
+    /// A finished message: its text, the length it had before the caller
+    /// cut it (at least `text.len()`), and its structured fields, named by
+    /// a caller (checked) or by vlog.
+    Text {
+        file: &'a [u8],
+        line: u32,
+        func: &'a [u8],
+        text: &'a [u8],
+        full_len: usize,
+        fields: &'a [Field<'a>],
+        names: Names,
+    },
+    /// The raw arguments of a deferred call site that the general path
+    /// takes (see [`SiteCall`]); its names, line and format are the site's.
+    Args {
+        site: LiveSite,
+        args: &'a [Captured<'a>],
+        /// Their size in a record (`deferred::args_len`), None when they do
+        /// not fit one or a `*` count is beyond what a record may keep (the
+        /// text is then made at the call).
+        args_len: Option<usize>,
+    },
+}
+
+pub struct Call<'a> {
+    pub source: Live,
+    /// The macro's call site, whose level decides instead of the source's
+    /// (a filter may name the site), and whose record reports what its
+    /// limit left out.
+    pub site: Option<LiveSite>,
+    pub priority: Priority,
+    pub message: Message<'a>,
+}
+
+/// The arguments of a deferred call site, as the C entry hands them over.
+/// The site remembers its dictionary entry (`vlog__site.entry`: the
+/// ring's id in the high 32 bits, the entry's offset in the low ones) and
+/// the address of the source that entry names; both written under the
+/// lock.
+#[derive(Clone, Copy)]
+pub struct SiteCall<'a> {
+    pub source: Live,
+    pub priority: Priority,
+    pub site: LiveSite,
+    pub args: &'a [Captured<'a>],
+    pub args_len: Option<usize>,
+}
+
+impl<'a> SiteCall<'a> {
+    pub(super) fn call(self) -> Call<'a> {
+        Call {
+            source: self.source,
+            site: Some(self.site),
+            priority: self.priority,
+            message: Message::Args {
+                site: self.site,
+                args: self.args,
+                args_len: self.args_len,
+            },
+        }
+    }
+}
 
 /// Fills `buf` with as much of `text` as fits in MESSAGE_MAX together with a
 /// marker giving the full length, and returns it. `buf` has MESSAGE_MAX

@@ -83,6 +83,10 @@ pub struct State {
     /// A caller had the outputs write everything to make room, and may now
     /// overwrite what is still unwritten (see `emit`).
     evict_ok: bool,
+    /// The room a call needs is held by a record in flight past the wait (a
+    /// thread stopped in the middle of one): its line, if an output prints
+    /// it, is printed now, past the ring (see `emit::finish`).
+    ring_stalled: bool,
     /// Configuration calls that write under way (see
     /// `config_call::configure_writing`).
     configuring: u32,
@@ -148,6 +152,7 @@ impl State {
             writer_off: false,
             no_threads: false,
             evict_ok: false,
+            ring_stalled: false,
             configuring: 0,
             needs: 0,
             ring: None,
