@@ -84,6 +84,7 @@ fn finish(
     mut next: Next,
     mut record: impl FnMut(&mut State) -> Next,
 ) -> Outcome {
+    let mut stalled_tried = false;
     loop {
         match next {
             Next::Done(outcome) => {
@@ -116,10 +117,15 @@ fn finish(
                 }
                 // The room is held by a thread stopped in the middle of a
                 // record: a line an output prints is printed now, past the
-                // ring (`record_general`); any other record is dropped.
-                entered.state().ring_stalled = true;
-                next = record(entered.state());
-                entered.state().ring_stalled = false;
+                // ring (`record_general`); any other record is dropped. Once
+                // a call: one that comes back here (having had room made
+                // meanwhile) is dropped, so the loop ends.
+                if !stalled_tried {
+                    stalled_tried = true;
+                    entered.state().ring_stalled = true;
+                    next = record(entered.state());
+                    entered.state().ring_stalled = false;
+                }
                 if let Next::Blocked(_) = next {
                     entered.leave();
                     stats::add(&stats::IN_FLIGHT_DROPPED, 1);
