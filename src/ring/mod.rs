@@ -71,7 +71,11 @@
 //!   its bytes), `View::wait_committed` and `View::is_committed`, and the
 //!   reader's Acquire fence after it copied the commit word
 //!   (`reader::read_with`): a record seen committed is copied whole, and a
-//!   copy's bytes are done before the writer overwrites them.
+//!   copy's bytes are done before the writer overwrites them. A reader in
+//!   the process copies with relaxed atomic loads (`View::copy`) and the
+//!   copy after the lock stores with relaxed atomic stores (`Slot::put`),
+//!   so a copy that races a record in flight is a race of atomics that
+//!   these fences order (and ThreadSanitizer finds nothing to report).
 //! - [W4]/[R4] (`published`): the pointer readers find the ring by, and their
 //!   count, SeqCst on both sides, so a replaced ring is freed only after its
 //!   last reader left. The ring's id is stored after the pointer and loaded

@@ -11,7 +11,7 @@
 //! ring is not unmapped while a record in it is in flight.
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::checksum::Mixer;
 use super::reader::Region;
@@ -117,8 +117,11 @@ impl Slot {
         debug_assert!(off + 8 <= self.len && off.is_multiple_of(8));
         // SAFETY: in bounds (callers write inside `len`) and aligned; the
         // bytes are this writer's alone (`new`). Readers may copy them at
-        // the same time; they trust nothing before the commit word.
-        unsafe { self.at.as_ptr().add(off).cast::<u64>().write_volatile(w) }
+        // the same time (atomically, `View::copy`); they trust nothing
+        // before the commit word. A relaxed atomic store: a plain store's
+        // cost, and what a store readers may race with must be.
+        unsafe { AtomicU64::from_ptr(self.at.as_ptr().add(off).cast::<u64>()) }
+            .store(w, Ordering::Relaxed)
     }
 
     /// Fills the record as kind 4 from `head` and its message part, the

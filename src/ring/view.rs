@@ -3,7 +3,7 @@
 //! and the walk over the oldest records done ahead of eviction (`ahead`).
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::layout::{Header, Stats, HEADER_SPACE};
 use super::reader::{self, Entry, Region};
@@ -193,10 +193,15 @@ impl Region for View<'_> {
         assert!(off.is_multiple_of(8) && dst.len().is_multiple_of(8));
         assert!(off + dst.len() <= self.header.data_size as usize);
         for (i, chunk) in dst.chunks_exact_mut(8).enumerate() {
-            // SAFETY: in bounds and aligned (asserted above). Volatile because
-            // the writer may change these bytes while we copy; the copy is
-            // validated before anything in it is believed.
-            let word = unsafe { self.data.add(off + i * 8).cast::<u64>().read_volatile() };
+            // SAFETY: in bounds and aligned (asserted above). An atomic
+            // load, relaxed (a plain load's cost), because a writer may
+            // store to these bytes while we copy (a record's words as it
+            // is copied in, its commit word); the copy is validated before
+            // anything in it is believed, and ordered by the fences the
+            // reader puts around it ([R7], [R2]).
+            let word =
+                unsafe { AtomicU64::from_ptr(self.data.add(off + i * 8).cast::<u64>().cast_mut()) }
+                    .load(Ordering::Relaxed);
             chunk.copy_from_slice(&word.to_ne_bytes());
         }
     }
