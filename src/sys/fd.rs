@@ -115,7 +115,17 @@ impl Fd {
     /// nothing is free there, to 3 or above when it is 0, 1 or 2.
     /// Async-signal-safe.
     pub fn own(raw: c_int) -> io::Result<Fd> {
-        let raw = out_of_the_way(raw)?;
+        Fd::own_file(raw, None)
+    }
+
+    /// [`Fd::own`] for a file just opened by its path, which names the
+    /// file `named` (its device and inode, looked up right after the
+    /// open): the descriptor moved out of the way must be that file. If it
+    /// is not, the program closed vlog's new number and opened a file of
+    /// its own there meanwhile: that number is the program's and is left
+    /// open, and the open fails (said, and tried again later).
+    pub fn own_file(raw: c_int, named: Option<(u64, u64)>) -> io::Result<Fd> {
+        let raw = out_of_the_way(raw, named)?;
         match fd_info(raw) {
             Ok(info) => Ok(Fd {
                 raw,
@@ -299,7 +309,7 @@ fn close_raw(raw: c_int) {
 /// itself: close(3) is a cancellation point, and a descriptor is made
 /// inside logging calls (the writer thread's start), where a pending
 /// cancel must not act. Async-signal-safe.
-fn out_of_the_way(raw: c_int) -> io::Result<c_int> {
+fn out_of_the_way(raw: c_int, named: Option<(u64, u64)>) -> io::Result<c_int> {
     let floor = high_floor();
     if raw >= floor {
         return Ok(raw);
@@ -320,6 +330,17 @@ fn out_of_the_way(raw: c_int) -> io::Result<c_int> {
     } else {
         Ok(moved)
     };
+    if let (Some(want), Ok(moved)) = (named, &result) {
+        if fd_info(*moved).map(|i| (i.dev, i.ino)).ok() != Some(want) {
+            // The number is the program's now: only the duplicate of it
+            // is closed. (Had the file been renamed in the instant between
+            // the open and the look at its path, the number is vlog's and
+            // stays open: one descriptor, against closing the program's.)
+            // SAFETY: closing the duplicate just made, vlog's own.
+            unsafe { libc::syscall(libc::SYS_close, *moved) };
+            return Err(not_ours());
+        }
+    }
     // SAFETY: closing the descriptor just duplicated, vlog's own.
     unsafe { libc::syscall(libc::SYS_close, raw) };
     result

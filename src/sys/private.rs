@@ -349,10 +349,13 @@ fn open_once(dir: c_int, path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
         // SAFETY: a NUL-terminated path; the result is checked.
         let raw = unsafe { libc::openat(dir, path.as_ptr(), flags, 0o600 as libc::c_uint) };
         if raw < 0 {
-            Err(OpenFailure::Errno(errno()))
-        } else {
-            Fd::own(raw).map_err(|e| OpenFailure::Errno(e.raw_os_error().unwrap_or(libc::EIO)))
+            return Err(OpenFailure::Errno(errno()));
         }
+        // What the path names now: the file the descriptor must be once
+        // it is moved out of the program's way (`Fd::own_file`).
+        let named = lstat_at(dir, path).ok().map(|st| (st.st_dev, st.st_ino));
+        Fd::own_file(raw, named)
+            .map_err(|e| OpenFailure::Errno(e.raw_os_error().unwrap_or(libc::EBADF)))
     };
     // An existing file is judged by what the path names (a device is never
     // opened), opened, and judged again by what was opened: the same file.
