@@ -201,15 +201,15 @@ int main(int argc, char **argv)
         text = dump_text(&skipped);
         CHECK(skipped);
         free(text);
-        /* A line an output prints is kept: its caller prints it past the
-         * ring (stderr, where the test finds all 50), neither recorded nor
-         * dropped; every call returns. */
+        /* A line an output prints is kept: recorded if the ring has room
+         * for it, else printed by its caller past the ring (stderr, where
+         * the test finds all 50); none dropped; every call returns. */
         CHECK(vlog_get_stats(&before) == 0);
         for (made = 0; made < 50; made++)
             VLOG_ERROR("stalled error %ld", made);
         CHECK(vlog_get_stats(&after) == 0);
         CHECK(after.dropped_in_flight == before.dropped_in_flight);
-        CHECK(after.records == before.records);
+        CHECK(after.records - before.records <= (unsigned long long)made);
         let_go(thread);
         CHECK(vlog_get_stats(&before) == 0);
         made = fill("after");

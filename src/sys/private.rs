@@ -351,8 +351,7 @@ fn open_once(dir: c_int, path: &CStr, how: Private) -> Result<Fd, OpenFailure> {
         if raw < 0 {
             return Err(OpenFailure::Errno(errno()));
         }
-        // What the path names now: the file the descriptor must be once
-        // it is moved out of the program's way (`Fd::own_file`).
+        // What the path names now is what the moved descriptor must be.
         let named = lstat_at(dir, path).ok().map(|st| (st.st_dev, st.st_ino));
         Fd::own_file(raw, named)
             .map_err(|e| OpenFailure::Errno(e.raw_os_error().unwrap_or(libc::EBADF)))
