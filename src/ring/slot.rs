@@ -409,8 +409,9 @@ mod tests {
         seen
     }
 
-    #[test]
-    fn a_record_in_flight_is_reported_with_its_number_then_read_once_committed() {
+    /// A small ring with one call site of `format` in its dictionary, and
+    /// that site's entry.
+    fn ring_with_site(format: &[u8]) -> (Ring, u32) {
         let mut ring = Ring::new(MIN_SIZE).unwrap();
         let entry = ring
             .add_site(&super::super::sites::Site {
@@ -418,10 +419,16 @@ mod tests {
                 file: b"f.c",
                 func: b"f",
                 line: 3,
-                format: b"n=%d m=%u",
+                format,
                 id: 0,
             })
             .unwrap();
+        (ring, entry)
+    }
+
+    #[test]
+    fn a_record_in_flight_is_reported_with_its_number_then_read_once_committed() {
+        let (mut ring, entry) = ring_with_site(b"n=%d m=%u");
         ring.append(&text(b"before")).unwrap();
         let slot = ring.reserve_slot(HEADER_LEN + 16, false).unwrap();
         ring.append(&text(b"after")).unwrap();
@@ -475,17 +482,7 @@ mod tests {
     /// `Unfinished` after the wait, which the outputs say they lost.
     #[test]
     fn the_outputs_wait_for_their_own_records_in_flight_and_no_others() {
-        let mut ring = Ring::new(MIN_SIZE).unwrap();
-        let entry = ring
-            .add_site(&super::super::sites::Site {
-                source: b"s",
-                file: b"f.c",
-                func: b"f",
-                line: 3,
-                format: b"n=%d",
-                id: 0,
-            })
-            .unwrap();
+        let (mut ring, entry) = ring_with_site(b"n=%d");
         ring.append(&text(b"before")).unwrap();
         let unmarked = ring.reserve_slot(HEADER_LEN + 8, false).unwrap();
         let marked = ring.reserve_slot(HEADER_LEN + 8, true).unwrap();
