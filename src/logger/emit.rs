@@ -37,6 +37,9 @@ pub enum Outcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Next {
     Done(Outcome),
+    /// Recorded and marked for the outputs: the writer thread is woken
+    /// after the lock (`printer::wake`); whether urgently.
+    Wake(bool),
     /// The outputs write up to this position (the end of the caller's
     /// record) before the call returns; whether the record is an error.
     Write(u64, bool),
@@ -90,6 +93,11 @@ fn finish(
             Next::Done(outcome) => {
                 entered.leave();
                 return outcome;
+            }
+            Next::Wake(urgent) => {
+                entered.leave();
+                printer::wake(urgent);
+                return Outcome::Recorded;
             }
             Next::Write(upto, error) => {
                 crate::crash::altstack::before_writing(error);
@@ -167,6 +175,11 @@ pub fn emit_site(call: SiteCall) -> Outcome {
         Next::Done(outcome) => {
             entered.leave();
             outcome
+        }
+        Next::Wake(urgent) => {
+            entered.leave();
+            printer::wake(urgent);
+            Outcome::Recorded
         }
         // Apart, with the call by value: the flight recorder's path keeps
         // its arguments in registers (a retry loop here, or a closure
@@ -385,8 +398,7 @@ impl State {
             return Next::Write(ring.marked_end(), priority == Priority::Error);
         }
         if self.writer_prints(priority) {
-            self.wake_for_record();
-            return Next::Done(Outcome::Recorded);
+            return Next::Wake(self.urgent());
         }
         if self.start_writer() {
             Next::Done(Outcome::Recorded)
@@ -548,7 +560,9 @@ mod tests {
     /// as a ring-only record does: reserved and marked in one take, copied
     /// after it (the flight recorder's way), not refused there first and
     /// recorded again the general way. Counted on this thread
-    /// (`sys::lock::TAKES`). The one test of the process's own logger.
+    /// (`sys::lock::TAKES`). The writer thread is woken after the lock,
+    /// on either way (`printer::WOKEN_HOLDING`). The one test of the
+    /// process's own logger.
     #[test]
     fn a_printed_line_takes_the_lock_once() {
         use super::super::flight::{self, Flight, Words};
@@ -574,6 +588,17 @@ mod tests {
             args_len: deferred::args_len(&[]),
         };
         assert_eq!(emit_site(first), Outcome::Recorded);
+        let woken_holding = || printer::WOKEN_HOLDING.with(|n| n.get());
+        // The general way, the writer thread running: woken after the lock.
+        let general = SiteCall {
+            source: src,
+            priority: Priority::Info,
+            site,
+            args: &[],
+            args_len: deferred::args_len(&[]),
+        };
+        assert_eq!(emit_site(general), Outcome::Recorded);
+        assert_eq!(woken_holding(), 0, "woken under a lock, the general way");
         let record = |priority| {
             assert!(flight::enter());
             let before = TAKES.with(|n| n.get());
@@ -604,19 +629,20 @@ mod tests {
         // An error is written by its caller: the general way's, which the
         // flight recorder's call leaves it to without taking the lock.
         assert_eq!(record(Priority::Error), (Flight::General, 0));
+        assert_eq!(woken_holding(), 0, "woken under a lock, the flight way");
         // Every printed line reaches the file (the writer thread's).
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let lines = loop {
             super::super::apply::flush().unwrap();
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             let n = text.lines().filter(|l| l.ends_with(" : printed")).count();
-            if n >= 201 || std::time::Instant::now() > deadline {
+            if n >= 202 || std::time::Instant::now() > deadline {
                 break text;
             }
             std::thread::yield_now();
         };
         let printed = lines.lines().filter(|l| l.ends_with(" : printed")).count();
-        assert_eq!(printed, 201, "{lines}");
+        assert_eq!(printed, 202, "{lines}");
         assert!(
             lines.lines().all(|l| l.contains(": info : takes :")),
             "{lines}"

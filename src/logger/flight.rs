@@ -2,11 +2,12 @@
 //! that no output prints or that vlog's writer thread prints, recorded as
 //! the words the macro captured (a kind-4 record, see `ring::record`). The
 //! lock is held only to reserve the record (its place, its sequence number,
-//! room made by evicting the oldest, and for a printed line its mark and
-//! the writer thread's wake); the record is copied after the lock is let go
-//! of, and committed (see `ring::slot`). So threads that log at once queue
-//! only for the reservation, and the time, the thread id, the words, the
-//! strings and the checksum are each thread's own work.
+//! room made by evicting the oldest, and for a printed line its mark); the
+//! record is copied after the lock is let go of, and committed (see
+//! `ring::slot`), and then the writer thread is woken for a printed line.
+//! So threads that log at once queue only for the reservation, and the
+//! time, the thread id, the words, the strings, the checksum and the wake
+//! are each thread's own work.
 //!
 //! Anything else takes the general way (`emit`): a line its caller writes
 //! (an error, a `?sync` output's, any while the writer thread is off or not
@@ -18,7 +19,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::writer::{CALLER_WRITES_FROM, PRINTS_FROM};
-use super::{lock, State, INSIDE, STATE};
+use super::{lock, printer, State, INSIDE, STATE};
 use crate::priority::Priority;
 use crate::record::MESSAGE_MAX;
 use crate::ring::reader::Region;
@@ -74,11 +75,22 @@ pub enum Flight {
     General,
 }
 
+/// Whether a reserved record is marked for the outputs, and then how the
+/// writer thread is woken for it after the lock (see `printer::wake`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    RingOnly,
+    Printed,
+    /// The ring is half full of lines not yet written: the writer thread
+    /// writes without letting the burst gather.
+    PrintedUrgently,
+}
+
 /// What the lock's holder decided.
 enum Reserved {
     /// The record's place, its site's dictionary entry, and whether it is
-    /// marked for the outputs (the writer thread was woken for it).
-    Slot(Slot, u32, bool),
+    /// marked for the outputs.
+    Slot(Slot, u32, Mark),
     /// The room is held by a record in flight; whether this record would
     /// have been marked for the outputs.
     Blocked(Blocked, bool),
@@ -130,24 +142,25 @@ pub fn record(call: &Words) -> Flight {
             record_printed(call)
         };
     }
-    record_with(call, State::reserve_words)
+    record_with::<false>(call)
 }
 
 /// [`record`] for a line vlog's writer thread prints: the same loop, its
 /// own copy, whose lock holder takes the printed line's way first.
-/// (Inlined: apart, it cost the caller 26 instructions more, callgrind,
-/// vlog-file-burst, for 20 fewer under the lock.)
+/// (Inlined, and its reservation inlined into it: apart, each cost the
+/// caller 8 to 26 instructions more and the lock's holder 14 more,
+/// callgrind, vlog-file-burst.)
 #[inline(always)]
 fn record_printed(call: &Words) -> Flight {
-    record_with(call, State::reserve_printed)
+    record_with::<true>(call)
 }
 
-/// The record's way, whichever `reserve` the lock's holder runs: reserved
-/// under the lock (a marked record's writer thread woken there), copied
-/// after it. A printed line whose room a stalled record holds goes the
-/// general way, which keeps it.
+/// The record's way, `PRINTED` saying which reservation the lock's holder
+/// makes: reserved under the lock, copied after it, and a marked record's
+/// writer thread woken then. A printed line whose room a stalled record
+/// holds goes the general way, which keeps it.
 #[inline(always)]
-fn record_with(call: &Words, reserve: impl Fn(&mut State, &Words, usize) -> Reserved) -> Flight {
+fn record_with<const PRINTED: bool>(call: &Words) -> Flight {
     let len = align8(HEADER_LEN + call.message_len);
     // The time of the call, before the lock: records are numbered in the
     // order they took the lock, and a thread that waited for it carries
@@ -162,14 +175,18 @@ fn record_with(call: &Words, reserve: impl Fn(&mut State, &Words, usize) -> Rese
             let mut state = STATE.try_lock().unwrap_or_else(lock_waiting);
             #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
             sys::profile::toggle_collect();
-            let reserved = reserve(&mut state, call, len);
+            let reserved = if PRINTED {
+                state.reserve_printed(call, len)
+            } else {
+                state.reserve_words(call, len)
+            };
             drop(state);
             #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
             sys::profile::toggle_collect();
             reserved
         };
         match reserved {
-            Reserved::Slot(slot, entry, printed) => {
+            Reserved::Slot(slot, entry, mark) => {
                 let head = WordsHead {
                     len: len as u32,
                     seq: slot.seq(),
@@ -177,12 +194,15 @@ fn record_with(call: &Words, reserve: impl Fn(&mut State, &Words, usize) -> Rese
                     tid,
                     entry,
                     priority: call.priority,
-                    for_outputs: printed,
+                    for_outputs: mark != Mark::RingOnly,
                     message_len: call.message_len as u32,
                     tag: sys::process_tag(),
                 };
                 slot.commit_words(&head, call.words, call.strings);
-                if printed {
+                if mark != Mark::RingOnly {
+                    // Woken once the record is committed: it finds the
+                    // line whole.
+                    printer::wake(mark == Mark::PrintedUrgently);
                     // A printing call is a cancellation point, as stdio's
                     // are: a pending cancel acts as it returns.
                     cancel::passed();
@@ -288,7 +308,7 @@ impl State {
             if (call.priority as u8) < *lowest && retired.is_empty() {
                 if let Some(entry) = known_entry(ring, call.source, call.site) {
                     if let Some(slot) = ring.reserve_slot_in_room(len, false) {
-                        return Reserved::Slot(slot, entry, false);
+                        return Reserved::Slot(slot, entry, Mark::RingOnly);
                     }
                 }
             }
@@ -309,13 +329,22 @@ impl State {
             if let Some(ring) = self.ring.as_mut() {
                 if let Some(entry) = known_entry(ring, call.source, call.site) {
                     if let Some(slot) = ring.reserve_slot_in_room(len, true) {
-                        self.wake_for_record();
-                        return Reserved::Slot(slot, entry, true);
+                        return Reserved::Slot(slot, entry, self.printed_mark());
                     }
                 }
             }
         }
         self.reserve_words_making_room(call, len)
+    }
+
+    /// A printed record's mark: how the writer thread is woken for it.
+    #[inline(always)]
+    fn printed_mark(&self) -> Mark {
+        if self.urgent() {
+            Mark::PrintedUrgently
+        } else {
+            Mark::Printed
+        }
     }
 
     /// [`State::reserve_words`] past the common case: replaced rings freed,
@@ -346,12 +375,8 @@ impl State {
             return Reserved::General;
         };
         match ring.reserve_slot(len, printed) {
-            Ok(slot) => {
-                if printed {
-                    self.wake_for_record();
-                }
-                Reserved::Slot(slot, entry, printed)
-            }
+            Ok(slot) if printed => Reserved::Slot(slot, entry, self.printed_mark()),
+            Ok(slot) => Reserved::Slot(slot, entry, Mark::RingOnly),
             Err(at) => Reserved::Blocked(at, printed),
         }
     }

@@ -159,7 +159,9 @@ impl State {
     /// thread now when the writer is off.
     pub(super) fn wake_writer(&mut self) {
         match &self.threads.writer {
-            Some(writer) if writer.is_here() => printer::wake(writer, || false),
+            // (Under the lock: a control client's record, rare; the wake
+            // is a system call only when the thread sleeps.)
+            Some(writer) if writer.is_here() => printer::wake(false),
             _ => {
                 if !self.start_writer() {
                     drop(self.printer());
@@ -209,16 +211,15 @@ impl State {
             && self.threads.writer.as_ref().is_some_and(|w| w.is_here())
     }
 
-    /// Wakes the writer thread for a call's record just marked (under the
-    /// lock: see `printer::wake`), if it runs; urgently when the ring is
-    /// half full of lines not yet written.
+    /// Under the lock, for a call's record just marked: whether the ring
+    /// is half full of lines not yet written, so that the writer thread,
+    /// woken after the lock (`printer::wake`), writes without letting the
+    /// burst gather.
     #[inline(always)]
-    pub(super) fn wake_for_record(&self) {
-        if let (Some(writer), Some(ring)) = (self.threads.writer.as_ref(), self.ring.as_ref()) {
-            printer::wake(writer, || {
-                ring.unprinted_bytes() > ring.unprinted_limit() / 2
-            });
-        }
+    pub(super) fn urgent(&self) -> bool {
+        self.ring
+            .as_ref()
+            .is_some_and(|ring| ring.unprinted_bytes() > ring.unprinted_limit() / 2)
     }
 
     /// Starts the writer thread (the first line printed, or the first in a

@@ -14,11 +14,12 @@ use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-// How often this thread took a lock: what a test of the ways into the
-// ring counts.
+// How often this thread took a lock, and how many it holds now: what the
+// tests of the ways into the ring count.
 #[cfg(test)]
 thread_local! {
     pub static TAKES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    pub static HELD: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 pub struct Lock<T> {
@@ -58,7 +59,10 @@ impl<T> Lock<T> {
             .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
             .ok()?;
         #[cfg(test)]
-        TAKES.with(|n| n.set(n.get() + 1));
+        {
+            TAKES.with(|n| n.set(n.get() + 1));
+            HELD.with(|n| n.set(n.get() + 1));
+        }
         Some(Guard {
             lock: self,
             _thread: PhantomData,
@@ -90,7 +94,10 @@ impl<T> Lock<T> {
             futex(&self.word, libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, 2);
         }
         #[cfg(test)]
-        TAKES.with(|n| n.set(n.get() + 1));
+        {
+            TAKES.with(|n| n.set(n.get() + 1));
+            HELD.with(|n| n.set(n.get() + 1));
+        }
         Guard {
             lock: self,
             _thread: PhantomData,
@@ -117,6 +124,8 @@ impl<T> DerefMut for Guard<'_, T> {
 impl<T> Drop for Guard<'_, T> {
     #[inline(always)]
     fn drop(&mut self) {
+        #[cfg(test)]
+        HELD.with(|n| n.set(n.get().saturating_sub(1)));
         if self.lock.word.swap(0, Ordering::Release) == 2 {
             wake(&self.lock.word);
         }

@@ -2,12 +2,14 @@
 //! `unsafe` block: descriptors and the one way vlog opens a file of its own
 //! (`private`; `fd` keeps a descriptor vlog's), sockets (`net`; `connection`, a stream for an output with a
 //! queue of its own), cancellation (`cancel`), the global allocator
-//! (`alloc`), a reading thread's waits (`watch`), the logger's lock (`lock`),
+//! (`alloc`), a reading thread's waits (`watch`; `bell`, a wake from a
+//! static), the logger's lock (`lock`),
 //! signals taken and sent on (`signal`), and the thread, clock and process calls below.
 //!
 //! The bottom of the crate: it imports nothing of vlog's.
 
 pub mod alloc;
+pub mod bell;
 pub mod cancel;
 pub mod clock;
 pub mod connection;

@@ -8,6 +8,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
+use super::bell::Bell;
 use super::fd::Fd;
 
 /// A pipe that wakes a waiting thread: both ends vlog's, close-on-exec,
@@ -171,6 +172,9 @@ pub struct Worker {
     /// The process that started it.
     pid: u32,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// What the thread waits on besides its waker and `park`, rung when it
+    /// is told to stop (see [`Worker::waiting_on`]).
+    bell: Option<&'static Bell>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -200,7 +204,15 @@ impl Worker {
             waker,
             pid: super::process_id(),
             thread: Some(thread),
+            bell: None,
         })
+    }
+
+    /// Says that the thread also waits on `bell` (see `sys::bell`), which
+    /// [`Worker::tell_stop`] then rings.
+    pub fn waiting_on(mut self, bell: &'static Bell) -> Worker {
+        self.bell = Some(bell);
+        self
     }
 
     /// Whether the thread is in this process (not a forked child's copy).
@@ -231,6 +243,9 @@ impl Worker {
         if self.is_here() {
             self.waker.wake();
             self.unpark();
+            if let Some(bell) = self.bell {
+                bell.ring();
+            }
         }
     }
 

@@ -32,13 +32,17 @@
 //! report is said afterwards.
 //!
 //! [W6]/[R6], the writer thread's sleep: a caller stores the ring's tail and
-//! `marked_end`, then a SeqCst fence, then loads `ASLEEP`; the writer
-//! thread stores `ASLEEP`, then a SeqCst fence, then loads `marked_end`.
-//! One of the two sees the other's store, so a marked record never waits
-//! for a thread that went to sleep without seeing it.
+//! `marked_end` (under the logger's lock), then, after letting go of it, a
+//! SeqCst fence, then loads `ASLEEP`; the writer thread stores `ASLEEP`,
+//! then a SeqCst fence, then loads `marked_end`. One of the two sees the
+//! other's store, so a marked record never waits for a thread that went to
+//! sleep without seeing it. The caller wakes it by ringing `BELL` (a futex
+//! word, `sys::bell`), which needs no handle of the thread: so the wake,
+//! a system call when the thread sleeps, is made after the lock.
 
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
 
 pub mod caller;
 mod lost;
@@ -52,6 +56,7 @@ use crate::ring::published;
 use crate::ring::reader::{self, Cursor, Entry};
 use crate::ring::scan;
 use crate::ring::view::View;
+use crate::sys::bell::Bell;
 use crate::sys::watch::{Waker, Worker};
 use lost::Lost;
 
@@ -72,8 +77,12 @@ pub struct Printer {
 /// The process's outputs (a logger made for a unit test has its own).
 pub static PRINTER: Mutex<Printer> = Mutex::new(Printer::new());
 
-/// The writer thread is parked until a caller wakes it ([W6]/[R6]).
+/// The writer thread waits on `BELL` until a caller wakes it ([W6]/[R6]).
 static ASLEEP: AtomicBool = AtomicBool::new(false);
+/// What the writer thread waits on, asleep or letting a burst gather: rung
+/// by a caller that found it asleep or the ring half full, and when it is
+/// told to stop.
+static BELL: Bell = Bell::new();
 /// A caller found the ring half full of lines not yet written: the writer
 /// thread writes without waiting for the burst to gather.
 static URGENT: AtomicBool = AtomicBool::new(false);
@@ -335,21 +344,36 @@ impl Printer {
     }
 }
 
-/// Wakes the writer thread for a marked record just recorded (under the
-/// logger's lock): if it sleeps, or, when the ring is half full of lines
-/// not yet written (`urgent`), if it lets a burst gather. Costs no system
-/// call while the thread is awake.
+/// Wakes the writer thread for a marked record just recorded, after the
+/// logger's lock is let go of: if it sleeps, or, when the ring was half
+/// full of lines not yet written (`urgent`, decided under the lock), if it
+/// lets a burst gather. Costs no system call while the thread is awake;
+/// one futex(2) wake otherwise. A writer thread stopped or replaced
+/// meanwhile is no matter: a new one writes what is pending first.
 #[inline(always)]
-pub fn wake(writer: &Worker, urgent: impl FnOnce() -> bool) {
+pub fn wake(urgent: bool) {
+    #[cfg(test)]
+    crate::sys::lock::HELD.with(|held| {
+        if held.get() > 0 {
+            WOKEN_HOLDING.with(|n| n.set(n.get() + 1));
+        }
+    });
     // [W6] the record's tail and marked_end were stored; then ASLEEP.
     fence(Ordering::SeqCst);
     if ASLEEP.load(Ordering::Relaxed) {
         if ASLEEP.swap(false, Ordering::SeqCst) {
-            writer.unpark();
+            BELL.ring();
         }
-    } else if !URGENT.load(Ordering::Relaxed) && urgent() && !URGENT.swap(true, Ordering::SeqCst) {
-        writer.unpark();
+    } else if urgent && !URGENT.load(Ordering::Relaxed) && !URGENT.swap(true, Ordering::SeqCst) {
+        BELL.ring();
     }
+}
+
+// How often this thread woke the writer thread while it held a lock: what
+// the test of the wake counts.
+#[cfg(test)]
+thread_local! {
+    pub static WOKEN_HOLDING: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Starts the writer thread; `report` says what the outputs had to report
@@ -364,6 +388,7 @@ pub fn start(report: fn(), failed: fn()) -> std::io::Result<Worker> {
         std::sync::Arc::new(Waker::new()?),
         move |stop, _| run(stop, report, failed),
     )
+    .map(|worker| worker.waiting_on(&BELL))
 }
 
 /// Whether the current ring holds records marked for the outputs that
@@ -427,7 +452,7 @@ fn run_until_stopped(stop: &AtomicBool, report: fn(), failed: fn()) {
         if at_crash::frozen() {
             // A crash is being dumped: the crash handler writes, and this
             // thread waits for the process to end or go on.
-            std::thread::park_timeout(std::time::Duration::from_millis(GATHER_MS));
+            std::thread::park_timeout(Duration::from_millis(GATHER_MS));
             continue;
         }
         ASLEEP.store(true, Ordering::SeqCst);
@@ -437,16 +462,21 @@ fn run_until_stopped(stop: &AtomicBool, report: fn(), failed: fn()) {
             ASLEEP.store(false, Ordering::SeqCst);
             continue;
         }
-        while ASLEEP.load(Ordering::SeqCst) && !stop.load(Ordering::SeqCst) {
-            std::thread::park();
+        loop {
+            let rung = BELL.count();
+            if !ASLEEP.load(Ordering::SeqCst) || stop.load(Ordering::SeqCst) {
+                break;
+            }
+            BELL.wait(rung, None);
         }
         if stop.load(Ordering::SeqCst) {
             // (ASLEEP is left as it is: a writer started after this one
             // was stopped owns it.)
             continue;
         }
+        let rung = BELL.count();
         if !URGENT.swap(false, Ordering::SeqCst) {
-            std::thread::park_timeout(std::time::Duration::from_millis(GATHER_MS));
+            BELL.wait(rung, Some(Duration::from_millis(GATHER_MS)));
         }
         URGENT.store(false, Ordering::SeqCst);
     }
