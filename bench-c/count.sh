@@ -15,7 +15,7 @@ total() {
     local out
     out=$(mktemp)
     valgrind --tool=callgrind --callgrind-out-file="$out" "$exe" "$@" >/dev/null 2>&1
-    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+    awk '/^totals:/ { print $2; exit }' "$out"
     rm -f "$out"
 }
 # median: the median of the numbers on standard input.

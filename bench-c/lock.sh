@@ -29,7 +29,7 @@ count() { # MSG CALLS [under-lock]
     [ $# -gt 2 ] && args=(--collect-atstart=no) && prog=$lexe
     valgrind --tool=callgrind "${args[@]}" --callgrind-out-file="$out" \
         "$prog" "$mode" "$1" "$2" >/dev/null 2>&1
-    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+    awk '/^totals:/ { print $2; exit }' "$out"
     rm -f "$out"
 }
 . bench-c/count.sh

@@ -36,7 +36,7 @@ instructions() { # mode env n -> total instructions
     # 80,000). The ns runs take the default, full within their first round.
     # shellcheck disable=SC2086
     in_ns VLOG_BUFFER_SIZE=64K $2 valgrind --tool=callgrind --callgrind-out-file="$out" "$exe" "$1" "$3" >/dev/null 2>&1
-    callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+    awk '/^totals:/ { print $2; exit }' "$out"
 }
 
 declare -A ns

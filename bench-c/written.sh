@@ -12,7 +12,7 @@ count() { # exe mode msg n -> instructions of every thread
     local f
     f=$(mktemp)
     valgrind --tool=callgrind --callgrind-out-file="$f" "$1" "$2" "$3" "$4" >/dev/null 2>&1
-    awk '/^(summary|totals):/ { print $2; exit }' "$f"
+    awk '/^totals:/ { print $2; exit }' "$f"
     rm -f "$f"
 }
 per_call() { # exe mode msg
