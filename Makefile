@@ -216,6 +216,13 @@ bench-c/latency_spdlog: bench-c/bench_spdlog.cpp bench-c/harness.h c-tests/count
 bench-latency: bench-c/latency bench-c/latency_spdlog
 	bench-c/latency.sh
 
+# Every figure of README.md and BENCHMARKS.md, rerun section by section
+# (bench-c/figures.sh; FIGURES="lock printed" runs only those), the rows
+# to paste kept in bench-figures.out.
+.PHONY: bench-figures
+bench-figures:
+	bash -c 'set -o pipefail; bench-c/figures.sh 2>&1 | tee bench-figures.out'
+
 .PHONY: bench
 bench: $(BENCH_PROGRAMS)
 	@pkg-config --exists spdlog || echo "bench: spdlog not installed; its modes are left out"

@@ -154,13 +154,15 @@ impl State {
         }
     }
 
-    /// Has the outputs write a record marked under the lock of another
-    /// stage (the control socket's): the writer thread, woken, or this
-    /// thread now when the writer is off.
+    /// Has the outputs write a record vlog marked itself (a note it
+    /// announces, a control client's record) or datagrams a caller handed
+    /// over: the writer thread, woken, or this thread now when the writer
+    /// is off.
     pub(super) fn wake_writer(&mut self) {
         match &self.threads.writer {
-            // (Under the lock: a control client's record, rare; the wake
-            // is a system call only when the thread sleeps.)
+            // Under the lock, unlike a call's line (`Next::Wake`): these
+            // are rare, and the wake is a system call only when the
+            // thread sleeps.
             Some(writer) if writer.is_here() => printer::wake(false),
             _ => {
                 if !self.start_writer() {

@@ -33,8 +33,10 @@
 //!
 //! [W6]/[R6], the writer thread's sleep: a caller stores the ring's tail and
 //! `marked_end` (under the logger's lock), then, after letting go of it, a
-//! SeqCst fence, then loads `ASLEEP`; the writer thread stores `ASLEEP`,
-//! then a SeqCst fence, then loads `marked_end`. One of the two sees the
+//! SeqCst fence, then loads `ASLEEP`; the writer thread marks itself
+//! asleep in `ASLEEP` (a compare-and-swap that only the thread that owns
+//! the word wins: see `Sleep`), then a SeqCst fence, then loads
+//! `marked_end`. One of the two sees the
 //! other's store, so a marked record never waits for a thread that went to
 //! sleep without seeing it. The caller wakes it by ringing `BELL` (a futex
 //! word, `sys::bell`), which needs no handle of the thread: so the wake,
@@ -77,8 +79,8 @@ pub struct Printer {
 /// The process's outputs (a logger made for a unit test has its own).
 pub static PRINTER: Mutex<Printer> = Mutex::new(Printer::new());
 
-/// The writer thread waits on `BELL` until a caller wakes it ([W6]/[R6]).
-static ASLEEP: AtomicBool = AtomicBool::new(false);
+/// The writer thread's sleep ([W6]/[R6], see [`Sleep`]).
+static ASLEEP: Sleep = Sleep::new();
 /// What the writer thread waits on, asleep or letting a burst gather: rung
 /// by a caller that found it asleep or the ring half full, and when it is
 /// told to stop.
@@ -349,7 +351,8 @@ impl Printer {
 /// full of lines not yet written (`urgent`, decided under the lock), if it
 /// lets a burst gather. Costs no system call while the thread is awake;
 /// one futex(2) wake otherwise. A writer thread stopped or replaced
-/// meanwhile is no matter: a new one writes what is pending first.
+/// meanwhile is no matter: a new one writes what is pending first, and
+/// the mark a caller clears is the running thread's (see [`Sleep`]).
 #[inline(always)]
 pub fn wake(urgent: bool) {
     #[cfg(test)]
@@ -360,11 +363,11 @@ pub fn wake(urgent: bool) {
     });
     // [W6] the record's tail and marked_end were stored; then ASLEEP.
     fence(Ordering::SeqCst);
-    if ASLEEP.load(Ordering::Relaxed) {
-        if ASLEEP.swap(false, Ordering::SeqCst) {
-            BELL.ring();
-        }
-    } else if urgent && !URGENT.load(Ordering::Relaxed) && !URGENT.swap(true, Ordering::SeqCst) {
+    // Asleep: woken. Awake and the ring half full: the burst is not let
+    // gather (once, until the thread takes the flag).
+    if ASLEEP.wake()
+        || (urgent && !URGENT.load(Ordering::Relaxed) && !URGENT.swap(true, Ordering::SeqCst))
+    {
         BELL.ring();
     }
 }
@@ -382,13 +385,82 @@ thread_local! {
 /// first says it before it returns); `failed` steps down after a panic in
 /// the outputs, as the C boundary does after one of its own.
 pub fn start(report: fn(), failed: fn()) -> std::io::Result<Worker> {
-    ASLEEP.store(false, Ordering::SeqCst);
+    let me = ASLEEP.own();
     Worker::spawn(
         "vlog-writer",
         std::sync::Arc::new(Waker::new()?),
-        move |stop, _| run(stop, report, failed),
+        move |stop, _| run(me, stop, report, failed),
     )
     .map(|worker| worker.waiting_on(&BELL))
+}
+
+/// The writer thread's sleep: the number of the writer thread that owns
+/// it, shifted left one bit, with the low bit set while that thread sleeps
+/// (waiting on `BELL` until a caller wakes it). A writer thread changes the
+/// word only from a value with its own number in it (compare-and-swap):
+/// one that was replaced and has not ended yet can neither clear the bit
+/// of the thread that replaced it, which would then sleep through every
+/// line, nor set it. A caller clears the bit whoever owns it.
+pub(super) struct Sleep {
+    word: AtomicU32,
+    writers: AtomicU32,
+}
+
+const SLEEPING: u32 = 1;
+
+impl Sleep {
+    const fn new() -> Sleep {
+        Sleep {
+            word: AtomicU32::new(0),
+            writers: AtomicU32::new(0),
+        }
+    }
+
+    /// A new writer thread's number; the sleep is its own from now on,
+    /// awake.
+    fn own(&self) -> u32 {
+        let me = self.writers.fetch_add(1, Ordering::SeqCst).wrapping_add(1) & (u32::MAX >> 1);
+        self.word.store(me << 1, Ordering::SeqCst);
+        me
+    }
+
+    /// Writer thread `me` marks itself asleep: false when the sleep is
+    /// another thread's now (`me` was replaced).
+    fn fall_asleep(&self, me: u32) -> bool {
+        self.word
+            .compare_exchange(
+                me << 1,
+                me << 1 | SLEEPING,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+    }
+
+    /// Writer thread `me` takes back its mark (it found lines pending), if
+    /// the sleep is still its own.
+    fn stay_awake(&self, me: u32) {
+        let _ = self.word.compare_exchange(
+            me << 1 | SLEEPING,
+            me << 1,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+    }
+
+    /// Whether writer thread `me` is still marked asleep (no caller woke
+    /// it).
+    fn sleeps(&self, me: u32) -> bool {
+        self.word.load(Ordering::SeqCst) == me << 1 | SLEEPING
+    }
+
+    /// A caller's part: clears the mark, whoever owns it; true when it was
+    /// set (the bell is to be rung).
+    #[inline(always)]
+    fn wake(&self) -> bool {
+        self.word.load(Ordering::Relaxed) & SLEEPING != 0
+            && self.word.fetch_and(!SLEEPING, Ordering::SeqCst) & SLEEPING != 0
+    }
 }
 
 /// Whether the current ring holds records marked for the outputs that
@@ -401,14 +473,14 @@ fn pending() -> bool {
 /// The writer thread: writes what is pending, sleeps until a caller wakes
 /// it, lets the burst gather, and writes again; ends when told to stop
 /// (after writing what was pending then).
-fn run(stop: &AtomicBool, report: fn(), failed: fn()) {
-    let me = crate::sys::process_id();
-    caller::WRITER.store(me, Ordering::SeqCst);
-    run_until_stopped(stop, report, failed);
-    let _ = caller::WRITER.compare_exchange(me, 0, Ordering::SeqCst, Ordering::SeqCst);
+fn run(me: u32, stop: &AtomicBool, report: fn(), failed: fn()) {
+    let tid = crate::sys::process_id();
+    caller::WRITER.store(tid, Ordering::SeqCst);
+    run_until_stopped(me, stop, report, failed);
+    let _ = caller::WRITER.compare_exchange(tid, 0, Ordering::SeqCst, Ordering::SeqCst);
 }
 
-fn run_until_stopped(stop: &AtomicBool, report: fn(), failed: fn()) {
+fn run_until_stopped(me: u32, stop: &AtomicBool, report: fn(), failed: fn()) {
     loop {
         // One read step per hold of the printer's lock, so that a thread
         // that needs it (an error's caller, a configuration call) waits for
@@ -455,23 +527,26 @@ fn run_until_stopped(stop: &AtomicBool, report: fn(), failed: fn()) {
             std::thread::park_timeout(Duration::from_millis(GATHER_MS));
             continue;
         }
-        ASLEEP.store(true, Ordering::SeqCst);
+        if !ASLEEP.fall_asleep(me) {
+            // Replaced: this thread is told to stop at once. (Waited for,
+            // so as not to spin meanwhile.)
+            BELL.wait(BELL.count(), Some(Duration::from_millis(GATHER_MS)));
+            continue;
+        }
         // [R6] ASLEEP, then marked_end (read in `pending`).
         fence(Ordering::SeqCst);
         if pending() {
-            ASLEEP.store(false, Ordering::SeqCst);
+            ASLEEP.stay_awake(me);
             continue;
         }
         loop {
             let rung = BELL.count();
-            if !ASLEEP.load(Ordering::SeqCst) || stop.load(Ordering::SeqCst) {
+            if !ASLEEP.sleeps(me) || stop.load(Ordering::SeqCst) {
                 break;
             }
             BELL.wait(rung, None);
         }
         if stop.load(Ordering::SeqCst) {
-            // (ASLEEP is left as it is: a writer started after this one
-            // was stopped owns it.)
             continue;
         }
         let rung = BELL.count();
@@ -488,6 +563,37 @@ mod tests {
     use crate::output::spec::parse_list;
     use crate::record::Record;
     use crate::ring::Ring;
+
+    /// A writer thread replaced while it had found lines pending on its way
+    /// to sleep (its `stay_awake` comes late, as a preempted thread's
+    /// does) leaves the sleep of the one that replaced it alone: that one
+    /// is still marked asleep, so the next line's caller wakes it. (A
+    /// plain flag cleared by the old thread left the new one asleep with
+    /// no mark, and every line after unwritten until the ring was half
+    /// full or the program flushed.)
+    #[test]
+    fn a_replaced_writer_thread_cannot_hide_its_successors_sleep() {
+        let sleep = Sleep::new();
+        let old = sleep.own();
+        assert!(sleep.fall_asleep(old));
+        // Replaced meanwhile (`start`), and the new one sleeps.
+        let new = sleep.own();
+        assert!(sleep.fall_asleep(new));
+        // The old one, late, found lines pending and takes its mark back.
+        sleep.stay_awake(old);
+        assert!(sleep.sleeps(new), "the new writer thread's mark is gone");
+        // And cannot mark itself asleep again either.
+        assert!(!sleep.fall_asleep(old));
+        assert!(sleep.sleeps(new));
+        // The next line's caller wakes the new one, once.
+        assert!(sleep.wake());
+        assert!(!sleep.sleeps(new));
+        assert!(!sleep.wake());
+        // Awake, it marks itself asleep again as usual.
+        assert!(sleep.fall_asleep(new));
+        sleep.stay_awake(new);
+        assert!(!sleep.sleeps(new));
+    }
 
     /// Records damaged in the ring before the outputs read them are said
     /// in every output, with their count, before its next line; the lines
