@@ -18,7 +18,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::writer::{CALLER_WRITES_FROM, PRINTS_FROM};
+use super::writer::HINTS;
 use super::{lock, printer, State, INSIDE, STATE};
 use crate::priority::Priority;
 use crate::record::MESSAGE_MAX;
@@ -135,8 +135,8 @@ pub fn record(call: &Words) -> Flight {
         return Flight::General;
     }
     let priority = call.priority as u8;
-    if priority >= PRINTS_FROM.load(Ordering::Relaxed) {
-        return if priority >= CALLER_WRITES_FROM.load(Ordering::Relaxed) {
+    if priority >= HINTS.prints_from.load(Ordering::Relaxed) {
+        return if priority >= HINTS.caller_writes_from.load(Ordering::Relaxed) {
             Flight::General
         } else {
             record_printed(call)

@@ -10,16 +10,29 @@ use crate::diag;
 use crate::priority::Priority;
 use crate::record::Record;
 
-/// The lowest priority of a line that an output prints and its caller
-/// writes (an error, a `?sync` output's, any with the writer off): such a
-/// call takes the general way at once, which writes it after the lock,
-/// rather than take the lock in the flight recorder's first. Read before
-/// the lock, so possibly stale; the lock's holder decides
-/// (`State::writer_prints`), a stale value costs a second take at most.
-pub static CALLER_WRITES_FROM: AtomicU8 = AtomicU8::new(u8::MAX);
-/// The lowest priority an output prints (`State::lowest`), read as
-/// [`CALLER_WRITES_FROM`] is.
-pub static PRINTS_FROM: AtomicU8 = AtomicU8::new(u8::MAX);
+/// What the flight recorder's call reads before the lock, in a cache line
+/// of their own: read on every call by every thread and written only when
+/// the configuration changes, they must share no line with what the
+/// lock's holders write (the lock's word, the state's fields), or every
+/// call fetches them again after each record of another core.
+#[repr(align(64))]
+pub struct Hints {
+    /// The lowest priority of a line that an output prints and its caller
+    /// writes (an error, a `?sync` output's, any with the writer off): such
+    /// a call takes the general way at once, which writes it after the
+    /// lock, rather than take the lock in the flight recorder's first.
+    /// Read before the lock, so possibly stale; the lock's holder decides
+    /// (`State::writer_prints`), a stale value costs a second take at most.
+    pub caller_writes_from: AtomicU8,
+    /// The lowest priority an output prints (`State::lowest`), read as
+    /// `caller_writes_from` is.
+    pub prints_from: AtomicU8,
+}
+
+pub static HINTS: Hints = Hints {
+    caller_writes_from: AtomicU8::new(u8::MAX),
+    prints_from: AtomicU8::new(u8::MAX),
+};
 
 impl State {
     /// `VLOG_WRITER` as the environment gives it: `caller` means no writer
@@ -191,14 +204,16 @@ impl State {
 
     /// Sets the priority from which a line is written by its caller, and
     /// what the flight recorder's call reads of it and of `lowest` before
-    /// the lock ([`CALLER_WRITES_FROM`], [`PRINTS_FROM`]). Called whenever
+    /// the lock ([`HINTS`]). Called whenever
     /// either changes.
     pub(super) fn set_sync_from(&mut self, from: u8) {
         self.sync_from = from;
         // The process's logger's alone (a test's own states leave it).
         if std::ptr::eq(self, super::STATE.as_ptr()) {
-            CALLER_WRITES_FROM.store(from.max(self.lowest), Ordering::Relaxed);
-            PRINTS_FROM.store(self.lowest, Ordering::Relaxed);
+            HINTS
+                .caller_writes_from
+                .store(from.max(self.lowest), Ordering::Relaxed);
+            HINTS.prints_from.store(self.lowest, Ordering::Relaxed);
         }
     }
 

@@ -22,8 +22,15 @@ thread_local! {
     pub static HELD: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+/// The word has a cache line of its own: a neighbour read on every call
+/// (the flight recorder's hints, say) that shared its line would be
+/// fetched again after every take and release by another core. (When a
+/// grown `State` moved the word into the hints' line, eight threads on two
+/// cores recorded 1.7 times slower.)
+#[repr(C, align(64))]
 pub struct Lock<T> {
     word: AtomicU32,
+    _alone: [u8; 60],
     value: UnsafeCell<T>,
 }
 
@@ -42,6 +49,7 @@ impl<T> Lock<T> {
     pub const fn new(value: T) -> Lock<T> {
         Lock {
             word: AtomicU32::new(0),
+            _alone: [0; 60],
             value: UnsafeCell::new(value),
         }
     }
