@@ -104,45 +104,23 @@ if wanted threads; then
     fi
 fi
 
-if wanted fields; then
-    section fields "Fields a thread carries"
-    run bench-c/fields.sh 7 100000
-fi
-
-if wanted sites; then
-    section sites "Call sites: a rule that names them, a limit that leaves calls out"
-    run bench-c/sites.sh 7 100000
-fi
-
-if wanted ring_size; then
-    section ring_size "How many records a ring holds"
-    run bench-c/ring_size.sh 64K 1M 8M 16M
-fi
-
-if wanted sanity; then
-    section sanity "Sanity figures"
-    run make -s bench-sanity
-fi
-
-if wanted dump; then
-    section dump "Dumping a full ring"
-    run make -s bench-dump
-fi
-
-if wanted relay; then
-    section relay "The relay: a child's lines"
-    run make -s bench-relay
-fi
-
-if wanted fluent; then
-    section fluent "The fluent output"
-    run make -s bench-fluent
-fi
-
-if wanted control; then
-    section control "The control socket"
-    run make -s bench-control
-fi
+# simple NAME TITLE COMMAND...: a section that is one command.
+simple() {
+    local name=$1 title=$2
+    shift 2
+    wanted "$name" || return 0
+    section "$name" "$title"
+    run "$@"
+}
+simple fields "Fields a thread carries" bench-c/fields.sh 7 100000
+simple sites "Call sites: a rule that names them, a limit that leaves calls out" \
+    bench-c/sites.sh 7 100000
+simple ring_size "How many records a ring holds" bench-c/ring_size.sh 64K 1M 8M 16M
+simple sanity "Sanity figures" make -s bench-sanity
+simple dump "Dumping a full ring" make -s bench-dump
+simple relay "The relay: a child's lines" make -s bench-relay
+simple fluent "The fluent output" make -s bench-fluent
+simple control "The control socket" make -s bench-control
 
 for root_only in syslog resolve; do
     wanted "$root_only" || continue
@@ -160,10 +138,7 @@ if wanted printf; then
         run cargo test --quiet --release --lib printf::tests::matches
 fi
 
-if wanted soak; then
-    section soak "Soak"
-    run make -s soak
-fi
+simple soak "Soak" make -s soak
 
 echo
 if [ ${#failed[@]} -gt 0 ]; then

@@ -578,26 +578,19 @@ mod tests {
         .unwrap();
         let src = source(c"takes");
         let site = LiveSite::leaked(src, b"printed");
+        let general = || SiteCall {
+            source: src,
+            priority: Priority::Info,
+            site,
+            args: &[],
+            args_len: deferred::args_len(&[]),
+        };
         // The first line starts the writer thread and adds the site to the
         // ring's dictionary (the general way).
-        let first = SiteCall {
-            source: src,
-            priority: Priority::Info,
-            site,
-            args: &[],
-            args_len: deferred::args_len(&[]),
-        };
-        assert_eq!(emit_site(first), Outcome::Recorded);
+        assert_eq!(emit_site(general()), Outcome::Recorded);
         let woken_holding = || printer::WOKEN_HOLDING.with(|n| n.get());
         // The general way, the writer thread running: woken after the lock.
-        let general = SiteCall {
-            source: src,
-            priority: Priority::Info,
-            site,
-            args: &[],
-            args_len: deferred::args_len(&[]),
-        };
-        assert_eq!(emit_site(general), Outcome::Recorded);
+        assert_eq!(emit_site(general()), Outcome::Recorded);
         assert_eq!(woken_holding(), 0, "woken under a lock, the general way");
         let record = |priority| {
             assert!(flight::enter());
