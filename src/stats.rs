@@ -20,7 +20,8 @@ pub static IN_FLIGHT_DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Times a thread that logs found its record would overwrite lines the
 /// outputs had not written yet (a ring too small for the burst), and had
-/// them written first (the control socket's `stats`).
+/// a step of them written first, or waited for the writer thread's (the
+/// control socket's `stats`).
 pub static CALLER_WROTE: AtomicU64 = AtomicU64::new(0);
 
 /// Errors' contexts printed (one per output that printed at least one
