@@ -297,11 +297,29 @@ pub fn words_suffice(kinds: &[u8], precision: &[u16]) -> bool {
 /// against the payload: a damaged one is an error, never a wrong text.
 pub fn render_words(fmt: &[u8], payload: &[u8], out: &mut impl Sink) -> Result<(), Unsupported> {
     let mut kinds = [0u8; MAX_ARGS];
+    let n = words_signature(fmt, &mut kinds)?;
+    render_words_as(fmt, &kinds[..n], payload, out)
+}
+
+/// The argument kinds of `fmt` (see [`signature`]), if a kind-4 record may
+/// keep them ([`words_suffice`]): how many.
+pub fn words_signature(fmt: &[u8], kinds: &mut [u8; MAX_ARGS]) -> Result<usize, Unsupported> {
     let mut precision = [PRECISION_NONE; MAX_ARGS];
-    let n = signature(fmt, &mut kinds, &mut precision)?;
+    let n = signature(fmt, kinds, &mut precision)?;
     if !words_suffice(&kinds[..n], &precision[..n]) {
         return Err(Unsupported);
     }
+    Ok(n)
+}
+
+/// [`render_words`] with `kinds`, what [`words_signature`] gave for `fmt`.
+pub fn render_words_as(
+    fmt: &[u8],
+    kinds: &[u8],
+    payload: &[u8],
+    out: &mut impl Sink,
+) -> Result<(), Unsupported> {
+    let n = kinds.len().min(MAX_ARGS);
     let (words, mut strings) = payload.split_at_checked(8 * n).ok_or(Unsupported)?;
     let mut args = [Arg::Pointer(0); MAX_ARGS];
     for ((slot, &k), w) in args.iter_mut().zip(&kinds[..n]).zip(words.chunks_exact(8)) {

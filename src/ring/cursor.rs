@@ -2,6 +2,7 @@
 //! from, and the buffers it reads records into (see `reader`).
 
 use super::record::RECORD_MAX;
+use super::signatures::Signatures;
 use crate::record::MESSAGE_MAX;
 
 /// Where a walk ended, for the next to go on from (`vlog-ctl follow`, and a
@@ -48,9 +49,11 @@ impl Cursor {
 /// each record: made once per walk (clearing them per record cost more
 /// than the rest of the walk), and kept by a reader that reads records one
 /// at a time (an error's context) across its reads.
+/// With them, the formats whose kinds the reader knows already.
 pub struct Buffers {
     pub(super) record: [u8; RECORD_MAX],
     pub(super) text: [u8; MESSAGE_MAX],
+    pub(super) signatures: Signatures,
 }
 
 impl Buffers {
@@ -58,6 +61,7 @@ impl Buffers {
         Buffers {
             record: [0; RECORD_MAX],
             text: [0; MESSAGE_MAX],
+            signatures: Signatures::new(),
         }
     }
 
@@ -68,7 +72,8 @@ impl Buffers {
         let layout = std::alloc::Layout::new::<Buffers>();
         // SAFETY: the layout is not zero-sized. A non-null result is a
         // fresh allocation of that layout, zeroed, and all-zero bytes are
-        // a valid Buffers (two byte arrays), so the Box may own it and
+        // a valid Buffers (byte arrays, and the signatures' integers and
+        // byte arrays, all zero their empty format's), so the Box may own it and
         // free it with the same layout.
         unsafe {
             let p = std::alloc::alloc_zeroed(layout).cast::<Buffers>();

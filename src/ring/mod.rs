@@ -101,7 +101,8 @@
 //! lock),
 //! `sites` (the dictionary), `lock` (a ring file's
 //! process-shared lock), `writer` (appending), `view` (a live ring, read),
-//! `reader` (the walk every reader shares), `scan` (the header-only walk
+//! `reader` (the walk every reader shares), `signatures` (the argument
+//! kinds of the formats it renders, kept), `scan` (the header-only walk
 //! an error's context makes), `image` (rings in bytes from
 //! files and cores), `migrate` (records carried into a new ring), `file`
 //! (ring files), `guard` (a ring file truncated under its mapping),
@@ -125,6 +126,7 @@ pub mod reader;
 pub mod record;
 pub mod region;
 pub mod scan;
+pub mod signatures;
 pub mod sites;
 pub mod slot;
 pub mod view;

@@ -161,7 +161,11 @@ pub fn read_with(
         }
     }
     let start = pos;
-    let Buffers { record: buf, text } = buffers;
+    let Buffers {
+        record: buf,
+        text,
+        signatures,
+    } = buffers;
     // The dictionary as published when the walk began (read again for an
     // entry added since), and the last entry decoded: entries never change
     // once published, and a burst's records mostly share a few sites.
@@ -345,7 +349,7 @@ pub fn read_with(
                         sites::entry_of(region, &mut dict, &mut last_site, entry).and_then(|site| {
                             let words = matches!(kind, Kind::Words(_));
                             if words {
-                                deferred::render_words(site.format, rec.message, &mut message)
+                                signatures.render_words(site.format, rec.message, &mut message)
                             } else {
                                 deferred::render_args(site.format, rec.message, &mut message)
                             }
