@@ -88,10 +88,9 @@ enum Mark {
     /// The ring is half full of lines not yet written: the writer thread
     /// writes without letting the burst gather.
     PrintedUrgently,
-    /// The caller writes the line, and every one before it up to this
-    /// position: the end of the lines marked for the outputs as it was
-    /// reserved.
-    Written(u64),
+    /// The caller writes the line, and every one before it (up to the
+    /// end of the lines marked for the outputs as it was reserved).
+    Written,
 }
 
 /// What the lock's holder decided.
@@ -192,6 +191,9 @@ fn record_with<const WAY: u8>(call: &Words) -> Flight {
     // the time it asked.
     let time_ns = sys::realtime_ns();
     let tid = sys::thread_id();
+    // Where the lines a caller writes end (`Mark::Written`): apart from
+    // the mark, so that the other ways' reservations stay a byte.
+    let mut written_end = 0;
     loop {
         if !crash::settled() {
             return Flight::General;
@@ -202,7 +204,7 @@ fn record_with<const WAY: u8>(call: &Words) -> Flight {
             sys::profile::toggle_collect();
             let reserved = match WAY {
                 PRINTED => state.reserve_printed(call, len),
-                WRITTEN => state.reserve_written(call, len),
+                WRITTEN => state.reserve_written(call, len, &mut written_end),
                 _ => state.reserve_words(call, len),
             };
             drop(state);
@@ -224,8 +226,8 @@ fn record_with<const WAY: u8>(call: &Words) -> Flight {
                     tag: sys::process_tag(),
                 };
                 slot.commit_words(&head, call.words, call.strings);
-                if let Mark::Written(end) = mark {
-                    write_own(end, call.priority);
+                if mark == Mark::Written {
+                    write_own(written_end, call.priority);
                 } else if mark != Mark::RingOnly {
                     // Woken once the record is committed: it finds the
                     // line whole.
@@ -385,9 +387,9 @@ impl State {
     /// `?sync` output's, any while the writer thread is off): the same
     /// record, marked, when this process's outputs read the ring, no line
     /// they have not written is in the way and nothing is evicted; the
-    /// mark says where the lines to write end.
+    /// end of the lines marked for the outputs is put in `end`.
     #[inline(always)]
-    fn reserve_written(&mut self, call: &Words, len: usize) -> Reserved {
+    fn reserve_written(&mut self, call: &Words, len: usize, end: &mut u64) -> Reserved {
         if self.retired.is_empty()
             && self.prints(call.priority)
             && call.priority as u8 >= self.sync_from
@@ -395,8 +397,8 @@ impl State {
             if let Some(ring) = self.ring.as_mut().filter(|r| r.prints_here()) {
                 if let Some(entry) = known_entry(ring, call.source, call.site) {
                     if let Some(slot) = ring.reserve_slot_in_room(len, true) {
-                        let end = ring.marked_end();
-                        return Reserved::Slot(slot, entry, Mark::Written(end));
+                        *end = ring.marked_end();
+                        return Reserved::Slot(slot, entry, Mark::Written);
                     }
                 }
             }
