@@ -9,16 +9,15 @@
 //! time, the thread id, the words, the strings, the checksum and the wake
 //! are each thread's own work.
 //!
-//! A line its caller writes (an error, a `?sync` output's, any while the
-//! writer thread is off) is the same record, marked; after the commit its
-//! caller has the outputs write up to and including it, as the general way
-//! does (`printer::caller::write_upto`).
-//!
-//! Anything else takes the general way (`emit`): a line printed before the
-//! writer thread started, a record with fields, a ring file (shared with
-//! other processes, whose records are written whole under its lock), a
-//! site new to the ring's dictionary or one that does not fit it, a record
-//! that would overwrite lines the outputs have not written.
+//! Anything else takes the general way (`emit`): a line its caller writes
+//! (an error, a `?sync` output's, any while the writer thread is off or not
+//! started yet: copied after the lock, its record could be passed over as
+//! unfinished, after 100 ms, by another thread's walk while its own thread
+//! stalls before the commit, and its call would return with the line
+//! written by no one; DESIGN.md section 6), a record with fields, a ring
+//! file (shared with other processes, whose records are written whole
+//! under its lock), a site new to the ring's dictionary that does not fit
+//! it, a record that would overwrite lines the outputs have not written.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -88,9 +87,6 @@ enum Mark {
     /// The ring is half full of lines not yet written: the writer thread
     /// writes without letting the burst gather.
     PrintedUrgently,
-    /// The caller writes the line, and every one before it (up to the
-    /// end of the lines marked for the outputs as it was reserved).
-    Written,
 }
 
 /// What the lock's holder decided.
@@ -127,39 +123,30 @@ pub fn leave() {
 }
 
 /// Records `call` (its level and limit were decided by the caller), on a
-/// thread marked inside vlog ([`enter`]). A record no output prints, or
-/// whose line vlog's writer thread writes: never allocates, makes no
-/// system call but the clock's and, when a thread waits for the lock or
-/// for a record in flight or wakes the writer thread, futex(2) and
-/// sched_yield(2): no cancellation point. A line its caller writes: what
-/// the outputs do to write it besides (`write_own`), a cancellation point
-/// as it returns. errno is left as it was.
+/// thread marked inside vlog ([`enter`]). Never
+/// allocates, makes no system call but the clock's and, when a thread
+/// waits for the lock or for a record in flight or wakes the writer
+/// thread, futex(2) and sched_yield(2): no cancellation point, and errno
+/// is left as it was.
 #[inline(always)]
 pub fn record(call: &Words) -> Flight {
-    // A thread's own fields: a record with fields, the general way's. A
-    // line the writer thread prints, and one its caller writes: the same
-    // record, marked, each its own way (the copies of `lowest` and
-    // `sync_from` read here are hints; the lock's holder decides).
+    // A thread's own fields: a record with fields, the general way's; so
+    // is a line its caller writes. A line the writer thread prints: the
+    // same record, marked, apart (the copies of `lowest` and `sync_from`
+    // read here are hints; the lock's holder decides).
     if call.message_len > WORDS_MAX || super::thread_fields::active() {
         return Flight::General;
     }
     let priority = call.priority as u8;
     if priority >= HINTS.prints_from.load(Ordering::Relaxed) {
         return if priority >= HINTS.caller_writes_from.load(Ordering::Relaxed) {
-            record_written(call)
+            Flight::General
         } else {
             record_printed(call)
         };
     }
-    record_with::<RING_ONLY>(call)
+    record_with::<false>(call)
 }
-
-/// Which reservation the lock's holder makes ([`record_with`]): a record
-/// for the ring alone, one vlog's writer thread prints, one its caller
-/// writes.
-const RING_ONLY: u8 = 0;
-const PRINTED: u8 = 1;
-const WRITTEN: u8 = 2;
 
 /// [`record`] for a line vlog's writer thread prints: the same loop, its
 /// own copy, whose lock holder takes the printed line's way first.
@@ -168,32 +155,21 @@ const WRITTEN: u8 = 2;
 /// callgrind, vlog-file-burst.)
 #[inline(always)]
 fn record_printed(call: &Words) -> Flight {
-    record_with::<PRINTED>(call)
+    record_with::<true>(call)
 }
 
-/// [`record`] for a line its caller writes: apart, as the writing is
-/// (`write_own`), so that the ring-only call's frame holds neither.
-#[inline(never)]
-fn record_written(call: &Words) -> Flight {
-    record_with::<WRITTEN>(call)
-}
-
-/// The record's way, `WAY` saying which reservation the lock's holder
-/// makes: reserved under the lock, copied after it, and then a marked
-/// record's writer thread woken, or its line written by this thread. A
-/// printed line whose room a stalled record holds goes the general way,
-/// which keeps it.
+/// The record's way, `PRINTED` saying which reservation the lock's holder
+/// makes: reserved under the lock, copied after it, and a marked record's
+/// writer thread woken then. A printed line whose room a stalled record
+/// holds goes the general way, which keeps it.
 #[inline(always)]
-fn record_with<const WAY: u8>(call: &Words) -> Flight {
+fn record_with<const PRINTED: bool>(call: &Words) -> Flight {
     let len = align8(HEADER_LEN + call.message_len);
     // The time of the call, before the lock: records are numbered in the
     // order they took the lock, and a thread that waited for it carries
     // the time it asked.
     let time_ns = sys::realtime_ns();
     let tid = sys::thread_id();
-    // Where the lines a caller writes end (`Mark::Written`): apart from
-    // the mark, so that the other ways' reservations stay a byte.
-    let mut written_end = 0;
     loop {
         if !crash::settled() {
             return Flight::General;
@@ -202,10 +178,10 @@ fn record_with<const WAY: u8>(call: &Words) -> Flight {
             let mut state = STATE.try_lock().unwrap_or_else(lock_waiting);
             #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
             sys::profile::toggle_collect();
-            let reserved = match WAY {
-                PRINTED => state.reserve_printed(call, len),
-                WRITTEN => state.reserve_written(call, len, &mut written_end),
-                _ => state.reserve_words(call, len),
+            let reserved = if PRINTED {
+                state.reserve_printed(call, len)
+            } else {
+                state.reserve_words(call, len)
             };
             drop(state);
             #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]
@@ -226,9 +202,7 @@ fn record_with<const WAY: u8>(call: &Words) -> Flight {
                     tag: sys::process_tag(),
                 };
                 slot.commit_words(&head, call.words, call.strings);
-                if mark == Mark::Written {
-                    write_own(written_end, call.priority);
-                } else if mark != Mark::RingOnly {
+                if mark != Mark::RingOnly {
                     // Woken once the record is committed: it finds the
                     // line whole.
                     printer::wake(mark == Mark::PrintedUrgently);
@@ -257,23 +231,6 @@ fn record_with<const WAY: u8>(call: &Words) -> Flight {
             }
         }
     }
-}
-
-/// Has the outputs write the lines up to `end`, this call's own last, after
-/// its record is committed and with no lock held, as the general way does
-/// for a line its caller writes (`emit::finish`): an error's fault signals
-/// unblocked first, what the outputs had to report said under the lock,
-/// the writer thread woken for what a slow reader left to it. errno is
-/// left as it was. A printing call is a cancellation point, as stdio's
-/// are: a pending cancel acts as it returns.
-#[cold]
-#[inline(never)]
-fn write_own(end: u64, priority: Priority) {
-    sys::keeping_errno(|| {
-        crash::altstack::before_writing(priority == Priority::Error);
-        super::write_reporting(|| printer::caller::write_upto(end));
-    });
-    cancel::passed();
 }
 
 /// Walks the published ring's oldest records for the holder that next
@@ -376,29 +333,6 @@ impl State {
                 if let Some(entry) = known_entry(ring, call.source, call.site) {
                     if let Some(slot) = ring.reserve_slot_in_room(len, true) {
                         return Reserved::Slot(slot, entry, self.printed_mark());
-                    }
-                }
-            }
-        }
-        self.reserve_words_making_room(call, len)
-    }
-
-    /// [`State::reserve_words`] for a line its caller writes (an error, a
-    /// `?sync` output's, any while the writer thread is off): the same
-    /// record, marked, when this process's outputs read the ring, no line
-    /// they have not written is in the way and nothing is evicted; the
-    /// end of the lines marked for the outputs is put in `end`.
-    #[inline(always)]
-    fn reserve_written(&mut self, call: &Words, len: usize, end: &mut u64) -> Reserved {
-        if self.retired.is_empty()
-            && self.prints(call.priority)
-            && call.priority as u8 >= self.sync_from
-        {
-            if let Some(ring) = self.ring.as_mut().filter(|r| r.prints_here()) {
-                if let Some(entry) = known_entry(ring, call.source, call.site) {
-                    if let Some(slot) = ring.reserve_slot_in_room(len, true) {
-                        *end = ring.marked_end();
-                        return Reserved::Slot(slot, entry, Mark::Written);
                     }
                 }
             }

@@ -254,17 +254,10 @@ impl Entered {
         publish(&mut self.guard);
         let Entered { guard, _inside } = self;
         drop(guard);
-        write_reporting(write);
-    }
-}
-
-/// For a thread marked inside vlog that holds no lock: has the outputs
-/// write what `write` says, then says under the lock what they had to
-/// report, and wakes the writer thread for what a slow reader left to it.
-fn write_reporting(write: impl FnOnce() -> Vec<Said>) {
-    let said = write();
-    if !said.is_empty() || printer::caller::handed_off() {
-        relock(|s| s.after_writing(said));
+        let said = write();
+        if !said.is_empty() || printer::caller::handed_off() {
+            relock(|s| s.after_writing(said));
+        }
     }
 }
 

@@ -49,11 +49,13 @@ impl Cursor {
 /// each record: made once per walk (clearing them per record cost more
 /// than the rest of the walk), and kept by a reader that reads records one
 /// at a time (an error's context) across its reads.
-/// With them, the formats whose kinds the reader knows already.
+/// A set kept on the heap has with it the formats whose argument kinds its
+/// reader knows already; one made on a stack (the crash handler's, a
+/// reader short of memory) has none, and parses each format.
 pub struct Buffers {
     pub(super) record: [u8; RECORD_MAX],
     pub(super) text: [u8; MESSAGE_MAX],
-    pub(super) signatures: Signatures,
+    pub(super) signatures: Option<Box<Signatures>>,
 }
 
 impl Buffers {
@@ -61,7 +63,7 @@ impl Buffers {
         Buffers {
             record: [0; RECORD_MAX],
             text: [0; MESSAGE_MAX],
-            signatures: Signatures::new(),
+            signatures: None,
         }
     }
 
@@ -69,18 +71,33 @@ impl Buffers {
     /// error's context, read on a caller's stack, which may be small);
     /// None without the memory.
     pub fn on_heap() -> Option<Box<Buffers>> {
-        let layout = std::alloc::Layout::new::<Buffers>();
-        // SAFETY: the layout is not zero-sized. A non-null result is a
-        // fresh allocation of that layout, zeroed, and all-zero bytes are
-        // a valid Buffers (byte arrays, and the signatures' integers and
-        // byte arrays, all zero their empty format's), so the Box may own it and
-        // free it with the same layout.
-        unsafe {
-            let p = std::alloc::alloc_zeroed(layout).cast::<Buffers>();
-            (!p.is_null()).then(|| Box::from_raw(p))
-        }
+        let mut buffers = zeroed_box::<Buffers>()?;
+        buffers.signatures = zeroed_box::<Signatures>();
+        Some(buffers)
     }
 }
+
+/// A `T` on the heap, every byte zero; None without the memory (never an
+/// abort). Only for the two types below, for which all-zero bytes are a
+/// valid value.
+fn zeroed_box<T: ZeroValid>() -> Option<Box<T>> {
+    let layout = std::alloc::Layout::new::<T>();
+    // SAFETY: the layout is not zero-sized (both types hold arrays). A
+    // non-null result is a fresh allocation of that layout, zeroed, and
+    // all-zero bytes are a valid `T` (`ZeroValid`), so the Box may own it
+    // and free it with the same layout.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout).cast::<T>();
+        (!p.is_null()).then(|| Box::from_raw(p))
+    }
+}
+
+/// Types whose all-zero bytes are a valid value.
+trait ZeroValid {}
+// Byte arrays, and None (the Option of a Box is null).
+impl ZeroValid for Buffers {}
+// Byte arrays and integers, all zero the empty format's entry.
+impl ZeroValid for Signatures {}
 
 impl Buffers {
     /// Runs `f` on `heap`, or, without it (memory was short when it was to

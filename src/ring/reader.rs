@@ -349,7 +349,16 @@ pub fn read_with(
                         sites::entry_of(region, &mut dict, &mut last_site, entry).and_then(|site| {
                             let words = matches!(kind, Kind::Words(_));
                             if words {
-                                signatures.render_words(site.format, rec.message, &mut message)
+                                match signatures {
+                                    Some(kept) => {
+                                        kept.render_words(site.format, rec.message, &mut message)
+                                    }
+                                    None => deferred::render_words(
+                                        site.format,
+                                        rec.message,
+                                        &mut message,
+                                    ),
+                                }
                             } else {
                                 deferred::render_args(site.format, rec.message, &mut message)
                             }

@@ -15,13 +15,13 @@ use crate::text::printf::Unsupported;
 use crate::text::Sink;
 
 /// How many formats are kept, and the longest kept (a longer one is parsed
-/// each time). Small: the cache lives in every reader's buffers, and on
-/// the stack of one that could not allocate them.
+/// each time). Small: every reader that keeps buffers keeps one.
 const SLOTS: usize = 4;
 const FORMAT_MAX: usize = 128;
 
 /// One format and its kinds. All zero (as `Buffers::on_heap` makes it) is
-/// the empty format, which has no arguments: a valid entry.
+/// the empty format, which has no arguments: a valid entry (the cache's
+/// tests check that it renders as the empty format).
 #[derive(Clone, Copy)]
 struct Slot {
     len: u8,
