@@ -20,8 +20,7 @@ pub static IN_FLIGHT_DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Times a thread that logs found its record would overwrite lines the
 /// outputs had not written yet (a ring too small for the burst), and had
-/// a step of them written first, or waited for the writer thread's (the
-/// control socket's `stats`).
+/// them written first (the control socket's `stats`).
 pub static CALLER_WROTE: AtomicU64 = AtomicU64::new(0);
 
 /// Errors' contexts printed (one per output that printed at least one

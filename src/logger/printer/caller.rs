@@ -170,32 +170,19 @@ pub fn handed_off() -> bool {
     HANDED_OFF.load(Ordering::SeqCst)
 }
 
-/// How much of the ring a caller whose record needs room has the outputs
-/// write: a quarter of the writer thread's step. A caller waits for what it
-/// writes, and 64 KiB of lines took 0.4-1.1 ms at the 99.99th percentile of
-/// a burst (`bench-c/latency.sh`); the writer thread writes the rest in its
-/// larger batches meanwhile.
-const ROOM_STEP: u64 = 16 * 1024;
-
-/// Has the outputs read one step (`ROOM_STEP`) of the current ring, for a
+/// Has the outputs read one step (`READ_STEP`) of the current ring, for a
 /// caller whose record would overwrite what they have not: what they had
 /// to report, and whether they are stuck (lines are left that they could
 /// not read on to: a damaged ring). One step, not everything: the caller
-/// needs room for one record, and waits for 16 KiB of lines to be written,
-/// not for a ring's worth (8 MiB of them took 20 ms). None at all when the
-/// lines were written while it waited for the printer's lock (by the
-/// writer thread, or another caller): that made the room, and the caller
-/// records again. An output blocked by a slow reader is waited for, with
-/// no lock held (the ring holds the lines meanwhile).
+/// needs room for one record, and waits for 64 KiB of lines to be written,
+/// not for a ring's worth (8 MiB of them took 20 ms). An output blocked by
+/// a slow reader is waited for, with no lock held (the ring holds the
+/// lines meanwhile).
 pub fn make_room() -> (Vec<Said>, bool) {
-    let place = || published::read(|view| view.map(|v| (v.printed(), v.marked_end())));
-    let asked = place().map(|(printed, _)| printed);
     let mut printer = lock_for_caller();
+    let place = || published::read(|view| view.map(|v| (v.printed(), v.marked_end())));
     let before = place();
-    if before.map(|(printed, _)| printed) != asked {
-        return (Vec::new(), false);
-    }
-    let upto = before.map_or(u64::MAX, |(printed, _)| printed.saturating_add(ROOM_STEP));
+    let upto = step_end(before.map(|(printed, _)| printed), u64::MAX);
     // A step that found the output blocked moves nothing, and what it then
     // sends may unblock it: holding but not blocked, the walk reads on. It
     // is over when two steps in a row move nothing; "stuck" (let the

@@ -20,9 +20,8 @@
 //!   the outputs read up to and including its own record, in ring order,
 //!   before its call returns.
 //! - A thread whose record would overwrite one the outputs have not read
-//!   (a ring too small for the burst): it has them read one step first
-//!   (`caller::make_room`), without the logger's lock, unless the writer
-//!   thread wrote one while it waited, and then records (counted in
+//!   (a ring too small for the burst): it has them read everything first,
+//!   without the logger's lock, and then records (counted in
 //!   `stats::CALLER_WROTE`).
 //! - Configuration calls that replace the outputs or the ring, fork, flush,
 //!   shutdown and exit: everything, first.
