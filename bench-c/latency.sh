@@ -6,8 +6,7 @@
 # queue of 2^18 messages, one worker thread, blocking when full) into the
 # same kind of file, ROUNDS rounds interleaved. vlog's ring is the default
 # 4 MiB, which the burst overflows: a caller whose record would overwrite a
-# line not yet written has one step (16 KiB) of lines written first, or
-# waits for the writer thread's step if it writes one meanwhile. Every
+# line not yet written has one step (64 KiB) of lines written first. Every
 # line of every call is checked to be in the file (the programs' checks
 # count them). Prints, per message and logger, the medians over the rounds
 # of p50, p99, p99.99 and the longest call (ns), and of the calls over

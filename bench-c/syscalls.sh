@@ -13,9 +13,11 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 strace -f -qq -o "$out" bench-c/bench "$mode" 0 "$n" >/dev/null
 main=$(awk 'NR == 1 { print $1; exit }' "$out")
+# A call that another thread's interrupts in strace's output is split into
+# an "<unfinished ...>" line and a "<... resumed>" one: counted once.
 awk -v main="$main" -v mode="$mode" -v n="$n" '
     $1 == main && $2 ~ /^getppid\(/ { marks++; next }
-    marks == 1 && $1 == main && $2 !~ /^(\+\+\+|---)/ {
+    marks == 1 && $1 == main && $2 !~ /^(\+\+\+|---|<\.\.\.)/ {
         split($2, name, "("); calls[name[1]]++; total++
     }
     marks == 1 && $1 != main && $2 !~ /^(\+\+\+|---|<\.\.\.)/ { others++ }
