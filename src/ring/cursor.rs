@@ -92,12 +92,15 @@ fn zeroed_box<T: ZeroValid>() -> Option<Box<T>> {
     }
 }
 
-/// Types whose all-zero bytes are a valid value.
-trait ZeroValid {}
-// Byte arrays, and None (the Option of a Box is null).
-impl ZeroValid for Buffers {}
-// Byte arrays and integers, all zero the empty format's entry.
-impl ZeroValid for Signatures {}
+/// Types that [`zeroed_box`] may make.
+///
+/// # Safety
+/// All-zero bytes must be a valid value of the type.
+unsafe trait ZeroValid {}
+// SAFETY: byte arrays, and None (an Option of a Box is a null pointer).
+unsafe impl ZeroValid for Buffers {}
+// SAFETY: byte arrays and integers; all zero is the empty format's entry.
+unsafe impl ZeroValid for Signatures {}
 
 impl Buffers {
     /// Runs `f` on `heap`, or, without it (memory was short when it was to
