@@ -1,8 +1,10 @@
-/* Deferred formatting: messages recorded as format and arguments (no output
- * prints them) read back as exactly the text snprintf makes from the same
- * call; formats vlog does not render itself, a changing format pointer and
- * over-long arguments fall back to formatting at the call, with the same
- * text. */
+/* Deferred formatting: messages recorded as format and arguments read back
+ * as exactly the text snprintf makes from the same call, from the ring
+ * (vlog_dump) and in a file output that vlog's writer thread writes (which
+ * keeps the argument kinds of the formats it printed last: formats that
+ * share a place there, one too long to keep); formats vlog does not render
+ * itself, a changing format pointer and over-long arguments fall back to
+ * formatting at the call, with the same text. */
 #include "check.h"
 
 #include <math.h>
@@ -49,8 +51,14 @@ int main(void)
     const char *volatile null_text = NULL;
     long double ld = 1.25L;
     int records;
+    char dir[] = "/tmp/vlog-deferred-XXXXXX";
+    char spec[128];
+    const char *log;
 
-    CHECK(vlog_set_outputs("4:file:/dev/null") == 0);
+    CHECK(mkdtemp(dir) != NULL);
+    log = check_path(dir, "deferred.log");
+    snprintf(spec, sizeof spec, "3:file:%s", log);
+    CHECK(vlog_set_outputs(spec) == 0);
     memset(long_text, 'y', sizeof long_text - 1);
 
     CASE("Starting backup replica garbage collector thread");
@@ -85,6 +93,15 @@ int main(void)
         CASE(fmt, i);
     }
     CASE("long argument %.2000s", long_text);
+    /* Two formats of the same length and last byte, in turn: the writer
+     * thread keeps their kinds in one place, and must never read one's
+     * words by the other's. Then one longer than it keeps. */
+    for (int i = 0; i < 3; i++) {
+        CASE("slot %d %d", i, -i);
+        CASE("slot %s %d", i % 2 ? "odd" : "even", i);
+    }
+    CASE("a format longer than the 128 bytes whose kinds the writer thread keeps, "
+         "so parsed for each line it prints: %d %s %u", -12, "end", 34U);
     /* A format built in a buffer reuses its address with other contents: it
      * must be formatted at the call, never matched to the first contents. */
     {
@@ -101,6 +118,15 @@ int main(void)
         free(text);
     }
     CHECK(records == cases);
+    /* The same text in the file, as vlog's writer thread wrote it. */
+    CHECK(vlog_flush() == 0);
+    {
+        char *text = check_slurp_path(log);
+        compare("file output", text);
+        free(text);
+    }
+    unlink(log);
+    rmdir(dir);
     /* For the driver, which compares it with vlog-dump's reading of the ring
      * file (the text above was cut into pieces by compare()). */
     vlog_dump(1);
