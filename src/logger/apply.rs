@@ -233,6 +233,7 @@ impl State {
     /// before (see `Contexts::restart`).
     fn ring_replaced(&mut self) {
         self.bound_unprinted();
+        self.writer_changed();
         let next_seq = self.stats().recorded;
         printer::lock_of(self.printer).restart_contexts(next_seq);
     }

@@ -89,6 +89,18 @@ enum Mark {
     PrintedUrgently,
 }
 
+impl Mark {
+    /// A printed record's mark: how the writer thread is woken for it.
+    #[inline(always)]
+    fn printed(urgent: bool) -> Mark {
+        if urgent {
+            Mark::PrintedUrgently
+        } else {
+            Mark::Printed
+        }
+    }
+}
+
 /// What the lock's holder decided.
 enum Reserved {
     /// The record's place, its site's dictionary entry, and whether it is
@@ -310,7 +322,7 @@ impl State {
         if let Some(ring) = ring.as_mut() {
             if (call.priority as u8) < *lowest && retired.is_empty() {
                 if let Some(entry) = known_entry(ring, call.source, call.site) {
-                    if let Some(slot) = ring.reserve_slot_in_room(len, false) {
+                    if let Some(slot) = ring.reserve_slot_in_room(len) {
                         return Reserved::Slot(slot, entry, Mark::RingOnly);
                     }
                 }
@@ -331,23 +343,13 @@ impl State {
         {
             if let Some(ring) = self.ring.as_mut() {
                 if let Some(entry) = known_entry(ring, call.source, call.site) {
-                    if let Some(slot) = ring.reserve_slot_in_room(len, true) {
-                        return Reserved::Slot(slot, entry, self.printed_mark());
+                    if let Some((slot, urgent)) = ring.reserve_marked_in_room(len) {
+                        return Reserved::Slot(slot, entry, Mark::printed(urgent));
                     }
                 }
             }
         }
         self.reserve_words_making_room(call, len)
-    }
-
-    /// A printed record's mark: how the writer thread is woken for it.
-    #[inline(always)]
-    fn printed_mark(&self) -> Mark {
-        if self.urgent() {
-            Mark::PrintedUrgently
-        } else {
-            Mark::Printed
-        }
     }
 
     /// [`State::reserve_words`] past the common case: replaced rings freed,
@@ -378,7 +380,7 @@ impl State {
             return Reserved::General;
         };
         match ring.reserve_slot(len, printed) {
-            Ok(slot) if printed => Reserved::Slot(slot, entry, self.printed_mark()),
+            Ok(slot) if printed => Reserved::Slot(slot, entry, Mark::printed(ring.urgent())),
             Ok(slot) => Reserved::Slot(slot, entry, Mark::RingOnly),
             Err(at) => Reserved::Blocked(at, printed),
         }

@@ -47,7 +47,7 @@ extern "C-unwind" fn prepare() {
         // does not have, whose memory a leak checker there could not
         // account for. Stopped and joined without the lock, which it may
         // be waiting for to say what the outputs reported.
-        let writer = lock().threads.writer.take();
+        let writer = lock().take_writer();
         if let Some(writer) = writer {
             writer.stop_and_join();
         }
@@ -126,6 +126,7 @@ extern "C-unwind" fn child() {
             // Readers find at once that the ring is not the child's to
             // print from (its exit handler may run before it logs).
             published::after_fork(state.ring.as_ref());
+            state.writer_changed();
         } else if let Some(mut state) = super::STATE.try_lock() {
             // Forked from a signal handler that interrupted vlog on this
             // thread while it copied a record (holding no lock): the other

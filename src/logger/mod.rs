@@ -64,13 +64,15 @@ pub struct State {
     filters: Filters,
     /// The outputs, behind a lock of their own (see `printer`).
     printer: &'static Mutex<Printer>,
-    /// What the outputs print,
-    /// as the recorded call asks: the lowest priority any prints, and the
+    /// What the outputs print: the lowest priority any prints, and the
     /// lowest whose lines are written before the call returns (an error's,
-    /// `?sync`, or every line while vlog's writer thread is off); 5 for
-    /// none.
+    /// `?sync`, every line with the writer thread off); 5 for none. Below
+    /// `writer_below` (0: never), the writer thread that process
+    /// `writer_pid` started writes them (`State::writer_changed`).
     lowest: u8,
     sync_from: u8,
+    writer_below: u8,
+    writer_pid: u32,
     /// True while no output string was given: then the one output is stderr
     /// at the default level, following later level changes.
     default_outputs: bool,
@@ -148,6 +150,8 @@ impl State {
             printer: &printer::PRINTER,
             lowest: NONE_PRINTED,
             sync_from: NONE_PRINTED,
+            writer_below: 0,
+            writer_pid: 0,
             default_outputs: true,
             writer_off: false,
             no_threads: false,

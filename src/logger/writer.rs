@@ -9,6 +9,8 @@ use std::sync::Mutex;
 use crate::diag;
 use crate::priority::Priority;
 use crate::record::Record;
+use crate::sys;
+use crate::sys::watch::Worker;
 
 /// What the flight recorder's call reads before the lock, in a cache line
 /// of their own: read on every call by every thread and written only when
@@ -208,6 +210,7 @@ impl State {
     /// either changes.
     pub(super) fn set_sync_from(&mut self, from: u8) {
         self.sync_from = from;
+        self.writer_changed();
         // The process's logger's alone (a test's own states leave it).
         if std::ptr::eq(self, super::STATE.as_ptr()) {
             HINTS
@@ -220,12 +223,35 @@ impl State {
     /// Whether vlog's writer thread, already running in this process,
     /// writes a line of `priority` (not an error or a `?sync` output's, not
     /// with the writer off: those their callers write, after the lock).
-    /// The one rule for both ways into the ring (`emit`, `flight`).
+    /// The one rule for both ways into the ring (`emit`, `flight`), made
+    /// ahead by [`State::writer_changed`]: two compares under the lock. The
+    /// process's id is the one cached, which a forked child forgets: a
+    /// child forked where its handlers could not take the lock (from a
+    /// signal handler that interrupted vlog) still has its parent's thread
+    /// here, which is not its own.
     #[inline(always)]
     pub(super) fn writer_prints(&self, priority: Priority) -> bool {
-        (priority as u8) < self.sync_from
-            && self.ring.as_ref().is_some_and(|r| r.prints_here())
-            && self.threads.writer.as_ref().is_some_and(|w| w.is_here())
+        (priority as u8) < self.writer_below && self.writer_pid == sys::cached_process_id()
+    }
+
+    /// Makes [`State::writer_prints`]'s rule again, after `sync_from`, the
+    /// ring or the writer thread changed: a line below `sync_from`, while
+    /// the ring's outputs read it in this process and the writer thread
+    /// runs here.
+    pub(super) fn writer_changed(&mut self) {
+        let prints = self.ring.as_ref().is_some_and(|r| r.prints_here());
+        let here = self.threads.writer.as_ref().filter(|w| w.is_here());
+        (self.writer_below, self.writer_pid) = match here {
+            Some(writer) if prints => (self.sync_from, writer.pid()),
+            _ => (0, 0),
+        };
+    }
+
+    /// The writer thread, taken to be stopped (fork, exit, shutdown).
+    pub(super) fn take_writer(&mut self) -> Option<Worker> {
+        let writer = self.threads.writer.take();
+        self.writer_changed();
+        writer
     }
 
     /// Under the lock, for a call's record just marked: whether the ring
@@ -234,9 +260,7 @@ impl State {
     /// burst gather.
     #[inline(always)]
     pub(super) fn urgent(&self) -> bool {
-        self.ring
-            .as_ref()
-            .is_some_and(|ring| ring.unprinted_bytes() > ring.unprinted_limit() / 2)
+        self.ring.as_ref().is_some_and(crate::ring::Ring::urgent)
     }
 
     /// Starts the writer thread (the first line printed, or the first in a
@@ -255,6 +279,7 @@ impl State {
                 if let Some(old) = self.threads.writer.replace(writer) {
                     old.stop();
                 }
+                self.writer_changed();
                 true
             }
             Err(e) => {

@@ -79,6 +79,16 @@ impl Ring {
         self.unprinted_limit
     }
 
+    /// Whether the ring is half full of records the outputs have not read
+    /// (half of [`Ring::unprinted_limit`]): then vlog's writer thread,
+    /// woken for a printed record, writes without letting the burst gather
+    /// (`logger::printer::wake`). The one rule, which
+    /// [`Ring::reserve_marked_in_room`] decides as it reserves.
+    #[inline(always)]
+    pub fn urgent(&self) -> bool {
+        self.unprinted_bytes() > self.urgent_over
+    }
+
     /// Bounds (or no longer) what may wait for the outputs to
     /// [`UNPRINTED_MAX`]: a thread whose record would end past it has the
     /// outputs write first, without the logger's lock, as one that would
@@ -90,6 +100,7 @@ impl Ring {
         } else {
             size
         };
+        self.urgent_over = self.unprinted_limit / 2;
     }
 
     /// Whether appending a record of `len` bytes would overwrite a record

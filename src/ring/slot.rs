@@ -223,32 +223,59 @@ impl Ring {
         Ok(self.slot_at(tail, off, len, marked))
     }
 
-    /// [`Ring::reserve_slot`] when nothing has to be made room for: the
-    /// record fits before the data area's end and before the head (no
-    /// record is evicted, so none that the outputs have not printed yet).
-    /// None otherwise, for a ring file, and for a `marked` record while
-    /// what waits for the outputs is bounded and this one would pass the
-    /// bound (`Ring::would_overwrite_unprinted`). The common case, decided
-    /// with two compares (three for a marked one).
+    /// [`Ring::reserve_slot`] of an unmarked record when nothing has to be
+    /// made room for: the record fits before the data area's end and
+    /// before the head (no record is evicted). None otherwise, and for a
+    /// ring file. The common case, decided with two compares.
     #[inline(always)]
-    pub fn reserve_slot_in_room(&mut self, len: usize, marked: bool) -> Option<Slot> {
+    pub fn reserve_slot_in_room(&mut self, len: usize) -> Option<Slot> {
+        let (tail, off) = self.in_room(len)?;
+        Some(self.slot_at(tail, off, len, false))
+    }
+
+    /// [`Ring::reserve_slot_in_room`] of a record marked for the outputs,
+    /// and whether it is urgent ([`Ring::urgent`]). None also while what
+    /// waits for the outputs is bounded and this record would pass the
+    /// bound (`Ring::would_overwrite_unprinted`). Both are decided with one
+    /// more compare while less than half the limit waits: the bound is
+    /// never nearer than that. (Unbounded, a record that evicts nothing
+    /// overwrites no line: the records between `printed` and the head were
+    /// evicted only while none waited for the outputs.)
+    #[inline(always)]
+    pub fn reserve_marked_in_room(&mut self, len: usize) -> Option<(Slot, bool)> {
+        let (tail, off) = self.in_room(len)?;
+        let end = tail + len as u64;
+        // (Relaxed: only a hint of how much waits; the bound's test loads
+        // it as [R5]. Wrapping: a `printed` past the tail takes the exact
+        // test.)
+        let printed = self.header().printed.load(Ordering::Relaxed);
+        let urgent = end.wrapping_sub(printed) > self.urgent_over && self.urgent_in_room(len)?;
+        Some((self.slot_at(tail, off, len, true), urgent))
+    }
+
+    /// The tail and its data offset, when a record of `len` bytes fits
+    /// there without evicting (a ring file's `room_end` is 0: never).
+    #[inline(always)]
+    fn in_room(&self, len: usize) -> Option<(u64, usize)> {
         debug_assert!(len.is_multiple_of(8));
         let tail = self.header().tail.load(Ordering::Relaxed);
         let off = self.tail_off;
-        // A ring file's `room_end` is 0: never here.
-        if off + len > self.data_size || tail + len as u64 > self.room_end {
+        (off + len <= self.data_size && tail + len as u64 <= self.room_end).then_some((tail, off))
+    }
+
+    /// [`Ring::reserve_marked_in_room`] past half the limit: None when the
+    /// record would pass the bound, else whether it is urgent, exactly.
+    #[cold]
+    #[inline(never)]
+    fn urgent_in_room(&self, len: usize) -> Option<bool> {
+        if self.unprinted_limit < self.data_size as u64 && self.would_overwrite_unprinted(len) {
             return None;
         }
-        // Unbounded, a record that evicts nothing overwrites no line: the
-        // records between `printed` and the head were evicted only while
-        // none waited for the outputs.
-        if marked
-            && self.unprinted_limit < self.data_size as u64
-            && self.would_overwrite_unprinted(len)
-        {
-            return None;
-        }
-        Some(self.slot_at(tail, off, len, marked))
+        // What waits once this record is in, as `Ring::urgent` counts it
+        // after an append.
+        let h = self.header();
+        let end = h.tail.load(Ordering::Relaxed) + len as u64;
+        Some(end.saturating_sub(h.printed.load(Ordering::Relaxed)) > self.urgent_over)
     }
 
     /// The record of `len` bytes at position `tail`, data offset `off`,

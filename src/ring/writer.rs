@@ -53,6 +53,9 @@ pub struct Ring {
     /// configuration call waits; a field, so the check costs what a check
     /// against the data size did.
     pub(super) unprinted_limit: u64,
+    /// Half of `unprinted_limit`: more than this waiting for the outputs,
+    /// and a printed record is urgent (see `Ring::urgent`).
+    pub(super) urgent_over: u64,
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
@@ -152,6 +155,7 @@ impl Ring {
             room_end: size as u64,
             flight_checked: 0,
             unprinted_limit: size as u64,
+            urgent_over: size as u64 / 2,
         }
     }
 

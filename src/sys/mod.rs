@@ -184,6 +184,14 @@ fn new_process_tag() -> u32 {
 
 static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
+/// This process's id as cached, or 0 when it is not (yet, or no longer
+/// after a fork): for a compare with an id that is never 0, where 0 means
+/// "not this process" as a different id does. Async-signal-safe.
+#[inline(always)]
+pub fn cached_process_id() -> u32 {
+    PID.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// This process's id, cached (glibc makes getpid a system call).
 pub fn process_id() -> u32 {
     use std::sync::atomic::Ordering;

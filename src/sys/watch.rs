@@ -221,6 +221,11 @@ impl Worker {
         self.pid == super::process_id()
     }
 
+    /// The process that started it.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
     /// Wakes the thread (without stopping it), if it is in this process.
     pub fn wake(&self) {
         if self.is_here() {

@@ -14,6 +14,23 @@ fn fork_while_logging() {
     assert_ok("fork", &run_with(&exe, &[rounds], &[]));
 }
 
+/// A child forked from a signal handler that interrupted vlog under its
+/// lock: its printed line is written while it runs, by a writer thread of
+/// its own, though its copy of the logger names the parent's.
+#[test]
+fn a_child_forked_inside_vlog_writes_its_lines() {
+    let dir = scratch_dir("fork_in_handler.d");
+    let exe = build("fork_in_handler", Link::Static);
+    let out = run_with(&exe, &[dir.to_str().unwrap()], &[]);
+    assert_ok("fork_in_handler", &out);
+    for line in text(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("skipped"))
+    {
+        say_skipped(line);
+    }
+}
+
 #[test]
 fn forked_child_goes_on_writing_the_ring_file() {
     let ring = work().join("fork.ring");

@@ -129,7 +129,7 @@ fn drain_all_at_exit() {
     enter(State::after_exit);
     // Joined, as the ticker is: a thread of vlog's still running at exit
     // would be one more thing a leak checker cannot stop.
-    let threads = enter(|s| [s.threads.ticker.take(), s.threads.writer.take()]);
+    let threads = enter(|s| [s.threads.ticker.take(), s.take_writer()]);
     for worker in threads.into_iter().flatten().flatten() {
         worker.stop_and_join();
     }

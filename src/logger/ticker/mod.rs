@@ -110,7 +110,7 @@ impl State {
     /// At shutdown: the threads told to stop.
     pub fn stop_ticker(&mut self) {
         let threads = [
-            self.threads.writer.take(),
+            self.take_writer(),
             self.threads.ticker.take(),
             self.threads.resolver.take(),
         ];
