@@ -209,6 +209,9 @@ static void file_burst_setup(void) { file_setup(); big_ring(); bench_settle = dr
 static void json_burst_setup(void) { json_setup(); big_ring(); bench_settle = drained; }
 static void ring_burst_setup(void) { ring_setup(); big_ring(); bench_settle = drained; }
 static void sync_burst_setup(void) { sync_setup(); big_ring(); bench_settle = drained; }
+/* The same with two fields on the calling thread (set_thread_fields). */
+static void ring_burst_fields_setup(void) { set_thread_fields(); ring_burst_setup(); }
+static void file_burst_fields_setup(void) { set_thread_fields(); file_burst_setup(); }
 
 static const char *file_check(long calls)
 {
@@ -578,6 +581,8 @@ static const struct bench_mode modes[] = {
     {"vlog-file-burst", file_burst_setup, ring_run, file_check},
     {"vlog-json-burst", json_burst_setup, ring_run, file_check},
     {"vlog-sync-burst", sync_burst_setup, ring_run, file_check},
+    {"vlog-ring-burst-fields", ring_burst_fields_setup, ring_run, all_recorded},
+    {"vlog-file-burst-fields", file_burst_fields_setup, ring_run, file_check},
     {"vlog-threads-1", full_setup, full_run_1, full_check_1},
     {"vlog-threads-2", full_setup, full_run_2, full_check_2},
     {"vlog-threads-4", full_setup, full_run_4, full_check_4},

@@ -291,7 +291,12 @@ fn encode_within<'a>(
         let size = encoded_size(field);
         let room = ENCODED_MAX - (out.len() - start);
         if size <= room && (*keeps || size <= cap) {
-            put_field(out, field.name, field.value, None);
+            put_field(
+                &mut |b| out.extend_from_slice(b),
+                field.name,
+                field.value,
+                None,
+            );
             count += 1;
             continue;
         }
@@ -306,7 +311,12 @@ fn encode_within<'a>(
             let size = cap.min(room);
             if size > header + mark.len() {
                 let keep = size - header - mark.len();
-                put_field(out, field.name, Value::Str(&s[..keep]), Some(mark));
+                put_field(
+                    &mut |b| out.extend_from_slice(b),
+                    field.name,
+                    Value::Str(&s[..keep]),
+                    Some(mark),
+                );
                 count += 1;
             }
         }
@@ -337,23 +347,51 @@ fn cut_mark(len: usize, buf: &mut [u8; 48]) -> &[u8] {
     &buf[..n]
 }
 
-/// Appends one field; a string value followed by `mark`.
-fn put_field(out: &mut Vec<u8>, name: &[u8], value: Value, mark: Option<&[u8]>) {
-    out.push(name.len() as u8);
-    out.extend_from_slice(name);
+/// Appends one field through `out`; a string value followed by `mark`.
+fn put_field(out: &mut impl FnMut(&[u8]), name: &[u8], value: Value, mark: Option<&[u8]>) {
+    out(&[name.len() as u8]);
+    out(name);
     match value {
         Value::Int(n) => {
-            out.push(TAG_INT);
-            out.extend_from_slice(&n.to_ne_bytes());
+            out(&[TAG_INT]);
+            out(&n.to_ne_bytes());
         }
         Value::Str(s) => {
             let mark = mark.unwrap_or_default();
-            out.push(TAG_STR);
-            out.extend_from_slice(&((s.len() + mark.len()) as u32).to_ne_bytes());
-            out.extend_from_slice(s);
-            out.extend_from_slice(mark);
+            out(&[TAG_STR]);
+            out(&((s.len() + mark.len()) as u32).to_ne_bytes());
+            out(s);
+            out(mark);
         }
     }
+}
+
+/// The encoding of `fields` (names valid and unique) in `out`, whole,
+/// without allocating: the bytes [`encode`] makes of them when they all
+/// fit. Its length; None when there are more than [`MAX_FIELDS`] or they
+/// do not fit in `out` or [`ENCODED_MAX`] (nothing is cut here). For a
+/// set made once and carried on many records (a thread's own fields).
+pub fn encode_whole_into<'a>(
+    fields: impl Iterator<Item = Field<'a>>,
+    out: &mut [u8],
+) -> Option<usize> {
+    let room = out.len().min(ENCODED_MAX);
+    let (mut n, mut fits, mut count) = (1, room > 0, 0);
+    let mut fill = |bytes: &[u8]| match out[..room].get_mut(n..n + bytes.len()) {
+        Some(dst) if fits => {
+            dst.copy_from_slice(bytes);
+            n += bytes.len();
+        }
+        _ => fits = false,
+    };
+    for field in fields {
+        count += 1;
+        put_field(&mut fill, field.name, field.value, None);
+    }
+    (fits && count <= MAX_FIELDS).then(|| {
+        out[0] = count as u8;
+        n
+    })
 }
 
 /// True for a name journald would accept as it is.
@@ -457,6 +495,33 @@ impl<'a> Fields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A set encoded whole into a fixed array is what `encode` makes of
+    /// it; more than fits, or than MAX_FIELDS, is None, never cut.
+    #[test]
+    fn encoded_whole_into_an_array_is_what_encode_makes() {
+        let list = [
+            Field {
+                name: b"REQUEST_ID",
+                value: Value::Str(b"r-17"),
+            },
+            Field {
+                name: b"ATTEMPT",
+                value: Value::Int(-2),
+            },
+        ];
+        let mut want = Vec::with_capacity(ENCODED_MAX);
+        encode(list.iter().copied(), &mut want);
+        let mut out = [0xAAu8; 64];
+        let n = encode_whole_into(list.iter().copied(), &mut out).unwrap();
+        assert_eq!(&out[..n], &want[..]);
+        assert_eq!(encode_whole_into(list.iter().copied(), &mut out[..n - 1]), None);
+        assert_eq!(encode_whole_into(std::iter::empty(), &mut out[..0]), None);
+        let many = [list[1]; MAX_FIELDS + 1];
+        let mut big = [0u8; 1024];
+        assert_eq!(encode_whole_into(many.iter().copied(), &mut big), None);
+        assert!(encode_whole_into(many[..MAX_FIELDS].iter().copied(), &mut big).is_some());
+    }
 
     #[test]
     fn names() {

@@ -419,7 +419,9 @@ impl State {
         }
         // A record that reports what the site's limit left out has a
         // field, and one of a thread with fields of its own has those: the
-        // general path's.
+        // general path's (which the flight recorder's call, keeping a
+        // thread's fields, leaves such a record to only when it cannot
+        // take it: a line its caller writes, a ring file, no room).
         if call.site.get().suppressed.load(Ordering::Relaxed) != 0 || thread_fields::active() {
             return self.record_site_general(call, self.prints(call.priority));
         }

@@ -1,20 +1,23 @@
 //! The flight recorder's call, top to bottom: a deferred call site's message
 //! that no output prints or that vlog's writer thread prints, recorded as
-//! the words the macro captured (a kind-4 record, see `ring::record`). The
+//! the words the macro captured (a kind-4 record, see `ring::record`; with
+//! the fields its thread carries, kind 6). The
 //! lock is held only to reserve the record (its place, its sequence number,
 //! room made by evicting the oldest, and for a printed line its mark); the
 //! record is copied after the lock is let go of, and committed (see
 //! `ring::slot`), and then the writer thread is woken for a printed line.
 //! So threads that log at once queue only for the reservation, and the
-//! time, the thread id, the words, the strings, the checksum and the wake
-//! are each thread's own work.
+//! time, the thread id, the words, the strings, the thread's fields (encoded
+//! once when they change, `thread_fields`), the checksum and the wake are
+//! each thread's own work.
 //!
 //! Anything else takes the general way (`emit`): a line its caller writes
 //! (an error, a `?sync` output's, any while the writer thread is off or not
 //! started yet: copied after the lock, its record could be passed over as
 //! unfinished, after 100 ms, by another thread's walk while its own thread
 //! stalls before the commit, and its call would return with the line
-//! written by no one; DESIGN.md section 6), a record with fields, a ring
+//! written by no one; DESIGN.md section 6), a record that reports what a
+//! site's limit left out (a field of vlog's), a ring
 //! file (shared with other processes, whose records are written whole
 //! under its lock), a site new to the ring's dictionary that does not fit
 //! it, a record that would overwrite lines the outputs have not written.
@@ -142,22 +145,41 @@ pub fn leave() {
 /// is left as it was.
 #[inline(always)]
 pub fn record(call: &Words) -> Flight {
-    // A thread's own fields: a record with fields, the general way's; so
-    // is a line its caller writes. A line the writer thread prints: the
-    // same record, marked, apart (the copies of `lowest` and `sync_from`
-    // read here are hints; the lock's holder decides).
-    if call.message_len > WORDS_MAX || super::thread_fields::active() {
+    if call.message_len > WORDS_MAX {
         return Flight::General;
     }
+    // A thread's own fields: the same record with them after the words
+    // (kind 6), apart.
+    if super::thread_fields::active() {
+        return record_carrying_fields(call);
+    }
+    record_carrying(call, &[])
+}
+
+/// [`record`] for a thread with fields of its own, `fields` their
+/// encoding.
+#[inline(never)]
+fn record_carrying_fields(call: &Words) -> Flight {
+    super::thread_fields::with_encoded(|fields| match fields {
+        Some(fields) => record_carrying(call, fields),
+        None => Flight::General,
+    })
+}
+
+/// A line its caller writes: the general way's. A line the writer thread
+/// prints: the same record, marked, apart (the copies of `lowest` and
+/// `sync_from` read here are hints; the lock's holder decides).
+#[inline(always)]
+fn record_carrying(call: &Words, fields: &[u8]) -> Flight {
     let priority = call.priority as u8;
     if priority >= HINTS.prints_from.load(Ordering::Relaxed) {
         return if priority >= HINTS.caller_writes_from.load(Ordering::Relaxed) {
             Flight::General
         } else {
-            record_printed(call)
+            record_printed(call, fields)
         };
     }
-    record_with::<false>(call)
+    record_with::<false>(call, fields)
 }
 
 /// [`record`] for a line vlog's writer thread prints: the same loop, its
@@ -166,17 +188,22 @@ pub fn record(call: &Words) -> Flight {
 /// caller 8 to 26 instructions more and the lock's holder 14 more,
 /// callgrind, vlog-file-burst.)
 #[inline(always)]
-fn record_printed(call: &Words) -> Flight {
-    record_with::<true>(call)
+fn record_printed(call: &Words, fields: &[u8]) -> Flight {
+    record_with::<true>(call, fields)
 }
 
 /// The record's way, `PRINTED` saying which reservation the lock's holder
 /// makes: reserved under the lock, copied after it, and a marked record's
 /// writer thread woken then. A printed line whose room a stalled record
-/// holds goes the general way, which keeps it.
+/// holds goes the general way, which keeps it. `fields`: the thread's,
+/// encoded, after the words (their length in a word before them).
 #[inline(always)]
-fn record_with<const PRINTED: bool>(call: &Words) -> Flight {
-    let len = align8(HEADER_LEN + call.message_len);
+fn record_with<const PRINTED: bool>(call: &Words, fields: &[u8]) -> Flight {
+    let message_len = match fields.len() {
+        0 => call.message_len,
+        n => 8 + call.message_len + n,
+    };
+    let len = align8(HEADER_LEN + message_len);
     // The time of the call, before the lock: records are numbered in the
     // order they took the lock, and a thread that waited for it carries
     // the time it asked.
@@ -210,10 +237,11 @@ fn record_with<const PRINTED: bool>(call: &Words) -> Flight {
                     entry,
                     priority: call.priority,
                     for_outputs: mark != Mark::RingOnly,
-                    message_len: call.message_len as u32,
+                    message_len: message_len as u32,
+                    with_fields: !fields.is_empty(),
                     tag: sys::process_tag(),
                 };
-                slot.commit_words(&head, call.words, call.strings);
+                slot.commit_words(&head, call.words, call.strings, fields);
                 if mark != Mark::RingOnly {
                     // Woken once the record is committed: it finds the
                     // line whole.

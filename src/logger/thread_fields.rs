@@ -54,11 +54,54 @@ pub struct FieldSet {
     used: usize,
 }
 
+/// The most bytes a thread's fields take encoded (`crate::fields`): the
+/// count, then each with its name, tag and value.
+pub const ENCODED_MAX: usize = 1 + MAX * (2 + NAME_MAX + 8) + VALUES_MAX;
+
+/// A thread's fields as its records carry them, made when they change.
+struct Encoded {
+    bytes: [u8; ENCODED_MAX],
+    len: usize,
+}
+
 thread_local! {
     static STORE: RefCell<FieldSet> = const { RefCell::new(FieldSet::new()) };
     /// Whether this thread has any: the one test the flight recorder's
     /// call makes.
     static ACTIVE: Cell<bool> = const { Cell::new(false) };
+    /// Their encoding, which the flight recorder's call copies into each
+    /// record as it is (the general way adds them to a call's own).
+    static ENCODED: RefCell<Encoded> = const {
+        RefCell::new(Encoded {
+            bytes: [0; ENCODED_MAX],
+            len: 0,
+        })
+    };
+}
+
+/// After a change of this thread's fields: whether it has any, and their
+/// encoding (none when it is not whole, which cannot happen within
+/// [`MAX`] and [`VALUES_MAX`]: the general way then makes each record's).
+fn changed(store: &FieldSet) {
+    ACTIVE.with(|a| a.set(store.n > 0));
+    ENCODED.with(|encoded| {
+        if let Ok(mut encoded) = encoded.try_borrow_mut() {
+            encoded.len = fields::encode_whole_into(store.fields(), &mut encoded.bytes)
+                .filter(|_| store.n > 0)
+                .unwrap_or(0);
+        }
+    });
+}
+
+/// Runs `f` with this thread's fields encoded as a record carries them;
+/// None when it has none, or they are being changed (a signal handler's
+/// record, which is dropped before it gets here, as every record made
+/// while its thread is inside vlog is).
+pub fn with_encoded<R>(f: impl FnOnce(Option<&[u8]>) -> R) -> R {
+    ENCODED.with(|encoded| match encoded.try_borrow() {
+        Ok(encoded) if encoded.len > 0 => f(Some(&encoded.bytes[..encoded.len])),
+        _ => f(None),
+    })
 }
 
 /// Why a thread field was not set.
@@ -121,7 +164,7 @@ pub fn set_traceparent(header: &[u8]) -> Result<(), Refused> {
         if result.is_err() {
             *store = before;
         }
-        ACTIVE.with(|a| a.set(store.n > 0));
+        changed(&store);
         result
     })
 }
@@ -138,7 +181,7 @@ pub fn set(name: &[u8], value: Option<Value>) -> Result<(), Refused> {
     STORE.with(|store| {
         let mut store = store.try_borrow_mut().map_err(|_| Refused::Busy)?;
         let result = store.set(name, value);
-        ACTIVE.with(|a| a.set(store.n > 0));
+        changed(&store);
         result
     })
 }
@@ -146,8 +189,9 @@ pub fn set(name: &[u8], value: Option<Value>) -> Result<(), Refused> {
 /// Removes every field of this thread's.
 pub fn clear() -> Result<(), Refused> {
     STORE.with(|store| {
-        store.try_borrow_mut().map_err(|_| Refused::Busy)?.clear();
-        ACTIVE.with(|a| a.set(false));
+        let mut store = store.try_borrow_mut().map_err(|_| Refused::Busy)?;
+        store.clear();
+        changed(&store);
         Ok(())
     })
 }

@@ -47,8 +47,9 @@ pub const POSITION_MAX: u64 = 1 << 62;
 /// version 3's; version 5 the writing process's tag in every record and
 /// record kind 5 (a call site's text with its message id, see
 /// `ring::record`): its header is version 3's, and a version 4 ring's
-/// records read as tagged 0.
-pub const LAYOUT_VERSION: u32 = 5;
+/// records read as tagged 0; version 6 record kind 6 (a call site's words
+/// with its thread's fields): its header is version 3's.
+pub const LAYOUT_VERSION: u32 = 6;
 /// Room reserved for the header at the start of the region; the dictionary
 /// and then the data area follow it.
 pub const HEADER_SPACE: usize = 256;

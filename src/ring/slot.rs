@@ -33,8 +33,11 @@ pub struct WordsHead {
     pub entry: u32,
     pub priority: Priority,
     pub for_outputs: bool,
-    /// The words and the strings' bytes, without the padding.
+    /// The words and the strings' bytes (and with fields, the fields'
+    /// length word and the fields), without the padding.
     pub message_len: u32,
+    /// Kind 6: the record carries fields.
+    pub with_fields: bool,
     /// The process that makes it (`sys::process_tag`).
     pub tag: u32,
 }
@@ -48,7 +51,7 @@ impl WordsHead {
         [
             self.time_ns,
             pack(self.tid, self.entry),
-            record::words_kind(self.priority, self.for_outputs, self.tag),
+            record::words_kind(self.priority, self.for_outputs, self.tag, self.with_fields),
         ]
     }
 
@@ -125,14 +128,23 @@ impl Slot {
     }
 
     /// Fills the record as kind 4 from `head` and its message part, the
-    /// `words` and then the `strings` one after the other, and commits it.
-    /// `head.len`, `head.seq` and `head.message_len` must be the slot's and
-    /// the parts' (8 bytes a word, plus the strings).
+    /// `words` and then the `strings` one after the other, and commits it;
+    /// as kind 6 with `fields` (encoded, see `crate::fields`) when there
+    /// are any: their length in a word before the words, the fields after
+    /// the strings. `head.len`, `head.seq`, `head.message_len` and
+    /// `head.with_fields` must be the slot's and the parts'.
     #[inline(always)]
-    pub fn commit_words(mut self, head: &WordsHead, words: &[u64], strings: &[&[u8]]) {
+    pub fn commit_words(
+        mut self,
+        head: &WordsHead,
+        words: &[u64],
+        strings: &[&[u8]],
+        fields: &[u8],
+    ) {
         debug_assert_eq!(head.seq, self.seq);
         debug_assert_eq!(head.len as usize, self.len);
-        if !strings.is_empty() {
+        debug_assert_eq!(head.with_fields, !fields.is_empty());
+        if !strings.is_empty() || !fields.is_empty() {
             // The padding first: the words and strings then cover its start.
             self.put(self.len - 8, 0);
         }
@@ -141,24 +153,28 @@ impl Slot {
             self.put(16 + 8 * i, *w);
         }
         let mut off = HEADER_LEN;
+        if !fields.is_empty() {
+            self.put(off, fields.len() as u64);
+            off += 8;
+        }
         for w in words {
             self.put(off, *w);
             off += 8;
         }
-        let sum = if strings.is_empty() {
+        let sum = if strings.is_empty() && fields.is_empty() {
             head.checksum(&middle, words.iter().copied())
         } else {
-            self.copy_strings(off, strings);
+            self.copy_strings(off, strings, fields);
             self.checksum_written(head, &middle)
         };
         self.put(40, head.last(sum));
         self.commit();
     }
 
-    /// Copies the strings from `off` on.
+    /// Copies the strings, then `fields`, from `off` on.
     #[inline(never)]
-    fn copy_strings(&mut self, mut off: usize, strings: &[&[u8]]) {
-        for s in strings {
+    fn copy_strings(&mut self, mut off: usize, strings: &[&[u8]], fields: &[u8]) {
+        for s in strings.iter().chain([&fields]) {
             assert!(off + s.len() <= self.len);
             // SAFETY: in bounds (asserted) and this writer's; `s` is a
             // slice, readable for its length, and cannot overlap the ring's
@@ -417,6 +433,7 @@ mod tests {
             priority: Priority::Info,
             for_outputs: false,
             message_len: 8 * words as u32,
+            with_fields: false,
             tag: 0x0102_0304,
         }
     }
@@ -461,8 +478,68 @@ mod tests {
         ring.append(&text(b"after")).unwrap();
         assert_eq!(entries(&ring), ["0 before", "1 Uncommitted", "2 after"]);
         let h = head(&slot, entry, 2);
-        slot.commit_words(&h, &[(-5i64) as u64, 7], &[]);
+        slot.commit_words(&h, &[(-5i64) as u64, 7], &[], &[]);
         assert_eq!(entries(&ring), ["0 before", "1 n=-5 m=7", "2 after"]);
+    }
+
+    /// Kind 6: a call site's words and strings with fields after them,
+    /// read back as the rendered message and the fields, as the outputs
+    /// and a dump see them; a damaged length word is damage, never a
+    /// message cut elsewhere.
+    #[test]
+    fn words_with_fields_read_back_as_their_message_and_fields() {
+        let (mut ring, entry) = ring_with_site(b"n=%d s=%s");
+        let mut fields = Vec::new();
+        crate::fields::encode(
+            [
+                crate::fields::Field {
+                    name: b"REQUEST",
+                    value: crate::fields::Value::Str(b"r-17"),
+                },
+                crate::fields::Field {
+                    name: b"TRY",
+                    value: crate::fields::Value::Int(2),
+                },
+            ]
+            .into_iter(),
+            &mut fields,
+        );
+        let message_len = 8 + 16 + 3 + fields.len();
+        let len = crate::ring::record::align8(HEADER_LEN + message_len);
+        let slot = ring.reserve_slot(len, false).unwrap();
+        let h = WordsHead {
+            message_len: message_len as u32,
+            with_fields: true,
+            ..head(&slot, entry, 0)
+        };
+        slot.commit_words(&h, &[7, 3], &[b"abc"], &fields);
+        let image = Image::parse(ring.image_bytes()).unwrap();
+        let mut seen = Vec::new();
+        reader::read(&image, |e| match e {
+            Entry::Record(r) => {
+                let mut line = Vec::new();
+                crate::text::line::put_fields_text(r.fields, &mut line);
+                seen.push(format!(
+                    "{}{}",
+                    String::from_utf8_lossy(r.message),
+                    String::from_utf8_lossy(&line)
+                ));
+            }
+            other => seen.push(format!("{other:?}")),
+        });
+        assert_eq!(seen, ["n=7 s=abc [REQUEST=r-17 TRY=2]"]);
+        // The length word says more than the message part holds: damaged.
+        let mut bytes = ring.image_bytes().to_vec();
+        let data = bytes.len() - ring.data_size();
+        let at = data + HEADER_LEN;
+        bytes[at..at + 8].copy_from_slice(&(message_len as u64).to_ne_bytes());
+        let image = Image::parse(&bytes).unwrap();
+        let mut seen = Vec::new();
+        reader::read(&image, |e| seen.push(format!("{e:?}")));
+        assert!(
+            seen.first().is_some_and(|e| e.contains("Damaged")),
+            "{seen:?}"
+        );
     }
 
     /// The ring's live view, whose writer of the marked record in flight
@@ -496,7 +573,7 @@ mod tests {
         fn wait_committed(&self, off: usize) -> u32 {
             self.waits.set(self.waits.get() + 1);
             if let Some((slot, head)) = self.slot.borrow_mut().take() {
-                slot.commit_words(&head, &[42], &[]);
+                slot.commit_words(&head, &[42], &[], &[]);
             }
             self.view.wait_committed_within(off, 0)
         }
@@ -599,7 +676,7 @@ mod tests {
             match way {
                 "commit" => {
                     let h = head(&slot, 0, 0);
-                    slot.commit_words(&h, &[], &[]);
+                    slot.commit_words(&h, &[], &[], &[]);
                 }
                 "fork" => {
                     // As in a forked child: nobody finishes it there.

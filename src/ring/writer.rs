@@ -496,7 +496,7 @@ mod tests {
         let ring = Ring::new(layout::MIN_SIZE).unwrap();
         let h = ring.header();
         assert_eq!(&h.magic, b"VLOGRING");
-        assert_eq!(h.version, 5);
+        assert_eq!(h.version, 6);
         assert_eq!(h.data_size, layout::MIN_SIZE as u64);
         assert_eq!(h.dict_size, layout::dict_size_for(layout::MIN_SIZE) as u64);
         assert_eq!(

@@ -38,6 +38,7 @@ pub(super) const KIND_SITE: u8 = 2;
 pub(super) const KIND_FIELDS: u8 = 3;
 pub(super) const KIND_WORDS: u8 = 4;
 pub(super) const KIND_SITE_TEXT: u8 = 5;
+pub(super) const KIND_WORDS_FIELDS: u8 = 6;
 
 /// The lengths' bits in their fields (the rest is the tag's).
 pub(super) const NAME_BITS: u16 = 0xFF;
@@ -74,14 +75,19 @@ pub fn pack(first: u32, second: u32) -> u64 {
     u64::from_ne_bytes(w)
 }
 
-/// Bytes 32..40 of a kind-4 record's header as one word: the priority
-/// byte (with the outputs' mark), the kind, and the names' lengths, 0
-/// (they are in the dictionary), with the first three bytes of `tag`.
+/// Bytes 32..40 of a kind-4 record's header (kind 6 `with_fields`) as
+/// one word: the priority byte (with the outputs' mark), the kind, and the
+/// names' lengths, 0 (they are in the dictionary), with the first three
+/// bytes of `tag`.
 #[inline(always)]
-pub fn words_kind(priority: Priority, for_outputs: bool, tag: u32) -> u64 {
+pub fn words_kind(priority: Priority, for_outputs: bool, tag: u32, with_fields: bool) -> u64 {
     let mut w = [0u8; 8];
     w[at::PRIORITY - 32] = priority as u8 | (u8::from(for_outputs) * FOR_OUTPUTS);
-    w[at::KIND - 32] = KIND_WORDS;
+    w[at::KIND - 32] = if with_fields {
+        KIND_WORDS_FIELDS
+    } else {
+        KIND_WORDS
+    };
     let (names, _) = tag_parts(tag);
     for (i, n) in names.iter().enumerate() {
         let at = at::NAMES - 32 + 2 * i;

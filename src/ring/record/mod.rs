@@ -26,7 +26,10 @@
 //!                         other; the rest is in the dictionary, as for 2,
 //!                         5 = a call site's text (layout version 5): the
 //!                         message is the site's u32 message id, then as
-//!                         for 3 (the fields a count of 0 when it has none)
+//!                         for 3 (the fields a count of 0 when it has none),
+//!                         6 = kind 4 with fields (layout version 6): the
+//!                         message is a u64 (the fields' length), the words
+//!                         and strings as for 4, then the fields
 //!     34     2  source length (0..=255), tag byte 0 << 8
 //!     36     2  file length (0..=255), tag byte 1 << 8
 //!     38     2  function length (0..=255), tag byte 2 << 8
@@ -56,7 +59,8 @@ pub use header::{align8, message_len_field, pack, seal_site, site_args, words_ki
 pub use header::{COMMIT_AT, FOR_OUTPUTS, HEADER_LEN, LEN_AT, PRIORITY_AT, SEQ_AT};
 
 use header::{at, tag_of, MESSAGE_BITS, NAME_BITS};
-use header::{KIND_DEFERRED, KIND_FIELDS, KIND_SITE, KIND_SITE_TEXT, KIND_TEXT, KIND_WORDS};
+use header::{KIND_DEFERRED, KIND_FIELDS, KIND_SITE, KIND_SITE_TEXT, KIND_TEXT};
+use header::{KIND_WORDS, KIND_WORDS_FIELDS};
 
 use super::checksum::{checksum, checksum_parts};
 use crate::fields;
@@ -91,8 +95,8 @@ pub enum Kind {
     /// offset (see `ring::sites`); source, file, function and line are there
     /// too.
     Site(u32),
-    /// A call site's captured words and strings (kind 4), its entry at
-    /// this offset.
+    /// A call site's captured words and strings (kind 4; with the record's
+    /// fields, kind 6), its entry at this offset.
     Words(u32),
 }
 
@@ -178,8 +182,14 @@ impl<'a> Stored<'a> {
         match self.site_text() {
             true => 4 + 4 + r.message.len() + r.fields.len().max(1),
             false if r.fields.is_empty() => r.message.len(),
+            false if self.words_fields() => 8 + r.message.len() + r.fields.len(),
             false => 4 + r.message.len() + r.fields.len(),
         }
+    }
+
+    /// Kept as kind 6: a call site's words with fields.
+    fn words_fields(&self) -> bool {
+        matches!(self.kind, Kind::Words(_)) && !self.rec.fields.is_empty()
     }
 
     /// Kept as kind 5: a call site's text, with its message id.
@@ -200,6 +210,7 @@ impl<'a> Stored<'a> {
             Kind::Text => (KIND_TEXT, r.line),
             Kind::Deferred => (KIND_DEFERRED, r.line),
             Kind::Site(entry) => (KIND_SITE, entry),
+            Kind::Words(entry) if !r.fields.is_empty() => (KIND_WORDS_FIELDS, entry),
             Kind::Words(entry) => (KIND_WORDS, entry),
         };
         let mut head = Header {
@@ -219,9 +230,20 @@ impl<'a> Stored<'a> {
         let (header, body) = buf.split_at_mut(HEADER_LEN);
         let mut rest = &mut *body;
         let text_len = (r.message.len() as u32).to_ne_bytes();
+        let fields_len = (r.fields.len() as u64).to_ne_bytes();
         let id = r.id.to_ne_bytes();
         let no_fields: &[u8] = &[0];
-        let parts: [&[u8]; 7] = if self.site_text() {
+        let parts: [&[u8]; 7] = if self.words_fields() {
+            [
+                r.source,
+                r.file,
+                r.func,
+                &fields_len,
+                r.message,
+                r.fields,
+                b"",
+            ]
+        } else if self.site_text() {
             let fields = if r.fields.is_empty() {
                 no_fields
             } else {
@@ -278,7 +300,7 @@ impl<'a> Stored<'a> {
             KIND_TEXT | KIND_FIELDS | KIND_SITE_TEXT => (Kind::Text, line),
             KIND_DEFERRED => (Kind::Deferred, line),
             KIND_SITE => (Kind::Site(line), 0),
-            KIND_WORDS => (Kind::Words(line), 0),
+            KIND_WORDS | KIND_WORDS_FIELDS => (Kind::Words(line), 0),
             _ => return Err(Damage::Malformed),
         };
         let (names, message_len) = names_and_message(buf);
@@ -310,6 +332,7 @@ impl<'a> Stored<'a> {
                 let fields = if fields == [0] { &fields[..0] } else { fields };
                 (u32::from_ne_bytes(*id), (text, fields))
             }
+            KIND_WORDS_FIELDS => (0, split_words_fields(parts[3]).ok_or(Damage::Malformed)?),
             _ => (0, (parts[3], &parts[3][..0])),
         };
         Ok(Stored {
@@ -356,6 +379,17 @@ fn split_fields(body: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((text, fields))
 }
 
+/// Splits a kind-6 message part into the words and strings and the
+/// validated fields (never empty: a record without is kind 4).
+fn split_words_fields(body: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = body.split_first_chunk::<8>()?;
+    let len = usize::try_from(u64::from_ne_bytes(*len)).ok()?;
+    let words_end = rest.len().checked_sub(len).filter(|_| len > 0)?;
+    let (words, fields) = rest.split_at(words_end);
+    fields::decode(fields)?;
+    Some((words, fields))
+}
+
 /// What a committed record's header says, read without the rest of the
 /// record: enough to choose which records to read (an error's context,
 /// `logger::context`). Nothing but the commit word is checked; a reader
@@ -394,7 +428,8 @@ pub fn peek_head(buf: &[u8]) -> Option<Head> {
         tid: u32_at(buf, at::TID),
         priority: buf[at::PRIORITY] & !FOR_OUTPUTS,
         for_outputs: buf[at::PRIORITY] & FOR_OUTPUTS != 0,
-        no_file: !matches!(buf[at::KIND], KIND_SITE | KIND_WORDS) && names[1] & NAME_BITS == 0,
+        no_file: !matches!(buf[at::KIND], KIND_SITE | KIND_WORDS | KIND_WORDS_FIELDS)
+            && names[1] & NAME_BITS == 0,
         source_len: (names[0] & NAME_BITS) as usize,
         tag: tag_of(names, message_len),
     })
@@ -534,6 +569,60 @@ mod tests {
         assert_eq!(r.message.len(), MESSAGE_MAX);
         assert_eq!(r.source.len(), NAME_MAX);
         assert!(Stored::text(r).encoded_len() <= RECORD_MAX);
+    }
+
+    /// Kind 6: a call site's words with fields read back as they were
+    /// written, every flip of a bit caught; a length word that says more or
+    /// less than the fields take (the checksum made again, as a writer
+    /// that lied would) is malformed, never a message cut elsewhere.
+    #[test]
+    fn words_with_fields_keep_them_and_a_wrong_length_is_malformed() {
+        use crate::fields::{self, Field, Value};
+        let mut list = Vec::with_capacity(fields::ENCODED_MAX);
+        fields::encode(
+            [Field {
+                name: b"REQUEST_ID",
+                value: Value::Str(b"r-1"),
+            }]
+            .into_iter(),
+            &mut list,
+        );
+        let words = [1, 0, 0, 0, 0, 0, 0, 0, b'a', b'b'];
+        let r = Record {
+            source: b"",
+            file: b"",
+            func: b"",
+            line: 0,
+            message: &words,
+            fields: &list,
+            ..sample()
+        };
+        let stored = Stored {
+            kind: Kind::Words(64),
+            ..Stored::text(r)
+        };
+        let mut buf = vec![0xAA; stored.encoded_len()];
+        stored.encode(&mut buf);
+        buf[0..4].copy_from_slice(&commit_value(r.seq).to_ne_bytes());
+        assert_eq!(buf[at::KIND], KIND_WORDS_FIELDS);
+        assert_eq!(Stored::decode(&buf), Ok(stored));
+        for bit in 0..buf.len() * 8 {
+            let mut bad = buf.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(Stored::decode(&bad).is_err(), "flip of bit {bit} accepted");
+        }
+        let part = 8 + words.len() + list.len();
+        for claimed in [0, list.len() - 1, list.len() + 1, part, u64::MAX as usize] {
+            let mut bad = buf.clone();
+            bad[HEADER_LEN..HEADER_LEN + 8].copy_from_slice(&(claimed as u64).to_ne_bytes());
+            let sum = checksum(&bad);
+            bad[at::CHECKSUM..at::CHECKSUM + 4].copy_from_slice(&sum.to_ne_bytes());
+            assert_eq!(
+                Stored::decode(&bad),
+                Err(Damage::Malformed),
+                "a length word of {claimed}"
+            );
+        }
     }
 
     /// A call site's text keeps its id (with fields and without), and the
