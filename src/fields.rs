@@ -515,7 +515,10 @@ mod tests {
         let mut out = [0xAAu8; 64];
         let n = encode_whole_into(list.iter().copied(), &mut out).unwrap();
         assert_eq!(&out[..n], &want[..]);
-        assert_eq!(encode_whole_into(list.iter().copied(), &mut out[..n - 1]), None);
+        assert_eq!(
+            encode_whole_into(list.iter().copied(), &mut out[..n - 1]),
+            None
+        );
         assert_eq!(encode_whole_into(std::iter::empty(), &mut out[..0]), None);
         let many = [list[1]; MAX_FIELDS + 1];
         let mut big = [0u8; 1024];

@@ -365,10 +365,7 @@ impl State {
     /// woken.
     #[inline(always)]
     fn reserve_printed(&mut self, call: &Words, len: usize) -> Reserved {
-        if self.retired.is_empty()
-            && self.prints(call.priority)
-            && self.writer_prints(call.priority)
-        {
+        if self.retired.is_empty() && self.writer_prints(call.priority) {
             if let Some(ring) = self.ring.as_mut() {
                 if let Some(entry) = known_entry(ring, call.source, call.site) {
                     if let Some((slot, urgent)) = ring.reserve_marked_in_room(len) {

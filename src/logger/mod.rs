@@ -66,12 +66,12 @@ pub struct State {
     printer: &'static Mutex<Printer>,
     /// What the outputs print: the lowest priority any prints, and the
     /// lowest whose lines are written before the call returns (an error's,
-    /// `?sync`, every line with the writer thread off); 5 for none. Below
-    /// `writer_below` (0: never), the writer thread that process
-    /// `writer_pid` started writes them (`State::writer_changed`).
+    /// `?sync`, every line with the writer thread off); 5 for none. The
+    /// `writer_span` priorities from `lowest` on (0: none), the writer
+    /// thread process `writer_pid` started writes (`State::writer_changed`).
     lowest: u8,
     sync_from: u8,
-    writer_below: u8,
+    writer_span: u8,
     writer_pid: u32,
     /// True while no output string was given: then the one output is stderr
     /// at the default level, following later level changes.
@@ -150,7 +150,7 @@ impl State {
             printer: &printer::PRINTER,
             lowest: NONE_PRINTED,
             sync_from: NONE_PRINTED,
-            writer_below: 0,
+            writer_span: 0,
             writer_pid: 0,
             default_outputs: true,
             writer_off: false,

@@ -231,18 +231,21 @@ impl State {
     /// here, which is not its own.
     #[inline(always)]
     pub(super) fn writer_prints(&self, priority: Priority) -> bool {
-        (priority as u8) < self.writer_below && self.writer_pid == sys::cached_process_id()
+        // From `lowest` (an output prints it) up to `sync_from`: one
+        // compare, a priority below `lowest` wrapping past the span.
+        (priority as u8).wrapping_sub(self.lowest) < self.writer_span
+            && self.writer_pid == sys::cached_process_id()
     }
 
-    /// Makes [`State::writer_prints`]'s rule again, after `sync_from`, the
-    /// ring or the writer thread changed: a line below `sync_from`, while
-    /// the ring's outputs read it in this process and the writer thread
-    /// runs here.
+    /// Makes [`State::writer_prints`]'s rule again, after `lowest`,
+    /// `sync_from`, the ring or the writer thread changed: a line an output
+    /// prints below `sync_from`, while the ring's outputs read it in this
+    /// process and the writer thread runs here.
     pub(super) fn writer_changed(&mut self) {
         let prints = self.ring.as_ref().is_some_and(|r| r.prints_here());
         let here = self.threads.writer.as_ref().filter(|w| w.is_here());
-        (self.writer_below, self.writer_pid) = match here {
-            Some(writer) if prints => (self.sync_from, writer.pid()),
+        (self.writer_span, self.writer_pid) = match here {
+            Some(writer) if prints => (self.sync_from.saturating_sub(self.lowest), writer.pid()),
             _ => (0, 0),
         };
     }

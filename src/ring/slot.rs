@@ -246,7 +246,8 @@ impl Ring {
     #[inline(always)]
     pub fn reserve_slot_in_room(&mut self, len: usize) -> Option<Slot> {
         let (tail, off) = self.in_room(len)?;
-        Some(self.slot_at(tail, off, len, false))
+        // SAFETY: `in_room` checked the bounds.
+        Some(unsafe { self.slot_in_bounds(tail, off, len, false) })
     }
 
     /// [`Ring::reserve_slot_in_room`] of a record marked for the outputs,
@@ -266,7 +267,8 @@ impl Ring {
         // test.)
         let printed = self.header().printed.load(Ordering::Relaxed);
         let urgent = end.wrapping_sub(printed) > self.urgent_over && self.urgent_in_room(len)?;
-        Some((self.slot_at(tail, off, len, true), urgent))
+        // SAFETY: `in_room` checked the bounds.
+        Some((unsafe { self.slot_in_bounds(tail, off, len, true) }, urgent))
     }
 
     /// The tail and its data offset, when a record of `len` bytes fits
@@ -305,9 +307,20 @@ impl Ring {
     #[inline(always)]
     fn slot_at(&mut self, tail: u64, off: usize, len: usize, marked: bool) -> Slot {
         assert!(off + len <= self.data_size);
+        // SAFETY: in bounds, asserted.
+        unsafe { self.slot_in_bounds(tail, off, len, marked) }
+    }
+
+    /// [`Ring::slot_at`], for a caller that has just checked the bounds.
+    ///
+    /// # Safety
+    /// `off + len <= self.data_size`.
+    #[inline(always)]
+    unsafe fn slot_in_bounds(&mut self, tail: u64, off: usize, len: usize, marked: bool) -> Slot {
+        debug_assert!(off + len <= self.data_size);
         let h = self.header();
         let seq = h.next_seq.load(Ordering::Relaxed);
-        // SAFETY: in bounds (asserted) of the data area.
+        // SAFETY: in bounds of the data area (the caller's promise).
         let at = unsafe { NonNull::new_unchecked(self.data_ptr().add(off)) };
         // SAFETY: the record's first word, 8-aligned, inside the mapping;
         // readers load it atomically.
