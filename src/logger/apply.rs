@@ -96,31 +96,8 @@ impl State {
         self.dump = env.dump.unwrap_or_default();
         self.dump_signal = env.dump_signal;
         let size = env.buffer_size.unwrap_or(DEFAULT_BUFFER_SIZE);
-        let in_file = match env.buffer_file {
-            Some(path) if size > 0 => match Ring::open_file(&path, size) {
-                Ok(ring) => {
-                    self.guard_ring_file();
-                    let joined = ring.stats().size as usize;
-                    if joined != size {
-                        diag::warn(&format!(
-                            "ring file '{}' is in use by another process with a ring of \
-                             {joined} bytes: joined it as it is (VLOG_BUFFER_SIZE asked for {size})",
-                            path.display()
-                        ));
-                    }
-                    let old = self.ring.replace(ring);
-                    self.retire(old);
-                    self.ring_replaced();
-                    self.set_buffer_file(path);
-                    true
-                }
-                Err(e) => {
-                    diag::warn(&format!("{e}; keeping the ring in memory"));
-                    false
-                }
-            },
-            _ => false,
-        };
+        let file = env.buffer_file.filter(|_| size > 0);
+        let in_file = file.is_some_and(|path| self.use_ring_file(path, size));
         if !in_file {
             if let Err(e) = self.resize(size) {
                 diag::warn(&format!("running without a ring: {e}"));
@@ -227,6 +204,33 @@ impl State {
         printer.restart_contexts(next_seq);
         self.outputs_changed(&printer.outputs);
         Ok(())
+    }
+
+    /// The ring in the file at `path` (`VLOG_BUFFER_FILE`), made `size`
+    /// bytes or joined as it is; false, said, when it cannot be.
+    pub(super) fn use_ring_file(&mut self, path: std::path::PathBuf, size: usize) -> bool {
+        match Ring::open_file(&path, size) {
+            Ok(ring) => {
+                self.guard_ring_file();
+                let joined = ring.stats().size as usize;
+                if joined != size {
+                    diag::warn(&format!(
+                        "ring file '{}' is in use by another process with a ring of \
+                         {joined} bytes: joined it as it is (VLOG_BUFFER_SIZE asked for {size})",
+                        path.display()
+                    ));
+                }
+                let old = self.ring.replace(ring);
+                self.retire(old);
+                self.ring_replaced();
+                self.set_buffer_file(path);
+                true
+            }
+            Err(e) => {
+                diag::warn(&format!("{e}; keeping the ring in memory"));
+                false
+            }
+        }
     }
 
     /// The ring was replaced: no error's context takes a record from

@@ -625,6 +625,16 @@ mod tests {
         // flight recorder's call leaves it to without taking the lock.
         assert_eq!(record(Priority::Error), (Flight::General, 0));
         assert_eq!(woken_holding(), 0, "woken under a lock, the flight way");
+        // A thread with fields of its own: the same, its fields in the
+        // record (kind 6).
+        thread_fields::set(b"REQUEST_ID", Some(crate::fields::Value::Str(b"r-1"))).unwrap();
+        assert_eq!(record(Priority::Info), (Flight::Recorded, 1), "with fields");
+        assert_eq!(
+            record(Priority::Debug),
+            (Flight::Recorded, 1),
+            "with fields"
+        );
+        thread_fields::clear().unwrap();
         // Every printed line reaches the file (the writer thread's).
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let lines = loop {
@@ -642,8 +652,32 @@ mod tests {
             lines.lines().all(|l| l.contains(": info : takes :")),
             "{lines}"
         );
+        // A ring file takes no record the flight recorder's way (each is
+        // written whole under its lock): every call goes the general way
+        // before taking the lock, with fields or without.
+        let ring_file = path.with_extension("ring");
+        let _ = std::fs::remove_file(&ring_file);
+        super::super::config_call::configure_writing(|s| {
+            assert!(s.use_ring_file(ring_file.clone(), ring::layout::MIN_SIZE));
+            Ok(())
+        })
+        .unwrap();
+        for fields in [false, true] {
+            if fields {
+                thread_fields::set(b"REQUEST_ID", Some(crate::fields::Value::Str(b"r-2"))).unwrap();
+            }
+            for priority in [Priority::Info, Priority::Debug] {
+                assert_eq!(
+                    record(priority),
+                    (Flight::General, 0),
+                    "a ring file, {priority:?}, fields {fields}"
+                );
+            }
+        }
+        thread_fields::clear().unwrap();
         super::super::config_call::configure_writing(|s| s.set_outputs("")).unwrap();
         std::fs::remove_file(&path).unwrap();
+        std::fs::remove_file(&ring_file).unwrap();
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub struct Hints {
     /// lock, rather than take the lock in the flight recorder's first.
     /// Read before the lock, so possibly stale; the lock's holder decides
     /// (`State::writer_prints`), a stale value costs a second take at most.
+    /// 0, with `prints_from`, while no record can take the flight
+    /// recorder's way (a ring file, no ring): every call goes the general
+    /// way at once.
     pub caller_writes_from: AtomicU8,
     /// The lowest priority an output prints (`State::lowest`), read as
     /// `caller_writes_from` is.
@@ -204,20 +207,11 @@ impl State {
         self.set_sync_from(0);
     }
 
-    /// Sets the priority from which a line is written by its caller, and
-    /// what the flight recorder's call reads of it and of `lowest` before
-    /// the lock ([`HINTS`]). Called whenever
-    /// either changes.
+    /// Sets the priority from which a line is written by its caller.
+    /// Called whenever it or `lowest` changes.
     pub(super) fn set_sync_from(&mut self, from: u8) {
         self.sync_from = from;
         self.writer_changed();
-        // The process's logger's alone (a test's own states leave it).
-        if std::ptr::eq(self, super::STATE.as_ptr()) {
-            HINTS
-                .caller_writes_from
-                .store(from.max(self.lowest), Ordering::Relaxed);
-            HINTS.prints_from.store(self.lowest, Ordering::Relaxed);
-        }
     }
 
     /// Whether vlog's writer thread, already running in this process,
@@ -248,6 +242,23 @@ impl State {
             Some(writer) if prints => (self.sync_from.saturating_sub(self.lowest), writer.pid()),
             _ => (0, 0),
         };
+        // What the flight recorder's call reads before the lock
+        // ([`HINTS`]): the process's logger's alone (a test's own states
+        // leave it). No record takes that way into a ring file (written
+        // whole under its lock, for the processes that share it) or where
+        // there is no ring: every call goes the general way at once.
+        if std::ptr::eq(self, super::STATE.as_ptr()) {
+            let flight = self
+                .ring
+                .as_ref()
+                .is_some_and(crate::ring::Ring::is_private);
+            let (prints, caller) = match flight {
+                true => (self.lowest, self.sync_from.max(self.lowest)),
+                false => (0, 0),
+            };
+            HINTS.caller_writes_from.store(caller, Ordering::Relaxed);
+            HINTS.prints_from.store(prints, Ordering::Relaxed);
+        }
     }
 
     /// The writer thread, taken to be stopped (fork, exit, shutdown).
