@@ -26,7 +26,12 @@
  *            in FILE
  *   cancel   a thread whose only cancellation points are its info lines
  *            ends when cancelled
- *   smallmany  8 threads x 5,000 long lines into a 16 KiB ring: none lost */
+ *   smallmany  8 threads x 5,000 long lines into a 16 KiB ring: none lost
+ *   smallhuge  4 threads x 1,500 lines of up to 8,000 bytes and 8 thread
+ *            fields (and ring-only records between them) into a 16 KiB
+ *            ring, where making room
+ *            for one moves the head past the tail for a moment: none lost,
+ *            and none said to be */
 #include "check.h"
 
 #include <dirent.h>
@@ -301,6 +306,41 @@ static void *long_lines(void *arg)
     return NULL;
 }
 
+static void *huge_lines(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    static char pad[8001];
+    memset(pad, 'y', sizeof pad - 1);
+    /* The most a thread's fields take: every record 1 KiB longer. */
+    for (int f = 0; f < 8; f++) {
+        char name[65], value[65];
+        memset(name, 'A' + f, 64);
+        memset(value, 'a' + f, 64);
+        name[64] = value[64] = 0;
+        CHECK(vlog_thread_field_set(name, value) == 0);
+    }
+    for (int i = 0; i < 1500; i++) {
+        VLOG_INFO("t%d l%d %.*s", id, i, (i * 7919) % 8000, pad);
+        /* Records no output prints, which making room evicts. */
+        if (i % 3 == 0)
+            VLOG_DEBUG("ring only %d %d %.*s", id, i, (i * 7919) % 8000, pad);
+    }
+    return NULL;
+}
+
+static int smallhuge(void)
+{
+    pthread_t t[4];
+    CHECK(vlog_set_buffer_size(16 * 1024) == 0);
+    set_output("2", "");
+    CHECK(vlog_set_level(VLOG_PRIO_DEBUG) == 0);
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_create(&t[i], NULL, huge_lines, (void *)(intptr_t)i) == 0);
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+    return 0;
+}
+
 static int smallmany(void)
 {
     pthread_t t[8];
@@ -323,6 +363,8 @@ int main(int argc, char **argv)
         return error();
     if (strcmp(argv[1], "small") == 0)
         return small();
+    if (strcmp(argv[1], "smallhuge") == 0)
+        return smallhuge();
     if (strcmp(argv[1], "crash") == 0)
         return crash();
     if (strcmp(argv[1], "killed") == 0)

@@ -13,6 +13,10 @@ use crate::record::Record;
 use crate::site::message_id;
 use crate::text::Bounded;
 
+/// How often a walk of this process's ring reads its head and tail again
+/// while an append moves them (see `read_with`).
+const APPEND_TRIES: u32 = 64;
+
 /// What a reader finds, oldest first.
 #[derive(Debug)]
 pub enum Entry<'a> {
@@ -127,9 +131,23 @@ pub fn read_with(
         return from;
     }
     // Head before tail: both only grow, so the pair is ordered, though the
-    // writer may have lapped the ring in between.
-    let head = region.head();
-    let tail = region.tail();
+    // writer may have lapped the ring in between; but a writer that makes
+    // room for a record moves the head first ([W2]), past the old tail when
+    // the record needs more room than the records there took, and the tail
+    // after ([W1]). In this process's own ring (`whole`) that is an append
+    // under way, read again a few times, then left for the next walk:
+    // never damage, which would say lines were lost. From outside, a head
+    // past the tail is damage (a file or core is not being written).
+    let (mut head, mut tail) = (region.head(), region.tail());
+    let mut tries = 0;
+    while tail < head && region.whole() && tries < APPEND_TRIES {
+        std::hint::spin_loop();
+        (head, tail) = (region.head(), region.tail());
+        tries += 1;
+    }
+    if tail < head && region.whole() {
+        return from;
+    }
     if tail < head {
         visit(
             Entry::Damaged {
@@ -482,6 +500,76 @@ mod tests {
             // (The forged headers are never committed: nothing is visited.)
             assert_eq!(steps, 0, "{head} {tail}");
         }
+    }
+
+    /// A ring of this process read while an append has moved the head
+    /// past the tail and not yet the tail ([W2] before [W1]): the records
+    /// are read once the tail is stored, and nothing is called damaged. A
+    /// ring from outside whose head stays past its tail is damaged.
+    #[test]
+    fn a_head_past_the_tail_is_an_append_under_way_in_this_process() {
+        use crate::record::Record;
+        use crate::ring::image::Image;
+        use crate::ring::Ring;
+        use std::cell::Cell;
+        struct Appending<'a> {
+            image: Image<'a>,
+            /// Head reads left that find it past the tail.
+            early: Cell<u32>,
+            whole: bool,
+        }
+        impl Region for Appending<'_> {
+            fn data_size(&self) -> u64 {
+                self.image.data_size()
+            }
+            fn head(&self) -> u64 {
+                let past = self.early.get() > 0;
+                self.early.set(self.early.get().saturating_sub(1));
+                self.image.head() + if past { self.image.tail() + 64 } else { 0 }
+            }
+            fn tail(&self) -> u64 {
+                self.image.tail()
+            }
+            fn dict(&self) -> &[u8] {
+                self.image.dict()
+            }
+            fn copy(&self, off: usize, dst: &mut [u8]) {
+                self.image.copy(off, dst)
+            }
+            fn whole(&self) -> bool {
+                self.whole
+            }
+        }
+        let mut ring = Ring::new(crate::ring::layout::MIN_SIZE).unwrap();
+        for msg in [&b"one"[..], b"two"] {
+            ring.append(&Record::sample(msg)).unwrap();
+        }
+        let read_all = |early, whole| {
+            let region = Appending {
+                image: Image::parse(ring.image_bytes()).unwrap(),
+                early: Cell::new(early),
+                whole,
+            };
+            let mut seen = Vec::new();
+            read(&region, |e| {
+                seen.push(match e {
+                    Entry::Record(r) => String::from_utf8_lossy(r.message).into_owned(),
+                    other => format!("{other:?}"),
+                })
+            });
+            seen
+        };
+        assert_eq!(read_all(3, true), ["one", "two"]);
+        assert_eq!(
+            read_all(u32::MAX, true),
+            Vec::<String>::new(),
+            "left for later"
+        );
+        let outside = read_all(u32::MAX, false);
+        assert!(
+            outside.len() == 1 && outside[0].contains("Damaged"),
+            "{outside:?}"
+        );
     }
 
     #[test]

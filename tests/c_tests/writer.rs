@@ -216,6 +216,25 @@ fn eight_threads_into_a_small_ring_lose_no_line() {
     }
 }
 
+/// Lines so long that making room for one in a 16 KiB ring moves the head
+/// past the tail for a moment: every line is written, and no walk that
+/// met that moment calls records damaged (a false "lines are lost").
+#[test]
+fn huge_lines_into_a_small_ring_lose_none_and_say_none_lost() {
+    let (out, file) = run_mode("smallhuge", &[]);
+    assert_ok("writer smallhuge", &out);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let said: Vec<&str> = text.lines().filter(|l| l.contains(" : vlog : ")).collect();
+    assert!(said.is_empty(), "vlog said: {said:?}");
+    let got: Vec<String> = messages(&file)
+        .iter()
+        .map(|m| m.splitn(3, ' ').take(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    for t in 0..4 {
+        assert_all_in_order(&got, &format!("t{t} l"), 1500);
+    }
+}
+
 /// A crash while three other threads flood a file output through a 4 MiB
 /// ring file (`c-tests/crash_flood.c`; the dump to a pipe read slowly, so
 /// that it takes a while), ten times: every line a call had returned from
