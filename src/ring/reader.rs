@@ -138,16 +138,9 @@ pub fn read_with(
     // under way, read again a few times, then left for the next walk:
     // never damage, which would say lines were lost. From outside, a head
     // past the tail is damage (a file or core is not being written).
-    let (mut head, mut tail) = (region.head(), region.tail());
-    let mut tries = 0;
-    while tail < head && region.whole() && tries < APPEND_TRIES {
-        std::hint::spin_loop();
-        (head, tail) = (region.head(), region.tail());
-        tries += 1;
-    }
-    if tail < head && region.whole() {
+    let Some((head, tail)) = ends(region) else {
         return from;
-    }
+    };
     if tail < head {
         visit(
             Entry::Damaged {
@@ -454,6 +447,33 @@ pub fn read_with(
         expected,
         resync: false,
     }
+}
+
+/// The head and the tail, read in that order (see `read_with`); None while
+/// an append in this process's ring has moved the head past the tail and
+/// not yet the tail, after reading them again a few times.
+#[inline(always)]
+fn ends(region: &(impl Region + ?Sized)) -> Option<(u64, u64)> {
+    let (head, tail) = (region.head(), region.tail());
+    if tail >= head || !region.whole() {
+        return Some((head, tail));
+    }
+    ends_after_append(region)
+}
+
+/// [`ends`] while an append moves them: out of line, so that the walk's
+/// own code stays as small as the compiler inlines it.
+#[cold]
+#[inline(never)]
+fn ends_after_append(region: &(impl Region + ?Sized)) -> Option<(u64, u64)> {
+    for _ in 0..APPEND_TRIES {
+        std::hint::spin_loop();
+        let (head, tail) = (region.head(), region.tail());
+        if tail >= head {
+            return Some((head, tail));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -164,17 +164,20 @@ impl Slot {
         let sum = if strings.is_empty() && fields.is_empty() {
             head.checksum(&middle, words.iter().copied())
         } else {
-            self.copy_strings(off, strings, fields);
+            let end = self.copy_strings(off, strings);
+            if !fields.is_empty() {
+                self.copy_strings(end, &[fields]);
+            }
             self.checksum_written(head, &middle)
         };
         self.put(40, head.last(sum));
         self.commit();
     }
 
-    /// Copies the strings, then `fields`, from `off` on.
+    /// Copies the strings from `off` on; returns where they end.
     #[inline(never)]
-    fn copy_strings(&mut self, mut off: usize, strings: &[&[u8]], fields: &[u8]) {
-        for s in strings.iter().chain([&fields]) {
+    fn copy_strings(&mut self, mut off: usize, strings: &[&[u8]]) -> usize {
+        for s in strings {
             assert!(off + s.len() <= self.len);
             // SAFETY: in bounds (asserted) and this writer's; `s` is a
             // slice, readable for its length, and cannot overlap the ring's
@@ -184,6 +187,7 @@ impl Slot {
             };
             off += s.len();
         }
+        off
     }
 
     /// The checksum over the message part as written. (Inlined: a call of
