@@ -1,6 +1,6 @@
 /* A child forked from a signal handler that interrupted vlog while it held
- * its lock: the allocator, interposed below, raises the signal inside a
- * configuration call. vlog's fork handlers cannot take the lock in the
+ * its lock: the allocator, interposed (raise_in_malloc.h), raises the signal
+ * inside a configuration call. vlog's fork handlers cannot take the lock in the
  * child then (the interrupted call holds it, and lets go of it once the
  * handler returns), so the child's copy of the logger still names the
  * parent's writer thread, which the child does not have. A line the child
@@ -10,6 +10,7 @@
  * owns malloc (AddressSanitizer, valgrind) the signal cannot be raised from
  * inside vlog: the test says so and stops. */
 #include "check.h"
+#include "raise_in_malloc.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -17,22 +18,7 @@
 
 VLOG_INIT("test.fork_in_handler");
 
-extern void *__libc_malloc(size_t);
-
-static volatile sig_atomic_t armed, in_handler, interposed;
 static volatile pid_t child = -1;
-
-#if !defined(__SANITIZE_ADDRESS__)
-void *malloc(size_t n)
-{
-    interposed = 1;
-    if (armed && !in_handler) {
-        armed = 0;
-        raise(SIGUSR1);
-    }
-    return __libc_malloc(n);
-}
-#endif
 
 static void on_signal(int sig)
 {

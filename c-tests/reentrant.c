@@ -3,11 +3,12 @@
  * counters) must not deadlock; the nested message is dropped and counted.
  *
  * First deterministically: the signal is raised from inside vlog, by the
- * allocator vlog calls under its lock (interposed below) and by a fork
+ * allocator vlog calls under its lock (interposed: raise_in_malloc.h) and by a fork
  * handler that runs while vlog's own holds the lock. Then a second thread
  * sends the signal at random moments while the main thread calls every
  * entry point in turn. A deadlock ends the test by its alarm. */
 #include "check.h"
+#include "raise_in_malloc.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -17,27 +18,9 @@ VLOG_INIT("test.reentrant");
 
 static vlog_source other = VLOG_SOURCE_INITIALIZER("test.other");
 
-extern void *__libc_malloc(size_t);
-
-static volatile sig_atomic_t armed, handled, in_handler;
+static volatile sig_atomic_t handled;
 static char control_path[128];
 static volatile int done;
-
-/* Raises the signal on the first allocation after `armed` is set: inside
- * whatever vlog call made it, with vlog's lock held. A tool that owns malloc
- * (AddressSanitizer, valgrind) leaves this part out, and it says so. */
-static volatile int interposed;
-#if !defined(__SANITIZE_ADDRESS__)
-void *malloc(size_t n)
-{
-    interposed = 1;
-    if (armed && !in_handler) {
-        armed = 0;
-        raise(SIGUSR1);
-    }
-    return __libc_malloc(n);
-}
-#endif
 
 static void on_signal(int sig)
 {
