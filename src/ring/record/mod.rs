@@ -484,6 +484,18 @@ mod tests {
         }
     }
 
+    /// One field, `REQUEST_ID=r-1`, encoded.
+    fn request_id_field() -> Vec<u8> {
+        use crate::fields::{self, Field, Value};
+        let mut list = Vec::with_capacity(fields::ENCODED_MAX);
+        let field = Field {
+            name: b"REQUEST_ID",
+            value: Value::Str(b"r-1"),
+        };
+        fields::encode([field].into_iter(), &mut list);
+        list
+    }
+
     fn encoded(r: &Record) -> Vec<u8> {
         let stored = Stored::text(*r);
         let mut buf = vec![0xAA; stored.encoded_len()];
@@ -577,16 +589,7 @@ mod tests {
     /// that lied would) is malformed, never a message cut elsewhere.
     #[test]
     fn words_with_fields_keep_them_and_a_wrong_length_is_malformed() {
-        use crate::fields::{self, Field, Value};
-        let mut list = Vec::with_capacity(fields::ENCODED_MAX);
-        fields::encode(
-            [Field {
-                name: b"REQUEST_ID",
-                value: Value::Str(b"r-1"),
-            }]
-            .into_iter(),
-            &mut list,
-        );
+        let list = request_id_field();
         let words = [1, 0, 0, 0, 0, 0, 0, 0, b'a', b'b'];
         let r = Record {
             source: b"",
@@ -629,16 +632,7 @@ mod tests {
     /// process's tag, and every flip of a bit is caught.
     #[test]
     fn site_text_keeps_its_id_and_tag() {
-        use crate::fields::{self, Field, Value};
-        let mut list = Vec::with_capacity(fields::ENCODED_MAX);
-        fields::encode(
-            [Field {
-                name: b"REQUEST_ID",
-                value: Value::Str(b"r-1"),
-            }]
-            .into_iter(),
-            &mut list,
-        );
+        let list = request_id_field();
         for fields in [&b""[..], &list] {
             let r = Record {
                 fields,
