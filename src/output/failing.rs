@@ -18,11 +18,20 @@ impl Output {
     /// Says in this output what it lost while it failed, once it works
     /// again: a warning of source `vlog` with the count, before its next
     /// line. Returns what to report, as [`Output::add`] does.
+    #[inline]
     pub(super) fn settle_owed(&mut self, lines: &mut Lines) -> Option<String> {
-        let lost = std::mem::take(&mut self.owed);
-        if lost == 0 {
+        // Asked before every line and after every batch: inline, the rest
+        // out of line.
+        if self.owed == 0 {
             return None;
         }
+        self.say_owed(lines)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn say_owed(&mut self, lines: &mut Lines) -> Option<String> {
+        let lost = std::mem::take(&mut self.owed);
         let text = format!(
             "{lost} line{} could not be written to this output while it failed",
             if lost == 1 { "" } else { "s" }

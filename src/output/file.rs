@@ -395,9 +395,12 @@ impl FileOutput {
     /// there was any, or the descriptor changed otherwise (the crash
     /// handler is to be told).
     pub fn take_notices(&mut self, mut tell: impl FnMut(String)) -> bool {
-        let any = !self.notices.is_empty() || std::mem::take(&mut self.moved);
+        // Every line asks; hardly ever is there one.
+        if self.notices.is_empty() {
+            return std::mem::take(&mut self.moved);
+        }
         self.notices.drain(..).for_each(&mut tell);
-        any
+        true
     }
 
     pub fn describe(&self) -> String {

@@ -100,6 +100,12 @@ impl Outputs {
         self.waiting().is_some_and(|(_, blocked)| blocked)
     }
 
+    /// Whether an output (or one replaced) holds lines for a slow reader:
+    /// what [`Outputs::send_held`] would send.
+    pub fn holding(&mut self) -> bool {
+        !self.retired.is_empty() || self.list.iter_mut().any(Output::holding)
+    }
+
     /// Sends what the outputs (and those replaced) hold for slow readers,
     /// as far as they take it now; never waits. A replaced one goes once
     /// it holds nothing.

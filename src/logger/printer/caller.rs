@@ -41,7 +41,8 @@ fn walk_to(upto: u64, wait: bool) -> Vec<Said> {
     loop {
         let mut printer = lock_for_caller();
         let walk = printer.walk_step(upto);
-        said.append(&mut printer.take_said());
+        // (Moved, not taken: the printer's vector keeps its room.)
+        said.append(&mut printer.said);
         match walk {
             Walk::Wait(fd, _) if wait => {
                 drop(printer);
@@ -52,7 +53,8 @@ fn walk_to(upto: u64, wait: bool) -> Vec<Said> {
                 super::make_way();
             }
             _ => {
-                said.append(&mut printer.done_for_caller());
+                printer.hand_off_held();
+                said.append(&mut printer.said);
                 return said;
             }
         }
@@ -144,11 +146,16 @@ impl Printer {
     /// A caller's walk is over: what the outputs had to report, and the
     /// writer thread told of what was left to it.
     fn done_for_caller(&mut self) -> Vec<Said> {
+        self.hand_off_held();
+        self.take_said()
+    }
+
+    /// What a slow reader had no room for is left to the writer thread.
+    fn hand_off_held(&mut self) {
         // (The walk stops only where an output waits for a slow reader.)
         if self.outputs.waiting().is_some() {
             HANDED_OFF.store(true, Ordering::SeqCst);
         }
-        self.take_said()
     }
 
     /// Sends what the outputs hold for slow readers, as far as they take it
@@ -156,6 +163,12 @@ impl Printer {
     /// waits for it to end, so that what it counts as held was not sent,
     /// and after a crash nothing more is.
     pub fn send_held(&mut self) {
+        // Most walks: nothing held, nothing to send (a caller's walk of
+        // one line would pay a cancellation point and the crash flags).
+        if !self.outputs.holding() {
+            crate::output::at_crash::publish_holding(false);
+            return;
+        }
         let Printer { outputs, said, .. } = self;
         crate::output::at_crash::while_busy(|| {
             outputs.print_all(|outputs| outputs.send_held(said));
