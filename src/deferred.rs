@@ -254,6 +254,13 @@ pub fn render_args(fmt: &[u8], payload: &[u8], out: &mut impl Sink) -> Result<()
     if count > MAX_ARGS {
         return Err(Unsupported);
     }
+    if count == 0 {
+        // Most debug messages: no table of arguments to fill.
+        if payload.len() != 1 {
+            return Err(Unsupported);
+        }
+        return printf::render(fmt, &[], out);
+    }
     let mut args = [Arg::Pointer(0); MAX_ARGS];
     for slot in args.iter_mut().take(count) {
         *slot = match take(1)?[0] {

@@ -26,6 +26,9 @@ const FORMAT_MAX: usize = 128;
 struct Slot {
     len: u8,
     n: u8,
+    /// Whether the format has a `%`: without one (most debug messages'
+    /// case) it prints as it is, and the record has no arguments.
+    percent: bool,
     format: [u8; FORMAT_MAX],
     kinds: [u8; MAX_ARGS],
 }
@@ -41,6 +44,7 @@ impl Signatures {
             slots: [Slot {
                 len: 0,
                 n: 0,
+                percent: false,
                 format: [0; FORMAT_MAX],
                 kinds: [0; MAX_ARGS],
             }; SLOTS],
@@ -65,10 +69,17 @@ impl Signatures {
             *slot = Slot {
                 len: fmt.len() as u8,
                 n: n as u8,
+                percent: fmt.contains(&b'%'),
                 format: [0; FORMAT_MAX],
                 kinds,
             };
             slot.format[..fmt.len()].copy_from_slice(fmt);
+        }
+        // What printf makes of a format with no `%` and nothing after it:
+        // the format (rendering it would look for a `%` all the same).
+        if !slot.percent && payload.is_empty() {
+            out.put(fmt);
+            return Ok(());
         }
         deferred::render_words_as(fmt, &slot.kinds[..usize::from(slot.n)], payload, out)
     }
@@ -123,6 +134,34 @@ mod tests {
         let one = words(&[9], b"");
         let want = format!("{}9", "x".repeat(FORMAT_MAX));
         assert_eq!(render(&mut sigs, long.as_bytes(), &one), Some(want));
+    }
+
+    #[test]
+    fn a_format_with_no_percent_prints_as_printf_prints_it() {
+        let mut sigs = Signatures::new();
+        // Twice: parsed, then kept; then a format with `%%` of the same
+        // slot, which is not printed as it is.
+        for _ in 0..2 {
+            assert_eq!(
+                render(&mut sigs, b"no conversions", b"").as_deref(),
+                Some("no conversions")
+            );
+            // Words after it are a record's damage, kept or not.
+            assert_eq!(
+                render(&mut sigs, b"no conversions", &words(&[1], b"")),
+                None
+            );
+        }
+        let same_slot = b"100%% done   s";
+        assert_eq!(same_slot.len(), b"no conversions".len());
+        assert_eq!(
+            render(&mut sigs, same_slot, b"").as_deref(),
+            Some("100% done   s")
+        );
+        // Cut as any message is when longer than the buffer.
+        let long = "y".repeat(300);
+        let cut = render(&mut sigs, long.as_bytes(), b"").unwrap();
+        assert!(cut.ends_with(" [truncated: 300 bytes]"), "{cut}");
     }
 
     #[test]
