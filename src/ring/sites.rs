@@ -85,6 +85,13 @@ impl<'a> Site<'a> {
     /// The entry at `off` of the published dictionary `dict`, validated: any
     /// offset, length or checksum that does not hold gives None.
     pub fn decode(dict: &'a [u8], off: usize) -> Option<Site<'a>> {
+        Site::decode_checking(dict, off, true)
+    }
+
+    /// [`Site::decode`], with the checksum computed again only when
+    /// `checksum` (see `Region::whole`: an entry this process published in
+    /// its own memory, which is never written again, is the one it wrote).
+    pub fn decode_checking(dict: &'a [u8], off: usize, checksum: bool) -> Option<Site<'a>> {
         if !off.is_multiple_of(8) || off.checked_add(ENTRY_HEADER_LEN)? > dict.len() {
             return None;
         }
@@ -96,7 +103,7 @@ impl<'a> Site<'a> {
             return None;
         }
         let buf = &dict[off..off + len];
-        if u32_at(buf, 4) != checksum_words(len as u64, &buf[8..]) {
+        if checksum && u32_at(buf, 4) != checksum_words(len as u64, &buf[8..]) {
             return None;
         }
         let lens = [12, 14, 16, 18].map(|at| u16::from_ne_bytes([buf[at], buf[at + 1]]) as usize);
@@ -134,9 +141,10 @@ pub fn entry_of<'r>(
             return Some(site);
         }
     }
-    let site = Site::decode(dict, entry as usize).or_else(|| {
+    let checksum = !region.whole();
+    let site = Site::decode_checking(dict, entry as usize, checksum).or_else(|| {
         *dict = region.dict();
-        Site::decode(dict, entry as usize)
+        Site::decode_checking(dict, entry as usize, checksum)
     })?;
     *last = Some((entry, site));
     Some(site)
