@@ -10,14 +10,19 @@ pub fn put_timestamp(time_ns: u64, out: &mut impl Sink) {
     Clock::new().put_timestamp(time_ns, out);
 }
 
-/// The date and time of the last second a timestamp showed: the lines of one
-/// second (most lines, when a program logs much) make the calendar date once.
-/// Each writer of lines keeps its own: the outputs under the logger's lock, a
+/// The text of the last millisecond a timestamp showed: the lines of one
+/// second (most lines, when a program logs much) make the calendar date
+/// once, those of one millisecond (a burst) the whole text once. Each
+/// writer of lines keeps its own: the outputs under the printer's lock, a
 /// dump on its stack.
 #[derive(Debug)]
 pub struct Clock {
     secs: u64,
-    text: [u8; 32],
+    millis: u64,
+    /// The date and time, then `.mmm+0000`.
+    text: [u8; 48],
+    /// How long the date and time are (at most 12 digits of year and 15
+    /// bytes more: 32).
     len: usize,
 }
 
@@ -31,26 +36,30 @@ impl Clock {
     pub const fn new() -> Clock {
         Clock {
             secs: u64::MAX,
-            text: [0; 32],
+            millis: u64::MAX,
+            text: [0; 48],
             len: 0,
         }
     }
 
     /// [`put_timestamp`], with the second's date and time made only when the
-    /// second changed.
+    /// second changed, and the milliseconds when they did.
     pub fn put_timestamp(&mut self, time_ns: u64, out: &mut impl Sink) {
-        let secs = time_ns / 1_000_000_000;
-        if secs != self.secs {
-            // At most 12 digits of year and 15 bytes more: 32 hold it.
-            let mut buf = Bounded::new(&mut self.text);
-            put_date_time(secs, b" ", &mut buf);
-            self.len = buf.finish().len();
-            self.secs = secs;
+        const TAIL: &[u8; 9] = b".000+0000";
+        let millis = time_ns / 1_000_000;
+        if millis != self.millis {
+            let secs = millis / 1000;
+            if secs != self.secs {
+                let mut buf = Bounded::new(&mut self.text[..32]);
+                put_date_time(secs, b" ", &mut buf);
+                self.len = buf.finish().len();
+                self.text[self.len..self.len + TAIL.len()].copy_from_slice(TAIL);
+                self.secs = secs;
+            }
+            put_digits(millis % 1000, &mut self.text[self.len + 1..self.len + 4]);
+            self.millis = millis;
         }
-        out.put(&self.text[..self.len]);
-        let mut tail = *b".000+0000";
-        put_digits((time_ns / 1_000_000) % 1000, &mut tail[1..4]);
-        out.put(&tail);
+        out.put(&self.text[..self.len + TAIL.len()]);
     }
 }
 
@@ -197,6 +206,37 @@ mod tests {
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         assert_eq!(civil_from_days(20_787), (2026, 11, 30));
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn a_kept_clock_writes_what_a_new_one_does() {
+        let base = 1_796_046_312_345_678_901u64;
+        let mut kept = Clock::new();
+        // The same millisecond, the next, the next second, the last time
+        // there is, back in time, and the millisecond before a second.
+        for t in [
+            base,
+            base + 1,
+            base + 1_000_000,
+            base + 999_000_000,
+            base + 1_000_000_000,
+            u64::MAX,
+            base - 86_400_000_000_000,
+            1_796_046_312_999_999_999,
+            1_796_046_313_000_000_000,
+        ] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            kept.put_timestamp(t, &mut a);
+            Clock::new().put_timestamp(t, &mut b);
+            assert_eq!(
+                String::from_utf8_lossy(&a),
+                String::from_utf8_lossy(&b),
+                "at {t}"
+            );
+        }
+        let mut v = Vec::new();
+        kept.put_timestamp(base, &mut v);
+        assert_eq!(v, b"2026-11-30 13:45:12.345+0000");
     }
 
     #[test]

@@ -75,12 +75,6 @@ pub enum Walk {
     Done,
 }
 
-/// Whether the outputs have read the current ring up to `upto` (or every
-/// line recorded for them, if that is less).
-pub fn written_up_to(upto: u64) -> bool {
-    published::read(|view| view.is_none_or(|v| v.printed() >= upto.min(v.marked_end())))
-}
-
 /// Where a step from `printed` towards `upto` ends (see
 /// [`Printer::walk_step`]).
 pub(super) fn step_end(printed: Option<u64>, upto: u64) -> u64 {
@@ -129,16 +123,31 @@ impl Printer {
     /// what they hold is sent as far as its reader takes it now; never
     /// waits.
     pub fn walk_step(&mut self, upto: u64) -> Walk {
-        let before = printed_now();
         // A walk that starts held stops at once, and the batch written at
         // its end may be what frees it: that is a move too.
         let held = self.outputs.waiting().is_some();
-        self.catch_up_published(step_end(before, upto));
+        // One look at the ring for the whole step (where the outputs were,
+        // the walk, where they are, whether that is far enough), not one
+        // for each: a caller's step is often one line.
+        let (moved, written) = published::read(|view| {
+            let Some(view) = view else {
+                return (false, true);
+            };
+            let before = view.printed();
+            if published::prints_here() {
+                self.catch_up(
+                    &view.trusting(published::private()),
+                    step_end(Some(before), upto),
+                );
+            }
+            let after = view.printed();
+            (after != before, after >= upto.min(view.marked_end()))
+        });
         let held = held || self.outputs.waiting().is_some();
         self.send_held();
         match self.outputs.waiting() {
             Some((fd, blocked)) => Walk::Wait(fd, blocked),
-            None if !written_up_to(upto) && (held || printed_now() != before) => Walk::Again,
+            None if !written && (held || moved) => Walk::Again,
             None => Walk::Done,
         }
     }
