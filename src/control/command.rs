@@ -59,7 +59,9 @@ enum Answer {
     /// A listing: lines of text, or members of a JSON object, made
     /// already.
     Listing(Vec<u8>),
-    Stream(Stream),
+    /// (Boxed: a stream keeps its clock's text, and the other answers are
+    /// a pointer or three.)
+    Stream(Box<Stream>),
 }
 
 /// Runs one request (taking the logger's lock for as long as a
@@ -78,7 +80,7 @@ pub fn run(request: Request) -> Reply {
         id: request.id,
         head: head(json, &answer),
         stream: answer.ok().and_then(|a| match a {
-            Answer::Stream(s) => Some(s),
+            Answer::Stream(s) => Some(*s),
             _ => None,
         }),
     }
@@ -202,12 +204,12 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
         "dump" | "follow" => {
             let (selection, json_too) = options(rest)?;
             let end = enter(|s| s.stats().recorded).unwrap_or(0);
-            Ok(Answer::Stream(Stream::new(
+            Ok(Answer::Stream(Box::new(Stream::new(
                 selection,
                 json || json_too,
                 command == "follow",
                 end,
-            )))
+            ))))
         }
         "reload" => none("reload").and_then(|()| {
             let peer = &r.peer;
