@@ -284,7 +284,7 @@ fn walk_ahead() {
         // (whose walk the current ring drops), never a later one's.
         let id = published::id();
         published::read(|view| {
-            let view = view.filter(|_| published::private())?;
+            let view = view.filter(published::private)?;
             let (from, found) = view.walk_ahead();
             Some((id, from, found))
         })

@@ -23,9 +23,12 @@ static PUBLISHED: AtomicPtr<Header> = AtomicPtr::new(ptr::null_mut());
 /// `Ring::prints_here`): a process that shares another's ring file never
 /// writes that process's lines, nor moves where its outputs stopped.
 static PRINTS_HERE: AtomicBool = AtomicBool::new(true);
-/// Whether the published ring is in this process's private memory (not a
-/// ring file): see `Region::whole`.
-static PRIVATE: AtomicBool = AtomicBool::new(false);
+/// The published ring's header when it is in this process's private
+/// memory (not a ring file; null otherwise): see `Region::whole`. A
+/// pointer, not a flag: a reader that loaded the pointer of the ring being
+/// replaced must not take the new ring's trust for it (a ring file
+/// replaced by memory would be read as trusted).
+static PRIVATE: AtomicPtr<Header> = AtomicPtr::new(ptr::null_mut());
 static READERS: AtomicUsize = AtomicUsize::new(0);
 /// The published ring's id (`Ring::id`, never reused; 0: none), stored
 /// after the pointer: whoever loads it before the pointer finds that ring
@@ -39,7 +42,10 @@ pub fn publish(ring: Option<&Ring>) {
         // Before the pointer: a reader that finds the new ring finds
         // whose outputs read it.
         PRINTS_HERE.store(ring.is_none_or(Ring::prints_here), Ordering::SeqCst);
-        PRIVATE.store(ring.is_some_and(Ring::is_private), Ordering::SeqCst);
+        let private = ring
+            .filter(|r| r.is_private())
+            .map_or(ptr::null(), Ring::as_raw);
+        PRIVATE.store(private.cast_mut(), Ordering::SeqCst);
         // [W4] the pointer, then the count.
         PUBLISHED.store(now.cast_mut(), Ordering::SeqCst);
         PUBLISHED_ID.store(ring.map_or(0, Ring::id), Ordering::SeqCst);
@@ -59,9 +65,11 @@ pub fn prints_here() -> bool {
     PRINTS_HERE.load(Ordering::SeqCst)
 }
 
-/// Whether the published ring is in this process's private memory.
-pub fn private() -> bool {
-    PRIVATE.load(Ordering::SeqCst)
+/// Whether `view`, read through [`read`], is of a ring in this process's
+/// private memory: the one published as such, compared by address (it
+/// stays mapped while the reader is in [`read`], so no other ring has it).
+pub fn private(view: &View) -> bool {
+    PRIVATE.load(Ordering::SeqCst).addr() == view.id()
 }
 
 /// In a forked child whose ring is its parent's too (a ring file): its

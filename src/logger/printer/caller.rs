@@ -135,10 +135,8 @@ impl Printer {
             };
             let before = view.printed();
             if published::prints_here() {
-                self.catch_up(
-                    &view.trusting(published::private()),
-                    step_end(Some(before), upto),
-                );
+                let private = published::private(&view);
+                self.catch_up(&view.trusting(private), step_end(Some(before), upto));
             }
             let after = view.printed();
             (after != before, after >= upto.min(view.marked_end()))

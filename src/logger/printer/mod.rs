@@ -337,7 +337,8 @@ impl Printer {
         }
         published::read(|view| {
             if let Some(view) = view {
-                self.catch_up(&view.trusting(published::private()), upto);
+                let private = published::private(&view);
+                self.catch_up(&view.trusting(private), upto);
             }
         });
     }
