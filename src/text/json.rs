@@ -38,7 +38,7 @@ pub fn render_json(rec: &Record, pid: Option<u32>, clock: &mut Clock, out: &mut 
         put_decimal(pid as u64, 1, out);
     }
     out.put(b",\"tid\":");
-    put_decimal(rec.tid as u64, 1, out);
+    clock.put_thread(rec.tid, out);
     out.put(b",\"priority\":\"");
     out.put(rec.priority.name().as_bytes());
     out.put(b"\",\"source\":");

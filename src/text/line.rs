@@ -30,7 +30,7 @@ pub const CONTEXT_MARK: &[u8] = b" (context)";
 pub fn render_line(rec: &Record, clock: &mut Clock, out: &mut impl Sink) {
     clock.put_timestamp(rec.time_ns, out);
     out.put(b": ");
-    put_decimal(rec.tid as u64, 1, out);
+    clock.put_thread(rec.tid, out);
     out.put(b": ");
     out.put(rec.priority.name().as_bytes());
     if rec.context {

@@ -2,7 +2,7 @@
 //! parser of the times users give vlog-dump.
 
 use super::bounded::Bounded;
-use super::num::{put_decimal, put_digits};
+use super::num::{decimal, put_decimal, put_digits};
 use super::sink::Sink;
 
 /// `YYYY-MM-DD HH:MM:SS.mmm+0000`, always UTC (libvirt's form).
@@ -12,9 +12,10 @@ pub fn put_timestamp(time_ns: u64, out: &mut impl Sink) {
 
 /// The text of the last millisecond a timestamp showed: the lines of one
 /// second (most lines, when a program logs much) make the calendar date
-/// once, those of one millisecond (a burst) the whole text once. Each
-/// writer of lines keeps its own: the outputs under the printer's lock, a
-/// dump on its stack.
+/// once, those of one millisecond (a burst) the whole text once. And the
+/// last thread id's, which a burst's lines share too. Each writer of lines
+/// keeps its own: the outputs under the printer's lock, a dump on its
+/// stack.
 #[derive(Debug)]
 pub struct Clock {
     secs: u64,
@@ -24,6 +25,10 @@ pub struct Clock {
     /// How long the date and time are (at most 12 digits of year and 15
     /// bytes more: 32).
     len: usize,
+    /// The last thread id put, and its digits (right-aligned).
+    tid: Option<u32>,
+    tid_text: [u8; 20],
+    tid_len: usize,
 }
 
 impl Default for Clock {
@@ -39,7 +44,19 @@ impl Clock {
             millis: u64::MAX,
             text: [0; 48],
             len: 0,
+            tid: None,
+            tid_text: [0; 20],
+            tid_len: 0,
         }
+    }
+
+    /// A thread id in decimal, made only when it is not the last one put.
+    pub fn put_thread(&mut self, tid: u32, out: &mut impl Sink) {
+        if self.tid != Some(tid) {
+            self.tid_len = decimal(u64::from(tid), &mut self.tid_text).len();
+            self.tid = Some(tid);
+        }
+        out.put(&self.tid_text[20 - self.tid_len..]);
     }
 
     /// [`put_timestamp`], with the second's date and time made only when the
@@ -237,6 +254,12 @@ mod tests {
         let mut v = Vec::new();
         kept.put_timestamp(base, &mut v);
         assert_eq!(v, b"2026-11-30 13:45:12.345+0000");
+        // Thread ids: the same, another, back, the extremes.
+        for tid in [4242, 4242, 7, 4242, 0, u32::MAX, 0] {
+            let mut v = Vec::new();
+            kept.put_thread(tid, &mut v);
+            assert_eq!(v, tid.to_string().as_bytes(), "tid {tid}");
+        }
     }
 
     #[test]
