@@ -40,10 +40,17 @@ static int open_mode(void)
     return 0;
 }
 
+/* The driver's next word. A read that fails says how (end of file, or
+ * the error: a signal vlog let interrupt it would show as EINTR). */
 static void wait_line(void)
 {
     char line[64];
-    CHECK(fgets(line, sizeof line, stdin) != NULL);
+    if (fgets(line, sizeof line, stdin) == NULL) {
+        int err = errno;
+        fprintf(stderr, "ring_files: no line from the driver: %s\n",
+                feof(stdin) ? "end of file" : strerror(err));
+        exit(1);
+    }
 }
 
 static int share(const char *tag, int n)

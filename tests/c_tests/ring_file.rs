@@ -380,10 +380,11 @@ fn two_programs_share_one_ring_file_and_lose_nothing() {
     for child in [&mut a, &mut b] {
         child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
     }
-    for out in [&mut a_out, &mut b_out] {
+    for (tag, out) in [("first", &mut a_out), ("second", &mut b_out)] {
         let mut line = String::new();
         out.read_line(&mut line).unwrap();
-        assert_eq!(line, "done\n");
+        // (A program that failed said why on stderr, which it shares.)
+        assert_eq!(line, "done\n", "{tag}");
     }
     let stats = text(&vlog_dump(&["--stats", r]).stdout);
     let records = text(&vlog_dump(&[r]).stdout);
