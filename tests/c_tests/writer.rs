@@ -202,15 +202,20 @@ fn a_thread_whose_only_cancellation_points_are_info_lines_ends_on_a_cancel() {
     assert_ok("writer cancel", &out);
 }
 
+/// The messages of the file's lines as `tT lI`, without the padding that
+/// follows (the small-ring modes' lines).
+fn thread_and_line(file: &Path) -> Vec<String> {
+    messages(file)
+        .iter()
+        .map(|m| m.splitn(3, ' ').take(2).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
 #[test]
 fn eight_threads_into_a_small_ring_lose_no_line() {
     let (out, file) = run_mode("smallmany", &[]);
     assert_ok("writer smallmany", &out);
-    // "tT lI" without the padding that follows.
-    let got: Vec<String> = messages(&file)
-        .iter()
-        .map(|m| m.splitn(3, ' ').take(2).collect::<Vec<_>>().join(" "))
-        .collect();
+    let got = thread_and_line(&file);
     for t in 0..8 {
         assert_all_in_order(&got, &format!("t{t} l"), 5000);
     }
@@ -226,10 +231,7 @@ fn huge_lines_into_a_small_ring_lose_none_and_say_none_lost() {
     let text = std::fs::read_to_string(&file).unwrap();
     let said: Vec<&str> = text.lines().filter(|l| l.contains(" : vlog : ")).collect();
     assert!(said.is_empty(), "vlog said: {said:?}");
-    let got: Vec<String> = messages(&file)
-        .iter()
-        .map(|m| m.splitn(3, ' ').take(2).collect::<Vec<_>>().join(" "))
-        .collect();
+    let got = thread_and_line(&file);
     for t in 0..4 {
         assert_all_in_order(&got, &format!("t{t} l"), 1500);
     }
