@@ -19,6 +19,11 @@
  *               and so does the parent
  * crash         the program crashes meanwhile: the dump reports the record
  *               and ends
+ * passed-over   the record is an error's, which its caller writes to a file;
+ *               another thread's error meanwhile is written after the
+ *               outputs waited for the stopped one and passed it over (the
+ *               file says one line follows out of turn), and the stopped
+ *               thread, let go, writes its line before its call returns
  *
  * Which instruction a signal interrupts is up to the scheduler: the thread
  * is stopped again and again until a dump finds its record in flight
@@ -33,7 +38,7 @@ VLOG_INIT("test.in_flight");
 
 static char payload[1500];
 static volatile sig_atomic_t log_from_handler, logged;
-static atomic_int stop;
+static atomic_int stop, copier_errors;
 static atomic_long written;
 
 static void log_while_stopped(void)
@@ -50,7 +55,10 @@ static void *copier(void *arg)
 
     (void)arg;
     while (!atomic_load(&stop)) {
-        VLOG_DEBUG("copier %ld %s", i, payload);
+        if (atomic_load(&copier_errors))
+            VLOG_ERROR("copier %ld %s", i, payload);
+        else
+            VLOG_DEBUG("copier %ld %s", i, payload);
         atomic_store(&written, ++i);
     }
     return NULL;
@@ -142,7 +150,7 @@ int main(int argc, char **argv)
     pthread_t thread;
     vlog_stats before, after;
     const char *mode;
-    char *text;
+    char *text, path[64], outputs[96];
     int skipped;
 
     alarm(120);
@@ -150,7 +158,14 @@ int main(int argc, char **argv)
     mode = argv[1];
     memset(payload, 'p', sizeof payload - 1);
     CHECK(vlog_set_buffer_size(16 * 1024) == 0);
-    CHECK(vlog_set_outputs("4:stderr") == 0);
+    snprintf(path, sizeof path, "/tmp/vlog-in-flight-%d.log", (int)getpid());
+    if (strcmp(mode, "passed-over") == 0) {
+        snprintf(outputs, sizeof outputs, "4:file:%s", path);
+        atomic_store(&copier_errors, 1);
+    } else {
+        snprintf(outputs, sizeof outputs, "4:stderr");
+    }
+    CHECK(vlog_set_outputs(outputs) == 0);
     CHECK(vlog_set_level(VLOG_PRIO_DEBUG) == 0);
     if (strcmp(mode, "crash") == 0)
         CHECK(vlog_install_crash_handler() == 0);
@@ -267,6 +282,36 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "crash") == 0) {
         VLOG_ERROR("crashing with a record in flight");
         abort();
+    } else if (strcmp(mode, "passed-over") == 0) {
+        /* The stopped call's number: `written` counts the calls returned. */
+        long caught = atomic_load(&written);
+        char needle[64];
+        const char *mine, *theirs;
+
+        snprintf(needle, sizeof needle, "copier %ld pp", caught);
+        VLOG_ERROR("an error after the stopped one");
+        text = check_slurp_path(path);
+        CHECK_HAS(text, "an error after the stopped one");
+        CHECK_HAS(text, "1 lines were still being copied into the ring by their threads");
+        CHECK_HAS(text, "each follows, out of turn, when its thread finishes it");
+        if (strstr(text, needle) != NULL) {
+            fprintf(stderr, "the stopped line was written before its thread went on:\n%s\n",
+                    text);
+            return 1;
+        }
+        free(text);
+        let_go(thread);
+        text = check_slurp_path(path);
+        mine = strstr(text, "an error after the stopped one");
+        theirs = strstr(text, needle);
+        if (theirs == NULL || theirs < mine) {
+            fprintf(stderr, "%s not written after the error that passed it over:\n%s\n",
+                    needle, text);
+            return 1;
+        }
+        CHECK(check_count(text, needle) == 1);
+        free(text);
+        CHECK(unlink(path) == 0);
     } else {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;

@@ -105,7 +105,7 @@ fn finish(
                 return Outcome::Recorded;
             }
             Next::WriteOne(pos) => {
-                entered.leave_and_write(|| printer::caller::write_one(pos));
+                entered.leave_and_write(|| printer::caller::write_one(pos, None));
                 return Outcome::Recorded;
             }
             Next::Blocked(at) => {
@@ -621,9 +621,16 @@ mod tests {
                 "ring-only record {i}"
             );
         }
-        // An error is written by its caller: the general way's, which the
-        // flight recorder's call leaves it to without taking the lock.
-        assert_eq!(record(Priority::Error), (Flight::General, 0));
+        // An error is written by its caller: the same record, marked, and
+        // its line in the file as the call returns, with one take.
+        let errors_in_file = || {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            text.lines()
+                .filter(|l| l.contains(": error : takes :"))
+                .count()
+        };
+        assert_eq!(record(Priority::Error), (Flight::Recorded, 1), "an error");
+        assert_eq!(errors_in_file(), 1, "written by its caller");
         assert_eq!(woken_holding(), 0, "woken under a lock, the flight way");
         // A thread with fields of its own: the same, its fields in the
         // record (kind 6).
@@ -634,24 +641,34 @@ mod tests {
             (Flight::Recorded, 1),
             "with fields"
         );
+        assert_eq!(
+            record(Priority::Error),
+            (Flight::Recorded, 1),
+            "an error with fields"
+        );
+        assert_eq!(errors_in_file(), 2, "written by its caller, with fields");
         thread_fields::clear().unwrap();
         // Every printed line reaches the file (the writer thread's).
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let lines = loop {
             super::super::apply::flush().unwrap();
             let text = std::fs::read_to_string(&path).unwrap_or_default();
-            let n = text.lines().filter(|l| l.ends_with(" : printed")).count();
+            let n = text
+                .lines()
+                .filter(|l| l.contains(": info : takes :"))
+                .count();
             if n >= 202 || std::time::Instant::now() > deadline {
                 break text;
             }
             std::thread::yield_now();
         };
-        let printed = lines.lines().filter(|l| l.ends_with(" : printed")).count();
+        // (Each error brings its context: the debug records before it.)
+        let printed = lines
+            .lines()
+            .filter(|l| l.contains(": info : takes :") && l.ends_with(" : printed"))
+            .count();
         assert_eq!(printed, 202, "{lines}");
-        assert!(
-            lines.lines().all(|l| l.contains(": info : takes :")),
-            "{lines}"
-        );
+        assert_eq!(errors_in_file(), 2, "{lines}");
         // A ring file takes no record the flight recorder's way (each is
         // written whole under its lock): every call goes the general way
         // before taking the lock, with fields or without.
@@ -666,7 +683,7 @@ mod tests {
             if fields {
                 thread_fields::set(b"REQUEST_ID", Some(crate::fields::Value::Str(b"r-2"))).unwrap();
             }
-            for priority in [Priority::Info, Priority::Debug] {
+            for priority in [Priority::Error, Priority::Info, Priority::Debug] {
                 assert_eq!(
                     record(priority),
                     (Flight::General, 0),
@@ -873,6 +890,69 @@ mod tests {
         assert_eq!(file.lines().count(), 1, "{file}");
         assert!(file.ends_with(": info : stalled : f:1 : n=7\n"), "{file}");
         drop(stuck);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A line whose thread stalls in the middle of its copy, for longer
+    /// than the outputs wait for it, is passed over by their walk (which
+    /// says so in the output) and marked so in the ring: its thread finds
+    /// the mark as it commits and has it printed then, out of turn, not
+    /// lost (`flight::write_own`, `ring::record::PASSED_OVER`).
+    #[test]
+    fn a_line_passed_over_while_its_thread_copies_it_is_printed_as_it_commits() {
+        use crate::ring::record::{align8, HEADER_LEN};
+        use crate::ring::slot::WordsHead;
+        let mut s = quiet_state();
+        let path = std::env::temp_dir().join(format!("vlog-passed-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        s.set_outputs(&format!("2:file:{}", path.display()))
+            .unwrap();
+        s.set_level(Priority::Debug);
+        let src = source(c"passed");
+        let site = LiveSite::leaked(src, b"n=%d");
+        let ring = s.ring.as_mut().unwrap();
+        let entry = super::super::flight::site_entry(ring, src, site.get()).unwrap();
+        // Reserved as a line its caller writes is, then stalled.
+        let len = align8(HEADER_LEN + 8);
+        let stuck = ring.reserve_slot(len, true).unwrap();
+        let (pos, seq) = (stuck.pos(), stuck.seq());
+        // Another thread's line: its walk waits for the stalled one, then
+        // passes it over.
+        assert!(log(&mut s, src, Priority::Info, "after it"));
+        let file = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = file.lines().collect();
+        assert_eq!(lines.len(), 2, "{file}");
+        assert!(
+            lines[0].contains("1 lines were still being copied")
+                && lines[0].contains("follows, out of turn"),
+            "{file}"
+        );
+        assert!(
+            lines[1].ends_with(": info : passed : f:1 : after it"),
+            "{file}"
+        );
+        // The stalled thread commits: it learns it was passed over.
+        let head = WordsHead {
+            len: len as u32,
+            seq,
+            time_ns: 1,
+            tid: 2,
+            entry,
+            priority: Priority::Info,
+            for_outputs: true,
+            message_len: 8,
+            with_fields: false,
+            tag: sys::process_tag(),
+        };
+        assert!(stuck.commit_marked_words(&head, &[7], &[], &[]));
+        let view = s.ring.as_ref().unwrap().view();
+        printer::lock_of(s.printer).print_at(&view, pos, Some(seq));
+        // A number that is not the record's (the ring moved on): nothing.
+        printer::lock_of(s.printer).print_at(&view, pos, Some(seq + 1));
+        let file = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = file.lines().collect();
+        assert_eq!(lines.len(), 3, "{file}");
+        assert!(lines[2].ends_with(": info : passed : f:1 : n=7"), "{file}");
         std::fs::remove_file(&path).unwrap();
     }
 

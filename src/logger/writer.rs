@@ -3,7 +3,7 @@
 //! and what a line printed without a ring does instead (see `printer`).
 
 use super::{enter, printer, ticker, State};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use crate::diag;
@@ -21,22 +21,27 @@ use crate::sys::watch::Worker;
 pub struct Hints {
     /// The lowest priority of a line that an output prints and its caller
     /// writes (an error, a `?sync` output's, any with the writer off): such
-    /// a call takes the general way at once, which writes it after the
-    /// lock, rather than take the lock in the flight recorder's first.
-    /// Read before the lock, so possibly stale; the lock's holder decides
-    /// (`State::writer_prints`), a stale value costs a second take at most.
+    /// a call's lock holder tries that reservation first
+    /// (`State::reserve_written`). Read before the lock, so possibly
+    /// stale; the lock's holder decides (`State::writer_prints`,
+    /// `State::caller_writes`), a stale value costs a second take at most.
     /// 0, with `prints_from`, while no record can take the flight
     /// recorder's way (a ring file, no ring): every call goes the general
-    /// way at once.
+    /// way at once (`callers_record` false).
     pub caller_writes_from: AtomicU8,
     /// The lowest priority an output prints (`State::lowest`), read as
     /// `caller_writes_from` is.
     pub prints_from: AtomicU8,
+    /// Whether a record can take the flight recorder's way at all; read
+    /// by a line its caller writes alone (the others learn it from the
+    /// two above).
+    pub callers_record: AtomicBool,
 }
 
 pub static HINTS: Hints = Hints {
     caller_writes_from: AtomicU8::new(u8::MAX),
     prints_from: AtomicU8::new(u8::MAX),
+    callers_record: AtomicBool::new(false),
 };
 
 impl State {
@@ -231,6 +236,18 @@ impl State {
             && self.writer_pid == sys::cached_process_id()
     }
 
+    /// Whether a line of `priority` is printed and written by its caller
+    /// after the lock (an error, a `?sync` output's line, any with the
+    /// writer thread off: `sync_from` is 0 then), from the ring, whose
+    /// outputs are this process's. The other half of
+    /// [`State::writer_prints`]'s rule, for the flight recorder's way
+    /// into the ring (the general way decides after its record).
+    pub(super) fn caller_writes(&self, priority: Priority) -> bool {
+        self.prints(priority)
+            && priority as u8 >= self.sync_from
+            && self.ring.as_ref().is_some_and(|r| r.prints_here())
+    }
+
     /// Makes [`State::writer_prints`]'s rule again, after `lowest`,
     /// `sync_from`, the ring or the writer thread changed: a line an output
     /// prints below `sync_from`, while the ring's outputs read it in this
@@ -258,6 +275,7 @@ impl State {
             };
             HINTS.caller_writes_from.store(caller, Ordering::Relaxed);
             HINTS.prints_from.store(prints, Ordering::Relaxed);
+            HINTS.callers_record.store(flight, Ordering::Relaxed);
         }
     }
 

@@ -27,13 +27,18 @@
 //! half-written is reported, not printed.
 //!
 //! A call site's record, in a ring in this process's private memory, is
-//! *in flight* for a while (`slot`) unless its caller writes its line: the
+//! *in flight* for a while (`slot`): the
 //! writer reserves it under the lock (room made, its commit word 0, its
 //! length, number and the outputs' mark written, the tail moved past it)
 //! and copies it after letting go of the lock, its commit word stored
 //! last. So the lock is held for the reservation alone. The outputs' walk
 //! waits for a record in flight only when its mark says it is theirs,
-//! reported `Damage::Unfinished` if it stays in flight past the wait.
+//! and passes over one still in flight after the wait
+//! (`Damage::Unfinished`), marking it so (`record::PASSED_OVER`): its
+//! writer finds the mark as it commits, and has the outputs print it then,
+//! out of turn, so that no line is lost to a thread that stalled in the
+//! middle of its copy, and a caller that writes its own line never returns
+//! with it unwritten.
 //! A record in flight is never evicted: a writer that
 //! needs its room lets go of the lock and waits for it (100 ms at most; a
 //! message that would wait longer is dropped and counted), and a replaced
@@ -76,6 +81,12 @@
 //!   copy after the lock stores with relaxed atomic stores (`Slot::put`),
 //!   so a copy that races a record in flight is a race of atomics that
 //!   these fences order (and ThreadSanitizer finds nothing to report).
+//! - [P1] the outputs' compare-and-swap of a marked record's commit word
+//!   from 0 to `PASSED_OVER` (`View::pass_over`) and [P2] its writer's
+//!   swap of the commit value in (`Slot::commit_marked`): read-modify-writes
+//!   of one word, so exactly one of the two sees the other's. Either the
+//!   walk finds the record committed (and reads it whole, [R7]), or the
+//!   writer finds it passed over and has it printed itself.
 //! - [W4]/[R4] (`published`): the pointer readers find the ring by, and their
 //!   count, SeqCst on both sides, so a replaced ring is freed only after its
 //!   last reader left. The ring's id is stored after the pointer and loaded

@@ -233,15 +233,20 @@ pub fn read_with(
         let mut unfinished = false;
         if let (Some(len), false) = (len, is_pad) {
             let mut commit = record::u32_at(buf, 0);
-            if commit == 0 && damaged_from.is_none() {
+            if record::in_flight(commit) && damaged_from.is_none() {
                 // In flight: its mark was written when it was reserved
-                // (`Ring::slot_at`), so the outputs wait only for theirs.
+                // (`Ring::slot_at`), so the outputs wait only for theirs,
+                // and pass over one still in flight after the wait, which
+                // its thread then has printed as it commits it.
                 region.copy(off + 8, &mut buf[8..HEADER_LEN]);
                 if marked_only && buf[record::PRIORITY_AT] & record::FOR_OUTPUTS == 0 {
                     unmarked = Some(record::u64_at(buf, 8));
                 } else {
                     commit = region.wait_committed(off);
-                    unfinished = marked_only && commit == 0;
+                    if marked_only && commit == 0 {
+                        commit = region.pass_over(off);
+                        unfinished = commit == 0;
+                    }
                 }
             }
             // [R7] Acquire fence after the commit word was read: pairs with

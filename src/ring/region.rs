@@ -28,6 +28,15 @@ pub trait Region {
     fn wait_committed(&self, _off: usize) -> u32 {
         0
     }
+    /// The outputs' walk gives up on the record marked for them at data
+    /// offset `off`, still in flight after [`Region::wait_committed`]: it
+    /// is marked passed over (`record::PASSED_OVER`), so that its writer,
+    /// as it commits, has it printed out of turn. Its commit word when it
+    /// was committed after all (0 otherwise). Regions read from outside
+    /// have no writer to tell: 0.
+    fn pass_over(&self, _off: usize) -> u32 {
+        0
+    }
 }
 
 impl<R: Region + ?Sized> Region for &R {
@@ -57,5 +66,9 @@ impl<R: Region + ?Sized> Region for &R {
 
     fn wait_committed(&self, off: usize) -> u32 {
         (**self).wait_committed(off)
+    }
+
+    fn pass_over(&self, off: usize) -> u32 {
+        (**self).pass_over(off)
     }
 }

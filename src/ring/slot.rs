@@ -97,6 +97,9 @@ pub struct Slot {
     at: NonNull<u8>,
     len: usize,
     seq: u64,
+    /// The record's position (see `ring`): where a line the outputs
+    /// passed over is printed from.
+    pos: u64,
 }
 
 impl Slot {
@@ -105,13 +108,23 @@ impl Slot {
     /// (at least `HEADER_LEN`), reserved for the holder of this Slot: no
     /// other writer touches them and the ring stays mapped until the
     /// record is committed (or, if it never is, forever).
-    pub(super) unsafe fn new(at: NonNull<u8>, len: usize, seq: u64) -> Slot {
+    pub(super) unsafe fn new(at: NonNull<u8>, len: usize, seq: u64, pos: u64) -> Slot {
         debug_assert!(len >= HEADER_LEN && len.is_multiple_of(8));
-        Slot { at, len, seq }
+        Slot { at, len, seq, pos }
     }
 
     pub fn seq(&self) -> u64 {
         self.seq
+    }
+
+    /// The record's position in the ring.
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// Where the record ends in the ring.
+    pub fn end(&self) -> u64 {
+        self.pos + self.len as u64
     }
 
     /// Writes the 64-bit word `w` at byte `off` of the record.
@@ -141,6 +154,29 @@ impl Slot {
         strings: &[&[u8]],
         fields: &[u8],
     ) {
+        self.fill_words(head, words, strings, fields);
+        self.commit();
+    }
+
+    /// [`Slot::commit_words`] for a record marked for the outputs: true
+    /// when their walk passed it over meanwhile ([`record::PASSED_OVER`]),
+    /// so that its writer has it printed now. (Apart: a record no output
+    /// prints is never passed over, and its commit stays a plain store.)
+    #[inline(always)]
+    pub fn commit_marked_words(
+        mut self,
+        head: &WordsHead,
+        words: &[u64],
+        strings: &[&[u8]],
+        fields: &[u8],
+    ) -> bool {
+        self.fill_words(head, words, strings, fields);
+        self.commit_marked()
+    }
+
+    /// Writes everything of a kind-4 (or 6) record but its commit word.
+    #[inline(always)]
+    fn fill_words(&mut self, head: &WordsHead, words: &[u64], strings: &[&[u8]], fields: &[u8]) {
         debug_assert_eq!(head.seq, self.seq);
         debug_assert_eq!(head.len as usize, self.len);
         debug_assert_eq!(head.with_fields, !fields.is_empty());
@@ -171,7 +207,6 @@ impl Slot {
             self.checksum_written(head, &middle)
         };
         self.put(40, head.last(sum));
-        self.commit();
     }
 
     /// Copies the strings from `off` on; returns where they end.
@@ -215,6 +250,20 @@ impl Slot {
         word.store(commit_value(self.seq), Ordering::Release);
         // Committed: nothing for Drop to do.
         std::mem::forget(self);
+    }
+
+    /// [`Slot::commit`] for a record the outputs' walk may have passed
+    /// over: true when it did.
+    #[inline(always)]
+    fn commit_marked(self) -> bool {
+        // SAFETY: as in `commit`.
+        let word = unsafe { AtomicU32::from_ptr(self.at.as_ptr().cast::<u32>()) };
+        // [W7] as in `commit`; [P2] the swap: pairs with [P1] in
+        // `View::pass_over`, which either sees the record committed or
+        // left its mark for this swap to read.
+        let was = word.swap(commit_value(self.seq), Ordering::Release);
+        std::mem::forget(self);
+        was == record::PASSED_OVER
     }
 }
 
@@ -358,7 +407,7 @@ impl Ring {
         // SAFETY: the `len` bytes at `at` were reserved above for this
         // record alone; the ring is unmapped only once none of its records
         // is in flight (`Ring::copies_in_flight`).
-        unsafe { Slot::new(at, len, seq) }
+        unsafe { Slot::new(at, len, seq, tail) }
     }
 
     /// Whether a record of this ring is in flight (reserved, not committed
@@ -396,7 +445,7 @@ impl Ring {
             let step = match record::pad_len(&word) {
                 Some(pad) => pad,
                 None => {
-                    if self.commit_at(off) == 0 && f(off, pos) {
+                    if record::in_flight(self.commit_at(off)) && f(off, pos) {
                         return pos;
                     }
                     record::peek_len(&word).unwrap_or(0)
@@ -670,17 +719,43 @@ mod tests {
             [(1, Damage::Uncommitted), (stuck.seq(), Damage::Unfinished)],
             "the marked record never finished is unfinished"
         );
-        std::mem::forget(stuck);
+        // Its writer learns it was passed over as it commits; the record
+        // is then whole for every reader. One the walk did not pass over
+        // is not said to be.
+        let stuck_head = WordsHead {
+            for_outputs: true,
+            ..head(&stuck, entry, 1)
+        };
+        let stuck_seq = stuck.seq();
+        assert!(stuck.commit_marked_words(&stuck_head, &[9], &[], &[]));
+        let seen = entries(&ring);
+        assert!(
+            seen.contains(&format!("{stuck_seq} n=9")),
+            "committed after it was passed over: {seen:?}"
+        );
+        let next = ring.reserve_slot(HEADER_LEN + 8, true).unwrap();
+        let next_head = WordsHead {
+            for_outputs: true,
+            ..head(&next, entry, 1)
+        };
+        assert!(!next.commit_marked_words(&next_head, &[10], &[], &[]));
     }
 
     #[test]
     fn a_record_in_flight_is_never_evicted_and_an_abandoned_one_is() {
         // Committed; abandoned in a forked child; dropped uncommitted (a
-        // panic caught in the middle of the copy).
-        for way in ["commit", "fork", "drop"] {
+        // panic caught in the middle of the copy); passed over by the
+        // outputs' walk (still in flight), then committed.
+        for way in ["commit", "fork", "drop", "passed over"] {
             let mut ring = Ring::new(MIN_SIZE).unwrap();
-            let slot = ring.reserve_slot(HEADER_LEN, false).unwrap();
+            let slot = ring.reserve_slot(HEADER_LEN, way == "passed over").unwrap();
             let at = slot.seq();
+            if way == "passed over" {
+                use crate::ring::Region;
+                assert_eq!(ring.view().pass_over(0), 0, "still in flight");
+                assert_eq!(ring.view().wait_committed_within(0, 0), 0);
+                assert!(!ring.view().is_committed(0));
+            }
             // Fill the ring until an append needs the record's room.
             let blocked = (0..10_000)
                 .find_map(|i| ring.append(&text(format!("filler {i}").as_bytes())).err());
@@ -694,6 +769,18 @@ mod tests {
                 "commit" => {
                     let h = head(&slot, 0, 0);
                     slot.commit_words(&h, &[], &[], &[]);
+                }
+                "passed over" => {
+                    // A forked child's abandon covers it too.
+                    let mut copy = ring.view().wait_committed_within(0, 0);
+                    assert_eq!(copy, 0);
+                    let h = WordsHead {
+                        for_outputs: true,
+                        ..head(&slot, 0, 0)
+                    };
+                    assert!(slot.commit_marked_words(&h, &[], &[], &[]));
+                    copy = ring.view().wait_committed_within(0, 0);
+                    assert_eq!(copy, record::commit_value(at));
                 }
                 "fork" => {
                     // As in a forked child: nobody finishes it there.

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::layout::{Header, Stats, HEADER_SPACE};
 use super::reader::{self, Entry, Region};
+use super::record;
 use super::walk::{walk, Walked};
 
 #[derive(Clone, Copy)]
@@ -102,19 +103,26 @@ impl<'a> View<'a> {
 pub const WAIT_NS: u64 = 100_000_000;
 
 impl View<'_> {
-    /// Waits up to `max_ns` for the record at data offset `off` to be
-    /// committed, and returns its commit word then (0: not committed).
-    pub fn wait_committed_within(&self, off: usize, max_ns: u64) -> u32 {
+    /// The commit word of the record at data offset `off`, which its
+    /// writer stores atomically.
+    fn commit_word(&self, off: usize) -> &AtomicU32 {
         assert!(off.is_multiple_of(8) && off + 8 <= self.header.data_size as usize);
         // SAFETY: a record's first word inside the data area (asserted),
-        // which its writer stores atomically.
-        let word = unsafe { AtomicU32::from_ptr(self.data.add(off).cast::<u32>().cast_mut()) };
+        // 4-aligned, mapped as long as the view.
+        unsafe { AtomicU32::from_ptr(self.data.add(off).cast::<u32>().cast_mut()) }
+    }
+
+    /// Waits up to `max_ns` for the record at data offset `off` to be
+    /// committed, and returns its commit word then (0: still in flight,
+    /// whether or not the outputs passed it over).
+    pub fn wait_committed_within(&self, off: usize, max_ns: u64) -> u32 {
+        let word = self.commit_word(off);
         let start = crate::sys::monotonic_ns();
         let mut spins = 0u32;
         loop {
             // [R7] Acquire: pairs with [W7] in Slot::commit.
             let commit = word.load(Ordering::Acquire);
-            if commit != 0 {
+            if !record::in_flight(commit) {
                 return commit;
             }
             spins += 1;
@@ -145,11 +153,8 @@ impl View<'_> {
 
     /// Whether the record at data offset `off` is committed now.
     pub fn is_committed(&self, off: usize) -> bool {
-        assert!(off.is_multiple_of(8) && off + 8 <= self.header.data_size as usize);
-        // SAFETY: a record's first word inside the data area (asserted).
-        let word = unsafe { AtomicU32::from_ptr(self.data.add(off).cast::<u32>().cast_mut()) };
         // [R7] Acquire: pairs with [W7] in Slot::commit.
-        word.load(Ordering::Acquire) != 0
+        !record::in_flight(self.commit_word(off).load(Ordering::Acquire))
     }
 }
 
@@ -187,6 +192,22 @@ impl Region for View<'_> {
 
     fn wait_committed(&self, off: usize) -> u32 {
         self.wait_committed_within(off, WAIT_NS)
+    }
+
+    fn pass_over(&self, off: usize) -> u32 {
+        // [R7] Acquire on failure: pairs with [W7] in Slot::commit (a
+        // record committed meanwhile is read whole). [P1] on success:
+        // pairs with [P2] in `Slot::commit_marked`, whose swap reads the
+        // mark whichever of the two comes first.
+        match self.commit_word(off).compare_exchange(
+            0,
+            record::PASSED_OVER,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) | Err(record::PASSED_OVER) => 0,
+            Err(commit) => commit,
+        }
     }
 
     fn copy(&self, off: usize, dst: &mut [u8]) {

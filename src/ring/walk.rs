@@ -9,7 +9,10 @@ use super::record;
 
 // A committed record's word is odd, every other even: the walk's one test.
 const _: () = assert!(
-    record::PAD_MARK & 1 == 0 && record::ABANDONED & 1 == 0 && record::commit_value(0) & 1 == 1
+    record::PAD_MARK & 1 == 0
+        && record::ABANDONED & 1 == 0
+        && record::PASSED_OVER & 1 == 0
+        && record::commit_value(0) & 1 == 1
 );
 
 /// Where a walk over the oldest records ([`walk`]) ended.
@@ -67,10 +70,11 @@ pub(super) unsafe fn walk(data: *const u8, data_size: usize, mut head: u64, end:
                 u32::from_ne_bytes([c0, c1, c2, c3]),
                 u32::from_ne_bytes([l0, l1, l2, l3]) as usize,
             );
-            // A committed record's word is odd; in flight (0), abandoned
-            // and a pad's mark are even: one test for the three rare ones.
+            // A committed record's word is odd; in flight (0, or passed
+            // over by the outputs), abandoned and a pad's mark are even:
+            // one test for the rare ones.
             if commit & 1 == 0 {
-                if commit == 0 {
+                if record::in_flight(commit) {
                     head += (off - from) as u64;
                     stop = Stop::InFlight;
                     break 'stretches;

@@ -120,12 +120,21 @@ fn a_walk_done_ahead_is_never_taken_by_another_ring() {
 /// A thread stopped in the middle of copying its record (in flight, its
 /// commit word not yet written): a signal handler that logs, dumps,
 /// another thread filling the ring (by the flight recorder's way and the
-/// general one), a forked child, a resize and a crash meanwhile.
+/// general one), a forked child, a resize, another thread's error whose
+/// walk passes the stopped line over (written by its thread as it goes
+/// on), and a crash meanwhile.
 #[test]
 fn a_record_in_flight_is_waited_for_reported_and_never_overwritten() {
     use std::os::unix::process::ExitStatusExt;
     let exe = build("in_flight", Link::Static);
-    for mode in ["handler-logs", "readers", "evict", "fork", "resize"] {
+    for mode in [
+        "handler-logs",
+        "readers",
+        "evict",
+        "fork",
+        "resize",
+        "passed-over",
+    ] {
         let out = run_with(&exe, &[mode], &[]);
         assert_ok(&format!("in_flight {mode}"), &out);
         if mode == "evict" {

@@ -17,7 +17,8 @@ use crate::ring::{Damage, Entry};
 pub(super) struct Lost {
     damaged: u64,
     damaged_bytes: u64,
-    /// Lines whose threads had not finished copying them after the wait.
+    /// Lines whose threads had not finished copying them after the wait
+    /// (printed by those threads as they finish, `record::PASSED_OVER`).
     unfinished: u64,
 }
 
@@ -45,7 +46,8 @@ impl Lost {
         let text = if n + bytes == 0 {
             format!(
                 "{unfinished} lines were still being copied into the ring by their threads \
-                 after this output had waited 100 ms for each: they are lost to it"
+                 after this output had waited 100 ms for each: each follows, out of turn, \
+                 when its thread finishes it"
             )
         } else {
             format!(
@@ -54,7 +56,7 @@ impl Lost {
                 if unfinished > 0 {
                     format!(
                         "; {unfinished} more were still being copied by their threads after \
-                         100 ms"
+                         100 ms, and follow out of turn"
                     )
                 } else {
                     String::new()

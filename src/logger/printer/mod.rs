@@ -277,10 +277,11 @@ impl Printer {
         }
     }
 
-    /// Hands the outputs one record, the one that starts at `pos` (a
-    /// process sharing a ring file whose outputs are not the ring's
-    /// reader prints its own records as it makes them).
-    pub fn print_at(&mut self, view: &View, pos: u64) {
+    /// Hands the outputs the record at `pos` (a process sharing a ring
+    /// file prints its own records as it makes them; a line their walk
+    /// passed over is printed by its writer), if its number is `seq`.
+    pub fn print_at(&mut self, view: &View, pos: u64, seq: Option<u64>) {
+        let ours = |rec: &crate::record::Record| seq.is_none_or(|seq| rec.seq == seq);
         let Printer {
             outputs,
             said,
@@ -300,8 +301,11 @@ impl Printer {
             if error {
                 reader::Buffers::with(heap.as_deref_mut(), |buffers| {
                     reader::read_with(view, Cursor::at(pos), 1, buffers, false, |entry, _| {
-                        if let Entry::Record(rec) = entry {
-                            due = context::due(contexts, outputs, &rec);
+                        match entry {
+                            Entry::Record(rec) if ours(&rec) => {
+                                due = context::due(contexts, outputs, &rec);
+                            }
+                            _ => {}
                         }
                         true
                     })
@@ -318,8 +322,11 @@ impl Printer {
             let mut heap = contexts.buffers.take();
             reader::Buffers::with(heap.as_deref_mut(), |buffers| {
                 reader::read_with(view, Cursor::at(pos), 1, buffers, false, |entry, _| {
-                    if let Entry::Record(rec) = entry {
-                        outputs.add(&rec, |event| said.push(event));
+                    match entry {
+                        Entry::Record(rec) if ours(&rec) => {
+                            outputs.add(&rec, |event| said.push(event));
+                        }
+                        _ => {}
                     }
                     true
                 })

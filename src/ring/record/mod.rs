@@ -84,6 +84,20 @@ pub const PAD_MARK: u32 = 0x7061_6430;
 /// evicts it without waiting.
 pub const ABANDONED: u32 = 2;
 
+/// The commit word of a record marked for the outputs that their walk
+/// passed over while its thread was still copying it (after waiting for
+/// it, `Region::pass_over`): its writer learns of it as it commits
+/// (`Slot::commit_marked`) and has the outputs print it then, out of turn.
+/// Even, so never a commit value; until the commit, in flight as 0 is.
+pub const PASSED_OVER: u32 = 4;
+
+/// Whether a commit word is a record's still in flight: reserved and not
+/// committed yet, whether or not the outputs' walk passed it over.
+#[inline(always)]
+pub const fn in_flight(commit: u32) -> bool {
+    commit == 0 || commit == PASSED_OVER
+}
+
 /// What a stored record's message bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -114,7 +128,9 @@ pub enum Damage {
     Uncommitted,
     /// A record marked for the outputs whose writer was still copying it
     /// when the outputs' walk had waited for it as long as a reader waits
-    /// (`View::wait_committed`): passed over, and its line lost to them.
+    /// (`View::wait_committed`): passed over, its line printed out of turn
+    /// by its own thread when it commits (`record::PASSED_OVER`), lost if
+    /// that thread never does.
     Unfinished,
     /// A length or field is out of range.
     Malformed,
@@ -133,7 +149,8 @@ impl Damage {
             }
             Damage::Unfinished => {
                 "its thread was still writing it when the outputs had waited 100 ms for it \
-                 (stopped in the middle of it)"
+                 (stopped in the middle of it): its thread prints it out of turn when it \
+                 finishes it"
             }
             Damage::Malformed => "its length or fields make no sense (damaged, or not a record)",
             Damage::Checksum => "its bytes changed after it was written (checksum mismatch)",
@@ -285,7 +302,7 @@ impl<'a> Stored<'a> {
         }
         let seq = u64_at(buf, at::SEQ);
         match u32_at(buf, at::COMMIT) {
-            0 | ABANDONED => return Err(Damage::Uncommitted),
+            0 | ABANDONED | PASSED_OVER => return Err(Damage::Uncommitted),
             c if c != commit_value(seq) => return Err(Damage::Malformed),
             _ => {}
         }
