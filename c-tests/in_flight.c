@@ -24,6 +24,9 @@
  *               outputs waited for the stopped one and passed it over (the
  *               file says one line follows out of turn), and the stopped
  *               thread, let go, writes its line before its call returns
+ * passed-over-resize, passed-over-noring
+ *               the same, the ring resized (or removed) before the stopped
+ *               thread goes on: its line is printed from the ring it is in
  *
  * Which instruction a signal interrupts is up to the scheduler: the thread
  * is stopped again and again until a dump finds its record in flight
@@ -159,7 +162,7 @@ int main(int argc, char **argv)
     memset(payload, 'p', sizeof payload - 1);
     CHECK(vlog_set_buffer_size(16 * 1024) == 0);
     snprintf(path, sizeof path, "/tmp/vlog-in-flight-%d.log", (int)getpid());
-    if (strcmp(mode, "passed-over") == 0) {
+    if (strncmp(mode, "passed-over", strlen("passed-over")) == 0) {
         snprintf(outputs, sizeof outputs, "4:file:%s", path);
         atomic_store(&copier_errors, 1);
     } else {
@@ -282,7 +285,7 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "crash") == 0) {
         VLOG_ERROR("crashing with a record in flight");
         abort();
-    } else if (strcmp(mode, "passed-over") == 0) {
+    } else if (strncmp(mode, "passed-over", strlen("passed-over")) == 0) {
         /* The stopped call's number: `written` counts the calls returned. */
         long caught = atomic_load(&written);
         char needle[64];
@@ -300,6 +303,12 @@ int main(int argc, char **argv)
             return 1;
         }
         free(text);
+        if (strcmp(mode, "passed-over-resize") == 0)
+            CHECK(vlog_set_buffer_size(32 * 1024) == 0);
+        else if (strcmp(mode, "passed-over-noring") == 0)
+            CHECK(vlog_set_buffer_size(0) == 0);
+        else
+            CHECK(strcmp(mode, "passed-over") == 0);
         let_go(thread);
         text = check_slurp_path(path);
         mine = strstr(text, "an error after the stopped one");

@@ -105,7 +105,7 @@ fn finish(
                 return Outcome::Recorded;
             }
             Next::WriteOne(pos) => {
-                entered.leave_and_write(|| printer::caller::write_one(pos, None));
+                entered.leave_and_write(|| printer::caller::write_one(pos));
                 return Outcome::Recorded;
             }
             Next::Blocked(at) => {
@@ -931,7 +931,9 @@ mod tests {
             lines[1].ends_with(": info : passed : f:1 : after it"),
             "{file}"
         );
-        // The stalled thread commits: it learns it was passed over.
+        // The stalled thread commits: it learns it was passed over, and
+        // has its line printed (under the logger's lock, which the test's
+        // state stands for), then commits.
         let head = WordsHead {
             len: len as u32,
             seq,
@@ -944,15 +946,24 @@ mod tests {
             with_fields: false,
             tag: sys::process_tag(),
         };
-        assert!(stuck.commit_marked_words(&head, &[7], &[], &[]));
+        let passed = stuck
+            .commit_marked_words(&head, &[7], &[], &[])
+            .unwrap_err();
+        s.print_passed_over(passed);
         let view = s.ring.as_ref().unwrap().view();
-        printer::lock_of(s.printer).print_at(&view, pos, Some(seq));
-        // A number that is not the record's (the ring moved on): nothing.
+        // A number that is not the record's (the ring reused its room
+        // first): not printed, said lost and counted.
+        let lost = crate::stats::get(&crate::stats::LINES_LOST);
         printer::lock_of(s.printer).print_at(&view, pos, Some(seq + 1));
         let file = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = file.lines().collect();
-        assert_eq!(lines.len(), 3, "{file}");
+        assert_eq!(lines.len(), 4, "{file}");
         assert!(lines[2].ends_with(": info : passed : f:1 : n=7"), "{file}");
+        assert!(
+            lines[3].contains("overwritten in the ring before its thread could have it printed"),
+            "{file}"
+        );
+        assert!(crate::stats::get(&crate::stats::LINES_LOST) > lost);
         std::fs::remove_file(&path).unwrap();
     }
 

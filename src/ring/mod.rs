@@ -35,10 +35,10 @@
 //! waits for a record in flight only when its mark says it is theirs,
 //! and passes over one still in flight after the wait
 //! (`Damage::Unfinished`), marking it so (`record::PASSED_OVER`): its
-//! writer finds the mark as it commits, and has the outputs print it then,
-//! out of turn, so that no line is lost to a thread that stalled in the
-//! middle of its copy, and a caller that writes its own line never returns
-//! with it unwritten.
+//! writer finds the mark as it commits, and has the outputs print it,
+//! out of turn, before it commits it (`slot::PassedOver`), so that no line
+//! is lost to a thread that stalled in the middle of its copy, and a
+//! caller that writes its own line never returns with it unwritten.
 //! A record in flight is never evicted: a writer that
 //! needs its room lets go of the lock and waits for it (100 ms at most; a
 //! message that would wait longer is dropped and counted), and a replaced
@@ -83,10 +83,10 @@
 //!   these fences order (and ThreadSanitizer finds nothing to report).
 //! - [P1] the outputs' compare-and-swap of a marked record's commit word
 //!   from 0 to `PASSED_OVER` (`View::pass_over`) and [P2] its writer's
-//!   swap of the commit value in (`Slot::commit_marked`): read-modify-writes
-//!   of one word, so exactly one of the two sees the other's. Either the
-//!   walk finds the record committed (and reads it whole, [R7]), or the
-//!   writer finds it passed over and has it printed itself.
+//!   compare-and-swap from 0 to the commit value (`Slot::commit_marked`):
+//!   read-modify-writes of one word, so exactly one of the two succeeds.
+//!   Either the walk finds the record committed (and reads it whole,
+//!   [R7]), or the writer finds it passed over and has it printed itself.
 //! - [W4]/[R4] (`published`): the pointer readers find the ring by, and their
 //!   count, SeqCst on both sides, so a replaced ring is freed only after its
 //!   last reader left. The ring's id is stored after the pointer and loaded
@@ -107,7 +107,8 @@
 //! # Files
 //!
 //! `layout` (the header, offsets, sizes, magic), `record` (the record's
-//! binary form), `checksum` (its hash), `slot` (records in flight), `evict` (room made), `walk`
+//! binary form), `checksum` (its hash), `slot` (records in flight),
+//! `inflight` (those left, and abandoned), `evict` (room made), `walk`
 //! (the walk over the oldest records), `ahead` (that walk done without the
 //! lock),
 //! `sites` (the dictionary), `lock` (a ring file's
@@ -128,6 +129,7 @@ pub mod file;
 pub mod guard;
 pub mod held;
 pub mod image;
+pub mod inflight;
 pub mod layout;
 pub mod lock;
 pub mod marks;

@@ -14,7 +14,6 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::checksum::Mixer;
-use super::reader::Region;
 use super::record::{self, commit_value, pack, HEADER_LEN};
 use super::writer::{Blocked, Ring};
 use crate::priority::Priority;
@@ -158,10 +157,12 @@ impl Slot {
         self.commit();
     }
 
-    /// [`Slot::commit_words`] for a record marked for the outputs: true
+    /// [`Slot::commit_words`] for a record marked for the outputs: Err
     /// when their walk passed it over meanwhile ([`record::PASSED_OVER`]),
-    /// so that its writer has it printed now. (Apart: a record no output
-    /// prints is never passed over, and its commit stays a plain store.)
+    /// the record whole but still in flight, for its writer to have it
+    /// printed before it commits it ([`PassedOver`]). (Apart: a record no
+    /// output prints is never passed over, and its commit stays a plain
+    /// store.)
     #[inline(always)]
     pub fn commit_marked_words(
         mut self,
@@ -169,7 +170,7 @@ impl Slot {
         words: &[u64],
         strings: &[&[u8]],
         fields: &[u8],
-    ) -> bool {
+    ) -> Result<(), PassedOver> {
         self.fill_words(head, words, strings, fields);
         self.commit_marked()
     }
@@ -253,17 +254,57 @@ impl Slot {
     }
 
     /// [`Slot::commit`] for a record the outputs' walk may have passed
-    /// over: true when it did.
+    /// over: Err, the record left in flight, when it did.
     #[inline(always)]
-    fn commit_marked(self) -> bool {
+    fn commit_marked(self) -> Result<(), PassedOver> {
         // SAFETY: as in `commit`.
         let word = unsafe { AtomicU32::from_ptr(self.at.as_ptr().cast::<u32>()) };
-        // [W7] as in `commit`; [P2] the swap: pairs with [P1] in
-        // `View::pass_over`, which either sees the record committed or
-        // left its mark for this swap to read.
-        let was = word.swap(commit_value(self.seq), Ordering::Release);
-        std::mem::forget(self);
-        was == record::PASSED_OVER
+        // [W7] as in `commit`; [P2] the compare-and-swap: pairs with [P1]
+        // in `View::pass_over`, which either sees the record committed or
+        // left its mark for this one to fail on. Only the walk changes the
+        // word meanwhile, and only to its mark.
+        match word.compare_exchange(
+            0,
+            commit_value(self.seq),
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                std::mem::forget(self);
+                Ok(())
+            }
+            Err(_) => Err(PassedOver(self)),
+        }
+    }
+}
+
+/// A record the outputs' walk passed over while its writer was copying it
+/// ([`record::PASSED_OVER`]): whole, and still in flight, so that it is
+/// neither evicted nor its ring unmapped until its writer, holding the
+/// logger's lock (no other thread evicts meanwhile), has had it printed
+/// and commits it. Dropped uncommitted, it is abandoned, as a slot is.
+#[must_use]
+pub struct PassedOver(Slot);
+
+impl PassedOver {
+    pub fn pos(&self) -> u64 {
+        self.0.pos
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.0.seq
+    }
+
+    /// Whether the record lies in `ring`'s data area: which ring, of the
+    /// one in use and those replaced but still mapped, holds it.
+    pub fn is_in(&self, ring: &Ring) -> bool {
+        let data = ring.data_ptr() as usize;
+        (data..data + ring.data_size()).contains(&(self.0.at.as_ptr() as usize))
+    }
+
+    /// Publishes the record for every reader (see [`Slot::commit`]).
+    pub fn commit(self) {
+        self.0.commit()
     }
 }
 
@@ -408,71 +449,6 @@ impl Ring {
         // record alone; the ring is unmapped only once none of its records
         // is in flight (`Ring::copies_in_flight`).
         unsafe { Slot::new(at, len, seq, tail) }
-    }
-
-    /// Whether a record of this ring is in flight (reserved, not committed
-    /// yet): then the ring must stay mapped, its writer still copies into
-    /// it. For a ring that was replaced, which gets no new record: each
-    /// call goes on from the record in flight the last one found, so that
-    /// the ring is walked once in all, however often it is asked.
-    pub fn copies_in_flight(&mut self) -> bool {
-        let from = self.flight_checked;
-        let mut found = None;
-        let end = self.in_flight(from, |_, pos| {
-            found = Some(pos);
-            true
-        });
-        self.flight_checked = found.unwrap_or(end);
-        found.is_some()
-    }
-
-    /// Calls `f` with the offset and position of every record in flight
-    /// from position `from` (or the head, if later) on, oldest first, until
-    /// it returns true; returns where the walk ended.
-    fn in_flight(&self, from: u64, mut f: impl FnMut(usize, u64) -> bool) -> u64 {
-        let size = self.data_size as u64;
-        let h = self.header();
-        let tail = h.tail.load(Ordering::Acquire);
-        let mut pos = h.head.load(Ordering::Relaxed).max(from);
-        // Bounded by the data size: each step is 8 bytes or more.
-        for _ in 0..self.data_size / 8 {
-            if pos >= tail {
-                break;
-            }
-            let off = (pos % size) as usize;
-            let mut word = [0u8; 8];
-            self.view().copy(off, &mut word);
-            let step = match record::pad_len(&word) {
-                Some(pad) => pad,
-                None => {
-                    if record::in_flight(self.commit_at(off)) && f(off, pos) {
-                        return pos;
-                    }
-                    record::peek_len(&word).unwrap_or(0)
-                }
-            };
-            if step == 0 {
-                break;
-            }
-            pos += step as u64;
-        }
-        pos
-    }
-
-    /// In a forked child's copy of a private ring: the records other
-    /// threads of the parent had in flight are never finished here; they
-    /// are marked abandoned, so that the child's writers evict them
-    /// without waiting (readers report them as never committed).
-    pub(super) fn abandon_in_flight(&mut self) {
-        let data = self.data_ptr();
-        self.in_flight(0, |off, _| {
-            // SAFETY: a record's first word in the data area, found by the
-            // walk; this forked child has no other thread, and the walk
-            // reads the length, not this word, to go on.
-            unsafe { AtomicU32::from_ptr(data.add(off).cast()) }
-                .store(record::ABANDONED, Ordering::Release);
-            false
-        });
     }
 }
 
@@ -727,7 +703,16 @@ mod tests {
             ..head(&stuck, entry, 1)
         };
         let stuck_seq = stuck.seq();
-        assert!(stuck.commit_marked_words(&stuck_head, &[9], &[], &[]));
+        let passed = stuck
+            .commit_marked_words(&stuck_head, &[9], &[], &[])
+            .unwrap_err();
+        assert!(passed.is_in(&ring) && passed.seq() == stuck_seq);
+        let seen = entries(&ring);
+        assert!(
+            !seen.iter().any(|e| e.contains("n=9")),
+            "still in flight once passed over: {seen:?}"
+        );
+        passed.commit();
         let seen = entries(&ring);
         assert!(
             seen.contains(&format!("{stuck_seq} n=9")),
@@ -738,7 +723,9 @@ mod tests {
             for_outputs: true,
             ..head(&next, entry, 1)
         };
-        assert!(!next.commit_marked_words(&next_head, &[10], &[], &[]));
+        assert!(next
+            .commit_marked_words(&next_head, &[10], &[], &[])
+            .is_ok());
     }
 
     #[test]
@@ -778,7 +765,11 @@ mod tests {
                         for_outputs: true,
                         ..head(&slot, 0, 0)
                     };
-                    assert!(slot.commit_marked_words(&h, &[], &[], &[]));
+                    let passed = slot.commit_marked_words(&h, &[], &[], &[]).unwrap_err();
+                    // Still in flight until its writer commits it.
+                    assert!(ring.copies_in_flight());
+                    assert_eq!(ring.view().wait_committed_within(0, 0), 0);
+                    passed.commit();
                     copy = ring.view().wait_committed_within(0, 0);
                     assert_eq!(copy, record::commit_value(at));
                 }

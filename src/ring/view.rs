@@ -196,9 +196,9 @@ impl Region for View<'_> {
 
     fn pass_over(&self, off: usize) -> u32 {
         // [R7] Acquire on failure: pairs with [W7] in Slot::commit (a
-        // record committed meanwhile is read whole). [P1] on success:
-        // pairs with [P2] in `Slot::commit_marked`, whose swap reads the
-        // mark whichever of the two comes first.
+        // record committed meanwhile is read whole). [P1]: pairs with
+        // [P2] in `Slot::commit_marked`, a compare-and-swap from 0 too:
+        // whichever comes first, the other fails on it.
         match self.commit_word(off).compare_exchange(
             0,
             record::PASSED_OVER,

@@ -122,7 +122,8 @@ fn a_walk_done_ahead_is_never_taken_by_another_ring() {
 /// another thread filling the ring (by the flight recorder's way and the
 /// general one), a forked child, a resize, another thread's error whose
 /// walk passes the stopped line over (written by its thread as it goes
-/// on), and a crash meanwhile.
+/// on, from the ring it is in, resized or removed meanwhile too), and a
+/// crash meanwhile.
 #[test]
 fn a_record_in_flight_is_waited_for_reported_and_never_overwritten() {
     use std::os::unix::process::ExitStatusExt;
@@ -134,6 +135,8 @@ fn a_record_in_flight_is_waited_for_reported_and_never_overwritten() {
         "fork",
         "resize",
         "passed-over",
+        "passed-over-resize",
+        "passed-over-noring",
     ] {
         let out = run_with(&exe, &[mode], &[]);
         assert_ok(&format!("in_flight {mode}"), &out);

@@ -32,7 +32,7 @@ use crate::priority::Priority;
 use crate::record::MESSAGE_MAX;
 use crate::ring::reader::Region;
 use crate::ring::record::{align8, HEADER_LEN};
-use crate::ring::slot::WordsHead;
+use crate::ring::slot::{PassedOver, WordsHead};
 use crate::ring::{ahead, published, Blocked};
 use crate::sys::cancel;
 use crate::sys::lock::Guard;
@@ -209,15 +209,15 @@ fn record_with<const WAY: u8>(call: &Words, fields: &[u8]) -> Flight {
                 if mark == Mark::RingOnly {
                     slot.commit_words(&head, call.words, call.strings, fields);
                 } else {
-                    let (pos, end, seq) = (slot.pos(), slot.end(), slot.seq());
-                    let passed_over =
-                        slot.commit_marked_words(&head, call.words, call.strings, fields);
-                    if mark == Mark::Written {
-                        write_own(pos, end, seq, passed_over, call.priority);
-                    } else {
-                        if passed_over {
-                            write_passed_over(pos, seq);
-                        }
+                    let end = slot.end();
+                    match slot.commit_marked_words(&head, call.words, call.strings, fields) {
+                        // Passed over by the outputs' walk, which has
+                        // gone on past it: printed now, out of turn.
+                        Err(passed) => print_passed_over(passed, call.priority),
+                        Ok(()) if mark == Mark::Written => write_own(end, call.priority),
+                        Ok(()) => {}
+                    }
+                    if mark != Mark::Written {
                         // Woken once the record is committed: it finds the
                         // line whole.
                         printer::wake(mark == Mark::PrintedUrgently);
@@ -250,37 +250,32 @@ fn record_with<const WAY: u8>(call: &Words, fields: &[u8]) -> Flight {
 }
 
 /// After the lock, for a line its caller writes: the outputs write every
-/// line up to the end of this one (`end`), or, when their walk passed it
-/// over while this thread was copying it, this one alone, out of turn
-/// (the walk has gone on past it). What they had to report is noted
-/// under the lock (a second take, only then). errno is kept: the write
-/// may change it, and the caller's is its own.
+/// line up to the end of this one (`end`). What they had to report is
+/// noted under the lock (a second take, only then). errno is kept: the
+/// write may change it, and the caller's is its own.
 #[inline(never)]
-fn write_own(pos: u64, end: u64, seq: u64, passed_over: bool, priority: Priority) {
+fn write_own(end: u64, priority: Priority) {
     sys::keeping_errno(|| {
         crash::altstack::before_writing(priority == Priority::Error);
-        let said = if passed_over {
-            printer::caller::write_one(pos, Some(seq))
-        } else {
-            printer::caller::write_upto(end)
-        };
+        let said = printer::caller::write_upto(end);
         if !said.is_empty() || printer::caller::handed_off() {
             super::relock(|state| state.after_writing(said));
         }
     })
 }
 
-/// A line vlog's writer thread was to print, passed over by the outputs'
-/// walk while this thread was copying it (stopped for 100 ms in the
-/// middle): printed now, out of turn, by this thread, rather than lost.
+/// A line the outputs' walk passed over while this thread was copying it
+/// (stopped for 100 ms in the middle): printed now, out of turn, under the
+/// logger's lock, from the ring that holds it (replaced meanwhile, maybe),
+/// then committed: until then it is in flight, so neither evicted nor
+/// unmapped. Output I/O under the lock, as for a line printed past a ring
+/// a stopped thread holds: only after such a stop.
 #[cold]
 #[inline(never)]
-fn write_passed_over(pos: u64, seq: u64) {
+fn print_passed_over(passed: PassedOver, priority: Priority) {
     sys::keeping_errno(|| {
-        let said = printer::caller::write_one(pos, Some(seq));
-        if !said.is_empty() || printer::caller::handed_off() {
-            super::relock(|state| state.after_writing(said));
-        }
+        crash::altstack::before_writing(priority == Priority::Error);
+        super::relock(|state| state.print_passed_over(passed));
     })
 }
 

@@ -6,11 +6,12 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::logger::printer;
 use crate::logger::State;
 use crate::priority::Priority;
 use crate::ring::published;
 use crate::ring::sites::Site;
-use crate::ring::slot::Slot;
+use crate::ring::slot::{PassedOver, Slot};
 use crate::ring::Blocked;
 use crate::ring::Ring;
 use crate::site::vlog__site;
@@ -174,6 +175,32 @@ impl State {
             Ok(slot) => Reserved::Slot(slot, entry, Mark::RingOnly),
             Err(at) => Reserved::Blocked(at, printed),
         }
+    }
+}
+
+impl State {
+    /// Under the lock, for a record of this thread's that the outputs'
+    /// walk passed over (see `flight::print_passed_over`): its line
+    /// printed from the ring that holds it, then the record committed.
+    pub(in crate::logger) fn print_passed_over(&mut self, passed: PassedOver) {
+        let (pos, seq) = (passed.pos(), passed.seq());
+        let Some(ring) = self
+            .ring
+            .iter()
+            .chain(&self.retired)
+            .find(|r| passed.is_in(r))
+        else {
+            // A ring is freed only once none of its records is in flight:
+            // never here. Its memory is not touched again.
+            std::mem::forget(passed);
+            return;
+        };
+        passed.commit();
+        let mut printer = printer::lock_of(self.printer);
+        printer.print_at(&ring.view(), pos, Some(seq));
+        let said = printer.take_said();
+        drop(printer);
+        self.note_all(said);
     }
 }
 

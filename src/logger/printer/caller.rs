@@ -244,13 +244,12 @@ pub fn make_room() -> (Vec<Said>, bool) {
 }
 
 /// [`Printer::print_at`] on the current ring, from a thread that does not
-/// hold the logger's lock: the record at `pos`, if its number is `seq`
-/// when one is given.
-pub fn write_one(pos: u64, seq: Option<u64>) -> Vec<Said> {
+/// hold the logger's lock.
+pub fn write_one(pos: u64) -> Vec<Said> {
     let mut printer = lock_for_caller();
     published::read(|view| {
         if let Some(view) = view {
-            printer.print_at(&view, pos, seq);
+            printer.print_at(&view, pos, None);
         }
     });
     // What a slow reader had no room for: sent, waited for with no lock

@@ -78,3 +78,21 @@ impl Lost {
         }
     }
 }
+
+/// A line the outputs' walk passed over (its thread was still copying it)
+/// whose room the ring reused before that thread could print it: said in
+/// every output, which had said it would follow, and counted as lost.
+#[cold]
+pub(super) fn overwritten_passed_over(outputs: &mut Outputs, said: &mut Vec<Said>) {
+    crate::stats::add(&crate::stats::LINES_LOST, 1);
+    let rec = crate::record::Record {
+        time_ns: crate::sys::realtime_ns(),
+        ..crate::record::Record::note(
+            Priority::Warning,
+            b"output",
+            b"a line that was to follow out of turn (its thread was still copying it) was \
+              overwritten in the ring before its thread could have it printed: it is lost",
+        )
+    };
+    outputs.add_to_every(&rec, |event| said.push(event));
+}

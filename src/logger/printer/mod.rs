@@ -46,6 +46,7 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
+mod at;
 pub mod caller;
 mod lost;
 mod sleep;
@@ -54,10 +55,8 @@ use super::context::{self, Contexts};
 use crate::config::context::Context;
 use crate::error::ConfigError;
 use crate::output::{at_crash, Outputs, Said};
-use crate::priority::Priority;
 use crate::ring::published;
 use crate::ring::reader::{self, Cursor, Entry};
-use crate::ring::scan;
 use crate::ring::view::View;
 use crate::sys::bell::Bell;
 use crate::sys::watch::{Waker, Worker};
@@ -277,65 +276,6 @@ impl Printer {
         }
     }
 
-    /// Hands the outputs the record at `pos` (a process sharing a ring
-    /// file prints its own records as it makes them; a line their walk
-    /// passed over is printed by its writer), if its number is `seq`.
-    pub fn print_at(&mut self, view: &View, pos: u64, seq: Option<u64>) {
-        let ours = |rec: &crate::record::Record| seq.is_none_or(|seq| rec.seq == seq);
-        let Printer {
-            outputs,
-            said,
-            contexts,
-            ..
-        } = self;
-        outputs.print_all(|outputs| {
-            // An error's context comes first: the record is read whole
-            // twice only when its header says it is an error.
-            let mut error = false;
-            scan::scan(view, pos, pos + 1, |_, head, _| {
-                error = head.priority == Priority::Error as u8;
-            });
-            let mut due = None;
-            // Read into the contexts' buffers, off the caller's stack.
-            let mut heap = contexts.buffers.take();
-            if error {
-                reader::Buffers::with(heap.as_deref_mut(), |buffers| {
-                    reader::read_with(view, Cursor::at(pos), 1, buffers, false, |entry, _| {
-                        match entry {
-                            Entry::Record(rec) if ours(&rec) => {
-                                due = context::due(contexts, outputs, &rec);
-                            }
-                            _ => {}
-                        }
-                        true
-                    })
-                });
-            }
-            contexts.buffers = heap;
-            match due {
-                Some(due) => {
-                    let mut report = |event: Said| said.push(event);
-                    context::print(contexts, outputs, view, pos, &due, &mut report);
-                }
-                None => contexts.passed(pos),
-            }
-            let mut heap = contexts.buffers.take();
-            reader::Buffers::with(heap.as_deref_mut(), |buffers| {
-                reader::read_with(view, Cursor::at(pos), 1, buffers, false, |entry, _| {
-                    match entry {
-                        Entry::Record(rec) if ours(&rec) => {
-                            outputs.add(&rec, |event| said.push(event));
-                        }
-                        _ => {}
-                    }
-                    true
-                })
-            });
-            contexts.buffers = heap;
-            outputs.flush(|event| said.push(event));
-        });
-    }
-
     /// [`Printer::catch_up`] on the ring readers find now, if this
     /// process's outputs read it.
     pub fn catch_up_published(&mut self, upto: u64) {
@@ -502,6 +442,7 @@ fn run_until_stopped(me: u32, stop: &AtomicBool, report: fn(), failed: fn()) {
 mod tests {
     use super::*;
     use crate::output::spec::parse_list;
+    use crate::priority::Priority;
     use crate::record::Record;
     use crate::ring::Ring;
 
