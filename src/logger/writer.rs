@@ -22,7 +22,7 @@ pub struct Hints {
     /// The lowest priority of a line that an output prints and its caller
     /// writes (an error, a `?sync` output's, any with the writer off): such
     /// a call's lock holder tries that reservation first
-    /// (`State::reserve_written`). Read before the lock, so possibly
+    /// (`State::reserve_marked`). Read before the lock, so possibly
     /// stale; the lock's holder decides (`State::writer_prints`,
     /// `State::caller_writes`), a stale value costs a second take at most.
     /// 0, with `prints_from`, while no record can take the flight

@@ -184,8 +184,8 @@ fn record_with<const WAY: u8>(call: &Words, fields: &[u8]) -> Flight {
             sys::profile::toggle_collect();
             let reserved = match WAY {
                 RING_ONLY => state.reserve_words(call, len),
-                PRINTED => state.reserve_printed(call, len),
-                _ => state.reserve_written(call, len),
+                PRINTED => state.reserve_marked::<false>(call, len),
+                _ => state.reserve_marked::<true>(call, len),
             };
             drop(state);
             #[cfg(all(vlog_lock_profile, target_arch = "x86_64"))]

@@ -106,34 +106,30 @@ impl State {
     }
 
     /// [`State::reserve_words`] for a line an output prints: the same
-    /// record, marked, when vlog's writer thread writes it, no line it has
-    /// not written is in the way and nothing is evicted; the writer thread
-    /// woken.
+    /// record, marked, when vlog's writer thread writes it (`WRITTEN`
+    /// false; the writer thread is woken after the lock) or its caller
+    /// does (an error, a `?sync` output's, any with the writer thread off),
+    /// no line the outputs have not written is in the way and nothing is
+    /// evicted.
     #[inline(always)]
-    pub(super) fn reserve_printed(&mut self, call: &Words, len: usize) -> Reserved {
-        if self.retired.is_empty() && self.writer_prints(call.priority) {
+    pub(super) fn reserve_marked<const WRITTEN: bool>(
+        &mut self,
+        call: &Words,
+        len: usize,
+    ) -> Reserved {
+        let theirs = match WRITTEN {
+            true => self.caller_writes(call.priority),
+            false => self.writer_prints(call.priority),
+        };
+        if self.retired.is_empty() && theirs {
             if let Some(ring) = self.ring.as_mut() {
                 if let Some(entry) = known_entry(ring, call.source, call.site) {
                     if let Some((slot, urgent)) = ring.reserve_marked_in_room(len) {
-                        return Reserved::Slot(slot, entry, Mark::printed(urgent));
-                    }
-                }
-            }
-        }
-        self.reserve_words_making_room(call, len)
-    }
-
-    /// [`State::reserve_words`] for a line its caller writes (an error, a
-    /// `?sync` output's, any with the writer thread off): the same record,
-    /// marked, when this process's outputs read the ring, no line they
-    /// have not written is in the way and nothing is evicted.
-    #[inline(always)]
-    pub(super) fn reserve_written(&mut self, call: &Words, len: usize) -> Reserved {
-        if self.retired.is_empty() && self.caller_writes(call.priority) {
-            if let Some(ring) = self.ring.as_mut() {
-                if let Some(entry) = known_entry(ring, call.source, call.site) {
-                    if let Some((slot, _)) = ring.reserve_marked_in_room(len) {
-                        return Reserved::Slot(slot, entry, Mark::Written);
+                        let mark = match WRITTEN {
+                            true => Mark::Written,
+                            false => Mark::printed(urgent),
+                        };
+                        return Reserved::Slot(slot, entry, mark);
                     }
                 }
             }
