@@ -92,6 +92,7 @@ if wanted lock; then
     section lock "The flight recorder's call: instructions, and under the lock"
     run bench-c/lock.sh
     MODE=vlog-file-burst run bench-c/lock.sh
+    MODE=vlog-sync-burst run bench-c/lock.sh
 fi
 
 if wanted threads; then

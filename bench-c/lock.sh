@@ -12,7 +12,8 @@
 # register cleared, one rotation). The product's code differs from the
 # profiled one only by the marks. MODE=vlog-file-burst measures a line vlog's
 # writer thread prints (a ring that holds the run; "in all" then includes
-# the writer thread's work). Usage, from the repo root after
+# the writer thread's work), MODE=vlog-sync-burst one its caller writes
+# (a `?sync` file, as an error's line is). Usage, from the repo root after
 # `make bench-c/bench`: [MODE=...] bench-c/lock.sh [N]
 set -euo pipefail
 n=${1:-100000}

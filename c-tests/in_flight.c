@@ -19,11 +19,14 @@
  *               and so does the parent
  * crash         the program crashes meanwhile: the dump reports the record
  *               and ends
- * passed-over   the record is an error's, which its caller writes to a file;
- *               another thread's error meanwhile is written after the
- *               outputs waited for the stopped one and passed it over (the
- *               file says one line follows out of turn), and the stopped
- *               thread, let go, writes its line before its call returns
+ * passed-over   the record is a line for a file (vlog's writer thread
+ *               writes it); another thread's error meanwhile, which its
+ *               caller writes, is written after the outputs waited for the
+ *               stopped one and passed it over (the file says one line
+ *               follows out of turn), and the stopped thread, let go,
+ *               writes its line before its call returns (an error's line
+ *               takes the same way: a line copied in the middle of its
+ *               write(2) is too rarely caught to test it so)
  * passed-over-resize, passed-over-noring
  *               the same, the ring resized (or removed) before the stopped
  *               thread goes on: its line is printed from the ring it is in
@@ -41,7 +44,7 @@ VLOG_INIT("test.in_flight");
 
 static char payload[1500];
 static volatile sig_atomic_t log_from_handler, logged;
-static atomic_int stop, copier_errors;
+static atomic_int stop, copier_printed;
 static atomic_long written;
 
 static void log_while_stopped(void)
@@ -58,8 +61,8 @@ static void *copier(void *arg)
 
     (void)arg;
     while (!atomic_load(&stop)) {
-        if (atomic_load(&copier_errors))
-            VLOG_ERROR("copier %ld %s", i, payload);
+        if (atomic_load(&copier_printed))
+            VLOG_INFO("copier %ld %s", i, payload);
         else
             VLOG_DEBUG("copier %ld %s", i, payload);
         atomic_store(&written, ++i);
@@ -156,15 +159,18 @@ int main(int argc, char **argv)
     char *text, path[64], outputs[96];
     int skipped;
 
-    alarm(120);
+    /* A hang's end, not a measurement: under valgrind, whose threads take
+     * turns, the evict mode's waits for the stopped record have taken
+     * from 6 s to over 100 s. */
+    alarm(600);
     CHECK(argc == 2);
     mode = argv[1];
     memset(payload, 'p', sizeof payload - 1);
     CHECK(vlog_set_buffer_size(16 * 1024) == 0);
     snprintf(path, sizeof path, "/tmp/vlog-in-flight-%d.log", (int)getpid());
     if (strncmp(mode, "passed-over", strlen("passed-over")) == 0) {
-        snprintf(outputs, sizeof outputs, "4:file:%s", path);
-        atomic_store(&copier_errors, 1);
+        snprintf(outputs, sizeof outputs, "2:file:%s", path);
+        atomic_store(&copier_printed, 1);
     } else {
         snprintf(outputs, sizeof outputs, "4:stderr");
     }
