@@ -297,9 +297,6 @@ fn walk_ahead() {
     });
 }
 
-/// Waits, without the lock, for the record in flight at `at` to be
-/// committed (see `View::wait_committed_within`); false when it was not within the
-/// wait. Its writer needs no lock to finish it.
 /// The lock, for a thread that has to wait for it: futex(2) may change
 /// errno, which the caller's `%m` and the caller itself still need.
 #[cold]
@@ -308,9 +305,12 @@ fn lock_waiting() -> Guard<'static, State> {
     sys::keeping_errno(lock)
 }
 
-/// A record already waited for in vain is not waited for again (its
-/// writer is stopped for long): each call that needs its room is dropped
-/// at once until it is committed.
+/// Waits, without the lock, for the record in flight at `at` to be
+/// committed (see `View::wait_committed_within`); false when it was not
+/// within the wait. Its writer needs no lock to finish it. A record
+/// already waited for in vain is not waited for again (its writer is
+/// stopped for long): each call that needs its room is dropped at once
+/// until it is committed.
 #[cold]
 #[inline(never)]
 pub fn wait_for(at: Blocked) -> bool {
