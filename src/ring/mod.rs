@@ -35,8 +35,9 @@
 //! waits for a record in flight only when its mark says it is theirs,
 //! and passes over one still in flight after the wait
 //! (`Damage::Unfinished`), marking it so (`record::PASSED_OVER`): its
-//! writer finds the mark as it commits, and has the outputs print it,
-//! out of turn, before it commits it (`slot::PassedOver`), so that no line
+//! writer finds the mark as it commits, and under the logger's lock
+//! commits it and has the outputs print it, out of turn
+//! (`slot::PassedOver`), so that no line
 //! is lost to a thread that stalled in the middle of its copy, and a
 //! caller that writes its own line never returns with it unwritten.
 //! A record in flight is never evicted: a writer that

@@ -159,8 +159,8 @@ impl Slot {
 
     /// [`Slot::commit_words`] for a record marked for the outputs: Err
     /// when their walk passed it over meanwhile ([`record::PASSED_OVER`]),
-    /// the record whole but still in flight, for its writer to have it
-    /// printed before it commits it ([`PassedOver`]). (Apart: a record no
+    /// the record whole but still in flight, for its writer to commit and
+    /// have printed while it holds the logger's lock ([`PassedOver`]). (Apart: a record no
     /// output prints is never passed over, and its commit stays a plain
     /// store.)
     #[inline(always)]
@@ -280,9 +280,10 @@ impl Slot {
 
 /// A record the outputs' walk passed over while its writer was copying it
 /// ([`record::PASSED_OVER`]): whole, and still in flight, so that it is
-/// neither evicted nor its ring unmapped until its writer, holding the
-/// logger's lock (no other thread evicts meanwhile), has had it printed
-/// and commits it. Dropped uncommitted, it is abandoned, as a slot is.
+/// neither evicted nor its ring unmapped until its writer holds the
+/// logger's lock (under which alone records are evicted and rings
+/// unmapped), then commits it and has it printed before letting go.
+/// Dropped uncommitted, it is abandoned, as a slot is.
 #[must_use]
 pub struct PassedOver(Slot);
 

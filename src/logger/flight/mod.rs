@@ -265,10 +265,11 @@ fn write_own(end: u64, priority: Priority) {
 }
 
 /// A line the outputs' walk passed over while this thread was copying it
-/// (stopped for 100 ms in the middle): printed now, out of turn, under the
-/// logger's lock, from the ring that holds it (replaced meanwhile, maybe),
-/// then committed: until then it is in flight, so neither evicted nor
-/// unmapped. Output I/O under the lock, as for a line printed past a ring
+/// (stopped for 100 ms in the middle): committed and printed now, out of
+/// turn, under the logger's lock, from the ring that holds it (replaced
+/// meanwhile, maybe): in flight until the lock is taken, so neither
+/// evicted nor unmapped, and under the lock no other thread evicts or
+/// unmaps. Output I/O under the lock, as for a line printed past a ring
 /// a stopped thread holds: only after such a stop.
 #[cold]
 #[inline(never)]

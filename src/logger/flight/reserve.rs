@@ -176,8 +176,9 @@ impl State {
 
 impl State {
     /// Under the lock, for a record of this thread's that the outputs'
-    /// walk passed over (see `flight::print_passed_over`): its line
-    /// printed from the ring that holds it, then the record committed.
+    /// walk passed over (see `flight::print_passed_over`): the record
+    /// committed (no other thread evicts while the lock is held), then its
+    /// line printed from the ring that holds it.
     pub(in crate::logger) fn print_passed_over(&mut self, passed: PassedOver) {
         let (pos, seq) = (passed.pos(), passed.seq());
         let Some(ring) = self

@@ -87,8 +87,8 @@ pub const ABANDONED: u32 = 2;
 /// The commit word of a record marked for the outputs that their walk
 /// passed over while its thread was still copying it (after waiting for
 /// it, `Region::pass_over`): its writer learns of it as it commits
-/// (`Slot::commit_marked`) and has the outputs print it, out of turn,
-/// before it commits it.
+/// (`Slot::commit_marked`), and under the logger's lock commits it and has
+/// the outputs print it, out of turn.
 /// Even, so never a commit value; until the commit, in flight as 0 is.
 pub const PASSED_OVER: u32 = 4;
 
