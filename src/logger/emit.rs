@@ -897,7 +897,7 @@ mod tests {
     /// than the outputs wait for it, is passed over by their walk (which
     /// says so in the output) and marked so in the ring: its thread finds
     /// the mark as it commits and has it printed then, out of turn, not
-    /// lost (`flight::write_own`, `ring::record::PASSED_OVER`).
+    /// lost (`flight::print_passed_over`, `ring::record::PASSED_OVER`).
     #[test]
     fn a_line_passed_over_while_its_thread_copies_it_is_printed_as_it_commits() {
         use crate::ring::record::{align8, HEADER_LEN};

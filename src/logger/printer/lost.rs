@@ -80,8 +80,10 @@ impl Lost {
 }
 
 /// A line the outputs' walk passed over (its thread was still copying it)
-/// whose room the ring reused before that thread could print it: said in
-/// every output, which had said it would follow, and counted as lost.
+/// that is not where its thread left it when printed. The logger's lock,
+/// held from the record's commit to its print, rules that out; were it
+/// ever broken, the outputs say the line is lost (they had said it would
+/// follow) and count it, rather than print another record in its place.
 #[cold]
 pub(super) fn overwritten_passed_over(outputs: &mut Outputs, said: &mut Vec<Said>) {
     crate::stats::add(&crate::stats::LINES_LOST, 1);
