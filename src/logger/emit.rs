@@ -515,6 +515,19 @@ mod tests {
         s
     }
 
+    /// [`quiet_state`] with one output, a new file of the test's `name`
+    /// printing from `priority` (libvirt's number), and the level at
+    /// debug; the file's path.
+    fn state_with_file(name: &str, priority: u8) -> (State, std::path::PathBuf) {
+        let mut s = quiet_state();
+        let path = std::env::temp_dir().join(format!("vlog-{name}-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        s.set_outputs(&format!("{priority}:file:{}", path.display()))
+            .unwrap();
+        s.set_level(Priority::Debug);
+        (s, path)
+    }
+
     /// What `run` does after a call, for a logger of a test's own.
     fn settle(s: &mut State, next: Next) -> Outcome {
         match next {
@@ -749,12 +762,7 @@ mod tests {
 
     #[test]
     fn deferred_message_is_rendered_for_outputs_and_kept_raw_otherwise() {
-        let mut s = quiet_state();
-        let path = std::env::temp_dir().join(format!("vlog-deferred-{}.log", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        s.set_outputs(&format!("2:file:{}", path.display()))
-            .unwrap();
-        s.set_level(Priority::Debug);
+        let (mut s, path) = state_with_file("deferred", 2);
         let src = source(c"deferred.out");
         let site = LiveSite::leaked(src, b"n=%d x=%.2f");
         let args = [Captured::Signed(42), Captured::Double(0.5)];
@@ -797,11 +805,7 @@ mod tests {
     /// marker).
     #[test]
     fn formats_without_arguments_print_as_rendered() {
-        let mut s = quiet_state();
-        let path = std::env::temp_dir().join(format!("vlog-plain-{}.log", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        s.set_outputs(&format!("2:file:{}", path.display()))
-            .unwrap();
+        let (mut s, path) = state_with_file("plain", 2);
         let src = source(c"plain.out");
         let long = "y".repeat(MESSAGE_MAX + 1);
         for format in [&b"as it is"[..], b"100%% sure", b"", long.as_bytes()] {
@@ -848,12 +852,7 @@ mod tests {
     /// caller, counted).
     #[test]
     fn a_line_whose_room_a_stopped_thread_holds_is_printed_past_the_ring() {
-        let mut s = quiet_state();
-        let path = std::env::temp_dir().join(format!("vlog-stalled-{}.log", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        s.set_outputs(&format!("2:file:{}", path.display()))
-            .unwrap();
-        s.set_level(Priority::Debug);
+        let (mut s, path) = state_with_file("stalled", 2);
         let src = source(c"stalled");
         let stuck = s
             .ring
@@ -902,12 +901,7 @@ mod tests {
     fn a_line_passed_over_while_its_thread_copies_it_is_printed_as_it_commits() {
         use crate::ring::record::{align8, HEADER_LEN};
         use crate::ring::slot::WordsHead;
-        let mut s = quiet_state();
-        let path = std::env::temp_dir().join(format!("vlog-passed-{}.log", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        s.set_outputs(&format!("2:file:{}", path.display()))
-            .unwrap();
-        s.set_level(Priority::Debug);
+        let (mut s, path) = state_with_file("passed", 2);
         let src = source(c"passed");
         let site = LiveSite::leaked(src, b"n=%d");
         let ring = s.ring.as_mut().unwrap();
@@ -969,13 +963,8 @@ mod tests {
 
     #[test]
     fn file_output_gets_lines_at_its_priority() {
-        let mut s = quiet_state();
-        let path = std::env::temp_dir().join(format!("vlog-logger-{}.log", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        s.set_outputs(&format!("3:file:{}", path.display()))
-            .unwrap();
+        let (mut s, path) = state_with_file("logger", 3);
         let src = source(c"file.test");
-        s.set_level(Priority::Debug);
         log(&mut s, src, Priority::Info, "info line");
         log(&mut s, src, Priority::Error, "error\nline");
         let text = std::fs::read_to_string(&path).unwrap();
