@@ -247,10 +247,10 @@ impl vlog__site {
         };
         let admitted = match kind {
             VLOG__LIMIT_ONCE => self.window.fetch_add(1, Ordering::Relaxed) == 0,
-            VLOG__LIMIT_EVERY_N => self
-                .window
-                .fetch_add(1, Ordering::Relaxed)
-                .is_multiple_of(u64::from(count.max(1))),
+            VLOG__LIMIT_EVERY_N => {
+                let n = self.window.fetch_add(1, Ordering::Relaxed);
+                n % u64::from(count.max(1)) == 0
+            }
             VLOG__LIMIT_RATE => self.within_rate(count.min(BURST_MAX), seconds, now_ms()),
             _ => true,
         };

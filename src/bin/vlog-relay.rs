@@ -20,8 +20,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use vlog::internal::{
-    from_env, parse_priority, put_for_terminal, render_line, set_filters, shutdown, signal, start,
-    walk_this_ring, Clock, Entry, Field, Notes, Priority, Relay, Tool, Value, Watch, TAIL_MAX,
+    child_pipe, from_env, parse_priority, put_for_terminal, render_line, set_filters, shutdown,
+    signal, start, walk_this_ring, Clock, Entry, Field, Notes, Priority, Relay, Tool, Value, Watch,
+    TAIL_MAX,
 };
 
 const TOOL: Tool = Tool {
@@ -209,7 +210,7 @@ fn supervise(
     }
     for (i, relay) in relayed.relays.iter().enumerate() {
         let (reader, writer) =
-            io::pipe().map_err(|e| failed(format!("cannot make a pipe: {e}")))?;
+            child_pipe().map_err(|e| failed(format!("cannot make a pipe: {e}")))?;
         let watch = Watch::start(Arc::clone(relay), reader.as_raw_fd())
             .map_err(|e| failed(format!("cannot start a reading thread: {e}")))?;
         relayed.watches.push(watch);

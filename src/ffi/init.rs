@@ -12,8 +12,11 @@ use crate::source::vlog_source;
 
 /// The library's version: major, minor, patch (the header's
 /// `VLOG_VERSION_*`; `vlog_version()` gives the library's).
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG_VERSION_MAJOR: c_uint = 0;
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG_VERSION_MINOR: c_uint = 1;
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG_VERSION_PATCH: c_uint = 0;
 
 /// The layout of the structures the macros compile into programs
@@ -26,6 +29,7 @@ pub const VLOG_VERSION_PATCH: c_uint = 0;
 /// the macros' machinery is named `vlog__`.
 pub const VLOG_ABI_VERSION: c_uint = 4;
 
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 const fn parse(s: &str) -> c_uint {
     let b = s.as_bytes();
     let mut n = 0;

@@ -54,6 +54,7 @@ pub struct vlog_relay_stats {
 }
 
 /// How many of a child's last bytes `vlog_relay_tail` can give back.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG_RELAY_TAIL_MAX: usize = 4096;
 const _: () = assert!(VLOG_RELAY_TAIL_MAX == relay::TAIL_MAX);
 

@@ -54,22 +54,31 @@ pub const VLOG__CLASS_DOUBLE: u64 = 2;
 pub const VLOG__CLASS_POINTER: u64 = 3;
 
 /// Internal: how an argument is fetched with va_arg: `int`.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG__ARG_INT: u8 = 1;
 /// `unsigned int`.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG__ARG_UINT: u8 = 2;
 /// `long` (also `long long`, `intmax_t`, `ssize_t`, `ptrdiff_t`: all 64 bits).
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG__ARG_LONG: u8 = 3;
 /// `unsigned long` (also `unsigned long long`, `uintmax_t`, `size_t`).
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG__ARG_ULONG: u8 = 4;
 /// `double`.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG__ARG_DOUBLE: u8 = 5;
 /// `const char *`, copied by value (NULL allowed).
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG__ARG_STRING: u8 = 6;
 /// `void *`.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG__ARG_POINTER: u8 = 7;
 /// `%m`: nothing is fetched; pass strerror(errno) as it was at the call.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG__ARG_ERRNO: u8 = 8;
 /// `int`: a `*` width or precision.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG__ARG_COUNT: u8 = 9;
 
 /// Internal, for the macros: analyses `fmt` for call site `site` and

@@ -13,15 +13,20 @@ use crate::source::{vlog_source, Live};
 use crate::sys::keeping_errno;
 
 /// Debug messages: the most verbose priority.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG_PRIO_DEBUG: c_int = 1;
 /// Informational messages.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG_PRIO_INFO: c_int = 2;
 /// Warnings: the default level.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG_PRIO_WARN: c_int = 3;
 /// Errors: the least verbose priority.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG_PRIO_ERROR: c_int = 4;
 /// The longest message kept whole, in bytes. Longer messages are cut to this
 /// length, ending with ` [truncated: N bytes]` where N is the full length.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG_MESSAGE_MAX: usize = 8192;
 const _: () = assert!(VLOG_MESSAGE_MAX == crate::record::MESSAGE_MAX);
 // The numbers C passes are the core's priorities.

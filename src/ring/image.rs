@@ -169,8 +169,8 @@ impl<'a> Image<'a> {
         if tail < head
             || tail - head > size
             || tail > POSITION_MAX
-            || !head.is_multiple_of(8)
-            || !tail.is_multiple_of(8)
+            || head % 8 != 0
+            || tail % 8 != 0
         {
             return Err(ImageError::Malformed("head and tail"));
         }
@@ -221,7 +221,7 @@ impl<'a> Image<'a> {
         let header_space = u32_at(offset::HEADER_SPACE) as u64;
         if header_space < header_end as u64
             || header_space > HEADER_SPACE_MAX
-            || !header_space.is_multiple_of(8)
+            || header_space % 8 != 0
         {
             return Err(ImageError::Malformed("header size"));
         }
@@ -237,7 +237,7 @@ impl<'a> Image<'a> {
             return Err(ImageError::Malformed("record header size"));
         }
         let size = u64_at(offset::DATA_SIZE);
-        if size < MIN_SIZE as u64 || size > MAX_SIZE as u64 || !size.is_multiple_of(8) {
+        if size < MIN_SIZE as u64 || size > MAX_SIZE as u64 || size % 8 != 0 {
             return Err(ImageError::Malformed("data size"));
         }
         Ok(Shape {

@@ -109,6 +109,7 @@ impl Header {
 pub mod offset {
     use super::*;
 
+    #[allow(dead_code)] // read only by a const assert below (see lib.rs)
     pub const MAGIC: usize = offset_of!(Header, magic);
     pub const VERSION: usize = offset_of!(Header, version);
     pub const HEADER_SPACE: usize = offset_of!(Header, header_space);
@@ -124,6 +125,7 @@ pub mod offset {
     pub const DICT_USED: usize = offset_of!(Header, dict_used);
     /// Where a version 2 header ends.
     pub const PRINTED: usize = offset_of!(Header, printed);
+    #[allow(dead_code)] // read only by a const assert below (see lib.rs)
     pub const MARKED_END: usize = offset_of!(Header, marked_end);
     pub const END: usize = std::mem::size_of::<Header>();
 

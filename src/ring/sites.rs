@@ -92,13 +92,11 @@ impl<'a> Site<'a> {
     /// `checksum` (see `Region::whole`: an entry this process published in
     /// its own memory, which is never written again, is the one it wrote).
     pub fn decode_checking(dict: &'a [u8], off: usize, checksum: bool) -> Option<Site<'a>> {
-        if !off.is_multiple_of(8) || off.checked_add(ENTRY_HEADER_LEN)? > dict.len() {
+        if off % 8 != 0 || off.checked_add(ENTRY_HEADER_LEN)? > dict.len() {
             return None;
         }
         let len = u32_at(dict, off) as usize;
-        if !(ENTRY_HEADER_LEN..=ENTRY_MAX).contains(&len)
-            || !len.is_multiple_of(8)
-            || off + len > dict.len()
+        if !(ENTRY_HEADER_LEN..=ENTRY_MAX).contains(&len) || len % 8 != 0 || off + len > dict.len()
         {
             return None;
         }

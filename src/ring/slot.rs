@@ -108,7 +108,7 @@ impl Slot {
     /// other writer touches them and the ring stays mapped until the
     /// record is committed (or, if it never is, forever).
     pub(super) unsafe fn new(at: NonNull<u8>, len: usize, seq: u64, pos: u64) -> Slot {
-        debug_assert!(len >= HEADER_LEN && len.is_multiple_of(8));
+        debug_assert!(len >= HEADER_LEN && len % 8 == 0);
         Slot { at, len, seq, pos }
     }
 
@@ -129,7 +129,7 @@ impl Slot {
     /// Writes the 64-bit word `w` at byte `off` of the record.
     #[inline(always)]
     fn put(&mut self, off: usize, w: u64) {
-        debug_assert!(off + 8 <= self.len && off.is_multiple_of(8));
+        debug_assert!(off + 8 <= self.len && off % 8 == 0);
         // SAFETY: in bounds (callers write inside `len`) and aligned; the
         // bytes are this writer's alone (`new`). Readers may copy them at
         // the same time (atomically, `View::copy`); they trust nothing
@@ -329,7 +329,7 @@ impl Ring {
     /// `marked`: for the outputs, which wait for it (see `slot_at`).
     #[inline(always)]
     pub fn reserve_slot(&mut self, len: usize, marked: bool) -> Result<Slot, Blocked> {
-        debug_assert!(!self.shared && len.is_multiple_of(8));
+        debug_assert!(!self.shared && len % 8 == 0);
         let (tail, off) = self.reserve(len)?;
         Ok(self.slot_at(tail, off, len, marked))
     }
@@ -370,7 +370,7 @@ impl Ring {
     /// there without evicting (a ring file's `room_end` is 0: never).
     #[inline(always)]
     fn in_room(&self, len: usize) -> Option<(u64, usize)> {
-        debug_assert!(len.is_multiple_of(8));
+        debug_assert!(len % 8 == 0);
         let tail = self.header().tail.load(Ordering::Relaxed);
         let off = self.tail_off;
         (off + len <= self.data_size && tail + len as u64 <= self.room_end).then_some((tail, off))

@@ -106,7 +106,7 @@ impl View<'_> {
     /// The commit word of the record at data offset `off`, which its
     /// writer stores atomically.
     fn commit_word(&self, off: usize) -> &AtomicU32 {
-        assert!(off.is_multiple_of(8) && off + 8 <= self.header.data_size as usize);
+        assert!(off % 8 == 0 && off + 8 <= self.header.data_size as usize);
         // SAFETY: a record's first word inside the data area (asserted),
         // 4-aligned, mapped as long as the view.
         unsafe { AtomicU32::from_ptr(self.data.add(off).cast::<u32>().cast_mut()) }
@@ -211,7 +211,7 @@ impl Region for View<'_> {
     }
 
     fn copy(&self, off: usize, dst: &mut [u8]) {
-        assert!(off.is_multiple_of(8) && dst.len().is_multiple_of(8));
+        assert!(off % 8 == 0 && dst.len() % 8 == 0);
         assert!(off + dst.len() <= self.header.data_size as usize);
         for (i, chunk) in dst.chunks_exact_mut(8).enumerate() {
             // SAFETY: in bounds and aligned (asserted above). An atomic

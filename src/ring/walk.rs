@@ -84,7 +84,7 @@ pub(super) unsafe fn walk(data: *const u8, data_size: usize, mut head: u64, end:
             // A record or a pad: 8 bytes or more, a multiple of 8, within
             // the data area (checked once the stretch ends: a length past it
             // ends the stretch).
-            if len == 0 || !len.is_multiple_of(8) {
+            if len == 0 || len % 8 != 0 {
                 off = data_size + 1;
                 break;
             }

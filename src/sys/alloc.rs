@@ -197,7 +197,7 @@ mod tests {
         let a = RESERVE_POOL.alloc(layout);
         let b = RESERVE_POOL.alloc(layout);
         assert!(!a.is_null() && !b.is_null() && a != b, "{a:?}");
-        assert!(RESERVE_POOL.contains(a) && (a as usize).is_multiple_of(BLOCK));
+        assert!(RESERVE_POOL.contains(a) && (a as usize) % BLOCK == 0);
         RESERVE_POOL.free(a, layout);
         assert_eq!(RESERVE_POOL.alloc(layout), a, "a freed run is used again");
         let huge = Layout::from_size_align(RESERVE + 1, 8).unwrap();

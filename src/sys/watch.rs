@@ -5,11 +5,26 @@
 
 use std::ffi::c_int;
 use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use super::bell::Bell;
 use super::fd::Fd;
+
+/// A pipe for a child's standard output or error, as `std::io::pipe` (Rust
+/// 1.87, newer than the oldest Rust vlog builds with) makes one: both ends
+/// close-on-exec (the child's end becomes its descriptor 1 or 2 by dup2,
+/// which clears the flag) and blocking.
+pub fn child_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut ends = [0 as c_int; 2];
+    // SAFETY: `ends` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded: both are new descriptors that nothing else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) })
+}
 
 /// A pipe that wakes a waiting thread: both ends vlog's, close-on-exec,
 /// never 0, 1 or 2, the read end non-blocking.

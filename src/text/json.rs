@@ -279,7 +279,7 @@ mod tests {
                     state ^= state >> 7;
                     state ^= state << 17;
                     // Mostly plain letters, so long runs take the fast path.
-                    if state.is_multiple_of(4) {
+                    if state % 4 == 0 {
                         alphabet[(state >> 8) as usize % alphabet.len()]
                     } else {
                         b'a' + (state >> 16) as u8 % 26

@@ -350,7 +350,7 @@ mod tests {
                     state ^= state << 13;
                     state ^= state >> 7;
                     state ^= state << 17;
-                    if state.is_multiple_of(3) {
+                    if state % 3 == 0 {
                         alphabet[(state >> 8) as usize % alphabet.len()]
                     } else {
                         b'a' + (state >> 16) as u8 % 26

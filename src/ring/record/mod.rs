@@ -462,7 +462,7 @@ pub fn peek_len(header: &[u8]) -> Option<usize> {
 #[inline(always)]
 pub fn valid_len(len: u32) -> Option<usize> {
     let len = len as usize;
-    ((HEADER_LEN..=RECORD_MAX).contains(&len) && len.is_multiple_of(8)).then_some(len)
+    ((HEADER_LEN..=RECORD_MAX).contains(&len) && len % 8 == 0).then_some(len)
 }
 
 /// The pad's length, if `word` (a record slot's first 8 bytes) is a pad.
