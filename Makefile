@@ -11,14 +11,18 @@ STATIC_LIB = target/release/libvlog.a
 
 all: lib
 
-# libvlog.so.0, the name programs linked with -lvlog look for at run time
-# (the soname), beside cargo's libvlog.so; and libvlog-syslog.so, the
-# library a daemon that logs with syslog(3) is started with (LD_PRELOAD).
+# libvlog.so.0 (the soname, the name programs linked with -lvlog look for
+# at run time), linked from the static library with versioned symbols
+# (link/libvlog.sh), and libvlog.so pointing to it; and libvlog-syslog.so,
+# the library a daemon that logs with syslog(3) is started with
+# (LD_PRELOAD).
+SHARED_LIB = target/release/libvlog.so.0
 PRELOAD_LIB = target/release/libvlog-syslog.so
 
 lib:
 	$(CARGO) build --release
-	ln -sf libvlog.so target/release/libvlog.so.0
+	CC="$(CC)" link/libvlog.sh $(STATIC_LIB) $(SHARED_LIB)
+	ln -sf libvlog.so.0 target/release/libvlog.so
 	CC="$(CC)" preload/build.sh $(STATIC_LIB) $(PRELOAD_LIB)
 
 examples/daemon: lib examples/daemon.c examples/net.c examples/disk.c examples/daemon.h include/vlog.h include/vlog_gen.h
@@ -307,7 +311,7 @@ install: built
 	install -d $(INSTALL_DIRS) && \
 	{ cat $(MADE_DIRS) 2>/dev/null; for d in $$made; do echo "$$d"; done; } | sort -u > $(MADE_DIRS).new && \
 	mv $(MADE_DIRS).new $(MADE_DIRS)
-	install -m 0755 target/release/libvlog.so $(LIBDIR)/libvlog.so.0
+	install -m 0755 $(SHARED_LIB) $(LIBDIR)/libvlog.so.0
 	ln -sf libvlog.so.0 $(LIBDIR)/libvlog.so
 	install -m 0644 $(STATIC_LIB) $(LIBDIR)/libvlog.a
 	install -m 0755 $(PRELOAD_LIB) $(LIBDIR)/libvlog-syslog.so

@@ -17,16 +17,41 @@ pub(crate) fn work() -> &'static Path {
         let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c-tests");
         let lib = work.join("lib");
         std::fs::create_dir_all(&lib).unwrap();
-        // cargo test builds the staticlib and cdylib beside this test binary.
+        // cargo test builds the static library beside this test binary; the
+        // shared one is linked from it as `make` links it (versioned
+        // symbols), so the programs load what `make install` installs.
         let built = std::env::current_exe().unwrap();
         let deps = built.parent().unwrap();
-        std::fs::copy(deps.join("libvlog.a"), lib.join("libvlog.a")).unwrap();
-        std::fs::copy(deps.join("libvlog.so"), lib.join("libvlog.so.0")).unwrap();
+        std::fs::copy(static_lib(deps), lib.join("libvlog.a")).unwrap();
+        let mut link = Command::new(root().join("link/libvlog.sh"));
+        link.arg(lib.join("libvlog.a"))
+            .arg(lib.join("libvlog.so.0"))
+            .env("CC", cc());
+        run_compiler(link);
         let link = lib.join("libvlog.so");
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink("libvlog.so.0", &link).unwrap();
         work
     })
+}
+
+/// The static library this run built, in `deps`: cargo names it
+/// `libvlog-HASH.a`, a hash per configuration (`cargo build` and `cargo
+/// test` may each have one). The newest is this run's sources: cargo
+/// rebuilds the library whenever a source is newer than it.
+fn static_lib(deps: &Path) -> PathBuf {
+    let built = |e: &std::fs::DirEntry| e.metadata().and_then(|m| m.modified()).ok();
+    std::fs::read_dir(deps)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("libvlog-") && name.ends_with(".a")
+        })
+        .max_by_key(built)
+        .map(|e| e.path())
+        .unwrap_or_else(|| panic!("no libvlog-*.a in {deps:?}: the crate's staticlib"))
 }
 
 /// The tool the C programs run under (`VLOGTEST_TOOL`; `.ci/run` sets

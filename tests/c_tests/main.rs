@@ -19,6 +19,7 @@
 //! | `real_daemons` | journald and rsyslogd, started by the test |
 //! | `context` | an error's context: the records before it its output did not print, marked, bounded, never twice; in files, JSON, journald and fluent |
 //! | `writer` | vlog's writer thread: every line written, in order, at exit, at a crash, across fork, with a ring too small; after SIGKILL the ring file lists the rest |
+//! | `symbols` | libvlog.so.0 exports the header's names and ABI 3's, each under its version node, and nothing else; a program records the version it needs |
 //! | `sites` | call sites: rate limits, once and every N, switched on by function, file and line at run time, the catalog, message ids |
 //! | `authority` | nothing outside the daemon's user makes vlog open, write, wait or say more than it should: planted files, devices, a log group on the control socket, resolvers that never answer, hostile servers for vlog-ctl, fields that speak for someone else |
 //!
@@ -45,5 +46,6 @@ mod real_daemons;
 mod relay;
 mod ring_file;
 mod sites;
+mod symbols;
 mod threads;
 mod writer;
