@@ -83,15 +83,28 @@ impl Priority {
         }
     }
 
+    /// vlog's names, and syslog's severity names as syslog.conf(5),
+    /// logger(1) and `journalctl -p` spell them (lower case), each read as
+    /// the vlog priority of vlog(7)'s table: notice is info; err, crit,
+    /// alert and emerg (and its old name panic) are error. Numbers stay
+    /// vlog's (1-4): syslog's 0-7 run the other way, and the same digit
+    /// would mean two priorities.
     fn from_name(s: &str) -> Option<Priority> {
         Some(match s {
             "debug" => Priority::Debug,
             "info" => Priority::Info,
             "warn" | "warning" => Priority::Warning,
             "error" => Priority::Error,
-            _ => return None,
+            _ => {
+                let severity = SEVERITY_NAMES.iter().find(|n| n.0 == s)?.1;
+                Priority::from_syslog_severity(severity)
+            }
         })
     }
+
+    /// What a priority field takes, for the error messages that refuse one.
+    pub const ACCEPTED: &'static str =
+        "1-4, or debug, info (notice), warning (warn), error (err, crit, alert, emerg)";
 
     /// `VLOG_LEVEL` and `vlog_set_level` by name: exactly `1`..`4` or a name,
     /// case-sensitive, as libvirt's `LIBVIRT_DEBUG` (which has no `warn`).
@@ -122,6 +135,21 @@ impl Priority {
         Priority::from_number(digits.parse::<u64>().ok()?)
     }
 }
+
+/// syslog's severity names, as glibc's <syslog.h> (`prioritynames`),
+/// syslog.conf(5) and `journalctl -p` spell them, by their number; `panic`
+/// is emerg's old name. vlog reads each as `from_syslog_severity` maps it.
+const SEVERITY_NAMES: [(&str, u8); 9] = [
+    ("emerg", 0),
+    ("panic", 0),
+    ("alert", 1),
+    ("crit", 2),
+    ("err", 3),
+    ("warning", 4),
+    ("notice", 5),
+    ("info", 6),
+    ("debug", 7),
+];
 
 /// syslog's facility names as glibc's <syslog.h> spells them (and
 /// syslog.conf(5), logger(1), rsyslog after it), by their code: the PRI is
@@ -180,6 +208,40 @@ impl fmt::Display for Priority {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn syslogs_severity_names_are_read_as_their_severity_maps() {
+        use Priority::*;
+        for (name, want) in [
+            ("emerg", Error),
+            ("panic", Error),
+            ("alert", Error),
+            ("crit", Error),
+            ("err", Error),
+            ("warning", Warning),
+            ("notice", Info),
+            ("info", Info),
+            ("debug", Debug),
+        ] {
+            assert_eq!(Priority::parse_field(name), Some(want), "{name}");
+            assert_eq!(Priority::parse_level(name), Some(want), "{name}");
+        }
+        // What vlog writes as a severity, read back by name, is the same
+        // priority: the mapping goes both ways.
+        for p in Priority::ALL {
+            let n = SEVERITY_NAMES
+                .iter()
+                .find(|n| n.1 == p.syslog_severity())
+                .unwrap();
+            assert_eq!(Priority::parse_field(n.0), Some(p), "{}", n.0);
+        }
+        // syslog's numbers are not vlog's: 0 and 5-7 are refused, never
+        // read as syslog's emerg or notice.
+        for bad in ["none", "ERR", "Notice", "emergency", "0", "5", "7", "crit "] {
+            assert_eq!(Priority::parse_field(bad), None, "{bad:?}");
+            assert_eq!(Priority::parse_level(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn field_follows_strtoul_rules() {

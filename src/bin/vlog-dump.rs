@@ -57,7 +57,7 @@ be read or holds no ring; 2 for a usage error; 3 when records were skipped
 #[derive(Parser)]
 #[command(name = "vlog-dump", version, override_usage = TOOL.usage, after_help = AFTER_HELP)]
 struct Options {
-    /// Only records of at least PRIO: 1-4, or debug, info, warning, error
+    /// Only records of at least PRIO: 1-4, or a name (vlog's or syslog's)
     #[arg(short, long, value_name = "PRIO", value_parser = parse_priority)]
     priority: Option<Priority>,
     /// Only sources MATCH selects, as in VLOG_FILTERS: a substring with *

@@ -101,8 +101,8 @@ impl Filter {
             "off" => Wanted::Off,
             _ => Wanted::From(Priority::parse_field(prio).ok_or_else(|| {
                 ConfigError::new(format!(
-                    "invalid priority '{prio}' in filter '{token}': use 1-4 or debug, info, \
-                     warning, error, or off"
+                    "invalid priority '{prio}' in filter '{token}': use {}, or off",
+                    Priority::ACCEPTED
                 ))
             })?),
         };

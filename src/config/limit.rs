@@ -33,7 +33,7 @@ impl RateLimit {
         let (from, rest) = match s.split_once(':') {
             Some((prio, rest)) => (
                 Priority::parse_field(prio)
-                    .ok_or_else(|| bad("the priority is not 1-4, debug, info, warning or error"))?,
+                    .ok_or_else(|| bad(&format!("the priority is not {}", Priority::ACCEPTED)))?,
                 rest,
             ),
             None => (Priority::Debug, s),

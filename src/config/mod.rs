@@ -36,11 +36,8 @@ pub fn parse_size(s: &str) -> Result<usize, ConfigError> {
 /// Parses `VLOG_LEVEL` (and the control socket's `level`): exact `1`..`4`
 /// or a name.
 pub fn parse_level(s: &str) -> Result<Priority, ConfigError> {
-    Priority::parse_level(s).ok_or_else(|| {
-        ConfigError::new(format!(
-            "invalid level '{s}': use 1-4 or debug, info, warning, error"
-        ))
-    })
+    Priority::parse_level(s)
+        .ok_or_else(|| ConfigError::new(format!("invalid level '{s}': use {}", Priority::ACCEPTED)))
 }
 
 /// `VLOG_CONTROL` (and `vlog_control_start`'s argument): where the control

@@ -61,7 +61,7 @@ impl Selection {
 /// A priority as the tools take it (`--priority`).
 pub fn parse_priority(v: &str) -> Result<Priority, String> {
     Priority::parse_field(v)
-        .ok_or_else(|| format!("invalid priority '{v}': use 1-4, or debug, info, warning, error"))
+        .ok_or_else(|| format!("invalid priority '{v}': use {}", Priority::ACCEPTED))
 }
 
 /// A time as the tools take it (`--since`, `--until`).

@@ -30,7 +30,7 @@ const OLDEST_BUDGET: u64 = 4096;
 pub const COMMANDS: &str =
     "  filters STRING    replace the filters (VLOG_FILTERS syntax; \"\" for none)
   outputs STRING    replace the outputs (VLOG_OUTPUTS syntax; \"\" for the default)
-  level PRIO        set the default level (1-4, debug, info, warning, error)
+  level PRIO        set the default level (1-4, or a name: vlog's or syslog's)
   context STRING    set what an error brings with it (VLOG_CONTEXT syntax)
   ratelimit STRING  limit every call site (VLOG_RATELIMIT syntax; off for none)
   sites             every call site: id, on, priority, level, count, limit,

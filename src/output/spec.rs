@@ -246,7 +246,8 @@ impl Spec {
         let prio = fields[0];
         let priority = Priority::parse_field(prio).ok_or_else(|| {
             ConfigError::new(format!(
-                "invalid priority '{prio}' in output '{token}': use 1-4 or debug, info, warning, error"
+                "invalid priority '{prio}' in output '{token}': use {}",
+                Priority::ACCEPTED
             ))
         })?;
         let Some(&dest) = fields.get(1) else {

@@ -69,6 +69,33 @@ fn env_level_sets_default_output_too() {
 }
 
 #[test]
+fn syslogs_severity_names_configure_as_their_priorities() {
+    // notice is info, err (and crit, alert, emerg) error: vlog(7)'s table.
+    let (dump, stderr) = environment(&[
+        ("VLOG_LEVEL", "notice"),
+        ("VLOG_FILTERS", "debug:qemu"),
+        ("VLOG_OUTPUTS", "err:stderr"),
+    ]);
+    assert!(!stderr.contains("ignoring"), "{stderr}");
+    assert!(
+        stderr.contains("error : qemu.monitor : main:33 : qemu error\n")
+            && !stderr.contains("warning : qemu.monitor"),
+        "{stderr}"
+    );
+    assert!(dump.contains(" : qemu debug\n"), "{dump}");
+    assert!(
+        !dump.contains("util debug") && dump.contains(" : util warning\n"),
+        "{dump}"
+    );
+    // syslog's numbers are not taken for vlog's: 7 is refused, not debug.
+    let (_, stderr) = environment(&[("VLOG_LEVEL", "7")]);
+    assert!(
+        stderr.contains("ignoring VLOG_LEVEL: invalid level '7'"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn env_bad_values_warn_once_and_keep_defaults() {
     let (dump, stderr) = environment(&[
         ("VLOG_LEVEL", "loud"),
@@ -99,8 +126,9 @@ fn env_bad_values_warn_once_and_keep_defaults() {
     assert!(dump.contains("buffer_size=8388608\n"), "{dump:?}");
     assert!(!dump.contains("qemu debug"), "{dump:?}");
     // vlog_init said so: 1, and vlog_last_error() names the first refusal.
-    let refused = "refused=ignoring VLOG_LEVEL: invalid level 'loud': use 1-4 or debug, info, \
-                   warning, error (and 3 more, each said on stderr)\n";
+    let refused = "refused=ignoring VLOG_LEVEL: invalid level 'loud': use 1-4, or debug, info \
+                   (notice), warning (warn), error (err, crit, alert, emerg) (and 3 more, each \
+                   said on stderr)\n";
     assert!(dump.contains(refused), "{dump:?}");
 }
 
