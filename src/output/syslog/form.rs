@@ -13,6 +13,10 @@ use crate::text::time::{put_rfc3164, put_rfc3339};
 use crate::text::Sink;
 
 const SD_ID: &[u8] = b"vlog@32473";
+/// The SD-ID OpenTelemetry's "Trace Context in non-OTLP Log Formats" gives
+/// trace context in RFC 5424 (`[opentelemetry trace_id=".." span_id=".."
+/// trace_flags=".."]`), so that a collector finds it where it looks.
+const OTEL_SD_ID: &[u8] = b"opentelemetry";
 
 /// The facility and severity a syslog(3) call gave, which a record
 /// libvlog-syslog.so made carries as fields (`preload::record`).
@@ -85,6 +89,9 @@ pub fn render(
     }
     let list = fields::decode(rec.fields);
     for (i, field) in list.iter().flat_map(|f| f.iter()).enumerate() {
+        if fields::otel_key(field.name).is_some() {
+            continue;
+        }
         let sd = sd_name(field.name);
         // Two long names that hash alike: the second is not merged into
         // the first's, it is left out and counted. (The earlier names are
@@ -94,19 +101,25 @@ pub fn render(
             stats::add(&stats::BAD_FIELDS, 1);
             continue;
         }
-        let name = &sd.0[..sd.1];
-        match field.value {
-            Value::Str(s) => put_param(name, s, out),
-            Value::Int(n) => {
-                out.put(b" ");
-                out.put(name);
-                out.put(b"=\"");
-                put_signed(n, out);
-                out.put(b"\"");
-            }
-        }
+        put_value_param(&sd.0[..sd.1], field.value, out);
     }
-    out.put(b"] ");
+    out.put(b"]");
+    // Trace context in an element of its own, under OpenTelemetry's names
+    // (a record has each field once: `vlog_thread_traceparent` sets them).
+    let mut trace = list
+        .iter()
+        .flat_map(|f| f.iter())
+        .filter_map(|f| Some((fields::otel_key(f.name)?, f.value)));
+    if let Some((key, value)) = trace.next() {
+        out.put(b"[");
+        out.put(OTEL_SD_ID);
+        put_value_param(key, value, out);
+        for (key, value) in trace {
+            put_value_param(key, value, out);
+        }
+        out.put(b"]");
+    }
+    out.put(b" ");
     put_escaped(rec.message, out);
 }
 
@@ -204,6 +217,21 @@ pub(super) fn sd_name(name: &[u8]) -> ([u8; SD_NAME_MAX], usize) {
 /// ` NAME="value"`, the value with `"`, `\` and `]` escaped by a backslash
 /// (RFC 5424 6.3.3) and control bytes and bytes that are not UTF-8 as the
 /// text line escapes them (`\n`, `\x1b`).
+/// A field's SD-PARAM: a string as `put_param` writes it, an integer in
+/// decimal.
+fn put_value_param(name: &[u8], value: Value, out: &mut impl Sink) {
+    match value {
+        Value::Str(s) => put_param(name, s, out),
+        Value::Int(n) => {
+            out.put(b" ");
+            out.put(name);
+            out.put(b"=\"");
+            put_signed(n, out);
+            out.put(b"\"");
+        }
+    }
+}
+
 fn put_param(name: &[u8], value: &[u8], out: &mut impl Sink) {
     out.put(b" ");
     out.put(name);

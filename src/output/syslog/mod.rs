@@ -373,6 +373,40 @@ mod tests {
     }
 
     #[test]
+    fn trace_context_has_opentelemetrys_element() {
+        let mut list = Vec::new();
+        fields::encode(
+            [
+                (b"TRACE_ID" as &[u8], "4bf92f3577b34da6a3ce929d0e0e4736"),
+                (b"SPAN_ID", "00f067aa0ba902b7"),
+                (b"TRACE_FLAGS", "01"),
+                (b"VM", "g1"),
+            ]
+            .into_iter()
+            .map(|(name, v)| fields::Field {
+                name,
+                value: Value::Str(v.as_bytes()),
+            }),
+            &mut list,
+        );
+        let mut out = Vec::new();
+        render(&sample(&list), b"daemon", b"host", 77, 3, &mut out);
+        let line = String::from_utf8(out).unwrap();
+        assert!(
+            line.ends_with(
+                " CODE_FUNC=\"f\" VM=\"g1\"][opentelemetry \
+                 trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\" span_id=\"00f067aa0ba902b7\" \
+                 trace_flags=\"01\"] hello"
+            ),
+            "{line}"
+        );
+        // No trace context, no element.
+        let mut out = Vec::new();
+        render(&sample(&[]), b"daemon", b"host", 77, 3, &mut out);
+        assert!(!String::from_utf8(out).unwrap().contains("opentelemetry"));
+    }
+
+    #[test]
     fn long_names_stay_apart() {
         let one = sd_name(b"A_VERY_LONG_FIELD_NAME_THAT_GOES_ON_ONE");
         let two = sd_name(b"A_VERY_LONG_FIELD_NAME_THAT_GOES_ON_TWO");
