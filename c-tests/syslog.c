@@ -45,6 +45,10 @@ int main(int argc, char **argv)
         VLOG_WARN("warning message");
         VLOG_FIELDS(VLOG_PRIO_ERROR, (VLOG_FIELD_STR("VM", "guest \"1\""), VLOG_FIELD_INT("VCPUS", 4)),
                     "error with fields");
+        /* Trace context: its own SD-ELEMENT, OpenTelemetry's. */
+        CHECK(vlog_thread_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01") == 0);
+        VLOG_WARN("traced message");
+        CHECK(vlog_thread_fields_clear() == 0);
         CHECK(lost() == 0);
         /* A forked child makes its own collector connection (the parent's
          * stream is not shared), while the parent goes on with its own. */

@@ -258,7 +258,11 @@ fn syslog_output_reaches_a_real_rsyslogd() {
     let out = run_with(&exe, &args, &[]);
     assert_ok("syslog send", &out);
     // (Not "MSG=": rsyslogd's own start line has one.)
-    let received = wait_for_lines(&dir.join("out.log"), " APP=vlog", if local { 9 } else { 6 });
+    let received = wait_for_lines(
+        &dir.join("out.log"),
+        " APP=vlog",
+        if local { 12 } else { 8 },
+    );
     for app in ["vlogudp", "vlogtcp"]
         .iter()
         .chain(if local { &["vloglocal"][..] } else { &[] })
@@ -293,6 +297,26 @@ fn syslog_output_reaches_a_real_rsyslogd() {
                     "{line}"
                 );
             }
+        }
+        // Trace context: OpenTelemetry's element after vlog's, over the
+        // network; as any field on /dev/log.
+        let line = received
+            .lines()
+            .find(|l| l.contains(&format!("APP={app} ")) && l.contains("traced message"))
+            .unwrap_or_else(|| panic!("{app}: no 'traced message' in:\n{received}"));
+        if *app == "vloglocal" {
+            assert!(
+                line.contains("TRACE_ID=4bf92f3577b34da6a3ce929d0e0e4736"),
+                "{line}"
+            );
+        } else {
+            assert!(
+                line.contains(
+                    "][opentelemetry trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\" \
+                     span_id=\"00f067aa0ba902b7\" trace_flags=\"01\"] MSG="
+                ) && !line.contains("TRACE_ID"),
+                "{line}"
+            );
         }
     }
     // After fork, parent and child each reach the collector over TCP.
