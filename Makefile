@@ -243,7 +243,7 @@ bench-c/soak: lib c-tests/soak.c c-tests/check.h include/vlog.h include/vlog_gen
 soak: bench-c/soak
 	for t in 2 8 64; do bench-c/soak $$t $(SOAK_SECONDS) || exit 1; done
 
-# Installs the library, libvlog-syslog.so, headers, pkg-config file, vlog-dump, vlog-relay, vlog-ctl and the man pages under
+# Installs the library, libvlog-syslog.so, headers, pkg-config file, CMake package, vlog-dump, vlog-relay, vlog-ctl and the man pages under
 # DESTDIR/PREFIX; `make uninstall` with the same variables removes them.
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -265,7 +265,8 @@ MAN3_NAMES = $(filter-out vlog,$(shell sed -n '/^\.SH NAME/,/\\-/p' man/vlog.3 \
 MAN3_ALIASES = $(foreach n,$(MAN3_NAMES),$(MANDIR)/man3/$(n).3)
 INSTALLED = $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.so $(LIBDIR)/libvlog.a \
 	$(LIBDIR)/libvlog-syslog.so \
-	$(LIBDIR)/pkgconfig/vlog.pc $(DESTDIR)$(PREFIX)/include/vlog.h \
+	$(LIBDIR)/pkgconfig/vlog.pc $(LIBDIR)/cmake/vlog/vlogConfig.cmake \
+	$(LIBDIR)/cmake/vlog/vlogConfigVersion.cmake $(DESTDIR)$(PREFIX)/include/vlog.h \
 	$(DESTDIR)$(PREFIX)/include/vlog_gen.h $(DESTDIR)$(PREFIX)/bin/vlog-dump \
 	$(DESTDIR)$(PREFIX)/bin/vlog-relay $(DESTDIR)$(PREFIX)/bin/vlog-ctl \
 	$(MANDIR)/man1/vlog-dump.1 $(MANDIR)/man1/vlog-relay.1 $(MANDIR)/man1/vlog-ctl.1 \
@@ -276,7 +277,7 @@ INSTALLED = $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.so $(LIBDIR)/libvlog.a \
 # share/vlog/made-dirs (merged over reinstalls; as they are on the target
 # system, without DESTDIR), so that uninstall removes exactly them again,
 # never one that was there already (/usr/local/lib).
-INSTALL_DIRS = $(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
+INSTALL_DIRS = $(LIBDIR)/pkgconfig $(LIBDIR)/cmake/vlog $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 	$(MANDIR)/man1 $(MANDIR)/man3 $(MANDIR)/man7 $(DESTDIR)$(PREFIX)/share/vlog
 MADE_DIRS = $(DESTDIR)$(PREFIX)/share/vlog/made-dirs
 # Under the system's prefix (/usr, /usr/local), root's install and uninstall
@@ -288,7 +289,7 @@ LDCONFIG = if [ -z "$(DESTDIR)" ] && [ -n "$(filter /usr /usr/local,$(PREFIX))" 
 # What install copies. install builds only when one is missing, as make's
 # habit is (`make && sudo make install`: root's PATH has no ~/.cargo/bin);
 # a build it cannot run says how to make one.
-BUILT = target/release/libvlog.so target/release/libvlog.so.0 $(STATIC_LIB) $(PRELOAD_LIB) \
+BUILT = target/release/libvlog.so.0 $(STATIC_LIB) $(PRELOAD_LIB) \
 	target/release/vlog-dump target/release/vlog-relay target/release/vlog-ctl
 
 .PHONY: built
@@ -330,6 +331,10 @@ install: built
 		pkgconfig/vlog.pc.in \
 		> $(LIBDIR)/pkgconfig/vlog.pc
 	chmod 0644 $(LIBDIR)/pkgconfig/vlog.pc
+	install -m 0644 cmake/vlogConfig.cmake $(LIBDIR)/cmake/vlog/
+	sed -e 's|@VERSION@|$(VERSION)|' cmake/vlogConfigVersion.cmake.in \
+		> $(LIBDIR)/cmake/vlog/vlogConfigVersion.cmake
+	chmod 0644 $(LIBDIR)/cmake/vlog/vlogConfigVersion.cmake
 
 	$(LDCONFIG)
 

@@ -2,14 +2,15 @@
 //! built with nothing but `pkg-config --cflags --libs vlog`, linked dynamically
 //! and statically, and run; the man pages render with `man -l`; `make
 //! uninstall` removes every file and every directory it made again, and
-//! none that was there before.
+//! none that was there before. And fresh CMake and Meson projects that find
+//! the installed vlog as their users' projects would.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod support;
 
-use support::{assert_ok, root, text};
+use support::{assert_ok, needs_installed, root, text};
 
 fn ok(what: &str, out: Output) -> String {
     assert_ok(what, &out);
@@ -69,6 +70,8 @@ fn installed_library_builds_with_pkg_config_alone() {
         "usr/lib/libvlog.a",
         "usr/lib/libvlog-syslog.so",
         "usr/lib/pkgconfig/vlog.pc",
+        "usr/lib/cmake/vlog/vlogConfig.cmake",
+        "usr/lib/cmake/vlog/vlogConfigVersion.cmake",
         "usr/include/vlog.h",
         "usr/include/vlog_gen.h",
         "usr/bin/vlog-dump",
@@ -235,4 +238,181 @@ fn install_with_nothing_built_and_no_cargo_says_how() {
             && said.contains("rustup"),
         "{said}"
     );
+}
+
+/// `make install` into a fresh DESTDIR under `work`; returns the DESTDIR.
+fn installed(work: &Path) -> PathBuf {
+    let _ = std::fs::remove_dir_all(work);
+    let destdir = work.join("root");
+    std::fs::create_dir_all(&destdir).unwrap();
+    let out = Command::new("make")
+        .args(["-s", "install", "PREFIX=/usr"])
+        .arg(format!("DESTDIR={}", destdir.display()))
+        .current_dir(root())
+        .output()
+        .expect("make");
+    ok("make install", out);
+    destdir
+}
+
+const CONSUMER: &str = "#include <vlog.h>\nVLOG_INIT(\"consumer\");\nint main(void)\n{\n    \
+    VLOG_WARN(\"installed vlog works: %d\", 42);\n    return vlog_dump(1) == 1 ? 0 : 1;\n}\n";
+
+/// Runs a consumer program the build tool made; it must print its line,
+/// and be linked with libvlog.so.0 or not as `shared` says.
+fn check_consumer(exe: &Path, lib: &Path, shared: bool) {
+    let run = Command::new(exe)
+        .env("LD_LIBRARY_PATH", lib)
+        .output()
+        .unwrap();
+    let dump = ok(&format!("{}", exe.display()), run);
+    assert!(dump.contains(" : installed vlog works: 42\n"), "{dump}");
+    let elf = ok(
+        "readelf",
+        Command::new("readelf").arg("-d").arg(exe).output().unwrap(),
+    );
+    assert_eq!(
+        elf.contains("Shared library: [libvlog.so.0]"),
+        shared,
+        "{}: {elf}",
+        exe.display()
+    );
+}
+
+/// README.md's block of `lang`, as a reader pastes it into a project
+/// whose program is `mydaemon` built from `main.c`.
+fn readme_block(lang: &str) -> String {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = readme
+        .find(&format!("```{lang}\n"))
+        .unwrap_or_else(|| panic!("README.md has no {lang} block"))
+        + lang.len()
+        + 4;
+    let len = readme[start..].find("```\n").unwrap();
+    readme[start..start + len].to_string()
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn a_cmake_project_finds_the_installed_vlog() {
+    if !have("cmake") {
+        needs_installed("cmake is not installed");
+        return;
+    }
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("install-cmake");
+    let destdir = installed(&work);
+    let project = work.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("main.c"), CONSUMER).unwrap();
+    // README's lines, for the program and for a second one linked with the
+    // other target.
+    let snippet = readme_block("cmake");
+    let configure = |request: &str| {
+        let found = snippet.replace(
+            "find_package(vlog 0.1 ",
+            &format!("find_package(vlog {request} "),
+        );
+        let other = snippet
+            .lines()
+            .filter(|l| l.starts_with("target_link"))
+            .map(|l| {
+                l.replace("mydaemon", "mydaemon_static")
+                    .replace("vlog::vlog)", "vlog::vlog_static)")
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(
+            project.join("CMakeLists.txt"),
+            format!(
+                "cmake_minimum_required(VERSION 3.13)\nproject(consumer C)\n\
+                 add_executable(mydaemon main.c)\nadd_executable(mydaemon_static main.c)\n\
+                 {found}{other}\n"
+            ),
+        )
+        .unwrap();
+        let build = work.join("build");
+        let _ = std::fs::remove_dir_all(&build);
+        let out = Command::new("cmake")
+            .arg("-S")
+            .arg(&project)
+            .arg("-B")
+            .arg(&build)
+            .arg(format!(
+                "-DCMAKE_PREFIX_PATH={}",
+                destdir.join("usr").display()
+            ))
+            .output()
+            .expect("cmake");
+        (out, build)
+    };
+    // Another minor version is not this one: 0.x changes its API between
+    // minor versions.
+    let (out, _) = configure("0.2");
+    assert!(
+        !out.status.success() && text(&out.stderr).contains("that is compatible"),
+        "find_package(vlog 0.2) accepted 0.1:\n{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let (out, build) = configure("0.1");
+    ok("cmake (configure)", out);
+    let out = Command::new("cmake")
+        .arg("--build")
+        .arg(&build)
+        .output()
+        .expect("cmake --build");
+    ok("cmake --build", out);
+    let lib = destdir.join("usr/lib");
+    check_consumer(&build.join("mydaemon"), &lib, true);
+    check_consumer(&build.join("mydaemon_static"), &lib, false);
+}
+
+#[test]
+fn a_meson_project_finds_the_installed_vlog() {
+    if !have("meson") || !have("ninja") {
+        needs_installed("meson or ninja is not installed");
+        return;
+    }
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("install-meson");
+    let destdir = installed(&work);
+    let project = work.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("main.c"), CONSUMER).unwrap();
+    // README's line, and the same program linked statically.
+    let snippet = readme_block("meson");
+    let statically = snippet
+        .replace("'mydaemon'", "'mydaemon_static'")
+        .replace("'>=0.1')", "'>=0.1', static: true)");
+    std::fs::write(
+        project.join("meson.build"),
+        format!("project('consumer', 'c')\n{snippet}{statically}"),
+    )
+    .unwrap();
+    let build = work.join("build");
+    // Meson finds it as it finds any library: pkg-config, here pointed at
+    // the staged root.
+    let lib = destdir.join("usr/lib");
+    let out = Command::new("meson")
+        .arg("setup")
+        .arg(&build)
+        .arg(&project)
+        .env("PKG_CONFIG_PATH", lib.join("pkgconfig"))
+        .env("PKG_CONFIG_SYSROOT_DIR", &destdir)
+        .output()
+        .expect("meson");
+    ok("meson setup", out);
+    let out = Command::new("ninja")
+        .arg("-C")
+        .arg(&build)
+        .output()
+        .expect("ninja");
+    ok("ninja", out);
+    check_consumer(&build.join("mydaemon"), &lib, true);
+    check_consumer(&build.join("mydaemon_static"), &lib, false);
 }
