@@ -248,7 +248,14 @@ soak: bench-c/soak
 PREFIX ?= /usr/local
 DESTDIR ?=
 VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-LIBDIR = $(DESTDIR)$(PREFIX)/lib
+# libdir: where the libraries go on the target system (a distribution's
+# multiarch directory: libdir=/usr/lib/x86_64-linux-gnu).
+libdir ?= $(PREFIX)/lib
+LIBDIR = $(DESTDIR)$(libdir)
+# The CMake package finds the libraries and headers from its own place:
+# these paths are relative to lib/cmake/vlog, so a staged root works.
+CMAKE_TO_LIBDIR = $(shell realpath -m --relative-to=$(libdir)/cmake/vlog $(libdir))
+CMAKE_TO_INCLUDEDIR = $(shell realpath -m --relative-to=$(libdir)/cmake/vlog $(PREFIX)/include)
 # Programs linked against a library outside the dynamic linker's paths start
 # without LD_LIBRARY_PATH: vlog.pc records the directory in them.
 RPATH = $(if $(filter /usr /usr/local,$(PREFIX)),,-Wl,-rpath,$${libdir})
@@ -327,11 +334,14 @@ install: built
 	install -m 0644 man/vlog.3 $(MANDIR)/man3/
 	install -m 0644 man/vlog.7 man/vlog-syslog.7 $(MANDIR)/man7/
 	for name in $(MAN3_NAMES); do echo '.so man3/vlog.3' > $(MANDIR)/man3/$$name.3; done
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@RPATH@|$(RPATH)|' \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(libdir)|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|@RPATH@|$(RPATH)|' \
 		pkgconfig/vlog.pc.in \
 		> $(LIBDIR)/pkgconfig/vlog.pc
 	chmod 0644 $(LIBDIR)/pkgconfig/vlog.pc
-	install -m 0644 cmake/vlogConfig.cmake $(LIBDIR)/cmake/vlog/
+	sed -e 's|@CMAKE_TO_LIBDIR@|$(CMAKE_TO_LIBDIR)|' -e 's|@CMAKE_TO_INCLUDEDIR@|$(CMAKE_TO_INCLUDEDIR)|' \
+		cmake/vlogConfig.cmake.in > $(LIBDIR)/cmake/vlog/vlogConfig.cmake
+	chmod 0644 $(LIBDIR)/cmake/vlog/vlogConfig.cmake
 	sed -e 's|@VERSION@|$(VERSION)|' cmake/vlogConfigVersion.cmake.in \
 		> $(LIBDIR)/cmake/vlog/vlogConfigVersion.cmake
 	chmod 0644 $(LIBDIR)/cmake/vlog/vlogConfigVersion.cmake
