@@ -267,7 +267,7 @@ OBJCOPY ?= objcopy
 
 # Every name vlog(3) documents (its NAME section) gets a page of its own that
 # points to vlog(3), as Debian's library packages do: `man vlog_init`.
-MAN3_NAMES = $(filter-out vlog,$(shell sed -n '/^\.SH NAME/,/\\-/p' man/vlog.3 \
+MAN3_NAMES = $(filter-out vlog,$(shell sed -n '/^\.SH NAME$$/,/\\-/p' man/vlog.3 \
 	| sed -e '1d' -e 's/\\-.*//' | tr ',' ' '))
 MAN3_ALIASES = $(foreach n,$(MAN3_NAMES),$(MANDIR)/man3/$(n).3)
 INSTALLED = $(LIBDIR)/libvlog.so.0 $(LIBDIR)/libvlog.so $(LIBDIR)/libvlog.a \

@@ -18,6 +18,14 @@
  * library's functions are declared in vlog_gen.h (generated from the Rust
  * sources), which this header includes.
  *
+ * Beside a header that defines the same names (Open vSwitch's
+ * <openvswitch/vlog.h>; glog's and Abseil's VLOG in C++), define
+ * VLOG_NO_SHORT_NAMES before including this one: it then leaves out VLOG,
+ * VLOG_DEBUG to VLOG_ERROR with their _ONCE, _EVERY_N and _RATELIMITED
+ * forms, vlog() and the declaration of vlog_init(), and the program logs
+ * with VLOG_AT(prio, ...), VLOG_AT_ONCE, VLOG_AT_EVERY_N and
+ * VLOG_AT_RATELIMITED, which are always there (vlog(3), NAMESAKES).
+ *
  * This file: the version, the macros and the inline functions of the API
  * first; then, under "Internal", the machinery they expand to, which is not
  * API (names starting with vlog__ or VLOG__ are vlog's own).
@@ -43,7 +51,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Open vSwitch declares a vlog_init() of its own, of another type: under
+ * VLOG_NO_SHORT_NAMES vlog's is declared under a name nothing calls (vlog
+ * starts by itself at its first call). */
+#ifdef VLOG_NO_SHORT_NAMES
+#define vlog_init vlog__init_left_out
+#endif
 #include "vlog_gen.h"
+#ifdef VLOG_NO_SHORT_NAMES
+#undef vlog_init
+#endif
 
 #if defined(__cplusplus) && __cplusplus >= 201103L
 #include <type_traits> /* the format check's const-array test */
@@ -122,18 +139,22 @@ extern vlog_source vlog_default_source;
 
 /* Log at one priority, from this file's source (VLOG_INIT). The arguments
  * are evaluated only when the message is recorded. */
+#ifndef VLOG_NO_SHORT_NAMES
 #define VLOG_DEBUG(...) VLOG__LOG(VLOG_PRIO_DEBUG, VLOG__LIMIT_NONE, 0, 0, __VA_ARGS__)
 #define VLOG_INFO(...) VLOG__LOG(VLOG_PRIO_INFO, VLOG__LIMIT_NONE, 0, 0, __VA_ARGS__)
 #define VLOG_WARN(...) VLOG__LOG(VLOG_PRIO_WARN, VLOG__LIMIT_NONE, 0, 0, __VA_ARGS__)
 #define VLOG_ERROR(...) VLOG__LOG(VLOG_PRIO_ERROR, VLOG__LIMIT_NONE, 0, 0, __VA_ARGS__)
+#endif
 
 /* Priority chosen at run time; values outside 1..4 are clamped. `prio` is
- * evaluated once; the other arguments only when the message is recorded. */
-#define VLOG(prio, ...)                                                       \
-    do {                                                                      \
-        int vlog__prio = vlog__clamp(prio);                                   \
-        VLOG__LOG(vlog__prio, VLOG__LIMIT_NONE, 0, 0, __VA_ARGS__);           \
-    } while (0)
+ * evaluated once; the other arguments only when the message is recorded.
+ * VLOG_AT is the same under a name no other logging header uses
+ * (VLOG_NO_SHORT_NAMES), as are VLOG_AT_ONCE, VLOG_AT_EVERY_N and
+ * VLOG_AT_RATELIMITED below. */
+#define VLOG_AT(prio, ...) VLOG__AT(prio, VLOG__LIMIT_NONE, 0, 0, __VA_ARGS__)
+#ifndef VLOG_NO_SHORT_NAMES
+#define VLOG(prio, ...) VLOG_AT(prio, __VA_ARGS__)
+#endif
 
 /* ---- Limits per call site ----------------------------------------------- */
 
@@ -148,6 +169,7 @@ extern vlog_source vlog_default_source;
  * (the field VLOG_SUPPRESSED, printed in the text line too), and
  * vlog_stats.suppressed counts them.
  */
+#ifndef VLOG_NO_SHORT_NAMES
 #define VLOG_DEBUG_ONCE(...) VLOG__LOG(VLOG_PRIO_DEBUG, VLOG__LIMIT_ONCE, 1, 0, __VA_ARGS__)
 #define VLOG_INFO_ONCE(...) VLOG__LOG(VLOG_PRIO_INFO, VLOG__LIMIT_ONCE, 1, 0, __VA_ARGS__)
 #define VLOG_WARN_ONCE(...) VLOG__LOG(VLOG_PRIO_WARN, VLOG__LIMIT_ONCE, 1, 0, __VA_ARGS__)
@@ -164,6 +186,18 @@ extern vlog_source vlog_default_source;
     VLOG_LIMITED(VLOG_PRIO_WARN, VLOG_RATELIMIT_BURST, VLOG_RATELIMIT_SECONDS, __VA_ARGS__)
 #define VLOG_ERROR_RATELIMITED(...)                                           \
     VLOG_LIMITED(VLOG_PRIO_ERROR, VLOG_RATELIMIT_BURST, VLOG_RATELIMIT_SECONDS, __VA_ARGS__)
+#endif
+
+/* The same with the priority as the first argument, chosen at run time
+ * (clamped to 1..4, evaluated once). */
+#define VLOG_AT_ONCE(prio, ...) VLOG__AT(prio, VLOG__LIMIT_ONCE, 1, 0, __VA_ARGS__)
+#define VLOG_AT_EVERY_N(prio, n, ...)                                         \
+    do {                                                                      \
+        int vlog__at = vlog__clamp(prio);                                     \
+        VLOG__EVERY_N(vlog__at, n, __VA_ARGS__);                              \
+    } while (0)
+#define VLOG_AT_RATELIMITED(prio, ...)                                        \
+    VLOG__AT(prio, VLOG__LIMIT_RATE, VLOG_RATELIMIT_BURST, VLOG_RATELIMIT_SECONDS, __VA_ARGS__)
 
 /* At most `burst` calls per `seconds` at priority `prio` (all three
  * constants: `prio` 1..4, `burst` 1..1000000, `seconds` 1..86400, checked
@@ -175,6 +209,12 @@ extern vlog_source vlog_default_source;
                             "vlog: VLOG_LIMITED takes a burst of 1 to "       \
                             "1000000 and 1 to 86400 seconds");                \
         VLOG__LOG((prio), VLOG__LIMIT_RATE, (burst), (seconds), __VA_ARGS__); \
+    } while (0)
+/* VLOG__LOG at a priority chosen at run time, clamped, evaluated once. */
+#define VLOG__AT(prio, limit, count, seconds, ...)                            \
+    do {                                                                      \
+        int vlog__prio = vlog__clamp(prio);                                   \
+        VLOG__LOG(vlog__prio, (limit), (count), (seconds), __VA_ARGS__);      \
     } while (0)
 /* Every n-th call (a constant, 1 to 2^31 - 1, checked at compile time). */
 #define VLOG__EVERY_N(prio, n, ...)                                           \
@@ -202,7 +242,10 @@ vlogv(const vlog_source *src, int prio, const char *file, int line, const char *
 
 /* vlogv() with variable arguments. A macro of the same name (below) checks
  * the filters inline before the variable arguments are set up; `src` and
- * `prio` are evaluated once, and `(vlog)(...)` still calls the function. */
+ * `prio` are evaluated once, and `(vlog)(...)` still calls the function.
+ * Left out under VLOG_NO_SHORT_NAMES (Open vSwitch has a vlog() of its own):
+ * vlog_fields() with no fields does the same. */
+#ifndef VLOG_NO_SHORT_NAMES
 static inline __attribute__((format(printf, 6, 7))) int
 vlog(const vlog_source *src, int prio, const char *file, int line, const char *func,
      const char *fmt, ...);
@@ -217,6 +260,7 @@ vlog(const vlog_source *src, int prio, const char *file, int line, const char *f
             ? vlog__emit(vlog__src, vlog__pri, __VA_ARGS__)                   \
             : 0;                                                              \
     })
+#endif
 
 /* ---- Structured fields -------------------------------------------------- */
 
@@ -871,6 +915,7 @@ static inline int vlogv(const vlog_source *src, int prio, const char *file, int 
     return vlog__emitfv(0, NULL, src, prio, file, line, func, NULL, 0, fmt, ap);
 }
 
+#ifndef VLOG_NO_SHORT_NAMES
 static inline int(vlog)(const vlog_source *src, int prio, const char *file, int line,
                         const char *func, const char *fmt, ...)
 {
@@ -882,6 +927,7 @@ static inline int(vlog)(const vlog_source *src, int prio, const char *file, int 
     va_end(ap);
     return rc;
 }
+#endif
 
 static inline int vlog_fields(const vlog_source *src, int prio, const char *file, int line,
                               const char *func, const vlog_field *fields, size_t nfields,

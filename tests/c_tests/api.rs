@@ -3,6 +3,7 @@
 //! fields, errno, no allocation, the header in C and C++, sources in
 //! libraries that are unloaded.
 
+use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
@@ -34,6 +35,79 @@ fn filtered_call_never_formats() {
 #[test]
 fn null_arguments_are_safe() {
     check("null_args");
+}
+
+/// A file that includes Open vSwitch's <openvswitch/vlog.h> (a stand-in with
+/// the names it shares with vlog.h) before or after vlog.h, with
+/// VLOG_NO_SHORT_NAMES, builds without a warning in C and C++; Open
+/// vSwitch's names stay its own, and vlog logs through VLOG_AT and its kin.
+/// Without the switch the same file does not build.
+#[test]
+fn a_file_that_includes_open_vswitchs_vlog_h_too_uses_the_long_names() {
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let builds: [(&str, &str, &[&str]); 3] = [
+        ("", "cc", &[]),
+        ("-vlog-first", "cc", &["-DVLOG_FIRST", "-Wpedantic"]),
+        ("-cxx", "c++", &["-x", "c++", "-std=c++11"]),
+    ];
+    for (variant, compiler, extra) in builds {
+        let compiler = if compiler == "c++" { cxx.clone() } else { cc() };
+        let exe = build_with("namesakes", Link::Shared, variant, &compiler, extra);
+        assert_ok(&format!("namesakes{variant}"), &run(&exe, &[]));
+    }
+    // What the switch is for: without it, Open vSwitch's vlog_init and
+    // VLOG_WARN meet vlog's.
+    let out = Command::new(cc())
+        .args(["-fsyntax-only", "-Wall", "-Werror"])
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg("-include")
+        .arg(root().join("c-tests/namesakes/openvswitch/vlog.h"))
+        .arg("-x")
+        .arg("c")
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"#include <vlog.h>\n")?;
+            child.wait_with_output()
+        })
+        .expect("cc");
+    let said = text(&out.stderr);
+    assert!(
+        !out.status.success() && said.contains("vlog_init") && said.contains("VLOG_WARN"),
+        "vlog.h and Open vSwitch's header without VLOG_NO_SHORT_NAMES:\n{said}"
+    );
+}
+
+/// The same beside glog's <glog/logging.h> in C++, whose VLOG(n) is a
+/// stream (as Abseil's is).
+#[test]
+fn a_cxx_file_that_includes_glog_too_uses_the_long_names() {
+    if !Path::new("/usr/include/glog/logging.h").exists() {
+        needs_installed("glog's header is not installed (libgoogle-glog-dev)");
+        return;
+    }
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let exe = build_with(
+        "namesakes_glog",
+        Link::Shared,
+        "",
+        &cxx,
+        &["-x", "c++", "-std=c++11", "-Wl,--no-as-needed", "-lglog"],
+    );
+    let out = run(&exe, &[]);
+    assert_ok("namesakes_glog", &out);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("] glog says 1\n"), "{stderr}");
+    assert!(stderr.contains(" : vlog says 2\n"), "{stderr}");
 }
 
 /// Every C type an argument can have is captured as printf reads it and
