@@ -166,10 +166,14 @@ static void calls(void)
     CHECK(vlog_thread_field_set("KEPT", "yes") == 0);
     CHECK(vlog_thread_field_set(NULL, "x") == -1);
     CHECK_ERROR("not a valid field name");
-    CHECK(vlog_thread_field_set("lower", "x") == -1);
+    CHECK(vlog_thread_field_set("lower-case", "x") == -1);
     CHECK_ERROR("not a valid field name");
+    CHECK(vlog_thread_field_set("trailing.", "x") == -1);
     CHECK(vlog_thread_field_set("_X", "x") == -1);
     CHECK(vlog_thread_field_set_int("MESSAGE", 1) == -1);
+    CHECK_ERROR("journald or vlog gives every entry");
+    /* OpenTelemetry's form of a reserved name is reserved too. */
+    CHECK(vlog_thread_field_set("code.file", "x") == -1);
     CHECK_ERROR("journald or vlog gives every entry");
     CHECK(vlog_thread_field_set("VLOG_SOURCE", "x") == -1);
     for (int i = 0; i < 7; i++) {

@@ -210,8 +210,9 @@ typedef struct vlog_source {
 
 /**
  * One structured field of a message (libvirt's metadata): a name and a
- * string or integer value. Names are journald's: 1 to 64 uppercase letters,
- * digits and underscores, not starting with an underscore or a digit.
+ * string or integer value. Names are journald's form (HTTP_METHOD) or
+ * OpenTelemetry's (http.method): 1 to 64 of letters, digits, `_` and `.`,
+ * starting with a letter (vlog(7), FIELDS).
  */
 typedef struct vlog_field {
   const char *key;
@@ -689,8 +690,9 @@ int vlog_write_fields(const struct vlog_source *src,
  * filters drop. A thread's fields go with it when it exits; a forked
  * child keeps the forking thread's. Returns 0, or -1 with
  * `vlog_last_error()` set and nothing changed: a NULL or invalid `key`
- * (1 to 64 of A-Z, 0-9 and _, not starting with _ or a digit), a name
- * journald or vlog gives every entry (MESSAGE, PRIORITY, VLOG_...), a
+ * (journald's HTTP_METHOD or OpenTelemetry's http.method: 1 to 64 of
+ * letters, digits, _ and ., starting with a letter; vlog(7), FIELDS), a
+ * name journald or vlog gives every entry (MESSAGE, PRIORITY, VLOG_...), a
  * ninth field, values past 512 bytes, or a call from a signal handler
  * that interrupted vlog on this thread.
  * NULL: `key` an error, `value` removes the field; ownership: both copied,

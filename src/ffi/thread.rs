@@ -40,8 +40,9 @@ unsafe fn bytes<'a>(s: *const c_char) -> Option<&'a [u8]> {
 /// filters drop. A thread's fields go with it when it exits; a forked
 /// child keeps the forking thread's. Returns 0, or -1 with
 /// `vlog_last_error()` set and nothing changed: a NULL or invalid `key`
-/// (1 to 64 of A-Z, 0-9 and _, not starting with _ or a digit), a name
-/// journald or vlog gives every entry (MESSAGE, PRIORITY, VLOG_...), a
+/// (journald's HTTP_METHOD or OpenTelemetry's http.method: 1 to 64 of
+/// letters, digits, _ and ., starting with a letter; vlog(7), FIELDS), a
+/// name journald or vlog gives every entry (MESSAGE, PRIORITY, VLOG_...), a
 /// ninth field, values past 512 bytes, or a call from a signal handler
 /// that interrupted vlog on this thread.
 /// NULL: `key` an error, `value` removes the field; ownership: both copied,

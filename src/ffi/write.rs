@@ -38,8 +38,9 @@ const _: () = assert!(
 );
 
 /// One structured field of a message (libvirt's metadata): a name and a
-/// string or integer value. Names are journald's: 1 to 64 uppercase letters,
-/// digits and underscores, not starting with an underscore or a digit.
+/// string or integer value. Names are journald's form (HTTP_METHOD) or
+/// OpenTelemetry's (http.method): 1 to 64 of letters, digits, `_` and `.`,
+/// starting with a letter (vlog(7), FIELDS).
 #[repr(C)]
 pub struct vlog_field {
     pub key: *const c_char,

@@ -105,8 +105,8 @@ pub(super) fn encode_fields<'b>(
         let name = String::from_utf8_lossy(name);
         let why = match why {
             Refusal::Invalid => {
-                "is not a valid field name (use A-Z, 0-9 and _, not first _ or digit, at most \
-                 64)"
+                "is not a valid field name (1 to 64 of letters, digits, _ and ., as HTTP_METHOD \
+                 or http.method, starting with a letter, a dot never last nor beside another)"
             }
             Refusal::Reserved => "is a name journald or vlog gives every entry itself",
             Refusal::TooLarge(len) => {

@@ -122,7 +122,9 @@ impl Refused {
     pub fn why(self) -> &'static str {
         match self {
             Refused::Name => {
-                "not a valid field name: 1 to 64 of A-Z, 0-9 and _, not starting with _ or a digit"
+                "not a valid field name: 1 to 64 of letters, digits, _ and . (journald's \
+                 HTTP_METHOD or OpenTelemetry's http.method), starting with a letter, a dot \
+                 never last nor beside another"
             }
             Refused::Reserved => "a name journald or vlog gives every entry itself",
             Refused::Full => "a thread has at most 8 fields",
@@ -218,7 +220,7 @@ pub fn with_added<R>(own: &[Field], f: impl FnOnce(&[Field], usize) -> R) -> R {
         };
         let mut carried = 0;
         for field in store.fields() {
-            if own.iter().any(|o| o.name == field.name) {
+            if own.iter().any(|o| fields::same_name(o.name, field.name)) {
                 continue;
             }
             all[n] = field;
@@ -250,7 +252,7 @@ impl FieldSet {
         }
         let found = self.slots[..self.n]
             .iter()
-            .position(|s| &s.name[..s.name_len as usize] == name);
+            .position(|s| fields::same_name(&s.name[..s.name_len as usize], name));
         // The room the new value needs, counting what the old one frees.
         let freed = found.map_or(0, |i| {
             let s = &self.slots[i];
@@ -423,10 +425,20 @@ mod tests {
 
     #[test]
     fn refusals() {
-        assert_eq!(set(b"lower", Some(Value::Int(1))), Err(Refused::Name));
+        assert_eq!(set(b"lower-case", Some(Value::Int(1))), Err(Refused::Name));
         assert_eq!(set(b"", Some(Value::Int(1))), Err(Refused::Name));
         assert_eq!(set(b"MESSAGE", Some(Value::Int(1))), Err(Refused::Reserved));
         assert_eq!(set(b"VLOG_X", None), Err(Refused::Reserved));
+        assert_eq!(set(b"code.file", None), Err(Refused::Reserved));
+        // OpenTelemetry's form and journald's are one name: the second
+        // replaces the first's value.
+        set(b"user.id", Some(Value::Int(1))).unwrap();
+        set(b"USER_ID", Some(Value::Int(2))).unwrap();
+        assert_eq!(
+            names_and_values(),
+            [("USER_ID".to_string(), "2".to_string())]
+        );
+        clear().unwrap();
         for i in 0..MAX {
             set(format!("F{i}").as_bytes(), Some(Value::Int(i as i64))).unwrap();
         }

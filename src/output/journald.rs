@@ -100,15 +100,27 @@ pub fn render(rec: &Record, ident: &[u8], out: &mut impl Sink) {
         put(b"VLOG_TIME", stamp.finish(), out);
     }
     for field in fields::decode(rec.fields).iter().flat_map(|f| f.iter()) {
+        // journald's form of the name: OpenTelemetry's `http.method` is
+        // HTTP_METHOD (a record has no two names that are one to journald).
+        let mut upper = [0u8; fields::NAME_MAX];
+        let name = match upper.get_mut(..field.name.len()) {
+            Some(name) => {
+                for (to, &from) in name.iter_mut().zip(field.name) {
+                    *to = fields::journald_byte(from);
+                }
+                &*name
+            }
+            None => field.name,
+        };
         match field.value {
-            Value::Str(s) => put(field.name, s, out),
+            Value::Str(s) => put(name, s, out),
             Value::Int(n) => {
                 let mut signed = [0u8; 21];
                 let len = decimal(n.unsigned_abs(), &mut digits).len();
                 let start = usize::from(n >= 0);
                 signed[0] = b'-';
                 signed[1..=len].copy_from_slice(&digits[20 - len..]);
-                put(field.name, &signed[start..=len], out)
+                put(name, &signed[start..=len], out)
             }
         }
     }
@@ -145,6 +157,10 @@ mod tests {
                     name: b"DELTA",
                     value: Value::Int(-7),
                 },
+                fields::Field {
+                    name: b"http.method",
+                    value: Value::Str(b"GET"),
+                },
             ]
             .into_iter(),
             &mut encoded,
@@ -169,7 +185,8 @@ mod tests {
         want.extend_from_slice(&9u64.to_le_bytes());
         want.extend_from_slice(
             b"two\nlines\nPRIORITY=4\nSYSLOG_IDENTIFIER=daemon\nCODE_FILE=monitor.c\n\
-              CODE_LINE=123\nCODE_FUNC=send\nVLOG_SOURCE=qemu.monitor\nVM=guest1\nDELTA=-7\n",
+              CODE_LINE=123\nCODE_FUNC=send\nVLOG_SOURCE=qemu.monitor\nVM=guest1\nDELTA=-7\n\
+              HTTP_METHOD=GET\n",
         );
         assert_eq!(out, want);
         // A call site's message id.

@@ -96,14 +96,14 @@ fn journald_output_reaches_a_real_journald() {
     let out = run_with(&exe, &[], &[]);
     assert_ok("journald", &out);
     let pid = text(&out.stdout).trim().to_string();
-    let entries = journal_entries(&[&format!("_PID={pid}"), "VLOG_SOURCE=test.journald"], 4);
+    let entries = journal_entries(&[&format!("_PID={pid}"), "VLOG_SOURCE=test.journald"], 5);
     let check = r#"
 import json, sys
 objs = [json.loads(l) for l in sys.stdin.read().splitlines()]
 by_msg = {o["MESSAGE"] if isinstance(o["MESSAGE"], str) else bytes(o["MESSAGE"]).decode(): o
           for o in objs}
 want = {"debug entry 1": "7", "info entry": "6", "two\nlines": "4",
-        "error entry with fields": "3"}
+        "error entry with fields": "3", "entry with OpenTelemetry's names": "3"}
 assert sorted(by_msg) == sorted(want), sorted(by_msg)
 for msg, prio in want.items():
     o = by_msg[msg]
@@ -113,6 +113,9 @@ for msg, prio in want.items():
     assert int(o["CODE_LINE"]) > 0 and o["VLOG_SOURCE"] == "test.journald", o
 fields = by_msg["error entry with fields"]
 assert fields["VM"] == "guest1" and fields["VCPUS"] == "4", fields
+otel = by_msg["entry with OpenTelemetry's names"]
+assert otel["HTTP_METHOD"] == "GET" and otel["USER_ID"] == "42", otel
+assert not any("." in k for k in otel), otel
 print("ok")
 "#;
     python_check("journald check (python3)", check, &entries);

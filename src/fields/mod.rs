@@ -2,13 +2,19 @@
 //! them metadata), kept in the ring record beside the text and printed by the
 //! outputs in their own way (text line, JSON object).
 //!
-//! Names follow journald's rules, so they can be passed on unchanged: 1 to 64
-//! bytes of uppercase letters, digits and underscores, not starting with an
-//! underscore (journald keeps those for itself) or a digit; and a field
-//! never takes a name that journald or vlog gives the entry itself
-//! ([`RESERVED`]), which would let it speak for the entry (`journalctl -t`,
-//! its priority). A record's names are made unique when it is made
-//! ([`encode_checked`]), so every output carries each key once. Encoded:
+//! A name is journald's form (`HTTP_METHOD`: uppercase letters, digits and
+//! underscores) or OpenTelemetry's (`http.method`, `user.id`: letters,
+//! digits, underscores and dots between words): 1 to 64 bytes, starting
+//! with a letter (journald keeps names starting with an underscore for
+//! itself). Every output writes a name as it was given but journald, which
+//! takes it upper case with dots as underscores ([`journald_byte`]); so
+//! two names that journald would take as one are one name here
+//! ([`same_name`]): the second is never silently renamed onto the first,
+//! it is left out and counted. A field never takes a name that journald or
+//! vlog gives the entry itself ([`RESERVED`]), in either form, which would
+//! let it speak for the entry (`journalctl -t`, its priority). A record's
+//! names are made unique when it is made ([`encode_checked`]), so every
+//! output carries each key once. Encoded:
 //!
 //! ```text
 //! u8 count, then per field: u8 name length, name, then
@@ -19,7 +25,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::stats;
 
-pub const NAME_MAX: usize = 64;
+mod names;
+pub use names::{
+    is_reserved, journald_byte, otel_key, same_name, valid_name, NAME_MAX, RESERVED,
+    RESERVED_PREFIXES,
+};
+
 /// At most this many fields are kept per message.
 pub const MAX_FIELDS: usize = 32;
 /// The encoded fields of one message take at most this many bytes; string
@@ -49,56 +60,6 @@ const NO_FIELD: Field<'static> = Field {
 
 /// What a field with a bad name becomes: the message keeps a trace of it.
 pub const BAD_FIELD: &[u8] = b"VLOG_BAD_FIELD_NAME";
-
-/// Names no field of a caller's (nor a relayed child's) may take: journald's
-/// own and trusted fields, those `journalctl -u` matches, and the ones vlog
-/// gives every entry. Given to a field, they would add a second value to
-/// the entry's own (the entry would then also answer `journalctl -t NAME`,
-/// or `-u UNIT`), or be read as vlog's. (See also [`RESERVED_PREFIXES`].)
-pub const RESERVED: &[&[u8]] = &[
-    b"MESSAGE",
-    b"MESSAGE_ID",
-    b"PRIORITY",
-    b"SYSLOG_IDENTIFIER",
-    b"SYSLOG_FACILITY",
-    b"SYSLOG_PID",
-    b"SYSLOG_TIMESTAMP",
-    b"SYSLOG_RAW",
-    b"CODE_FILE",
-    b"CODE_LINE",
-    b"CODE_FUNC",
-    b"ERRNO",
-    b"UNIT",
-    b"USER_UNIT",
-    b"INVOCATION_ID",
-    b"USER_INVOCATION_ID",
-];
-
-/// Prefixes no field's name may start with: journald's fields about
-/// another process (`OBJECT_PID`, and the `OBJECT_SYSTEMD_UNIT` that
-/// `journalctl -u` matches), systemd-coredump's, and vlog's own
-/// (`VLOG_SOURCE`, [`BAD_FIELD`], an error's context's `VLOG_CONTEXT`,
-/// `VLOG_SEQ` and `VLOG_TIME`).
-pub const RESERVED_PREFIXES: &[&[u8]] = &[b"OBJECT_", b"COREDUMP_", b"VLOG_"];
-
-/// The key the JSON and fluent outputs write a field under when
-/// OpenTelemetry names it: trace context in logs that are not OTLP
-/// (`trace_id`, `span_id`, `trace_flags`), at the top of the entry. A
-/// thread's `vlog_thread_traceparent` sets these fields.
-pub fn otel_key(name: &[u8]) -> Option<&'static [u8]> {
-    match name {
-        b"TRACE_ID" => Some(b"trace_id"),
-        b"SPAN_ID" => Some(b"span_id"),
-        b"TRACE_FLAGS" => Some(b"trace_flags"),
-        _ => None,
-    }
-}
-
-/// Whether `name` is one of the [`RESERVED`] names or starts with one of
-/// the [`RESERVED_PREFIXES`].
-pub fn is_reserved(name: &[u8]) -> bool {
-    RESERVED.contains(&name) || RESERVED_PREFIXES.iter().any(|p| name.starts_with(p))
-}
 
 /// Who named a record's fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -221,7 +182,7 @@ pub fn encode_checked(
             }
             None => *field,
         };
-        if kept[..n].iter().any(|(k, _)| k.name == field.name) {
+        if kept[..n].iter().any(|(k, _)| same_name(k.name, field.name)) {
             dropped += u64::from(refused.is_none());
             continue;
         }
@@ -394,24 +355,6 @@ pub fn encode_whole_into<'a>(
     })
 }
 
-/// True for a name journald would accept as it is.
-pub fn valid_name(name: &[u8]) -> bool {
-    // One table lookup a byte: every recorded field's name is checked.
-    const ALLOWED: [bool; 256] = {
-        let mut table = [false; 256];
-        let mut b = 0;
-        while b < 256 {
-            table[b] =
-                (b as u8).is_ascii_uppercase() || (b as u8).is_ascii_digit() || b == b'_' as usize;
-            b += 1;
-        }
-        table
-    };
-    (1..=NAME_MAX).contains(&name.len())
-        && !matches!(name[0], b'_' | b'0'..=b'9')
-        && name.iter().all(|&b| ALLOWED[b as usize])
-}
-
 /// Appends the encoding of `fields` (names already valid and unique) to
 /// `out`, which has ENCODED_MAX bytes of room reserved, so nothing is
 /// allocated. Fields past MAX_FIELDS are left out; a string value that does
@@ -528,12 +471,80 @@ mod tests {
 
     #[test]
     fn names() {
-        for good in ["VM", "PID", "A1", "X_Y", &"A".repeat(64)] {
+        for good in [
+            "VM",
+            "PID",
+            "A1",
+            "X_Y",
+            &"A".repeat(64),
+            "vm",
+            "http.method",
+            "user.id",
+            "http.response.status_code",
+            "Http.Method2",
+        ] {
             assert!(valid_name(good.as_bytes()), "{good}");
         }
-        for bad in ["", "_VM", "1VM", "vm", "V-M", "V M", "É", &"A".repeat(65)] {
+        for bad in [
+            "",
+            "_VM",
+            "1VM",
+            "V-M",
+            "V M",
+            "É",
+            &"A".repeat(65),
+            ".vm",
+            "vm.",
+            "http..method",
+            "1.a",
+            "a=b",
+            "a]b",
+        ] {
             assert!(!valid_name(bad.as_bytes()), "{bad}");
         }
+    }
+
+    /// OpenTelemetry's names are journald's upper case with dots as
+    /// underscores: one name in either form, reserved in either form.
+    #[test]
+    fn opentelemetry_names_are_journalds_in_another_form() {
+        assert!(same_name(b"http.method", b"HTTP_METHOD"));
+        assert!(same_name(b"Http_Method", b"http.method"));
+        assert!(!same_name(b"http.method", b"HTTP_METHODS"));
+        for name in [
+            &b"message"[..],
+            b"code.file",
+            b"vlog.seq",
+            b"object.pid",
+            b"priority",
+        ] {
+            assert!(is_reserved(name), "{}", String::from_utf8_lossy(name));
+        }
+        assert!(!is_reserved(b"http.method") && !is_reserved(b"vlo"));
+        assert_eq!(otel_key(b"TRACE_ID"), Some(&b"trace_id"[..]));
+        assert_eq!(otel_key(b"trace_id"), Some(&b"trace_id"[..]));
+        // The second of two names journald would take as one is left out
+        // and counted, never renamed onto the first.
+        let list = [
+            Field {
+                name: b"http.method",
+                value: Value::Str(b"GET"),
+            },
+            Field {
+                name: b"HTTP_METHOD",
+                value: Value::Str(b"POST"),
+            },
+            Field {
+                name: b"user.id",
+                value: Value::Int(42),
+            },
+        ];
+        let before = stats::get(&stats::BAD_FIELDS);
+        let mut buf = Vec::new();
+        encode_checked(&list, Names::Caller, Kept::default(), &mut buf, |_, _| {});
+        let kept: Vec<Field> = decode(&buf).unwrap().iter().collect();
+        assert_eq!(kept, [list[0], list[2]]);
+        assert!(stats::get(&stats::BAD_FIELDS) > before);
     }
 
     #[test]
@@ -624,7 +635,7 @@ mod tests {
             assert!(decode(&buf[..cut]).is_none(), "cut at {cut}");
         }
         let mut bad = buf.clone();
-        bad[2] = b'v'; // a lowercase name
+        bad[2] = b'-'; // a name no one may give
         assert!(decode(&bad).is_none());
     }
 
