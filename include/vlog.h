@@ -276,7 +276,8 @@ vlog(const vlog_source *src, int prio, const char *file, int line, const char *f
  *               (VLOG_FIELD_STR("VM", name), VLOG_FIELD_INT("VCPUS", n)),
  *               "started %s", name);
  *
- * String and integer values under journald-style names, stored in the ring
+ * String and integer values under names in journald's form (VM) or
+ * OpenTelemetry's (http.method; vlog(7), FIELDS), stored in the ring
  * beside the text and printed by every output. The field list (in
  * parentheses) and the arguments are evaluated only when the message is
  * recorded.

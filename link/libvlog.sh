@@ -1,5 +1,10 @@
 #!/bin/sh
-# Links libvlog.so.0 from the static library cargo builds, with the version
+# Makes libvlog.a's vlog_init a weak definition, in place: a program linked
+# with Open vSwitch's static library, which defines a vlog_init of its own,
+# gets Open vSwitch's instead of a "multiple definition" error (vlog starts
+# at its first call without it; vlog(3), NAMESAKES).
+#
+# Then links libvlog.so.0 from the static library cargo builds, with the version
 # script libvlog.map: every exported name under its version node, nothing
 # else exported. cargo cannot make such a library itself: rustc hands the
 # linker a version script of its own (unversioned), and GNU ld takes only
@@ -7,12 +12,13 @@
 # of libvlog.a. Used by the Makefile and the tests, so that what the tests
 # load is what `make install` installs.
 #
-#   link/libvlog.sh LIBVLOG_A OUTPUT [CC_FLAGS...]
+#   link/libvlog.sh LIBVLOG_A OUTPUT [CC_FLAGS...]   (LIBVLOG_A is changed)
 set -eu
 here=$(dirname "$0")
 lib=$1
 out=$2
 shift 2
+${OBJCOPY:-objcopy} --weaken-symbol=vlog_init "$lib"
 # The libraries are those `rustc --print native-static-libs` names for
 # the static library (Rust's std needs libgcc_s to unwind); --as-needed
 # keeps only those used. Full RELRO and a non-executable stack, as rustc

@@ -52,8 +52,12 @@ fn a_file_that_includes_open_vswitchs_vlog_h_too_uses_the_long_names() {
     ];
     for (variant, compiler, extra) in builds {
         let compiler = if compiler == "c++" { cxx.clone() } else { cc() };
-        let exe = build_with("namesakes", Link::Shared, variant, &compiler, extra);
-        assert_ok(&format!("namesakes{variant}"), &run(&exe, &[]));
+        // Linked with libvlog.a too: its vlog_init is weak, and the
+        // program's own (Open vSwitch's) is the one called.
+        for link in [Link::Shared, Link::Static] {
+            let exe = build_with("namesakes", link, variant, &compiler, extra);
+            assert_ok(&format!("namesakes{variant} ({link:?})"), &run(&exe, &[]));
+        }
     }
     // What the switch is for: without it, Open vSwitch's vlog_init and
     // VLOG_WARN meet vlog's.

@@ -102,7 +102,7 @@ pub(crate) fn signal_test_skipped() -> bool {
     skipped_under_tool("the tool handles fatal signals, alternate stacks and core files itself")
 }
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, Debug)]
 pub(crate) enum Link {
     Static,
     Shared,

@@ -63,6 +63,27 @@ pub fn parse_ack(buf: &[u8]) -> Result<Option<(&[u8], usize)>, ()> {
     }
 }
 
+/// The keys of the record's own that a field's name could be (a field in
+/// OpenTelemetry's form is lower case): such a field is written under its
+/// journald form instead (`source` as SOURCE), which no other field of the
+/// record has (`fields::same_name`), so no key is given twice and none
+/// speaks for the event.
+const OWN_KEYS: [&[u8]; 13] = [
+    b"message",
+    b"priority",
+    b"severity",
+    b"source",
+    b"file",
+    b"line",
+    b"func",
+    b"pid",
+    b"tid",
+    b"seq",
+    b"ident",
+    b"context",
+    b"id",
+];
+
 /// `[time, record]`, from the record, into `out`.
 pub fn encode_event(rec: &Record, ident: &[u8], out: &mut Vec<u8>) {
     // The keys as MessagePack fixstrs, written as they are.
@@ -104,7 +125,17 @@ pub fn encode_event(rec: &Record, ident: &[u8], out: &mut Vec<u8>) {
     }
     if let Some(fields) = decoded {
         for field in fields.iter() {
-            put_str(fields::otel_key(field.name).unwrap_or(field.name), out);
+            let key = fields::otel_key(field.name).unwrap_or(field.name);
+            let mut upper = [0u8; fields::NAME_MAX];
+            match upper.get_mut(..key.len()) {
+                Some(to) if OWN_KEYS.contains(&key) => {
+                    for (to, &from) in to.iter_mut().zip(key) {
+                        *to = fields::journald_byte(from);
+                    }
+                    put_str(to, out);
+                }
+                _ => put_str(key, out),
+            }
             match field.value {
                 Value::Str(s) => put_str(s, out),
                 Value::Int(n) => put_int(n, out),
@@ -219,6 +250,62 @@ mod tests {
         put_str(b"id", &mut want);
         put_str(b"abcdef01", &mut want);
         assert_eq!(with_id, want);
+    }
+
+    /// A field named as one of the event's own keys (OpenTelemetry's form
+    /// is lower case) is written in journald's form: no key twice, none
+    /// speaking for the event.
+    #[test]
+    fn a_field_named_as_an_own_key_is_written_in_journalds_form() {
+        let mut encoded = Vec::new();
+        crate::fields::encode(
+            [
+                Field {
+                    name: b"source",
+                    value: Value::Str(b"forged"),
+                },
+                Field {
+                    name: b"pid",
+                    value: Value::Int(1),
+                },
+                Field {
+                    name: b"http.method",
+                    value: Value::Str(b"GET"),
+                },
+            ]
+            .into_iter(),
+            &mut encoded,
+        );
+        let rec = Record {
+            seq: 1,
+            time_ns: 2,
+            tid: 3,
+            line: 4,
+            priority: Priority::Info,
+            source: b"s",
+            file: b"f",
+            func: b"fn",
+            message: b"m",
+            fields: &encoded,
+            context: false,
+            id: 0,
+        };
+        let mut out = Vec::new();
+        encode_event(&rec, b"id", &mut out);
+        let mut tail = Vec::new();
+        put_str(b"SOURCE", &mut tail);
+        put_str(b"forged", &mut tail);
+        put_str(b"PID", &mut tail);
+        put_int(1, &mut tail);
+        put_str(b"http.method", &mut tail);
+        put_str(b"GET", &mut tail);
+        assert!(out.ends_with(&tail), "{:?}", String::from_utf8_lossy(&out));
+        let count = |key: &[u8]| {
+            let mut k = Vec::new();
+            put_str(key, &mut k);
+            out.windows(k.len()).filter(|w| *w == &k[..]).count()
+        };
+        assert_eq!((count(b"source"), count(b"pid")), (1, 1));
     }
 
     #[test]
