@@ -7,7 +7,7 @@
 //! digits, underscores and dots between words): 1 to 64 bytes, starting
 //! with a letter (journald keeps names starting with an underscore for
 //! itself). Every output writes a name as it was given but journald, which
-//! takes it upper case with dots as underscores ([`journald_byte`]); so
+//! takes it upper case with dots as underscores ([`journald_name`]); so
 //! two names that journald would take as one are one name here
 //! ([`same_name`]): the second is never silently renamed onto the first,
 //! it is left out and counted. A field never takes a name that journald or
@@ -27,7 +27,7 @@ use crate::stats;
 
 mod names;
 pub use names::{
-    is_reserved, journald_byte, otel_key, same_name, valid_name, NAME_MAX, RESERVED,
+    is_reserved, journald_name, otel_key, same_name, valid_name, NAME_MAX, RESERVED,
     RESERVED_PREFIXES,
 };
 

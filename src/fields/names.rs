@@ -57,11 +57,26 @@ pub fn is_reserved(name: &[u8]) -> bool {
 
 /// A name's byte as journald takes it: upper case, a dot (OpenTelemetry's
 /// separator) an underscore. journald's own form is unchanged by it.
-pub const fn journald_byte(b: u8) -> u8 {
+const fn journald_byte(b: u8) -> u8 {
     if b == b'.' {
         b'_'
     } else {
         b.to_ascii_uppercase()
+    }
+}
+
+/// `name` in journald's form, made in `buf` (`http.method` is HTTP_METHOD);
+/// a name longer than any field's (none is) as it is.
+#[inline]
+pub fn journald_name<'a>(name: &'a [u8], buf: &'a mut [u8; NAME_MAX]) -> &'a [u8] {
+    match buf.get_mut(..name.len()) {
+        Some(to) => {
+            for (to, &from) in to.iter_mut().zip(name) {
+                *to = journald_byte(from);
+            }
+            to
+        }
+        None => name,
     }
 }
 

@@ -103,15 +103,7 @@ pub fn render(rec: &Record, ident: &[u8], out: &mut impl Sink) {
         // journald's form of the name: OpenTelemetry's `http.method` is
         // HTTP_METHOD (a record has no two names that are one to journald).
         let mut upper = [0u8; fields::NAME_MAX];
-        let name = match upper.get_mut(..field.name.len()) {
-            Some(name) => {
-                for (to, &from) in name.iter_mut().zip(field.name) {
-                    *to = fields::journald_byte(from);
-                }
-                &*name
-            }
-            None => field.name,
-        };
+        let name = fields::journald_name(field.name, &mut upper);
         match field.value {
             Value::Str(s) => put(name, s, out),
             Value::Int(n) => {

@@ -127,14 +127,10 @@ pub fn encode_event(rec: &Record, ident: &[u8], out: &mut Vec<u8>) {
         for field in fields.iter() {
             let key = fields::otel_key(field.name).unwrap_or(field.name);
             let mut upper = [0u8; fields::NAME_MAX];
-            match upper.get_mut(..key.len()) {
-                Some(to) if OWN_KEYS.contains(&key) => {
-                    for (to, &from) in to.iter_mut().zip(key) {
-                        *to = fields::journald_byte(from);
-                    }
-                    put_str(to, out);
-                }
-                _ => put_str(key, out),
+            if OWN_KEYS.contains(&key) {
+                put_str(fields::journald_name(key, &mut upper), out);
+            } else {
+                put_str(key, out);
             }
             match field.value {
                 Value::Str(s) => put_str(s, out),
@@ -189,9 +185,9 @@ mod tests {
         assert!(out.len() > 3 * MESSAGE_MAX, "{out:?}");
     }
 
-    #[test]
-    fn the_keys_written_as_they_are_are_what_put_str_makes() {
-        let rec = Record {
+    /// A record with short values, and these encoded fields.
+    fn record(fields: &[u8]) -> Record<'_> {
+        Record {
             seq: 1,
             time_ns: 2,
             tid: 3,
@@ -201,10 +197,15 @@ mod tests {
             file: b"f",
             func: b"fn",
             message: b"m",
-            fields: b"",
+            fields,
             context: false,
             id: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn the_keys_written_as_they_are_are_what_put_str_makes() {
+        let rec = record(b"");
         let mut out = Vec::new();
         encode_event(&rec, b"id", &mut out);
         let mut want = Vec::new();
@@ -276,20 +277,7 @@ mod tests {
             .into_iter(),
             &mut encoded,
         );
-        let rec = Record {
-            seq: 1,
-            time_ns: 2,
-            tid: 3,
-            line: 4,
-            priority: Priority::Info,
-            source: b"s",
-            file: b"f",
-            func: b"fn",
-            message: b"m",
-            fields: &encoded,
-            context: false,
-            id: 0,
-        };
+        let rec = record(&encoded);
         let mut out = Vec::new();
         encode_event(&rec, b"id", &mut out);
         let mut tail = Vec::new();
