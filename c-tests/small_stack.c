@@ -69,6 +69,11 @@ static void fields(void)
                 "an error with fields");
 }
 
+static void hexdump(void)
+{
+    VLOG_HEXDUMP(VLOG_PRIO_ERROR, big, 4096, "4 KiB of bytes at %p", (void *)big);
+}
+
 static void large(void)
 {
     VLOG_ERROR("an 8 KiB message %s", big);
@@ -87,6 +92,7 @@ static const struct {
 } kinds[] = {
     {"first", first}, {"info", info},   {"error", error},
     {"fields", fields}, {"8k", large}, {"context", context},
+    {"hexdump", hexdump},
 };
 
 static void *measure(void *arg)

@@ -299,6 +299,31 @@ vlog(const vlog_source *src, int prio, const char *file, int line, const char *f
         VLOG__FORMAT_TYPES(__VA_ARGS__)                                       \
     } while (0)
 
+/*
+ * Bytes kept as bytes (a packet, a buffer), from this file's source:
+ *
+ *   VLOG_HEXDUMP(VLOG_PRIO_DEBUG, pkt, len, "rx %zu bytes from %s", len, peer);
+ *
+ * The message is formatted as VLOG_FIELDS's is; up to VLOG_HEXDUMP_MAX
+ * bytes at `ptr` are copied into the record as they are (the rest counted
+ * in the field VLOG_HEXDUMP_OMITTED). Text lines show them after the
+ * message's line as `hexdump -C` does; the JSON, journald, syslog and
+ * fluent outputs as the field VLOG_HEXDUMP, lowercase hex. `ptr`, `len`
+ * and the arguments are evaluated only when the message is recorded.
+ */
+#define VLOG_HEXDUMP(prio, ptr, len, ...)                                     \
+    do {                                                                      \
+        VLOG__FORMAT_LITERAL(__VA_ARGS__);                                    \
+        int vlog__hprio = vlog__clamp(prio);                                  \
+        VLOG__SITE(prio, VLOG__LIMIT_NONE, 0, 0, VLOG__FIRST(__VA_ARGS__, 0)); \
+        int vlog__level = VLOG__LEVEL(&vlog__here);                           \
+        if (VLOG__UNLIKELY(vlog__hprio >= vlog__level) &&                     \
+            (vlog__level != 0 || vlog__site_enabled(&vlog__here, vlog__hprio)) && \
+            VLOG__ADMIT(&vlog__here, vlog__hprio, VLOG__LIMIT_NONE))          \
+            vlog__emit_hexdump(&vlog__here, vlog__hprio, (ptr), (len), __VA_ARGS__); \
+        VLOG__FORMAT_TYPES(__VA_ARGS__)                                       \
+    } while (0)
+
 /* The function form: checks the filters first, so a message that is not
  * recorded costs nothing more; then as vlogv() with the fields.
  * NULL: as vlogv(), and `fields` may be NULL when `nfields` is 0;
@@ -718,13 +743,25 @@ static inline int vlog__clamp(int prio)
          : prio;
 }
 
+/* The bytes VLOG_HEXDUMP keeps beside its message. */
+typedef struct vlog__bytes {
+    const void *data;
+    size_t size;
+} vlog__bytes;
+
 /* Hands a formatted message to the library: as the call site's when there
  * is one (its level, limit report and count), else as the source's. */
 static inline int vlog__put(const vlog__site *site, const vlog_source *src, int prio,
                             const char *file, int line, const char *func, const char *text,
                             size_t len, size_t full_len, const vlog_field *fields,
-                            size_t nfields)
+                            size_t nfields, const vlog__bytes *dump)
 {
+    if (dump != NULL && site != NULL)
+        return vlog__write_site_hexdump(site, prio, text, len, full_len, dump->data,
+                                        dump->size);
+    if (dump != NULL)
+        return vlog_write_hexdump(src, prio, file, line, func, text, len, full_len,
+                                  dump->data, dump->size);
     if (site != NULL)
         return vlog__write_site(site, prio, text, len, full_len, fields, nfields);
     return vlog_write_fields(src, prio, file, line, func, text, len, full_len, fields,
@@ -732,16 +769,18 @@ static inline int vlog__put(const vlog__site *site, const vlog_source *src, int 
 }
 
 /* Formats and records a message whose filters were already checked, with
- * `nfields` structured fields (NULL and 0 for none), for call site `site`
+ * `nfields` structured fields (NULL and 0 for none) or the bytes of `dump`
+ * (NULL for none), for call site `site`
  * (NULL: from `src`, at `file`, `line`, `func`).
  * `checked`: the format is known to have no %n (its call site said so), so
  * the library need not look again. */
-static inline VLOG__PRINTF(10, 0) int vlog__emitfv(int checked, const vlog__site *site,
+static inline VLOG__PRINTF(11, 0) int vlog__emitfv(int checked, const vlog__site *site,
                                                     const vlog_source *src, int prio,
                                                     const char *file, int line,
                                                     const char *func,
                                                     const vlog_field *fields,
                                                     size_t nfields,
+                                                    const vlog__bytes *dump,
                                                     const char *fmt, va_list ap)
 {
     char stack[VLOG_STACK_MESSAGE];
@@ -752,13 +791,13 @@ static inline VLOG__PRINTF(10, 0) int vlog__emitfv(int checked, const vlog__site
 
     if (fmt == NULL)
         return vlog__put(site, src, prio, file, line, func, "(null format)", 13, 13,
-                         fields, nfields);
+                         fields, nfields, dump);
     if (!checked && !vlog__format_is_safe(fmt)) {
         /* %n would write through an argument: log the format, not run it. */
         n = snprintf(stack, sizeof stack, "[format with %%n not run] %s", fmt);
         want = n < 0 ? 0 : (size_t)n < sizeof stack ? (size_t)n : sizeof stack - 1;
         return vlog__put(site, src, prio, file, line, func, stack, want, want, fields,
-                         nfields);
+                         nfields, dump);
     }
     va_copy(again, ap);
     n = vsnprintf(stack, sizeof stack, fmt, ap);
@@ -767,24 +806,24 @@ static inline VLOG__PRINTF(10, 0) int vlog__emitfv(int checked, const vlog__site
         n = snprintf(stack, sizeof stack, "[format error] %s", fmt);
         want = n < 0 ? 0 : (size_t)n < sizeof stack ? (size_t)n : sizeof stack - 1;
         return vlog__put(site, src, prio, file, line, func, stack, want, want, fields,
-                         nfields);
+                         nfields, dump);
     }
     if ((size_t)n < sizeof stack) {
         va_end(again);
         return vlog__put(site, src, prio, file, line, func, stack, (size_t)n, (size_t)n,
-                         fields, nfields);
+                         fields, nfields, dump);
     }
     want = (size_t)n < VLOG_MESSAGE_MAX ? (size_t)n : VLOG_MESSAGE_MAX;
     heap = (char *)malloc(want + 1);
     if (heap == NULL) {
         va_end(again);
         return vlog__put(site, src, prio, file, line, func, stack, sizeof stack - 1,
-                         (size_t)n, fields, nfields);
+                         (size_t)n, fields, nfields, dump);
     }
     vsnprintf(heap, want + 1, fmt, again);
     va_end(again);
     rc = vlog__put(site, src, prio, file, line, func, heap, want, (size_t)n, fields,
-                   nfields);
+                   nfields, dump);
     free(heap);
     return rc;
 }
@@ -802,7 +841,22 @@ static inline int vlog__emit_fields(const vlog__site *site, int prio,
     int rc;
 
     va_start(ap, fmt);
-    rc = vlog__emitfv(0, site, NULL, prio, NULL, 0, NULL, fields, nfields, fmt, ap);
+    rc = vlog__emitfv(0, site, NULL, prio, NULL, 0, NULL, fields, nfields, NULL, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static inline int vlog__emit_hexdump(const vlog__site *site, int prio, const void *data,
+                                     size_t size, const char *fmt, ...)
+{
+    vlog__bytes dump;
+    va_list ap;
+    int rc;
+
+    dump.data = data;
+    dump.size = size;
+    va_start(ap, fmt);
+    rc = vlog__emitfv(0, site, NULL, prio, NULL, 0, NULL, NULL, 0, &dump, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -814,7 +868,7 @@ static inline int vlog__emit(const vlog_source *src, int prio, const char *file,
     int rc;
 
     va_start(ap, fmt);
-    rc = vlog__emitfv(0, NULL, src, prio, file, line, func, NULL, 0, fmt, ap);
+    rc = vlog__emitfv(0, NULL, src, prio, file, line, func, NULL, 0, NULL, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -875,7 +929,7 @@ static inline int vlog__emit_site(vlog__site *site, int prio, const char *fmt, .
     /* A prepared site whose format did not change was checked for %n. */
     rc = vlog__emitfv((state == VLOG__SITE_DEFERRED || state == VLOG__SITE_FORMAT) &&
                           site->fmt == fmt,
-                      site, NULL, prio, NULL, 0, NULL, NULL, 0, fmt, ap);
+                      site, NULL, prio, NULL, 0, NULL, NULL, 0, NULL, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -913,7 +967,7 @@ static inline int vlogv(const vlog_source *src, int prio, const char *file, int 
 {
     if (!vlog__wanted(&src, &prio))
         return 0;
-    return vlog__emitfv(0, NULL, src, prio, file, line, func, NULL, 0, fmt, ap);
+    return vlog__emitfv(0, NULL, src, prio, file, line, func, NULL, 0, NULL, fmt, ap);
 }
 
 #ifndef VLOG_NO_SHORT_NAMES
@@ -940,7 +994,7 @@ static inline int vlog_fields(const vlog_source *src, int prio, const char *file
     if (!vlog__wanted(&src, &prio))
         return 0;
     va_start(ap, fmt);
-    rc = vlog__emitfv(0, NULL, src, prio, file, line, func, fields, nfields, fmt, ap);
+    rc = vlog__emitfv(0, NULL, src, prio, file, line, func, fields, nfields, NULL, fmt, ap);
     va_end(ap);
     return rc;
 }

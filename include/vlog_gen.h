@@ -56,6 +56,12 @@
 #define VLOG_MESSAGE_MAX 8192
 
 /**
+ * The most bytes a VLOG_HEXDUMP record keeps; how many more were given is
+ * its field VLOG_HEXDUMP_OMITTED.
+ */
+#define VLOG_HEXDUMP_MAX 4096
+
+/**
  * How many of a child's last bytes `vlog_relay_tail` can give back.
  */
 #define VLOG_RELAY_TAIL_MAX 4096
@@ -681,6 +687,33 @@ int vlog_write_fields(const struct vlog_source *src,
                       size_t nfields);
 
 /**
+ * As vlog_write, with `size` bytes at `data` kept as bytes (a packet, a
+ * buffer): copied into the record as they are, no text made of them at
+ * the call. Text lines (stderr, files, vlog_dump, vlog-dump, a crash
+ * dump) show them after the message's line as `hexdump -C` does; the
+ * JSON, journald, syslog and fluent outputs as the field VLOG_HEXDUMP, a
+ * string of lowercase hex (vlog(3), VLOG_HEXDUMP). At most
+ * VLOG_HEXDUMP_MAX bytes are kept; how many more were given is the field
+ * VLOG_HEXDUMP_OMITTED. Nothing is read when the filters drop the
+ * message. Returns 1 if recorded, 0 if filtered out, -1 on a NULL `data`
+ * with `size` > 0 (vlog_last_error says so) or an internal error. errno
+ * is left as it was. Never allocates once running; takes one lock.
+ * NULL: as vlog_write, and `data` may be NULL when `size` is 0;
+ * ownership: the bytes are copied, nothing kept; errors: -1, never errno;
+ * async-signal-safe: no.
+ */
+int vlog_write_hexdump(const struct vlog_source *src,
+                       int prio,
+                       const char *file,
+                       int line,
+                       const char *func,
+                       const char *msg,
+                       size_t len,
+                       size_t full_len,
+                       const void *data,
+                       size_t size);
+
+/**
  * Sets field `key` to the string `value` on every record this thread
  * makes from now on (replacing its value), or removes it when `value` is
  * NULL. The record carries it as it carries a call's own `VLOG_FIELD_STR`
@@ -1080,6 +1113,24 @@ int vlog__write_site(const struct vlog__site *site,
                      size_t full_len,
                      const struct vlog_field *fields,
                      size_t nfields);
+
+/**
+ * Internal, for VLOG_HEXDUMP: records the message of `len` bytes at `msg`
+ * (cut from `full_len`) that call site `site` formatted at the call, with
+ * `size` bytes at `data` kept as bytes, as vlog_write_hexdump does, with
+ * the site's names and level. Returns 1 if recorded, 0 if filtered out,
+ * -1 on an error.
+ * NULL: `site` an error (-1), `msg` "(null)", `data` an error (-1) unless
+ * `size` is 0; ownership: everything is copied, nothing kept; errors: -1,
+ * never errno; async-signal-safe: no.
+ */
+int vlog__write_site_hexdump(const struct vlog__site *site,
+                             int prio,
+                             const char *msg,
+                             size_t len,
+                             size_t full_len,
+                             const void *data,
+                             size_t size);
 
 /**
  * Internal, for libvlog-syslog.so's constructor: marks the process as one

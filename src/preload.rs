@@ -84,6 +84,7 @@ pub fn record(source: Live, pri: i32, text: &[u8], full_len: usize) -> Outcome {
             fields: &fields,
             // SYSLOG_FACILITY: the call's own, as journald's would be.
             names: Names::Vlog,
+            dump: None,
         },
     };
     emit::emit(&call)

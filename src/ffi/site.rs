@@ -433,6 +433,7 @@ fn record_mismatch(live: LiveSite, site: &vlog__site, prio: c_int) -> c_int {
             full_len: text.len(),
             fields: &[],
             names: Names::Caller,
+            dump: None,
         },
     };
     outcome_code(emit::emit(&call))

@@ -4,10 +4,10 @@
 //! site's call asks whether it is recorded; a site whose message was
 //! formatted at the call records it as the site's.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
 use std::ptr::NonNull;
 
-use super::write::{emit_text, vlog_field, Origin};
+use super::write::{dump_arg, emit_message, emit_text, vlog_field, Origin};
 use super::{before_the_record, guarded, in_call, may_act_anywhere, no_cancel};
 use crate::logger;
 use crate::priority::Priority;
@@ -158,23 +158,60 @@ pub extern "C-unwind" fn vlog__write_site(
     fields: *const vlog_field,
     nfields: usize,
 ) -> c_int {
-    if may_act_anywhere() {
-        return no_cancel!(|| write_site(site, prio, msg, len, full_len, fields, nfields));
+    if nfields > 0 && fields.is_null() {
+        return -1;
     }
-    in_call!(body write_site(site, prio, msg, len, full_len, fields, nfields))
+    // SAFETY: as the caller's contract says of each.
+    let record =
+        |origin: Origin| unsafe { emit_text(origin, prio, msg, len, full_len, fields, nfields) };
+    if may_act_anywhere() {
+        return no_cancel!(|| write_site(site, record));
+    }
+    in_call!(body write_site(site, record))
 }
 
-#[inline(never)]
-fn write_site(
+/// Internal, for VLOG_HEXDUMP: records the message of `len` bytes at `msg`
+/// (cut from `full_len`) that call site `site` formatted at the call, with
+/// `size` bytes at `data` kept as bytes, as vlog_write_hexdump does, with
+/// the site's names and level. Returns 1 if recorded, 0 if filtered out,
+/// -1 on an error.
+/// NULL: `site` an error (-1), `msg` "(null)", `data` an error (-1) unless
+/// `size` is 0; ownership: everything is copied, nothing kept; errors: -1,
+/// never errno; async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog__write_site_hexdump(
     site: *const vlog__site,
     prio: c_int,
     msg: *const c_char,
     len: usize,
     full_len: usize,
-    fields: *const vlog_field,
-    nfields: usize,
+    data: *const c_void,
+    size: usize,
 ) -> c_int {
-    if site.is_null() || (nfields > 0 && fields.is_null()) {
+    if size > 0 && data.is_null() {
+        return -1;
+    }
+    let record = |origin: Origin| {
+        // SAFETY: `data` is `size` readable bytes (or NULL with 0), per
+        // the contract.
+        let dump = unsafe { dump_arg(data, size) };
+        // SAFETY: as the caller's contract says of `msg`.
+        let recorded = unsafe { emit_message(origin, prio, msg, len, full_len, &[], Some(dump)) };
+        c_int::from(recorded)
+    };
+    if may_act_anywhere() {
+        return no_cancel!(|| write_site(site, record));
+    }
+    in_call!(body write_site(site, record))
+}
+
+/// Makes the call `record` with call site `site`'s names (and its level
+/// and report, through it): the one way a message formatted at a call
+/// site's call is recorded. Each entry has its own copy, so that one's
+/// stack holds only what it needs.
+#[inline(never)]
+fn write_site(site: *const vlog__site, record: impl FnOnce(Origin) -> c_int) -> c_int {
+    if site.is_null() {
         return -1;
     }
     keeping_errno(|| {
@@ -191,8 +228,7 @@ fn write_site(
                 line: d.line,
                 func: d.func,
             };
-            // SAFETY: as the caller's contract says of each.
-            unsafe { emit_text(origin, prio, msg, len, full_len, fields, nfields) }
+            record(origin)
         })
     })
 }

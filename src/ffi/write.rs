@@ -2,10 +2,10 @@
 //! the header's function forms call after formatting, and the structured
 //! field type.
 
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_char, c_int, c_void, CStr};
 
 use super::{c_bytes, guarded, in_call, may_act_anywhere, no_cancel, set_last_error, source_arg};
-use crate::fields::{Field, Names, Value, MAX_FIELDS};
+use crate::fields::{Dump, Field, Names, Value, MAX_FIELDS};
 use crate::logger::emit::{self, Call, Message, Outcome};
 use crate::priority::Priority;
 use crate::site::LiveSite;
@@ -29,6 +29,10 @@ pub const VLOG_PRIO_ERROR: c_int = 4;
 #[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG_MESSAGE_MAX: usize = 8192;
 const _: () = assert!(VLOG_MESSAGE_MAX == crate::record::MESSAGE_MAX);
+/// The most bytes a VLOG_HEXDUMP record keeps; how many more were given is
+/// its field VLOG_HEXDUMP_OMITTED.
+pub const VLOG_HEXDUMP_MAX: usize = 4096;
+const _: () = assert!(VLOG_HEXDUMP_MAX == crate::fields::BYTES_MAX);
 // The numbers C passes are the core's priorities.
 const _: () = assert!(
     VLOG_PRIO_DEBUG == Priority::Debug as c_int
@@ -180,6 +184,100 @@ fn write_fields(
     })
 }
 
+/// As vlog_write, with `size` bytes at `data` kept as bytes (a packet, a
+/// buffer): copied into the record as they are, no text made of them at
+/// the call. Text lines (stderr, files, vlog_dump, vlog-dump, a crash
+/// dump) show them after the message's line as `hexdump -C` does; the
+/// JSON, journald, syslog and fluent outputs as the field VLOG_HEXDUMP, a
+/// string of lowercase hex (vlog(3), VLOG_HEXDUMP). At most
+/// VLOG_HEXDUMP_MAX bytes are kept; how many more were given is the field
+/// VLOG_HEXDUMP_OMITTED. Nothing is read when the filters drop the
+/// message. Returns 1 if recorded, 0 if filtered out, -1 on a NULL `data`
+/// with `size` > 0 (vlog_last_error says so) or an internal error. errno
+/// is left as it was. Never allocates once running; takes one lock.
+/// NULL: as vlog_write, and `data` may be NULL when `size` is 0;
+/// ownership: the bytes are copied, nothing kept; errors: -1, never errno;
+/// async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog_write_hexdump(
+    src: *const vlog_source,
+    prio: c_int,
+    file: *const c_char,
+    line: c_int,
+    func: *const c_char,
+    msg: *const c_char,
+    len: usize,
+    full_len: usize,
+    data: *const c_void,
+    size: usize,
+) -> c_int {
+    if may_act_anywhere() {
+        return no_cancel!(|| {
+            write_hexdump(src, prio, file, line, func, msg, len, full_len, data, size)
+        });
+    }
+    in_call!(body write_hexdump(src, prio, file, line, func, msg, len, full_len, data, size))
+}
+
+/// The body of [`vlog_write_hexdump`], bracketed by the entry as
+/// [`write_fields`] is.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn write_hexdump(
+    src: *const vlog_source,
+    prio: c_int,
+    file: *const c_char,
+    line: c_int,
+    func: *const c_char,
+    msg: *const c_char,
+    len: usize,
+    full_len: usize,
+    data: *const c_void,
+    size: usize,
+) -> c_int {
+    crate::control::install();
+    if size > 0 && data.is_null() {
+        set_last_error("data is NULL but size is not 0");
+        return -1;
+    }
+    keeping_errno(|| {
+        guarded(-1, || {
+            let origin = Origin {
+                source: source_arg(src),
+                site: None,
+                // SAFETY: NULL or NUL-terminated strings, per the API
+                // contract.
+                file: unsafe { c_bytes(file, b"") },
+                line: line.max(0) as u32,
+                // SAFETY: as above.
+                func: unsafe { c_bytes(func, b"?") },
+            };
+            // SAFETY: `data` is `size` readable bytes, per the contract;
+            // only the first VLOG_HEXDUMP_MAX are read.
+            let dump = unsafe { dump_arg(data, size) };
+            // SAFETY: as the caller's contract says of `msg`.
+            let recorded =
+                unsafe { emit_message(origin, prio, msg, len, full_len, &[], Some(dump)) };
+            c_int::from(recorded)
+        })
+    })
+}
+
+/// The bytes at `data` a record keeps (at most VLOG_HEXDUMP_MAX of the
+/// `size`), the rest counted: no more is ever read.
+///
+/// # Safety
+/// `data` is NULL with `size` 0, or `size` readable bytes.
+pub(super) unsafe fn dump_arg<'a>(data: *const c_void, size: usize) -> Dump<'a> {
+    if data.is_null() {
+        return Dump::of(b"");
+    }
+    let kept = Dump::kept(size);
+    // SAFETY: per the caller, and `kept` <= `size`.
+    let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), kept) };
+    Dump::given(bytes, size)
+}
+
 /// Where a finished message comes from: its source, the call site that
 /// made it (if a macro did), and its names.
 pub(super) struct Origin<'a> {
@@ -191,8 +289,8 @@ pub(super) struct Origin<'a> {
 }
 
 /// Records a finished message of `len` bytes at `msg` (cut from
-/// `full_len`) with `nfields` C fields: the one way both entries that take
-/// one make their call.
+/// `full_len`) with `nfields` C fields: the one way every entry that takes
+/// one makes its call.
 ///
 /// # Safety
 /// `msg` is NULL or `len` readable bytes; `fields` points at `nfields`
@@ -212,6 +310,35 @@ pub(super) unsafe fn emit_text(
     }; MAX_FIELDS];
     // SAFETY: per the contract.
     let n = unsafe { fields_of(fields, nfields, &mut list) };
+    // SAFETY: per the contract.
+    let recorded = unsafe { emit_message(origin, prio, msg, len, full_len, &list[..n], None) };
+    if recorded && nfields > n {
+        // The fields beyond the 32 a record keeps, counted as every field
+        // not kept is (a message the filters drop counts none).
+        crate::stats::add(&crate::stats::BAD_FIELDS, (nfields - n) as u64);
+    }
+    c_int::from(recorded)
+}
+
+/// Records a finished message of `len` bytes at `msg` (cut from
+/// `full_len`) with `fields`, or the bytes of `dump`: whether it was
+/// recorded. [`emit_text`] for C's fields; an entry that takes a dump
+/// calls this itself, so that the fields' list is not on its stack (a call
+/// has 8 KiB of the caller's, and a dump's output write goes deeper than a
+/// field's).
+///
+/// # Safety
+/// `msg` is NULL or `len` readable bytes.
+#[inline(always)]
+pub(super) unsafe fn emit_message(
+    origin: Origin,
+    prio: c_int,
+    msg: *const c_char,
+    len: usize,
+    full_len: usize,
+    fields: &[Field],
+    dump: Option<Dump>,
+) -> bool {
     let text: &[u8] = if msg.is_null() {
         b"(null)"
     } else {
@@ -228,17 +355,12 @@ pub(super) unsafe fn emit_text(
             func: origin.func,
             text,
             full_len: full_len.max(text.len()),
-            fields: &list[..n],
+            fields,
             names: Names::Caller,
+            dump,
         },
     };
-    let recorded = emit::emit(&call) == Outcome::Recorded;
-    if recorded && nfields > n {
-        // The fields beyond the 32 a record keeps, counted as every field
-        // not kept is (a message the filters drop counts none).
-        crate::stats::add(&crate::stats::BAD_FIELDS, (nfields - n) as u64);
-    }
-    c_int::from(recorded)
+    emit::emit(&call) == Outcome::Recorded
 }
 
 /// The first (at most 32) of the `n` C fields at `fields` as slices in

@@ -19,13 +19,16 @@
 //! ```text
 //! u8 count, then per field: u8 name length, name, then
 //! tag 0: u32 length, string bytes    tag 1: i64 integer
+//! tag 2: u32 length, bytes kept as bytes (vlog's own: see `bytes`)
 //! ```
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::stats;
 
+mod bytes;
 mod names;
+pub use bytes::{Dump, BYTES_MAX};
 pub use names::{
     is_reserved, journald_name, otel_key, same_name, valid_name, NAME_MAX, RESERVED,
     RESERVED_PREFIXES,
@@ -36,14 +39,20 @@ pub const MAX_FIELDS: usize = 32;
 /// The encoded fields of one message take at most this many bytes; string
 /// values are cut to fit.
 pub const ENCODED_MAX: usize = 4096;
+/// The most a record's encoded fields take: the budget, and the bytes of a
+/// dump beside it (`bytes`).
+pub const WITH_BYTES_MAX: usize = ENCODED_MAX + bytes::ROOM;
 
 const TAG_STR: u8 = 0;
 const TAG_INT: u8 = 1;
+const TAG_BYTES: u8 = 2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Value<'a> {
     Str(&'a [u8]),
     Int(i64),
+    /// Bytes kept as bytes (a dump, `bytes`): never text, shown as hex.
+    Bytes(&'a [u8]),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,7 +218,7 @@ fn encoded_size(field: &Field) -> usize {
         + 1
         + match field.value {
             Value::Int(_) => 8,
-            Value::Str(s) => 4 + s.len(),
+            Value::Str(s) | Value::Bytes(s) => 4 + s.len(),
         }
 }
 
@@ -324,6 +333,11 @@ fn put_field(out: &mut impl FnMut(&[u8]), name: &[u8], value: Value, mark: Optio
             out(s);
             out(mark);
         }
+        Value::Bytes(b) => {
+            out(&[TAG_BYTES]);
+            out(&(b.len() as u32).to_ne_bytes());
+            out(b);
+        }
     }
 }
 
@@ -370,6 +384,25 @@ pub fn encode<'a>(fields: impl Iterator<Item = Field<'a>>, out: &mut Vec<u8>) {
     encode_within(&list[..n], out, |_| {});
 }
 
+/// Appends `dump` to the fields encoded in `out` (empty: none yet), within
+/// [`bytes::ROOM`] more bytes: nothing is allocated where `out` has that room.
+/// Its names are vlog's own (the `VLOG_` prefix no caller may use), so
+/// they never meet a caller's.
+pub fn bytes_after(dump: Dump, out: &mut Vec<u8>) {
+    if out.is_empty() {
+        out.push(0);
+    }
+    let mut put = |b: &[u8]| out.extend_from_slice(b);
+    put_field(&mut put, bytes::HEXDUMP, Value::Bytes(dump.bytes), None);
+    let mut added = 1;
+    if dump.omitted > 0 {
+        let omitted = i64::try_from(dump.omitted).unwrap_or(i64::MAX);
+        put_field(&mut put, bytes::OMITTED, Value::Int(omitted), None);
+        added += 1;
+    }
+    out[0] += added;
+}
+
 /// The fields encoded in `bytes`, if the encoding is whole and every name
 /// valid: a damaged record is refused, never shown with made-up fields.
 pub fn decode(bytes: &[u8]) -> Option<Fields<'_>> {
@@ -399,16 +432,15 @@ fn next(bytes: &[u8]) -> Option<(Field<'_>, &[u8])> {
                 &rest[8..],
             ))
         }
-        TAG_STR => {
+        TAG_STR | TAG_BYTES => {
             let len = u32::from_ne_bytes(rest.get(..4)?.try_into().ok()?) as usize;
             let s = rest.get(4..4 + len)?;
-            Some((
-                Field {
-                    name,
-                    value: Value::Str(s),
-                },
-                &rest[4 + len..],
-            ))
+            let value = if tag == TAG_STR {
+                Value::Str(s)
+            } else {
+                Value::Bytes(s)
+            };
+            Some((Field { name, value }, &rest[4 + len..]))
         }
         _ => None,
     }
@@ -779,5 +811,55 @@ mod tests {
         let a = str_of(&kept, b"A").unwrap();
         assert!(a.ends_with(b" [truncated: 4096 bytes]"), "{}", a.len());
         assert_eq!(a.len(), str_of(&kept, b"B").unwrap().len());
+    }
+
+    #[test]
+    fn a_dump_follows_the_fields_and_reads_back() {
+        let mut out = Vec::new();
+        let field = Field {
+            name: b"VM",
+            value: Value::Str(b"guest1"),
+        };
+        encode([field].into_iter(), &mut out);
+        bytes_after(Dump::of(&[0, 1, 255]), &mut out);
+        let read: Vec<_> = decode(&out).unwrap().iter().collect();
+        assert_eq!(read.len(), 2, "{read:?}");
+        assert_eq!(read[0], field);
+        assert_eq!(read[1].name, bytes::HEXDUMP);
+        assert_eq!(read[1].value, Value::Bytes(&[0, 1, 255]));
+    }
+
+    #[test]
+    fn bytes_beyond_the_most_kept_are_counted() {
+        let big = vec![7u8; BYTES_MAX + 10];
+        let mut out = Vec::new();
+        bytes_after(Dump::of(&big), &mut out);
+        let read: Vec<_> = decode(&out).unwrap().iter().collect();
+        assert_eq!(read[0].value, Value::Bytes(&big[..BYTES_MAX]));
+        assert_eq!(read[1].name, bytes::OMITTED);
+        assert_eq!(read[1].value, Value::Int(10));
+        assert!(
+            out.len() <= bytes::ROOM + 1,
+            "{} > {}",
+            out.len(),
+            bytes::ROOM + 1
+        );
+    }
+
+    #[test]
+    fn a_dump_beside_a_full_budget_fits_the_room_reserved() {
+        let value = vec![b'v'; ENCODED_MAX];
+        let list: Vec<_> = (0..MAX_FIELDS)
+            .map(|_| Field {
+                name: b"BIG",
+                value: Value::Str(&value),
+            })
+            .collect();
+        let mut out = Vec::new();
+        encode(list.into_iter(), &mut out);
+        assert!(out.len() <= ENCODED_MAX);
+        bytes_after(Dump::of(&[1u8; BYTES_MAX + 1]), &mut out);
+        assert!(out.len() <= ENCODED_MAX + bytes::ROOM, "{}", out.len());
+        assert!(decode(&out).is_some());
     }
 }

@@ -105,7 +105,7 @@ impl State {
         }
         let reserved = self
             .fields
-            .try_reserve(fields::ENCODED_MAX)
+            .try_reserve(fields::WITH_BYTES_MAX)
             .and_then(|()| self.message.try_reserve(MESSAGE_MAX))
             .and_then(|()| self.rendered.try_reserve(MESSAGE_MAX));
         if let Err(e) = reserved {

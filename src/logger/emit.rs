@@ -10,6 +10,7 @@
 use std::sync::atomic::Ordering;
 
 use super::flight::{site_entry, CallSite};
+use super::message::with_dump;
 use super::message::{encode_call_fields, encode_reporting, site_id, take_suppressed, truncated};
 pub use super::message::{Call, Message, SiteCall};
 use super::{enter, printer, thread_fields, Entered, State};
@@ -256,18 +257,23 @@ impl State {
                 full_len,
                 fields,
                 names,
+                dump,
             } => {
                 let body = if *full_len > text.len() || text.len() > MESSAGE_MAX {
                     truncated(text, *full_len, message)
                 } else {
                     text
                 };
-                let fields = if !thread {
+                let encoded = if !thread {
                     encode_call_fields(fields, *names, suppressed, 0, field_buf)
                 } else {
                     thread_fields::with_added(fields, |all, carried| {
                         encode_call_fields(all, *names, suppressed, carried, field_buf)
                     })
+                };
+                let fields = match dump {
+                    None => encoded,
+                    Some(dump) => with_dump(encoded.len(), *dump, field_buf),
                 };
                 (*file, *line, *func, body, fields, false)
             }
@@ -552,6 +558,7 @@ mod tests {
                 full_len,
                 fields: &[],
                 names: Names::Caller,
+                dump: None,
             },
         }
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use crate::deferred::Captured;
 use crate::diag;
-use crate::fields::{self, Field, Kept, Names, Refusal};
+use crate::fields::{self, Dump, Field, Kept, Names, Refusal};
 use crate::priority::Priority;
 use crate::record::MESSAGE_MAX;
 use crate::site::{vlog__site, LiveSite};
@@ -26,6 +26,8 @@ pub enum Message<'a> {
         full_len: usize,
         fields: &'a [Field<'a>],
         names: Names,
+        /// Bytes kept as bytes (`VLOG_HEXDUMP`), after the fields.
+        dump: Option<Dump<'a>>,
     },
     /// The raw arguments of a deferred call site that the general path
     /// takes (see [`SiteCall`]); its names, line and format are the site's.
@@ -154,6 +156,14 @@ pub(super) fn encode_call_fields<'b>(
     } else {
         encode_reporting(fields, names, suppressed, carried, buf)
     }
+}
+
+/// The fields `encoded` (`encoded_len` bytes at the start of `buf`, which
+/// holds them when there are any) with `dump` after them.
+pub(super) fn with_dump<'b>(encoded_len: usize, dump: Dump, buf: &'b mut Vec<u8>) -> &'b [u8] {
+    buf.truncate(encoded_len);
+    fields::bytes_after(dump, buf);
+    buf
 }
 
 /// The name of the field that reports what a call site's limit left out

@@ -281,7 +281,8 @@ impl FieldSet {
         slot.name_len = name.len() as u8;
         match value {
             Value::Int(i) => slot.int = Some(i),
-            Value::Str(s) => {
+            // A thread's fields are text (the API has no bytes to give).
+            Value::Str(s) | Value::Bytes(s) => {
                 slot.at = self.used as u16;
                 slot.len = s.len() as u16;
                 self.values[self.used..][..s.len()].copy_from_slice(s);
@@ -375,6 +376,7 @@ mod tests {
                     let v = match f.value {
                         Value::Str(s) => String::from_utf8_lossy(s).into_owned(),
                         Value::Int(i) => i.to_string(),
+                        Value::Bytes(b) => format!("{b:x?}"),
                     };
                     (String::from_utf8_lossy(f.name).into_owned(), v)
                 })

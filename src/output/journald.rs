@@ -114,6 +114,12 @@ pub fn render(rec: &Record, ident: &[u8], out: &mut impl Sink) {
                 signed[1..=len].copy_from_slice(&digits[20 - len..]);
                 put(name, &signed[start..=len], out)
             }
+            Value::Bytes(b) => {
+                out.put(name);
+                out.put(b"=");
+                crate::text::hexdump::put_hex(b, out);
+                out.put(b"\n");
+            }
         }
     }
 }
@@ -157,6 +163,7 @@ mod tests {
             .into_iter(),
             &mut encoded,
         );
+        fields::bytes_after(fields::Dump::of(b"\n\x00\xff"), &mut encoded);
         let rec = Record {
             seq: 0,
             time_ns: 0,
@@ -178,7 +185,7 @@ mod tests {
         want.extend_from_slice(
             b"two\nlines\nPRIORITY=4\nSYSLOG_IDENTIFIER=daemon\nCODE_FILE=monitor.c\n\
               CODE_LINE=123\nCODE_FUNC=send\nVLOG_SOURCE=qemu.monitor\nVM=guest1\nDELTA=-7\n\
-              HTTP_METHOD=GET\n",
+              HTTP_METHOD=GET\nVLOG_HEXDUMP=0a00ff\n",
         );
         assert_eq!(out, want);
         // A call site's message id.

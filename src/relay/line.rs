@@ -446,6 +446,7 @@ mod tests {
                 let v = match f.value {
                     Value::Str(s) => String::from_utf8_lossy(s).into_owned(),
                     Value::Int(n) => format!("#{n}"),
+                    Value::Bytes(b) => format!("{b:x?}"),
                 };
                 (String::from_utf8_lossy(f.name).into_owned(), v)
             })

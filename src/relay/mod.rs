@@ -401,6 +401,7 @@ fn record(
             full_len: text.len(),
             fields,
             names,
+            dump: None,
         },
     })
 }

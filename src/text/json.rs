@@ -3,6 +3,7 @@
 //! bytes that are not UTF-8 become U+FFFD, control characters (C0, DEL and
 //! C1) are escaped, and plain ASCII goes by eight bytes at a time.
 
+use super::hexdump::put_hex;
 use super::num::{id_hex, put_decimal, put_signed};
 use super::plain::{self, all_plain};
 use super::sink::Sink;
@@ -11,8 +12,17 @@ use crate::fields::{self, Value};
 use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
 
 /// The longest line [`render_json`] can produce: a byte takes at most six
-/// (`\u00XX`), names and message included.
-pub const JSON_LINE_MAX: usize = 272 + 6 * (3 * NAME_MAX + MESSAGE_MAX + fields::ENCODED_MAX);
+/// (`\u00XX`), names and message included; a byte kept as a byte, two.
+pub const JSON_LINE_MAX: usize = 272
+    + 6 * (3 * NAME_MAX + MESSAGE_MAX + fields::ENCODED_MAX)
+    + 6 * (fields::WITH_BYTES_MAX - fields::ENCODED_MAX);
+
+/// Bytes kept as bytes, as a string of lowercase hex.
+fn put_hex_string(bytes: &[u8], out: &mut impl Sink) {
+    out.put(b"\"");
+    put_hex(bytes, out);
+    out.put(b"\"");
+}
 
 /// Renders `rec` as one JSON object on one line. Strings are always valid
 /// UTF-8 JSON: invalid bytes become U+FFFD, control characters are escaped.
@@ -55,6 +65,7 @@ pub fn render_json(rec: &Record, pid: Option<u32>, clock: &mut Clock, out: &mut 
         let put_value = |value: Value, out: &mut _| match value {
             Value::Str(s) => put_json_string(s, out),
             Value::Int(n) => put_signed(n, out),
+            Value::Bytes(b) => put_hex_string(b, out),
         };
         // Trace context at the top, under OpenTelemetry's names.
         for field in fields.iter() {

@@ -7,8 +7,11 @@
 //! escape sequences), bytes that are not UTF-8 and the backslash itself are
 //! escaped (`\n`, `\t`, `\r`, `\\`, `\xHH`): one message is always one line,
 //! no terminal escape sequence reaches a terminal raw, and what the line shows
-//! tells exactly which bytes were logged.
+//! tells exactly which bytes were logged. A record that keeps bytes
+//! (`VLOG_HEXDUMP`) has them after its line as `hexdump -C` shows them:
+//! lines of plain ASCII that start with an offset, never a date.
 
+use super::hexdump::{self, put_hex, put_hexdump};
 use super::num::{put_decimal, put_signed};
 use super::plain::{self, all_plain};
 use super::sink::Sink;
@@ -17,8 +20,13 @@ use crate::fields::{self, Value};
 use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
 
 /// The longest line [`render_line`] can produce: every escaped byte takes at most
-/// four bytes (a field's integer, eight bytes encoded, at most 20 digits).
-pub const LINE_MAX: usize = 112 + 4 * (2 * NAME_MAX + MESSAGE_MAX + fields::ENCODED_MAX);
+/// four bytes (a field's integer, eight bytes encoded, at most 20 digits),
+/// and a dump's lines (which are more than [`put_fields_text`] makes of the
+/// same bytes as hex).
+pub const LINE_MAX: usize = 112
+    + 4 * (2 * NAME_MAX + MESSAGE_MAX + fields::ENCODED_MAX)
+    + hexdump::text_max(fields::BYTES_MAX)
+    + 4 * (fields::WITH_BYTES_MAX - fields::ENCODED_MAX - fields::BYTES_MAX);
 
 /// What follows the priority's name in the line of a record printed as an
 /// error's context (`debug (context) : ...`): in the line's head, where no
@@ -44,21 +52,38 @@ pub fn render_line(rec: &Record, clock: &mut Clock, out: &mut impl Sink) {
     put_decimal(rec.line as u64, 1, out);
     out.put(b" : ");
     put_escaped(rec.message, out);
-    put_fields_text(rec.fields, out);
+    put_fields(rec.fields, false, out);
     out.put(b"\n");
+    if let Some(fields) = fields::decode(rec.fields) {
+        for field in fields.iter() {
+            if let Value::Bytes(b) = field.value {
+                put_hexdump(b, out);
+            }
+        }
+    }
 }
 
 /// ` [NAME=value NUMBER=42]` for encoded `fields` (nothing for none), values
 /// escaped as a message is. A value that could be read as more than one
 /// (empty, or holding a space, `=`, `[`, `]` or `"`: a request's id from
 /// outside such as `x USER=root`) is quoted as logfmt quotes it, its `"`
-/// written `\"`: what a field says is data, never more fields.
+/// written `\"`: what a field says is data, never more fields. Bytes kept
+/// as bytes are written as hex.
 pub fn put_fields_text(fields: &[u8], out: &mut impl Sink) {
+    put_fields(fields, true, out)
+}
+
+/// [`put_fields_text`]; bytes left out unless `bytes` (the text line shows
+/// them after itself).
+fn put_fields(fields: &[u8], bytes: bool, out: &mut impl Sink) {
     let Some(fields) = fields::decode(fields).filter(|f| !f.is_empty()) else {
         return;
     };
     let mut sep: &[u8] = b" [";
     for field in fields.iter() {
+        if matches!(field.value, Value::Bytes(_)) && !bytes {
+            continue;
+        }
         out.put(sep);
         sep = b" ";
         out.put(field.name);
@@ -78,9 +103,12 @@ pub fn put_fields_text(fields: &[u8], out: &mut impl Sink) {
             }
             Value::Str(s) => put_escaped(s, out),
             Value::Int(n) => put_signed(n, out),
+            Value::Bytes(b) => put_hex(b, out),
         }
     }
-    out.put(b"]");
+    if sep == b" " {
+        out.put(b"]");
+    }
 }
 
 /// Writes text that came from outside and is bound for a terminal (a reply
@@ -311,6 +339,75 @@ mod tests {
         let mut v = Vec::new();
         render_line(&rec, &mut Clock::new(), &mut v);
         assert!(v.len() <= LINE_MAX, "{} > {LINE_MAX}", v.len());
+        // With every field's byte escaped in four, and a dump whose lines
+        // never repeat.
+        let value = vec![0u8; 100];
+        let names: Vec<Vec<u8>> = (0..fields::MAX_FIELDS)
+            .map(|i| format!("F{i:02}").into_bytes())
+            .collect();
+        let list = names.iter().map(|n| fields::Field {
+            name: n,
+            value: Value::Str(&value),
+        });
+        let mut encoded = Vec::new();
+        fields::encode(list, &mut encoded);
+        let bytes: Vec<u8> = (0..fields::BYTES_MAX).map(|i| (i % 251) as u8).collect();
+        fields::bytes_after(fields::Dump::of(&bytes), &mut encoded);
+        let rec = Record {
+            fields: &encoded,
+            ..rec
+        };
+        v.clear();
+        render_line(&rec, &mut Clock::new(), &mut v);
+        assert!(v.len() <= LINE_MAX, "{} > {LINE_MAX}", v.len());
+        assert!(v.len() > LINE_MAX / 2, "{}", v.len());
+        let mut one_line = Vec::new();
+        put_fields_text(&encoded, &mut one_line);
+        assert!(one_line.len() < LINE_MAX - 4 * (2 * NAME_MAX + MESSAGE_MAX));
+        assert!(!one_line.contains(&b'\n'));
+    }
+
+    #[test]
+    fn a_dump_follows_its_line_and_its_fields_stay_on_the_line() {
+        let mut encoded = Vec::new();
+        fields::encode(
+            [fields::Field {
+                name: b"VM",
+                value: Value::Str(b"g1"),
+            }]
+            .into_iter(),
+            &mut encoded,
+        );
+        fields::bytes_after(fields::Dump::of(b"AB"), &mut encoded);
+        let rec = Record {
+            fields: &encoded,
+            ..sample()
+        };
+        assert!(
+            line(&rec).ends_with(
+                " : sent 12 bytes to fd 7 [VM=g1]\n\
+                 00000000  41 42                                             |AB|\n\
+                 00000002\n"
+            ),
+            "{}",
+            line(&rec)
+        );
+        // Where one line is all there is (syslog), the bytes are hex.
+        let mut text = Vec::new();
+        put_fields_text(&encoded, &mut text);
+        assert_eq!(text, b" [VM=g1 VLOG_HEXDUMP=4142]");
+        // A dump alone makes no brackets.
+        let mut alone = Vec::new();
+        fields::bytes_after(fields::Dump::of(b""), &mut alone);
+        let rec = Record {
+            fields: &alone,
+            ..sample()
+        };
+        assert!(
+            line(&rec).ends_with(" : sent 12 bytes to fd 7\n"),
+            "{}",
+            line(&rec)
+        );
     }
 
     /// The text escaping, word at a time, does what the rule says, on random

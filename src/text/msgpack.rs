@@ -89,6 +89,12 @@ pub fn put_str(bytes: &[u8], out: &mut impl Sink) {
     }
 }
 
+/// `bytes` as a string of lowercase hex, two digits a byte.
+pub fn put_hex_str(bytes: &[u8], out: &mut impl Sink) {
+    put_str_header(2 * bytes.len(), out);
+    super::hexdump::put_hex(bytes, out);
+}
+
 /// The header of `len` bytes of binary data (always bin 32, so that it can
 /// be written before the data's length is known and filled in after: see
 /// [`bin32_header`]).

@@ -21,6 +21,7 @@
 //! | `writer` | vlog's writer thread: every line written, in order, at exit, at a crash, across fork, with a ring too small; after SIGKILL the ring file lists the rest |
 //! | `symbols` | libvlog.so.0 exports the header's names and ABI 3's, each under its version node, and nothing else; a program records the version it needs |
 //! | `sites` | call sites: rate limits, once and every N, switched on by function, file and line at run time, the catalog, message ids |
+//! | `debugging` | debugging powers: bytes kept as bytes and shown as `hexdump -C` does |
 //! | `authority` | nothing outside the daemon's user makes vlog open, write, wait or say more than it should: planted files, devices, a log group on the control socket, resolvers that never answer, hostile servers for vlog-ctl, fields that speak for someone else |
 //!
 //! `VLOGTEST_TOOL=asan` or `=valgrind` runs every program under that
@@ -37,6 +38,7 @@ mod authority;
 mod context;
 mod control;
 mod crash;
+mod debugging;
 mod environment;
 mod fluent;
 mod fork;

@@ -5,16 +5,18 @@ use crate::fields::{self, Value};
 use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
 use crate::sys;
 use crate::text::msgpack::{
-    put_array_header, put_event_time, put_int, put_map_header, put_str, put_uint,
+    put_array_header, put_event_time, put_hex_str, put_int, put_map_header, put_str, put_uint,
 };
 use crate::text::Sink;
 
 /// The keys every event has besides its fields.
 const KEYS: usize = 11;
 /// The largest event: every string may triple (each byte not UTF-8 becomes
-/// U+FFFD), and every header is at most 5 bytes.
+/// U+FFFD), and every header is at most 5 bytes; a dump's bytes are two
+/// hex digits each.
 pub const EVENT_MAX: usize = 3 * (MESSAGE_MAX + fields::ENCODED_MAX + 3 * NAME_MAX + NAME_MAX)
-    + 64 * (KEYS + 1 + fields::MAX_FIELDS);
+    + 2 * (fields::WITH_BYTES_MAX - fields::ENCODED_MAX)
+    + 64 * (KEYS + 3 + fields::MAX_FIELDS);
 
 /// 16 hex digits, leading zeros kept.
 pub fn put_hex_fixed(n: u64, out: &mut impl Sink) {
@@ -135,6 +137,7 @@ pub fn encode_event(rec: &Record, ident: &[u8], out: &mut Vec<u8>) {
             match field.value {
                 Value::Str(s) => put_str(s, out),
                 Value::Int(n) => put_int(n, out),
+                Value::Bytes(b) => put_hex_str(b, out),
             }
         }
     }
@@ -163,8 +166,10 @@ mod tests {
                 value: Value::Str(&value),
             })
             .collect();
-        let mut encoded = Vec::with_capacity(fields::ENCODED_MAX);
+        let mut encoded = Vec::with_capacity(fields::WITH_BYTES_MAX);
         fields::encode(list.into_iter(), &mut encoded);
+        let bytes = [0xffu8; fields::BYTES_MAX + 1];
+        fields::bytes_after(fields::Dump::of(&bytes), &mut encoded);
         let rec = Record {
             seq: u64::MAX,
             time_ns: u64::MAX,

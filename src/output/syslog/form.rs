@@ -229,6 +229,13 @@ fn put_value_param(name: &[u8], value: Value, out: &mut impl Sink) {
             put_signed(n, out);
             out.put(b"\"");
         }
+        Value::Bytes(b) => {
+            out.put(b" ");
+            out.put(name);
+            out.put(b"=\"");
+            crate::text::hexdump::put_hex(b, out);
+            out.put(b"\"");
+        }
     }
 }
 

@@ -354,12 +354,14 @@ mod tests {
             .into_iter(),
             &mut list,
         );
+        fields::bytes_after(fields::Dump::of(b"]\""), &mut list);
         let mut out = Vec::new();
         render(&sample(&list), b"daemon", b"host", 77, 3, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "<28>1 2026-11-30T13:45:12.345678Z host daemon 77 - [vlog@32473 VLOG_SOURCE=\"qemu\" \
-             CODE_FILE=\"m.c\" CODE_LINE=\"42\" CODE_FUNC=\"f\" VM=\"g\\\"1\\]\\\\\"] hello"
+             CODE_FILE=\"m.c\" CODE_LINE=\"42\" CODE_FUNC=\"f\" VM=\"g\\\"1\\]\\\\\" \
+             VLOG_HEXDUMP=\"5d22\"] hello"
         );
         // A call site's message id is the MSGID.
         let mut out = Vec::new();

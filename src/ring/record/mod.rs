@@ -70,7 +70,7 @@ use header::Header;
 
 /// The largest record: the longest names, message and fields.
 pub const RECORD_MAX: usize =
-    align8(HEADER_LEN + 3 * NAME_MAX + MESSAGE_MAX + 4 + 4 + fields::ENCODED_MAX);
+    align8(HEADER_LEN + 3 * NAME_MAX + MESSAGE_MAX + 4 + 4 + fields::WITH_BYTES_MAX);
 // Every length fits the bits the message length field keeps for it.
 const _: () = assert!(RECORD_MAX <= MESSAGE_BITS as usize);
 /// First word of the filler that takes the space left at the end of the data
