@@ -5,10 +5,13 @@
  *   disabled  VLOG_DEBUG with the source at the default level (warning)
  *   ring      VLOG_DEBUG recorded to the ring only (flight recorder: the
  *             filter selects debug, the one output prints errors only)
+ *   check     VLOG_CHECK that holds, on a bound the compiler cannot see
  *
- * Usage: sanity disabled|ring N. Prints what it verified, so a figure cannot be
- * an artifact of the optimizer: the disabled loop must record nothing, the
- * ring loop exactly N records.
+ * Usage: sanity disabled|ring|check N. Prints what it verified, so a figure
+ * cannot be an artifact of the optimizer: the disabled and check loops must
+ * record nothing, the ring loop exactly N records, and the check loop must
+ * have made its N comparisons (they are counted where the check's message
+ * would take them, which holding checks never evaluate).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +26,9 @@ int main(int argc, char **argv)
     vlog_stats before, after;
     long n;
 
-    if (argc != 3 || (strcmp(argv[1], "disabled") != 0 && strcmp(argv[1], "ring") != 0)) {
-        fprintf(stderr, "usage: %s disabled|ring N\n", argv[0]);
+    if (argc != 3 || (strcmp(argv[1], "disabled") != 0 && strcmp(argv[1], "ring") != 0 &&
+                      strcmp(argv[1], "check") != 0)) {
+        fprintf(stderr, "usage: %s disabled|ring|check N\n", argv[0]);
         return 2;
     }
     n = atol(argv[2]);
@@ -40,6 +44,15 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "disabled") == 0) {
         for (long i = 0; i < n; i++)
             VLOG_DEBUG("Logging two integers: %ld %ld", i, n - i);
+    } else if (strcmp(argv[1], "check") == 0) {
+        /* A bound the optimizer cannot tie to the loop's own. */
+        volatile long opaque = n;
+        long bound = opaque, i;
+
+        for (i = 0; i < n; i++)
+            VLOG_CHECK(i < bound, "Logging two integers: %ld %ld", i, n - i);
+        if (i != n)
+            return 1;
     } else {
         for (long i = 0; i < n; i++)
             VLOG_DEBUG("Logging two integers: %ld %ld", i, n - i);

@@ -40,6 +40,13 @@ void vlog(const struct vlog_module *module, enum vlog_level level, const char *f
     ovs_lines++;
 }
 
+void vlog_fatal(const struct vlog_module *module, const char *format, ...)
+{
+    (void)module;
+    (void)format;
+    exit(1);
+}
+
 #if defined(VLOG_DEBUG) || defined(VLOG_ERROR) || defined(VLOG_DEBUG_ONCE) ||        \
     defined(VLOG_ERROR_EVERY_N) || defined(VLOG_WARN_RATELIMITED)
 #error "VLOG_NO_SHORT_NAMES left a short name in"
@@ -70,6 +77,12 @@ int main(void)
     CHECK(vlog_fields(&vlog_default_source, VLOG_PRIO_WARN, __FILE__, __LINE__, __func__, NULL,
                       0, "vlog's function %d", 3) == 1);
     CHECK(ovs_lines == 2);
+    /* Both checks hold: vlog's, and the name Open vSwitch has none of. */
+    VLOG_CHECK(ovs_lines == 2, "ovs lines %d", ovs_lines);
+    if (ovs_lines != 2)
+        VLOG_FATAL("Open vSwitch's VLOG_FATAL %d", ovs_lines);
+    if (ovs_lines != 2)
+        VLOG_DIE("vlog's %d", ovs_lines);
     CHECK(vlog_get_stats(&after) == 0);
     /* 1 + 1 once + 2 of 3 every 2nd + 3 limited + 1 function. */
     CHECK(after.records - before.records == 8);

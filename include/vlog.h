@@ -324,6 +324,40 @@ vlog(const vlog_source *src, int prio, const char *file, int line, const char *f
         VLOG__FORMAT_TYPES(__VA_ARGS__)                                       \
     } while (0)
 
+/* ---- Checks ------------------------------------------------------------- */
+
+/*
+ * An assumption the program cannot go on without:
+ *
+ *   VLOG_CHECK(fd >= 0, "no monitor for %s", name);
+ *
+ * While `cond` holds, the comparison is all it costs: nothing else is
+ * evaluated. When it does not, an error record "check failed: fd >= 0: no
+ * monitor for guest1" from this file's source, made whatever the filters
+ * say and written to every output before anything else; no thread records
+ * after it (their calls wait for the end); then abort(3), so that the
+ * crash dump (VLOG_DUMP) ends with it and the process ends by SIGABRT.
+ * VLOG_DCHECK is VLOG_CHECK unless NDEBUG is defined where vlog.h is
+ * included: then it is nothing, as assert is, and `cond` is not compiled.
+ * VLOG_FATAL(fmt, ...) always fails: "fatal: " and the message. It is left
+ * out under VLOG_NO_SHORT_NAMES (Open vSwitch has one); VLOG_DIE is the
+ * same under a name no other logging header uses.
+ */
+#define VLOG_CHECK(cond, ...)                                                 \
+    do {                                                                      \
+        if (VLOG__UNLIKELY(!(cond)))                                          \
+            VLOG__FAIL("check failed: ", #cond ": ", __VA_ARGS__);            \
+    } while (0)
+#ifdef NDEBUG
+#define VLOG_DCHECK(cond, ...) ((void)0)
+#else
+#define VLOG_DCHECK(cond, ...) VLOG_CHECK(cond, __VA_ARGS__)
+#endif
+#define VLOG_DIE(...) VLOG__FAIL("fatal: ", "", __VA_ARGS__)
+#ifndef VLOG_NO_SHORT_NAMES
+#define VLOG_FATAL(...) VLOG_DIE(__VA_ARGS__)
+#endif
+
 /* The function form: checks the filters first, so a message that is not
  * recorded costs nothing more; then as vlogv() with the fields.
  * NULL: as vlogv(), and `fields` may be NULL when `nfields` is 0;
@@ -859,6 +893,41 @@ static inline int vlog__emit_hexdump(const vlog__site *site, int prio, const voi
     rc = vlog__emitfv(0, site, NULL, prio, NULL, 0, NULL, NULL, 0, &dump, fmt, ap);
     va_end(ap);
     return rc;
+}
+
+/* A failed check's record, from its own call site (the file's source, an
+ * error): `what`, `expr`, then the message; the library records it and
+ * aborts. */
+#define VLOG__FAIL(what, expr, ...)                                           \
+    do {                                                                      \
+        VLOG__FORMAT_LITERAL(__VA_ARGS__);                                    \
+        VLOG__SITE(VLOG_PRIO_ERROR, VLOG__LIMIT_NONE, 0, 0,                   \
+                   VLOG__FIRST(__VA_ARGS__, 0));                              \
+        vlog__fail(&vlog__here, (what), (expr), __VA_ARGS__);                 \
+        VLOG__FORMAT_TYPES(__VA_ARGS__)                                       \
+    } while (0)
+
+static inline __attribute__((noreturn)) void vlog__fail(const vlog__site *site,
+                                                        const char *what,
+                                                        const char *expr,
+                                                        const char *fmt, ...)
+{
+    char text[VLOG_STACK_MESSAGE];
+    size_t len, full;
+    va_list ap;
+    int n;
+
+    n = snprintf(text, sizeof text, "%s%s", what, expr);
+    len = n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1;
+    full = len;
+    if (fmt != NULL && vlog__format_is_safe(fmt)) {
+        va_start(ap, fmt);
+        n = vsnprintf(text + len, sizeof text - len, fmt, ap);
+        va_end(ap);
+        full = n < 0 ? len : len + (size_t)n;
+        len = full < sizeof text ? full : sizeof text - 1;
+    }
+    vlog__check_failed(site, text, len, full);
 }
 
 static inline int vlog__emit(const vlog_source *src, int prio, const char *file, int line,

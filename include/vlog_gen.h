@@ -1133,6 +1133,24 @@ int vlog__write_site_hexdump(const struct vlog__site *site,
                              size_t size);
 
 /**
+ * Internal, for VLOG_CHECK, VLOG_DCHECK and VLOG_FATAL: records the
+ * message of `len` bytes at `msg` (cut from `full_len`) that call site
+ * `site` formatted, as an error of the site's source whatever the
+ * filters say; writes it to every output before anything else (what the
+ * outputs hold for their peers sent, as at exit); keeps any thread from
+ * recording after it (their calls wait for the end); then calls abort(3),
+ * so that the crash handler's dump, if one is installed, ends with this
+ * record, and the process ends by SIGABRT. Never returns.
+ * NULL: `site` records nothing (the process still aborts), `msg`
+ * "(null)"; ownership: the bytes are copied, nothing kept; errors: none,
+ * it aborts; async-signal-safe: no.
+ */
+void vlog__check_failed(const struct vlog__site *site,
+                        const char *msg,
+                        size_t len,
+                        size_t full_len) __attribute__((noreturn));
+
+/**
  * Internal, for libvlog-syslog.so's constructor: marks the process as one
  * whose syslog(3) calls vlog takes (the defaults become the preload's:
  * every message recorded, and sent on where glibc would have sent it),

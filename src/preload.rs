@@ -86,6 +86,7 @@ pub fn record(source: Live, pri: i32, text: &[u8], full_len: usize) -> Outcome {
             names: Names::Vlog,
             dump: None,
         },
+        fatal: false,
     };
     emit::emit(&call)
 }

@@ -7,7 +7,7 @@
 //! | --- | --- |
 //! | `init` | `vlog_init`, `vlog_shutdown`, `vlog_version`, `vlog_abi_check` |
 //! | `config` | `vlog_set_level`, `vlog_set_filters`, `vlog_set_context`, `vlog_set_ratelimit`, `vlog_set_outputs`, `vlog_set_buffer_size`, `vlog_reopen`, `vlog_flush`, `vlog_last_error` |
-//! | `write` | `vlog_write`, `vlog_write_fields`, `vlog_field`, `VLOG_PRIO_*`, `VLOG_MESSAGE_MAX` |
+//! | `write` | `vlog_write`, `vlog_write_fields`, `vlog_write_hexdump`, `vlog_field`, `VLOG_PRIO_*`, `VLOG_MESSAGE_MAX`, `VLOG_HEXDUMP_MAX` |
 //! | `thread` | `vlog_thread_field_set`, `vlog_thread_field_set_int`, `vlog_thread_fields_clear`, `vlog_thread_traceparent` |
 //! | `dump` | `vlog_dump`, `vlog_get_stats`, `vlog_stats` |
 //! | `crash` | `vlog_install_crash_handler`, `vlog_set_dump_signal` |
@@ -16,7 +16,8 @@
 //! | `source` | `vlog_source`, `vlog_default_source`, and the macros' `vlog__source_unregister`, `vlog__source_enabled` |
 //! | `site` | the macros' machinery: `vlog__site_prepare`, `vlog__record`, `vlog__format_is_safe`, `VLOG__SITE_*`, `VLOG__ARG_*`, `VLOG__CLASS_*` (the `vlog__site` type is `crate::site`'s) |
 //! | `words` | the flight recorder's capture behind `vlog__record`: a call site's plan, and the words and strings handed to the logger |
-//! | `sites` | the macros' calls about sites as a whole: `vlog__sites_register`, `vlog__sites_unregister`, `vlog__site_enabled`, `vlog__site_admit`, `vlog__write_site` |
+//! | `sites` | the macros' calls about sites as a whole: `vlog__sites_register`, `vlog__sites_unregister`, `vlog__site_enabled`, `vlog__site_admit`, `vlog__write_site`, `vlog__write_site_hexdump` |
+//! | `check` | the macros' failed check: `vlog__check_failed` (`VLOG_CHECK`, `VLOG_DCHECK`, `VLOG_FATAL`) |
 //! | `syslog` | libvlog-syslog.so's: `vlog__syslog_start`, `vlog__syslog_openlog`, `vlog__syslog_closelog`, `vlog__syslog_setlogmask`, `vlog__syslog_write`, and the statics its filter reads |
 //! | `abi3` | the names the macros of ABI 3 called, kept so that a program built with them loads, is told to rebuild, and logs nothing (not in the header) |
 //!
@@ -64,6 +65,8 @@ pub mod site;
 pub mod words;
 
 pub mod sites;
+
+pub mod check;
 
 pub mod syslog;
 

@@ -435,6 +435,7 @@ fn record_mismatch(live: LiveSite, site: &vlog__site, prio: c_int) -> c_int {
             names: Names::Caller,
             dump: None,
         },
+        fatal: false,
     };
     outcome_code(emit::emit(&call))
 }

@@ -211,24 +211,25 @@ pub extern "C-unwind" fn vlog__write_site_hexdump(
 /// stack holds only what it needs.
 #[inline(never)]
 fn write_site(site: *const vlog__site, record: impl FnOnce(Origin) -> c_int) -> c_int {
+    keeping_errno(|| guarded(-1, || site_origin(site).map_or(-1, record)))
+}
+
+/// Where call site `site`'s message comes from (None for NULL), counted as
+/// one of its recorded calls.
+pub(super) fn site_origin<'a>(site: *const vlog__site) -> Option<Origin<'a>> {
     if site.is_null() {
-        return -1;
+        return None;
     }
-    keeping_errno(|| {
-        guarded(-1, || {
-            // SAFETY: non-NULL, a macro's site per the contract.
-            let (live, s) = unsafe { site_arg(site) };
-            s.recorded
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let d = s.described();
-            let origin = Origin {
-                source: site_source(s),
-                site: Some(live),
-                file: d.file,
-                line: d.line,
-                func: d.func,
-            };
-            record(origin)
-        })
+    // SAFETY: non-NULL, a macro's site per the contract.
+    let (live, s) = unsafe { site_arg(site) };
+    s.recorded
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = s.described();
+    Some(Origin {
+        source: site_source(s),
+        site: Some(live),
+        file: d.file,
+        line: d.line,
+        func: d.func,
     })
 }

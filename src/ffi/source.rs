@@ -4,7 +4,7 @@
 use std::ffi::c_int;
 
 use super::{before_the_record, guarded, no_cancel, source_arg};
-use crate::logger::{self, emit};
+use crate::logger::{self, levels};
 use crate::priority::Priority;
 use crate::source::{vlog_source, UNKNOWN};
 use crate::sys::keeping_errno;
@@ -46,7 +46,7 @@ pub extern "C-unwind" fn vlog__source_enabled(src: *const vlog_source, prio: c_i
                 let source = source_arg(src);
                 let mut level = source.get().level();
                 if level == UNKNOWN {
-                    level = emit::register(source);
+                    level = levels::register(source);
                 }
                 c_int::from(Priority::clamped(prio) as c_int >= level)
             })

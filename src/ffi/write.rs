@@ -359,6 +359,7 @@ pub(super) unsafe fn emit_message(
             names: Names::Caller,
             dump,
         },
+        fatal: false,
     };
     emit::emit(&call) == Outcome::Recorded
 }

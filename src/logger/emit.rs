@@ -13,14 +13,14 @@ use super::flight::{site_entry, CallSite};
 use super::message::with_dump;
 use super::message::{encode_call_fields, encode_reporting, site_id, take_suppressed, truncated};
 pub use super::message::{Call, Message, SiteCall};
-use super::{enter, printer, thread_fields, Entered, State};
+use super::{printer, thread_fields, Entered, State};
 use crate::deferred;
 use crate::fields::Names;
 use crate::priority::Priority;
 use crate::record::{Record, MESSAGE_MAX};
 use crate::ring::record::Stamp;
 use crate::ring::{Blocked, Ring};
-use crate::source::{Live, OFF, UNKNOWN};
+use crate::source::UNKNOWN;
 use crate::sys::cancel;
 use crate::text::Bounded;
 use crate::{stats, sys};
@@ -197,14 +197,12 @@ fn finish_site(entered: Entered, next: Next, call: SiteCall) -> Outcome {
     finish(entered, next, |state| state.record_site_call(call))
 }
 
-/// Registers a source and returns its level (`OFF` when dropped as
-/// nested).
-pub fn register(source: Live) -> i32 {
-    enter(|state| state.register(source)).unwrap_or_else(|| {
-        // The message that asked is dropped.
-        stats::add(&stats::NESTED_DROPPED, 1);
-        OFF
-    })
+/// A failed check's record (`fatal` set), the last the process makes: see
+/// `fatal`, which it leaves the logger to once recorded.
+pub fn emit_last(call: &Call) {
+    if emit(call) == Outcome::Recorded {
+        super::fatal::close(call);
+    }
 }
 
 impl State {
@@ -219,7 +217,7 @@ impl State {
                 level => level,
             },
         };
-        if (call.priority as i32) < level {
+        if (call.priority as i32) < level && !call.fatal {
             return Next::Done(Outcome::Dropped);
         }
         let printed = self.prints(call.priority);
@@ -375,11 +373,20 @@ impl State {
             }
             return Next::Blocked(at);
         }
+        if call.fatal {
+            super::fatal::recorded_at(ring.last());
+        }
         if !printed {
             return Next::Done(Outcome::Recorded);
         }
         // 5. What the outputs need.
         self.after_printed(call.priority)
+    }
+
+    /// Records `call` in the ring alone, under a lock its caller keeps (a
+    /// failed check's record again, `fatal`), if the ring takes it.
+    pub(super) fn record_unprinted(&mut self, call: &Call) {
+        let _ = self.record_general(call, false);
     }
 
     /// Step 5: a record the outputs print was just recorded. An error, a
@@ -493,6 +500,7 @@ mod tests {
     use super::*;
     use crate::deferred::Captured;
     use crate::ring::{self, Entry};
+    use crate::source::{Live, OFF};
     use crate::site::LiveSite;
 
     fn source(name: &'static std::ffi::CStr) -> Live {
@@ -560,6 +568,7 @@ mod tests {
                 names: Names::Caller,
                 dump: None,
             },
+            fatal: false,
         }
     }
 

@@ -12,7 +12,7 @@ use crate::config::limit::RateLimit;
 use crate::config::matcher::SiteKey;
 use crate::error::ConfigError;
 use crate::site::{self, vlog__site, LiveSite, Section};
-use crate::source::{vlog_source, OFF, UNKNOWN};
+use crate::source::{vlog_source, Live, OFF, UNKNOWN};
 
 impl State {
     /// The cached level for a source with this name.
@@ -214,6 +214,16 @@ impl State {
 /// dropped as nested: the message that asked is dropped).
 pub fn site_level(site: LiveSite) -> i32 {
     super::enter(|state| state.site_level(site)).unwrap_or_else(|| {
+        crate::stats::add(&crate::stats::NESTED_DROPPED, 1);
+        OFF
+    })
+}
+
+/// Registers a source and returns its level (`OFF` when dropped as
+/// nested).
+pub fn register(source: Live) -> i32 {
+    super::enter(|state| state.register(source)).unwrap_or_else(|| {
+        // The message that asked is dropped.
         crate::stats::add(&crate::stats::NESTED_DROPPED, 1);
         OFF
     })

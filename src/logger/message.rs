@@ -49,6 +49,8 @@ pub struct Call<'a> {
     pub site: Option<LiveSite>,
     pub priority: Priority,
     pub message: Message<'a>,
+    /// A failed check's record (`fatal`): made whatever the filters say.
+    pub fatal: bool,
 }
 
 /// The arguments of a deferred call site, as the C entry hands them over.
@@ -76,6 +78,7 @@ impl<'a> SiteCall<'a> {
                 args: self.args,
                 args_len: self.args_len,
             },
+            fatal: false,
         }
     }
 }

@@ -28,6 +28,7 @@ pub mod config_call;
 mod config_file;
 pub mod context;
 pub mod emit;
+pub mod fatal;
 pub mod flight;
 pub mod fork;
 pub mod levels;

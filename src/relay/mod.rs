@@ -36,6 +36,7 @@ pub mod watch;
 
 use crate::fields::{Field, Names, Value, MAX_FIELDS};
 use crate::logger::emit::{self, Call, Message, Outcome};
+use crate::logger::levels;
 use crate::logger::thread_fields::{FieldSet, Refused};
 use crate::priority::Priority;
 use crate::record::{MESSAGE_MAX, NAME_MAX};
@@ -192,7 +193,7 @@ impl Relay {
     fn level(&self) -> i32 {
         let live = self.source.live();
         match live.get().level() {
-            UNKNOWN => emit::register(live),
+            UNKNOWN => levels::register(live),
             level => level,
         }
     }
@@ -366,7 +367,7 @@ impl Notes {
     pub fn say(&self, priority: Priority, text: &[u8], fields: &[Field]) {
         let live = self.source.live();
         let level = match live.get().level() {
-            UNKNOWN => emit::register(live),
+            UNKNOWN => levels::register(live),
             level => level,
         };
         if priority as i32 >= level {
@@ -403,6 +404,7 @@ fn record(
             names,
             dump: None,
         },
+        fatal: false,
     })
 }
 

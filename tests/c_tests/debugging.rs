@@ -83,3 +83,125 @@ print("ok")
 "#;
     python_script("hexdump JSON (python3)", check, &[dir.as_os_str()]);
 }
+
+/// The records of a crash dump, oldest first: the lines between its ring
+/// header and its end line.
+fn dump_records(dump: &str) -> Vec<&str> {
+    dump.lines()
+        .skip_while(|l| !l.starts_with("vlog: ring, oldest first"))
+        .filter(|l| l.starts_with("20"))
+        .collect()
+}
+
+#[test]
+fn a_check_that_holds_costs_nothing_and_dcheck_goes_with_ndebug() {
+    for exe in [
+        build("checks", Link::Static),
+        build_as(
+            "checks",
+            Link::Static,
+            "_ndebug",
+            &root().join("include"),
+            &["-DNDEBUG"],
+        ),
+    ] {
+        let out = run_with(&exe, &["holds"], &[]);
+        assert_ok(&format!("{exe:?} holds"), &out);
+        assert_eq!(text(&out.stdout), "held\n");
+    }
+}
+
+#[test]
+fn a_failed_check_is_the_dumps_last_record_and_the_process_aborts() {
+    use std::os::unix::process::ExitStatusExt;
+    let exe = build("checks", Link::Static);
+    // The outputs print every record (the threads wait for them now and
+    // then), or errors alone (the threads record as fast as they can, and
+    // some between the check and the logger's end: the check is recorded
+    // again after them).
+    for (mode, message, level) in [
+        (
+            "fails",
+            "check failed: monitor >= 0 && argc % 2 == 0: no monitor for guest1 (50%)",
+            1,
+        ),
+        ("fatal", "fatal: giving up on guest1", 1),
+        (
+            "fails",
+            "check failed: monitor >= 0 && argc % 2 == 0: no monitor for guest1 (50%)",
+            4,
+        ),
+        ("fatal", "fatal: giving up on guest1", 4),
+    ] {
+        let mode_at = format!("{mode} (outputs at {level})");
+        let mode = mode_at.split(' ').next().unwrap();
+        let dir = scratch_dir(&format!("checks-{mode}-{level}"));
+        let dump = dir.join("crash");
+        let log = dir.join("out.log");
+        let outputs = format!(
+            "{level}:file:{} 4:json:{}",
+            log.display(),
+            dir.join("out.json").display()
+        );
+        let out = run_with(
+            &exe,
+            &[mode],
+            &[
+                ("VLOG_DUMP", &format!("file:{}", dump.display())),
+                ("VLOG_OUTPUTS", &outputs),
+                // The check's own site is off: it is recorded all the same.
+                ("VLOG_FILTERS", "off:func=main 1:test.checks"),
+            ],
+        );
+        let stderr = text(&out.stderr);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGABRT),
+            "{mode_at}: {:?}: {stderr}",
+            out.status
+        );
+        let dump = std::fs::read_to_string(&dump)
+            .unwrap_or_else(|e| panic!("{mode_at}: dump: {e}; {stderr}"));
+        assert!(
+            dump.starts_with("vlog: fatal signal SIGABRT"),
+            "{mode_at}: {dump}"
+        );
+        let records = dump_records(&dump);
+        let last = records
+            .last()
+            .unwrap_or_else(|| panic!("{mode_at}: no records:\n{dump}"));
+        assert!(
+            last.ends_with(&format!(
+                ": error : test.checks : main:{} : {message}",
+                line_of(mode)
+            )),
+            "{mode_at}: the dump's last record is\n{last}\nof\n{}",
+            records[records.len().saturating_sub(5)..].join("\n")
+        );
+        assert!(records.len() > 100, "{mode_at}: {} records", records.len());
+        // Written to every output before the abort.
+        let log = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains(message)).collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "{mode_at}: {:?}",
+            &log[log.len().saturating_sub(2000)..]
+        );
+        let json = std::fs::read_to_string(dir.join("out.json")).unwrap();
+        assert!(
+            json.contains(&format!("\"message\":\"{message}\"")),
+            "{mode_at}: {json}"
+        );
+    }
+}
+
+/// The line of `checks.c`'s call in `mode`.
+fn line_of(mode: &str) -> usize {
+    let src = std::fs::read_to_string(root().join("c-tests/checks.c")).unwrap();
+    let call = match mode {
+        "fails" => "VLOG_CHECK(monitor",
+        _ => "VLOG_FATAL(",
+    };
+    1 + src.lines().position(|l| l.contains(call)).unwrap()
+}

@@ -12,7 +12,11 @@ const CURRENT: &str = "VLOG_ABI_4";
 const ABI3: &str = "VLOG_ABI_3";
 /// The node of the names added to ABI 4's header later, and its names.
 const ADDED: &str = "VLOG_ABI_4.1";
-const ADDED_NAMES: &[&str] = &["vlog__write_site_hexdump", "vlog_write_hexdump"];
+const ADDED_NAMES: &[&str] = &[
+    "vlog__check_failed",
+    "vlog__write_site_hexdump",
+    "vlog_write_hexdump",
+];
 
 fn readelf(args: &[&str], file: &Path) -> String {
     let out = Command::new("readelf")

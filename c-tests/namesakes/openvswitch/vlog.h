@@ -1,7 +1,8 @@
 /* A stand-in for Open vSwitch's <openvswitch/vlog.h>, for namesakes.c: the
  * names it shares with vlog.h, declared and defined as Open vSwitch's
  * header has them (its function vlog_init and vlog, its macros VLOG,
- * VLOG_INFO, VLOG_WARN, VLOG_INFO_ONCE and VLOG_WARN_ONCE), and the few
+ * VLOG_INFO, VLOG_WARN, VLOG_INFO_ONCE, VLOG_WARN_ONCE and VLOG_FATAL),
+ * and the few
  * around them these need. The test needs no Open vSwitch installed. */
 #ifndef NAMESAKES_OPENVSWITCH_VLOG_H
 #define NAMESAKES_OPENVSWITCH_VLOG_H
@@ -40,5 +41,9 @@ void vlog(const struct vlog_module *, enum vlog_level, const char *format, ...)
     } while (0)
 #define VLOG_WARN_ONCE(...) VLOG_ONCE(VLL_WARN, __VA_ARGS__)
 #define VLOG_INFO_ONCE(...) VLOG_ONCE(VLL_INFO, __VA_ARGS__)
+/* Open vSwitch's logs at emergency level and exits with status 1. */
+void vlog_fatal(const struct vlog_module *, const char *format, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+#define VLOG_FATAL(...) vlog_fatal(&this_module, __VA_ARGS__)
 
 #endif
