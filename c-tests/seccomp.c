@@ -3,10 +3,11 @@
  * exactly the system calls vlog(7) lists for a written line and for exit
  * is installed on every thread (SECCOMP_FILTER_FLAG_TSYNC), and any other
  * kills the process (SIGSYS). Then every kind of logging call, a reopen,
- * a flush, and exit(0).
+ * a flush, and exit(0); or, with `check`, a filter that also allows the
+ * list for a failed check, and a failed check (which ends by SIGABRT).
  *
- *   seccomp DIR    outputs DIR/a.log, DIR/b.json?sync and stderr (errors);
- *                  prints each kind's name before it (stdout)
+ *   seccomp DIR [check]  outputs DIR/a.log, DIR/b.json?sync and stderr
+ *                  (errors); prints each kind's name before it (stdout)
  */
 #include "check.h"
 
@@ -35,11 +36,20 @@ static const int allowed[] = {
     SYS_close,       SYS_madvise,    SYS_munmap, SYS_exit,      SYS_exit_group,
 };
 
-static void install(void)
+/* vlog(7), SYSTEM CALLS: a failed check, beyond a written line: the
+ * collectors' wait, abort(3) and the crash dump (to stderr here). */
+static const int check_allowed[] = {
+    SYS_poll,   SYS_rt_sigaction, SYS_sigaltstack, SYS_alarm,  SYS_getpid,
+    SYS_gettid, SYS_tgkill,       SYS_writev,      SYS_pread64, SYS_lseek,
+    SYS_ftruncate,
+};
+
+static void install(int check)
 {
-    struct sock_filter prog[64];
+    struct sock_filter prog[128];
     struct sock_fprog fprog;
     size_t n = 0, count = sizeof allowed / sizeof allowed[0];
+    size_t more = check ? sizeof check_allowed / sizeof check_allowed[0] : 0;
 
     prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
                                              offsetof(struct seccomp_data, arch));
@@ -50,6 +60,11 @@ static void install(void)
     for (size_t i = 0; i < count; i++) {
         prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
                                                  (unsigned)allowed[i], 0, 1);
+        prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    }
+    for (size_t i = 0; i < more; i++) {
+        prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                                                 (unsigned)check_allowed[i], 0, 1);
         prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
     }
     prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
@@ -70,7 +85,7 @@ int main(int argc, char **argv)
     char spec[600];
     static char big[8192];
 
-    CHECK(argc == 2);
+    CHECK(argc == 2 || (argc == 3 && strcmp(argv[2], "check") == 0));
     memset(big, 'x', sizeof big - 1);
     snprintf(spec, sizeof spec, "1:file:%s/a.log 1:json:%s/b.json?sync 4:stderr", argv[1],
              argv[1]);
@@ -80,7 +95,7 @@ int main(int argc, char **argv)
     VLOG_INFO("before the filter");
     CHECK(vlog_flush() == 0);
     say("set up"); /* (stdio's own first look at stdout) */
-    install();
+    install(argc == 3);
     CHECK(vlog_set_level(VLOG_PRIO_INFO) == 0);
     say("disabled");
     VLOG_DEBUG("a disabled call %d", 0);
@@ -94,6 +109,8 @@ int main(int argc, char **argv)
     say("fields");
     VLOG_FIELDS(VLOG_PRIO_WARN, (VLOG_FIELD_STR("VM", "guest"), VLOG_FIELD_INT("N", 4)),
                 "a warning with fields");
+    say("hexdump");
+    VLOG_HEXDUMP(VLOG_PRIO_WARN, big, 100, "a warning with %d bytes", 100);
     say("8k");
     VLOG_ERROR("an 8 KiB message %s", big);
     say("context");
@@ -105,6 +122,10 @@ int main(int argc, char **argv)
     VLOG_ERROR("after the reopen");
     say("flush");
     CHECK(vlog_flush() == 0);
+    if (argc == 3) {
+        say("check");
+        VLOG_CHECK(argc == 2, "a failed check under seccomp");
+    }
     say("exit");
     exit(0);
 }

@@ -500,8 +500,8 @@ mod tests {
     use super::*;
     use crate::deferred::Captured;
     use crate::ring::{self, Entry};
-    use crate::source::{Live, OFF};
     use crate::site::LiveSite;
+    use crate::source::{Live, OFF};
 
     fn source(name: &'static std::ffi::CStr) -> Live {
         Live::leaked(name)

@@ -239,4 +239,27 @@ fn every_kind_of_call_passes_a_filter_of_the_documented_system_calls() {
     }
     let lines = std::fs::read_to_string(dir.join("a.log")).unwrap_or_default();
     assert!(lines.contains("an error with its context"), "{lines}");
+    // A failed check: its line, the crash dump and SIGABRT, not SIGSYS.
+    use std::os::unix::process::ExitStatusExt;
+    for writer in ["thread", "caller"] {
+        let out = run_with(
+            &exe,
+            &[dir.to_str().unwrap(), "check"],
+            &[("VLOG_WRITER", writer)],
+        );
+        let said = text(&out.stdout);
+        let stderr = text(&out.stderr);
+        assert!(
+            out.status.signal() == Some(libc::SIGABRT)
+                && said.ends_with("check\n")
+                && stderr.contains("vlog: end of dump"),
+            "VLOG_WRITER={writer}, a failed check: {} after: {said}\n{stderr}",
+            out.status
+        );
+        let lines = std::fs::read_to_string(dir.join("a.log")).unwrap_or_default();
+        assert!(
+            lines.contains("check failed: argc == 2: a failed check under seccomp"),
+            "{lines}"
+        );
+    }
 }
