@@ -6,6 +6,10 @@
  *                         used, and fails past 8 KiB
  *   small_stack min       the same calls from a thread whose stack is
  *                         PTHREAD_STACK_MIN, its first call among them
+ *   small_stack check     a failed check over a painted stack: a SIGABRT
+ *                         handler of the program's, on a stack of its own,
+ *                         prints what the check used and exits (0, or 1
+ *                         past 8 KiB)
  *
  * The driver runs both with the writer thread and with VLOG_WRITER=caller,
  * with file, JSON (?sync) and syslog outputs, and an error's context. */
@@ -13,6 +17,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 
 VLOG_INIT("test.stack");
@@ -29,6 +34,9 @@ static int failed;
  * and reads back (never a read of memory C does not give it). */
 static unsigned char *stack;
 static size_t stack_size = 1 << 20;
+/* Where measure_one's measure starts (its frame, less GAP): for a failed
+ * check, read after abort(3) by the program's SIGABRT handler. */
+static size_t check_top;
 
 /* Paints the stack below this frame (but GAP), calls `f`, and returns how
  * far below this frame `f` wrote. Inlined nowhere: its frame is where it
@@ -37,6 +45,8 @@ __attribute__((noinline)) static size_t measure_one(void (*f)(void))
 {
     volatile unsigned char *frame = (volatile unsigned char *)__builtin_frame_address(0);
     size_t top = (size_t)(frame - stack) - GAP, i = 0;
+
+    check_top = top;
 
     for (size_t j = 0; j < top; j++)
         ((volatile unsigned char *)stack)[j] = 0xA5;
@@ -111,6 +121,44 @@ static void *measure(void *arg)
     return NULL;
 }
 
+/* After abort(3): how far below check_top the check wrote, read back from
+ * the painted stack (this handler runs on a stack of its own). */
+static void measured_abort(int sig)
+{
+    char line[64];
+    size_t i = 0;
+    int n;
+
+    (void)sig;
+    while (i < check_top && ((volatile unsigned char *)stack)[i] == 0xA5)
+        i++;
+    n = snprintf(line, sizeof line, "check %zu\n", check_top - i);
+    if (write(1, line, (size_t)n) != n)
+        _exit(2);
+    _exit(check_top - i > BOUND);
+}
+
+static void failing_check(void)
+{
+    VLOG_CHECK(check_top == 0, "a failed check on a small stack %s", big);
+}
+
+static void *measure_check(void *arg)
+{
+    static unsigned char own[64 * 1024];
+    stack_t alt = {.ss_sp = own, .ss_size = sizeof own};
+    struct sigaction sa;
+
+    (void)arg;
+    CHECK(sigaltstack(&alt, NULL) == 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = measured_abort;
+    sa.sa_flags = SA_ONSTACK;
+    CHECK(sigaction(SIGABRT, &sa, NULL) == 0);
+    measure_one(failing_check);
+    return NULL;
+}
+
 static void *all_kinds(void *arg)
 {
     (void)arg;
@@ -126,7 +174,7 @@ int main(int argc, char **argv)
     int measuring;
 
     CHECK(argc == 2);
-    measuring = strcmp(argv[1], "measure") == 0;
+    measuring = strcmp(argv[1], "measure") == 0 || strcmp(argv[1], "check") == 0;
     CHECK(measuring || strcmp(argv[1], "min") == 0);
     memset(big, 'x', sizeof big - 1);
     CHECK(vlog_set_level(VLOG_PRIO_DEBUG) == 0);
@@ -138,7 +186,11 @@ int main(int argc, char **argv)
     } else {
         CHECK(pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN) == 0);
     }
-    CHECK(pthread_create(&thread, &attr, measuring ? measure : all_kinds, NULL) == 0);
+    CHECK(pthread_create(&thread, &attr,
+                         strcmp(argv[1], "check") == 0 ? measure_check
+                         : measuring                   ? measure
+                                                       : all_kinds,
+                         NULL) == 0);
     CHECK(pthread_join(thread, NULL) == 0);
     CHECK(vlog_flush() == 0);
     return failed;

@@ -169,7 +169,8 @@ fn a_record_in_flight_is_waited_for_reported_and_never_overwritten() {
 /// thread that writes its own line), with the writer thread and without,
 /// through file, JSON (`?sync`) and syslog outputs and an error's context:
 /// measured over a painted stack, and run from a thread whose stack is
-/// `PTHREAD_STACK_MIN`, its first call among them.
+/// `PTHREAD_STACK_MIN`, its first call among them; and a failed check,
+/// measured by a SIGABRT handler of the program's after abort(3).
 #[test]
 fn a_small_stack_suffices_for_every_kind_of_call() {
     if skipped_under_tool("the tool's own frames make the stack larger") {
@@ -187,7 +188,7 @@ fn a_small_stack_suffices_for_every_kind_of_call() {
         ("caller", &outputs),
         ("thread", &printed),
     ] {
-        for mode in ["measure", "min"] {
+        for mode in ["measure", "min", "check"] {
             let out = run_with(
                 &exe,
                 &[mode],
@@ -201,7 +202,7 @@ fn a_small_stack_suffices_for_every_kind_of_call() {
                 &format!("small_stack {mode}, VLOG_WRITER={writer}, {outputs}"),
                 &out,
             );
-            if mode == "measure" {
+            if mode != "min" {
                 println!(
                     "VLOG_WRITER={writer}, {outputs}: {}",
                     text(&out.stdout).replace('\n', ", ")
