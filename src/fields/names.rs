@@ -104,9 +104,14 @@ pub fn valid_name(name: &[u8]) -> bool {
         }
         table
     };
+    // One pass: a byte allowed, and no dot right after a dot.
+    let mut previous = 0u8;
     (1..=NAME_MAX).contains(&name.len())
         && name[0].is_ascii_alphabetic()
         && name[name.len() - 1] != b'.'
-        && name.iter().all(|&b| ALLOWED[b as usize])
-        && !name.windows(2).any(|w| w == b"..")
+        && name.iter().all(|&b| {
+            let dots = b == b'.' && previous == b'.';
+            previous = b;
+            ALLOWED[b as usize] && !dots
+        })
 }
