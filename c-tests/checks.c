@@ -2,8 +2,10 @@
  * hold (and, built with -DNDEBUG, a VLOG_DCHECK that does not) and exits 0.
  * `checks fails` and `checks fatal` are a daemon whose three threads log
  * without pause: once they have, a check fails (or VLOG_FATAL is called).
- * The driver runs them with VLOG_DUMP=file:PATH and VLOG_OUTPUTS, and reads
- * the dump's last record, the outputs' line and the exit status. */
+ * `checks two` has eight threads fail checks at once; `checks fmtn` fails
+ * a check whose format has a %n. The driver runs them with
+ * VLOG_DUMP=file:PATH and VLOG_OUTPUTS, and reads the dump's last record,
+ * the outputs' lines and the exit status. */
 #include "check.h"
 
 #include <pthread.h>
@@ -20,6 +22,17 @@ static void *chatter(void *arg)
         VLOG_INFO("thread %ld, record %ld", (long)(intptr_t)arg, n++);
         VLOG_DEBUG("thread %ld, debug %ld", (long)(intptr_t)arg, n);
     }
+    return NULL;
+}
+
+static pthread_barrier_t at_once;
+
+static void *fail_at_once(void *arg)
+{
+    long id = (long)(intptr_t)arg;
+
+    pthread_barrier_wait(&at_once);
+    VLOG_CHECK(id < 0, "thread %ld fails", id);
     return NULL;
 }
 
@@ -51,6 +64,22 @@ int main(int argc, char **argv)
         CHECK(st.records == 0);
         printf("held\n");
         return 0;
+    }
+    if (strcmp(argv[1], "two") == 0) {
+        pthread_t failing[8];
+
+        CHECK(pthread_barrier_init(&at_once, NULL, 8) == 0);
+        for (long t = 0; t < 8; t++)
+            CHECK(pthread_create(&failing[t], NULL, fail_at_once, (void *)(intptr_t)t) == 0);
+        for (long t = 0; t < 8; t++)
+            pthread_join(failing[t], NULL);
+        return 2;
+    }
+    if (strcmp(argv[1], "fmtn") == 0) {
+        int n = 0;
+
+        VLOG_CHECK(n == 1, "n %d%n", n, &n);
+        return 2;
     }
     for (long t = 0; t < 3; t++)
         CHECK(pthread_create(&threads[t], NULL, chatter, (void *)(intptr_t)t) == 0);

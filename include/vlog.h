@@ -332,11 +332,14 @@ vlog(const vlog_source *src, int prio, const char *file, int line, const char *f
  *   VLOG_CHECK(fd >= 0, "no monitor for %s", name);
  *
  * While `cond` holds, the comparison is all it costs: nothing else is
- * evaluated. When it does not, an error record "check failed: fd >= 0: no
- * monitor for guest1" from this file's source, made whatever the filters
- * say and written to every output before anything else; no thread records
- * after it (their calls wait for the end); then abort(3), so that the
- * crash dump (VLOG_DUMP) ends with it and the process ends by SIGABRT.
+ * evaluated. When it does not, vlog takes its lock for good (no thread
+ * records after the check: their calls wait for the end), makes an error
+ * record "check failed: fd >= 0: no monitor for guest1" from this file's
+ * source whatever the filters say, has the outputs write it (2 s at most),
+ * then calls abort(3): the crash handler writes what the files and stderr
+ * had not written, its dump (VLOG_DUMP) ends with the check, and the
+ * process ends by SIGABRT. From a signal handler that interrupted vlog on
+ * the same thread the record is dropped and counted; the abort stays.
  * VLOG_DCHECK is VLOG_CHECK unless NDEBUG is defined where vlog.h is
  * included: then it is nothing, as assert is, and `cond` is not compiled.
  * VLOG_FATAL(fmt, ...) always fails: "fatal: " and the message. It is left
@@ -924,9 +927,13 @@ static inline __attribute__((noreturn)) void vlog__fail(const vlog__site *site,
         va_start(ap, fmt);
         n = vsnprintf(text + len, sizeof text - len, fmt, ap);
         va_end(ap);
-        full = n < 0 ? len : len + (size_t)n;
-        len = full < sizeof text ? full : sizeof text - 1;
+    } else {
+        /* %n would write through an argument: the format, not run. */
+        n = snprintf(text + len, sizeof text - len, "[format with %%n not run] %s",
+                     fmt != NULL ? fmt : "(null format)");
     }
+    full = n < 0 ? len : len + (size_t)n;
+    len = full < sizeof text ? full : sizeof text - 1;
     vlog__check_failed(site, text, len, full);
 }
 

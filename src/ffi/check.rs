@@ -7,18 +7,21 @@ use std::ffi::c_char;
 use super::sites::site_origin;
 use super::{guarded, no_cancel};
 use crate::fields::Names;
-use crate::logger::emit::{self, Call, Message};
+use crate::logger::emit::{Call, Message};
+use crate::logger::fatal;
 use crate::priority::Priority;
 use crate::site::vlog__site;
 
-/// Internal, for VLOG_CHECK, VLOG_DCHECK and VLOG_FATAL: records the
-/// message of `len` bytes at `msg` (cut from `full_len`) that call site
-/// `site` formatted, as an error of the site's source whatever the
-/// filters say; writes it to every output before anything else (what the
-/// outputs hold for their peers sent, as at exit); keeps any thread from
-/// recording after it (their calls wait for the end); then calls abort(3),
-/// so that the crash handler's dump, if one is installed, ends with this
-/// record, and the process ends by SIGABRT. Never returns.
+/// Internal, for VLOG_CHECK, VLOG_DCHECK and VLOG_FATAL: takes vlog's lock
+/// for good (no thread records after this: their calls wait for the end),
+/// records the message of `len` bytes at `msg` (cut from `full_len`) that
+/// call site `site` formatted, as an error of the site's source whatever
+/// the filters say, has the outputs write it (2 s at most), then calls
+/// abort(3): the crash handler, if installed, writes the lines the files
+/// and stderr had not written and a dump that ends with this record, and
+/// the process ends by SIGABRT. Never returns. From a signal handler that
+/// interrupted vlog on this thread the record is dropped and counted
+/// (vlog_stats.dropped_nested); the abort stays.
 /// NULL: `site` records nothing (the process still aborts), `msg`
 /// "(null)"; ownership: the bytes are copied, nothing kept; errors: none,
 /// it aborts; async-signal-safe: no.
@@ -46,7 +49,7 @@ fn record(site: *const vlog__site, msg: *const c_char, len: usize, full_len: usi
         // SAFETY: `len` readable bytes, per the contract.
         unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
     };
-    emit::emit_last(&Call {
+    fatal::last(&Call {
         source: origin.source,
         site: origin.site,
         priority: Priority::Error,

@@ -197,14 +197,6 @@ fn finish_site(entered: Entered, next: Next, call: SiteCall) -> Outcome {
     finish(entered, next, |state| state.record_site_call(call))
 }
 
-/// A failed check's record (`fatal` set), the last the process makes: see
-/// `fatal`, which it leaves the logger to once recorded.
-pub fn emit_last(call: &Call) {
-    if emit(call) == Outcome::Recorded {
-        super::fatal::close(call);
-    }
-}
-
 impl State {
     #[inline(always)]
     fn record(&mut self, call: &Call) -> Next {
@@ -373,9 +365,6 @@ impl State {
             }
             return Next::Blocked(at);
         }
-        if call.fatal {
-            super::fatal::recorded_at(ring.last());
-        }
         if !printed {
             return Next::Done(Outcome::Recorded);
         }
@@ -383,10 +372,15 @@ impl State {
         self.after_printed(call.priority)
     }
 
-    /// Records `call` in the ring alone, under a lock its caller keeps (a
-    /// failed check's record again, `fatal`), if the ring takes it.
-    pub(super) fn record_unprinted(&mut self, call: &Call) {
-        let _ = self.record_general(call, false);
+    /// A failed check's record (`fatal`), under a lock its caller keeps:
+    /// over lines the outputs have not written rather than waiting for
+    /// them. Where the outputs are to write to; None when not made.
+    pub(super) fn record_fatal(&mut self, call: &Call) -> Option<u64> {
+        self.evict_ok = true;
+        match self.record(call) {
+            Next::Done(Outcome::Dropped) | Next::Blocked(_) | Next::MakeRoom => None,
+            _ => Some(self.ring.as_ref().map_or(0, Ring::marked_end)),
+        }
     }
 
     /// Step 5: a record the outputs print was just recorded. An error, a

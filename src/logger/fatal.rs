@@ -1,46 +1,52 @@
 //! A failed check (`VLOG_CHECK`, `VLOG_FATAL`): its record is the last the
-//! process makes. Recorded whatever the filters say and written to every
-//! output before anything else (an error's line is the caller's to write:
-//! `emit::emit_last`); then, here, what the outputs hold for their peers
-//! is sent and the logger's lock taken for good, so that no thread records
-//! after it: their calls wait for the end of the process, their messages
-//! never accepted. A thread that recorded between the check and the lock
-//! has the check recorded once more, in the ring alone (the outputs have
-//! it), so a crash dump's last record is the check. The caller then
-//! aborts.
+//! process makes, and nothing it does waits for long. The logger's lock is
+//! taken first and kept (no thread records after the check: their calls
+//! wait for the end of the process, their messages never accepted), the
+//! check recorded under it whatever the filters say (over lines the outputs
+//! have not written, rather than waiting for them), and the outputs given
+//! [`WRITE_MS`] to write up to it: vlog's writer thread woken and waited
+//! for (never the outputs' lock, which it may hold stuck on a full pipe),
+//! or, without one (`VLOG_WRITER=caller`), a walk of this thread's that
+//! tries the outputs' lock until then. What is not written by then is the
+//! crash handler's, which writes the lines not written yet to the files
+//! and stderr before its dump, under its watchdog. The caller then aborts.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use super::{printer, Entered};
+use crate::ring::published;
+use crate::{stats, sys};
 
-use super::message::Call;
-use super::{ticker, Entered};
-use crate::ring::Ring;
+/// How long a failed check has the outputs write before it aborts.
+pub const WRITE_MS: u64 = 2000;
 
-/// Where the failed check's record starts in the ring (`u64::MAX`: none).
-static RECORDED_AT: AtomicU64 = AtomicU64::new(u64::MAX);
-
-/// Notes where the failed check's record was put (under the lock).
-pub(super) fn recorded_at(pos: u64) {
-    RECORDED_AT.store(pos, Ordering::Relaxed);
-}
-
-/// The failed check `call` was recorded: its peers sent, the logger is
-/// closed with it the ring's newest record, and its lock kept (the caller's
-/// next step is abort(3)). From a signal handler that interrupted vlog on
-/// this thread the lock cannot be had: nothing more is done.
-pub(super) fn close(call: &Call) {
-    ticker::drain(ticker::Drain::Exit);
+/// Records `call` (which has `fatal` set) as the process's last record,
+/// keeps the logger's lock, and has the outputs write up to it (for
+/// [`WRITE_MS`] at most). From a signal handler that interrupted vlog on
+/// this thread the lock cannot be had: the record is dropped and counted,
+/// as a nested one.
+pub fn last(call: &super::emit::Call) {
+    debug_assert!(call.fatal);
     let Some(mut entered) = Entered::new() else {
+        stats::add(&stats::NESTED_DROPPED, 1);
         return;
     };
-    let state = entered.state();
-    let newest = state.ring.as_ref().map(Ring::last);
-    if newest.is_some() && newest != Some(RECORDED_AT.load(Ordering::Relaxed)) {
-        // The ring alone: the outputs wrote the check already.
-        state.record_unprinted(call);
-    }
+    let upto = entered.state().record_fatal(call);
+    let writer_thread = !entered.state().writer_off;
     // Published for the lock-free readers (a crash dump), never unlocked,
     // and this thread marked inside for good: a call it makes from here
     // on (a handler's) is dropped as nested, never waits for itself.
     super::publish(&mut entered.guard);
     std::mem::forget(entered);
+    let Some(upto) = upto else {
+        return;
+    };
+    let deadline = sys::monotonic_ns() + WRITE_MS * 1_000_000;
+    if !writer_thread {
+        printer::caller::write_upto_by(upto, deadline);
+        return;
+    }
+    printer::wake(true);
+    let written = || published::read(|view| view.is_none_or(|v| v.printed() >= upto));
+    while !written() && sys::monotonic_ns() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }

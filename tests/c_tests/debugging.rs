@@ -115,10 +115,9 @@ fn a_check_that_holds_costs_nothing_and_dcheck_goes_with_ndebug() {
 fn a_failed_check_is_the_dumps_last_record_and_the_process_aborts() {
     use std::os::unix::process::ExitStatusExt;
     let exe = build("checks", Link::Static);
-    // The outputs print every record (the threads wait for them now and
-    // then), or errors alone (the threads record as fast as they can, and
-    // some between the check and the logger's end: the check is recorded
-    // again after them).
+    // The outputs print every record (the ring full of lines they have not
+    // written: the check is made over them, not after them), or errors
+    // alone (the threads record as fast as they can).
     for (mode, message, level) in [
         (
             "fails",
@@ -143,7 +142,9 @@ fn a_failed_check_is_the_dumps_last_record_and_the_process_aborts() {
             log.display(),
             dir.join("out.json").display()
         );
-        let out = run_with(
+        // Nothing a failed check does waits for long.
+        let out = run_within(
+            120,
             &exe,
             &[mode],
             &[
@@ -179,7 +180,7 @@ fn a_failed_check_is_the_dumps_last_record_and_the_process_aborts() {
             records[records.len().saturating_sub(5)..].join("\n")
         );
         assert!(records.len() > 100, "{mode_at}: {} records", records.len());
-        // Written to every output before the abort.
+        // In the outputs once, before the abort or by the crash handler.
         let log = std::fs::read_to_string(&log).unwrap();
         let lines: Vec<&str> = log.lines().filter(|l| l.contains(message)).collect();
         assert_eq!(
@@ -188,12 +189,122 @@ fn a_failed_check_is_the_dumps_last_record_and_the_process_aborts() {
             "{mode_at}: {:?}",
             &log[log.len().saturating_sub(2000)..]
         );
+        // Its last line: no thread recorded after the check.
+        assert!(
+            log.lines().last().is_some_and(|l| l.contains(message)),
+            "{mode_at}: the file ends\n{}",
+            &log[log.len().saturating_sub(2000)..]
+        );
         let json = std::fs::read_to_string(dir.join("out.json")).unwrap();
         assert!(
             json.contains(&format!("\"message\":\"{message}\"")),
             "{mode_at}: {json}"
         );
     }
+}
+
+/// A failed check never waits for an output: stderr on a pipe nobody
+/// reads (vlog's writer thread stuck on it, holding the outputs' lock)
+/// does not keep the process alive; it ends by SIGABRT, and the ring file
+/// read back ends with the check. (The crash handler's own write of the
+/// lines stderr had not written is stuck too: its watchdog ends it.)
+#[test]
+fn a_failed_check_never_waits_for_a_stuck_output() {
+    use std::os::unix::process::ExitStatusExt;
+    let exe = build("checks", Link::Static);
+    let dir = scratch_dir("checks-stuck");
+    let ring = dir.join("ring");
+    let _ = std::fs::remove_file(&ring);
+    // run_within reads neither pipe before the end: stderr fills.
+    let out = run_within(
+        120,
+        &exe,
+        &["fails"],
+        &[
+            ("VLOG_BUFFER_FILE", ring.to_str().unwrap()),
+            ("VLOG_OUTPUTS", "1:stderr"),
+            ("VLOG_FILTERS", "1:test.checks"),
+        ],
+    );
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{:?}", out.status);
+    let read = vlog_dump(&[ring.to_str().unwrap()]);
+    let records = text(&read.stdout);
+    let last = records
+        .lines()
+        .rfind(|l| l.starts_with("20"))
+        .unwrap_or_default();
+    assert!(
+        last.contains(" : check failed: monitor >= 0"),
+        "the ring's last record:\n{last}"
+    );
+}
+
+/// Eight threads fail checks at once: one is recorded, its thread the one
+/// the dump is of, and the others wait for the end.
+#[test]
+fn of_checks_failing_at_once_the_first_is_the_last_record() {
+    use std::os::unix::process::ExitStatusExt;
+    let exe = build("checks", Link::Static);
+    for round in 0..5 {
+        let dir = scratch_dir(&format!("checks-two-{round}"));
+        let dump = dir.join("crash");
+        let out = run_within(
+            60,
+            &exe,
+            &["two"],
+            &[
+                ("VLOG_DUMP", &format!("file:{}", dump.display())),
+                (
+                    "VLOG_OUTPUTS",
+                    &format!("1:file:{}", dir.join("out.log").display()),
+                ),
+            ],
+        );
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGABRT),
+            "{round}: {:?}",
+            out.status
+        );
+        let dump = std::fs::read_to_string(&dump).unwrap();
+        let tid = dump
+            .split(", tid ")
+            .nth(1)
+            .and_then(|s| s.split(',').next())
+            .unwrap_or_else(|| panic!("{round}: no tid in\n{dump}"));
+        let records = dump_records(&dump);
+        let checks: Vec<&&str> = records
+            .iter()
+            .filter(|r| r.contains("check failed"))
+            .collect();
+        assert_eq!(checks.len(), 1, "{round}: {records:?}");
+        let last = records.last().unwrap();
+        assert!(
+            last.contains(&format!(": {tid}: error : test.checks : fail_at_once:")),
+            "{round}: the dump is of thread {tid}, its last record\n{last}"
+        );
+    }
+}
+
+/// A check's format with a `%n` is logged as it is, never run.
+#[test]
+fn a_checks_percent_n_is_logged_not_run() {
+    use std::os::unix::process::ExitStatusExt;
+    let exe = build("checks", Link::Static);
+    let dir = scratch_dir("checks-fmtn");
+    let log = dir.join("out.log");
+    let out = run_within(
+        60,
+        &exe,
+        &["fmtn"],
+        &[("VLOG_OUTPUTS", &format!("1:file:{}", log.display()))],
+    );
+    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{:?}", out.status);
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains(" : check failed: n == 1: [format with %n not run] n %d%n\n"),
+        "{log}"
+    );
 }
 
 /// The line of `checks.c`'s call in `mode`.

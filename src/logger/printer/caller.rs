@@ -30,6 +30,33 @@ pub fn write_pending() -> Vec<Said> {
     }
 }
 
+/// [`write_upto`] by a thread that must not wait for long (a failed
+/// check's, which aborts next, holding the logger's lock): the printer's
+/// lock tried, and each step taken, only until `deadline` (monotonic ns);
+/// what is left then is the crash handler's to write. (A step that blocks
+/// on a descriptor left blocking, stderr on a pipe nobody reads, blocks
+/// this thread as it blocks vlog's writer thread.)
+pub fn write_upto_by(upto: u64, deadline: u64) {
+    while crate::sys::monotonic_ns() < deadline {
+        let mut printer = match super::PRINTER.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                continue;
+            }
+        };
+        match printer.walk_step(upto) {
+            Walk::Done => return,
+            Walk::Again => {}
+            Walk::Wait(fd, _) => {
+                drop(printer);
+                crate::sys::room::wait_writable(fd, 100);
+            }
+        }
+    }
+}
+
 /// Walks the outputs to `upto` one step at a time (`Printer::walk_step`),
 /// letting go of the printer's lock between steps: a thread that needs it
 /// (an error's caller, one that needs room) waits for one step at most,
