@@ -52,14 +52,10 @@ pub fn render_line(rec: &Record, clock: &mut Clock, out: &mut impl Sink) {
     put_decimal(rec.line as u64, 1, out);
     out.put(b" : ");
     put_escaped(rec.message, out);
-    put_fields(rec.fields, false, out);
+    let dump = put_fields(rec.fields, false, out);
     out.put(b"\n");
-    if let Some(fields) = fields::decode(rec.fields) {
-        for field in fields.iter() {
-            if let Value::Bytes(b) = field.value {
-                put_hexdump(b, out);
-            }
-        }
+    if let Some(bytes) = dump {
+        put_hexdump(bytes, out);
     }
 }
 
@@ -70,18 +66,19 @@ pub fn render_line(rec: &Record, clock: &mut Clock, out: &mut impl Sink) {
 /// written `\"`: what a field says is data, never more fields. Bytes kept
 /// as bytes are written as hex.
 pub fn put_fields_text(fields: &[u8], out: &mut impl Sink) {
-    put_fields(fields, true, out)
+    put_fields(fields, true, out);
 }
 
 /// [`put_fields_text`]; bytes left out unless `bytes` (the text line shows
-/// them after itself).
-fn put_fields(fields: &[u8], bytes: bool, out: &mut impl Sink) {
-    let Some(fields) = fields::decode(fields).filter(|f| !f.is_empty()) else {
-        return;
-    };
+/// them after itself: they are returned, found in the one decoding a line
+/// makes of its fields).
+fn put_fields<'a>(fields: &'a [u8], bytes: bool, out: &mut impl Sink) -> Option<&'a [u8]> {
+    let fields = fields::decode(fields).filter(|f| !f.is_empty())?;
     let mut sep: &[u8] = b" [";
+    let mut dump = None;
     for field in fields.iter() {
-        if matches!(field.value, Value::Bytes(_)) && !bytes {
+        if let (Value::Bytes(b), false) = (field.value, bytes) {
+            dump.get_or_insert(b);
             continue;
         }
         out.put(sep);
@@ -109,6 +106,7 @@ fn put_fields(fields: &[u8], bytes: bool, out: &mut impl Sink) {
     if sep == b" " {
         out.put(b"]");
     }
+    dump
 }
 
 /// Writes text that came from outside and is bound for a terminal (a reply
