@@ -31,6 +31,7 @@ pub const VLOG_MESSAGE_MAX: usize = 8192;
 const _: () = assert!(VLOG_MESSAGE_MAX == crate::record::MESSAGE_MAX);
 /// The most bytes a VLOG_HEXDUMP record keeps; how many more were given is
 /// its field VLOG_HEXDUMP_OMITTED.
+#[allow(dead_code)] // read only by cbindgen and a const assert (see lib.rs)
 pub const VLOG_HEXDUMP_MAX: usize = 4096;
 const _: () = assert!(VLOG_HEXDUMP_MAX == crate::fields::BYTES_MAX);
 // The numbers C passes are the core's priorities.
