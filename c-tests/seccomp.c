@@ -41,7 +41,7 @@ static const int allowed[] = {
 static const int check_allowed[] = {
     SYS_clock_nanosleep, SYS_rt_sigaction, SYS_sigaltstack, SYS_alarm, SYS_getpid,
     SYS_gettid, SYS_tgkill,       SYS_writev,      SYS_pread64, SYS_lseek,
-    SYS_ftruncate,
+    SYS_ftruncate,   SYS_poll,
 };
 
 static void install(int check)

@@ -448,6 +448,16 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
         if handle.reopened() {
             sink.put(b"vlog: the program had closed the dump file's descriptor; opened it again\n");
         }
+        const _: () = assert!(pending::STUCK_MS == 1_000, "the lines below say 1 s");
+        match pending::stuck() {
+            0 => {}
+            1 => sink.put(b"vlog: an output took nothing for 1 s and was passed over: the lines it had not written are among the records below\n"),
+            n => {
+                sink.put(b"vlog: ");
+                put_decimal(n.into(), 1, sink);
+                sink.put(b" outputs took nothing for 1 s and were passed over: the lines they had not written are among the records below\n");
+            }
+        }
         sink.put(b"vlog: backtrace of thread ");
         put_decimal(tid as u64, 1, sink);
         sink.put(b":\n");

@@ -5,6 +5,8 @@
 //! outputs stopped, each descriptor used only while it is still the file
 //! the output opened.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use crate::output::at_crash;
 use crate::priority::Priority;
 use crate::record::Record;
@@ -20,6 +22,19 @@ use crate::text::{Bounded, Sink};
 /// How long the crash handler waits for the outputs to finish the batch
 /// they are writing (then it writes, and a line may appear twice).
 const BUSY_WAIT_MS: u64 = 200;
+
+/// An output that takes nothing for this long at a crash (a pipe nobody
+/// reads) is passed over: its lines stay in the ring and the dump, which
+/// come after them and would otherwise never be written.
+pub const STUCK_MS: u64 = 1_000;
+
+/// Outputs passed over at this crash, said in the dump.
+static STUCK: AtomicU32 = AtomicU32::new(0);
+
+/// How many outputs took nothing for [`STUCK_MS`] at this crash.
+pub fn stuck() -> u32 {
+    STUCK.load(Ordering::Relaxed)
+}
 
 /// Before the dump: the outputs write nothing more (the batch being
 /// written is given a moment to finish), so that the lines pending now are
@@ -56,6 +71,8 @@ pub fn write() {
         if printed >= view.marked_end() {
             return;
         }
+        // Whether every output took every line (else the dump keeps them).
+        let mut all_written = true;
         at_crash::targets(|target| {
             let same = sys::fd_info(target.fd)
                 .is_ok_and(|info| (info.dev, info.ino) == (target.dev, target.ino));
@@ -63,7 +80,16 @@ pub fn write() {
                 return;
             }
             let pid = Some(sys::process_id());
-            super::dump::with_fd_sink(target.fd, |sink| {
+            // Each piece (at most PIPE_BUF bytes, which a pipe with room
+            // takes without blocking) waits for room, never past STUCK_MS.
+            let stuck = || {
+                let stuck = !sys::room::wait_writable(target.fd, STUCK_MS);
+                if stuck {
+                    STUCK.fetch_add(1, Ordering::Relaxed);
+                }
+                stuck
+            };
+            all_written &= super::dump::with_fd_sink_unless(target.fd, stuck, |sink| {
                 let mut clock = Clock::new();
                 // What is gone from the ring, said in the output that lost
                 // it: records damaged, bytes passed over or overwritten.
@@ -99,7 +125,7 @@ pub fn write() {
         // then they go on from where they were, and a file may get a line
         // twice rather than another output none.
         tell_datagram_outputs(&view, printed, end);
-        if at_crash::complete() {
+        if at_crash::complete() && all_written {
             view.set_printed(end);
         }
     });

@@ -14,7 +14,11 @@ pub const ROOM_WAIT_MS: u64 = 5_000;
 /// poll(2) is a cancellation point, as a write is: a cancel pending for a
 /// caller that waits here acts as its vlog call returns, never inside it
 /// (an unwind through the call's frames would abort the process).
-pub fn wait_writable(fd: c_int, ms: u64) {
+///
+/// True when the descriptor is ready: it has room, or a write fails at
+/// once (its reader is gone, POLLERR or POLLHUP). A pipe that says it has
+/// room takes a write of PIPE_BUF bytes or fewer without blocking.
+pub fn wait_writable(fd: c_int, ms: u64) -> bool {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLOUT,
@@ -22,6 +26,7 @@ pub fn wait_writable(fd: c_int, ms: u64) {
     };
     let cancelability = super::cancel::point();
     // SAFETY: one valid pollfd.
-    unsafe { libc::poll(&mut pfd, 1, ms.min(i32::MAX as u64) as c_int) };
+    let ready = unsafe { libc::poll(&mut pfd, 1, ms.min(i32::MAX as u64) as c_int) } == 1;
     super::cancel::restore(cancelability);
+    ready && pfd.revents != 0
 }

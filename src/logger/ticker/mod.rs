@@ -293,7 +293,9 @@ pub fn drain(why: Drain) {
             said.extend(p.take_said());
             walk
         }) {
-            Walk::Wait(fd, _) => sys::room::wait_writable(fd, 100),
+            Walk::Wait(fd, _) => {
+                sys::room::wait_writable(fd, 100);
+            }
             Walk::Again => {}
             Walk::Done => break,
         }
