@@ -42,7 +42,7 @@ int main(void)
         CHECK(vlog_get_stats(&after) == 0);
         CHECK(after.records == before.records);
         CHECK(vlog_set_filters("OFF:util.object") == -1);
-        CHECK_ERROR("or off");
+        CHECK_ERROR("off, or bt");
     }
 
     CHECK(vlog_set_filters("") == 0);

@@ -111,6 +111,8 @@ int main(int argc, char **argv)
                 "a warning with fields");
     say("hexdump");
     VLOG_HEXDUMP(VLOG_PRIO_WARN, big, 100, "a warning with %d bytes", 100);
+    say("backtrace");
+    VLOG_BACKTRACE(VLOG_PRIO_WARN, "a warning with its backtrace %d", 5);
     say("8k");
     VLOG_ERROR("an 8 KiB message %s", big);
     say("context");

@@ -84,6 +84,11 @@ static void hexdump(void)
     VLOG_HEXDUMP(VLOG_PRIO_ERROR, big, 4096, "4 KiB of bytes at %p", (void *)big);
 }
 
+static void backtrace(void)
+{
+    VLOG_BACKTRACE(VLOG_PRIO_ERROR, "an error with its backtrace %d", 5);
+}
+
 static void large(void)
 {
     VLOG_ERROR("an 8 KiB message %s", big);
@@ -102,7 +107,7 @@ static const struct {
 } kinds[] = {
     {"first", first}, {"info", info},   {"error", error},
     {"fields", fields}, {"8k", large}, {"context", context},
-    {"hexdump", hexdump},
+    {"hexdump", hexdump}, {"backtrace", backtrace},
 };
 
 static void *measure(void *arg)

@@ -324,6 +324,33 @@ vlog(const vlog_source *src, int prio, const char *file, int line, const char *f
         VLOG__FORMAT_TYPES(__VA_ARGS__)                                       \
     } while (0)
 
+/*
+ * A message with the backtrace of its call, from this file's source:
+ *
+ *   VLOG_BACKTRACE(VLOG_PRIO_WARN, "queue %d stalled", q);
+ *
+ * The message is formatted as VLOG_FIELDS's is; the record keeps the
+ * return addresses of the frames that made the call (at most 32) and the
+ * loaded objects they are in (path, load address, GNU build-id). Text
+ * lines show one frame a line after the message's line; the JSON,
+ * journald, syslog and fluent outputs the field VLOG_BACKTRACE. vlog-dump
+ * and vlog-ctl name each frame's function, file and line from the objects'
+ * symbols and debug information. Any call site gets one from a filter too
+ * (`bt:file=disk.c:20`, in VLOG_FILTERS or vlog-ctl SOCKET filters).
+ */
+#define VLOG_BACKTRACE(prio, ...)                                             \
+    do {                                                                      \
+        VLOG__FORMAT_LITERAL(__VA_ARGS__);                                    \
+        int vlog__bprio = vlog__clamp(prio);                                  \
+        VLOG__SITE(prio, VLOG__LIMIT_NONE, 0, 0, VLOG__FIRST(__VA_ARGS__, 0)); \
+        int vlog__level = VLOG__LEVEL(&vlog__here);                           \
+        if (VLOG__UNLIKELY(vlog__bprio >= vlog__level) &&                     \
+            (vlog__level != 0 || vlog__site_enabled(&vlog__here, vlog__bprio)) && \
+            VLOG__ADMIT(&vlog__here, vlog__bprio, VLOG__LIMIT_NONE))          \
+            vlog__emit_backtrace(&vlog__here, vlog__bprio, __VA_ARGS__);      \
+        VLOG__FORMAT_TYPES(__VA_ARGS__)                                       \
+    } while (0)
+
 /* ---- Checks ------------------------------------------------------------- */
 
 /*
@@ -780,10 +807,12 @@ static inline int vlog__clamp(int prio)
          : prio;
 }
 
-/* The bytes VLOG_HEXDUMP keeps beside its message. */
+/* What a record keeps beside its message: the bytes VLOG_HEXDUMP gives,
+ * or (`backtrace`) VLOG_BACKTRACE's backtrace of the call. */
 typedef struct vlog__bytes {
     const void *data;
     size_t size;
+    int backtrace;
 } vlog__bytes;
 
 /* Hands a formatted message to the library: as the call site's when there
@@ -793,6 +822,8 @@ static inline int vlog__put(const vlog__site *site, const vlog_source *src, int 
                             size_t len, size_t full_len, const vlog_field *fields,
                             size_t nfields, const vlog__bytes *dump)
 {
+    if (dump != NULL && dump->backtrace && site != NULL)
+        return vlog__write_site_backtrace(site, prio, text, len, full_len);
     if (dump != NULL && site != NULL)
         return vlog__write_site_hexdump(site, prio, text, len, full_len, dump->data,
                                         dump->size);
@@ -892,8 +923,24 @@ static inline int vlog__emit_hexdump(const vlog__site *site, int prio, const voi
 
     dump.data = data;
     dump.size = size;
+    dump.backtrace = 0;
     va_start(ap, fmt);
     rc = vlog__emitfv(0, site, NULL, prio, NULL, 0, NULL, NULL, 0, &dump, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static inline int vlog__emit_backtrace(const vlog__site *site, int prio, const char *fmt, ...)
+{
+    vlog__bytes kept;
+    va_list ap;
+    int rc;
+
+    kept.data = NULL;
+    kept.size = 0;
+    kept.backtrace = 1;
+    va_start(ap, fmt);
+    rc = vlog__emitfv(0, site, NULL, prio, NULL, 0, NULL, NULL, 0, &kept, fmt, ap);
     va_end(ap);
     return rc;
 }

@@ -1133,6 +1133,23 @@ int vlog__write_site_hexdump(const struct vlog__site *site,
                              size_t size);
 
 /**
+ * Internal, for VLOG_BACKTRACE: records the message of `len` bytes at
+ * `msg` (cut from `full_len`) that call site `site` formatted at the
+ * call, as vlog__write_site does without fields, with the backtrace of
+ * the call (the return addresses of the frames that called this
+ * function, at most 32, and the loaded objects they are in). Returns 1
+ * if recorded, 0 if filtered out, -1 on an error. No allocation; the
+ * backtrace takes the loader's lock (it is not taken under vlog's).
+ * NULL: `site` an error (-1), `msg` "(null)"; ownership: everything is
+ * copied, nothing kept; errors: -1, never errno; async-signal-safe: no.
+ */
+int vlog__write_site_backtrace(const struct vlog__site *site,
+                               int prio,
+                               const char *msg,
+                               size_t len,
+                               size_t full_len);
+
+/**
  * Internal, for VLOG_CHECK, VLOG_DCHECK and VLOG_FATAL: takes vlog's lock
  * for good (no thread records after this: their calls wait for the end),
  * records the message of `len` bytes at `msg` (cut from `full_len`) that

@@ -72,6 +72,8 @@ mod source;
 /// cbindgen:ignore
 mod stats;
 /// cbindgen:ignore
+mod symbols;
+/// cbindgen:ignore
 mod sys;
 /// cbindgen:ignore
 mod text;
@@ -103,6 +105,8 @@ pub mod internal {
     pub use crate::ring::layout::starts_with_magic;
     pub use crate::ring::reader::{read_marked, Cursor};
     pub use crate::ring::{find_rings, read, Damage, Entry, Held, Image, ImageError, Ring};
+    /// Makes the text of records name their backtraces' frames.
+    pub use crate::symbols::install as name_frames;
     pub use crate::text::json::{put_json_string, render_json};
     pub use crate::text::line::{put_fields_text, put_for_terminal, render_line};
     pub use crate::text::time::{parse_time, put_rfc3164, put_timestamp, Clock};

@@ -87,6 +87,7 @@ pub fn record(source: Live, pri: i32, text: &[u8], full_len: usize) -> Outcome {
             dump: None,
         },
         fatal: false,
+        frames: None,
     };
     emit::emit(&call)
 }

@@ -136,6 +136,12 @@ pub struct vlog__site {
     pub recorded: AtomicU64,
 }
 
+/// A bit of `vlog__site.state` set on a site a `bt:` filter matches: the
+/// header knows no such state, so its calls take the general way, where
+/// the library takes their backtrace (`logger::levels` sets it).
+/// cbindgen:ignore
+pub const SITE_BACKTRACE: i32 = 0x100;
+
 /// Internal: the most arguments a deferred call site captures.
 pub const VLOG__SITE_MAX_ARGS: usize = 32;
 

@@ -30,6 +30,10 @@ pub static CONTEXTS: AtomicU64 = AtomicU64::new(0);
 pub static CONTEXT_RECORDS: AtomicU64 = AtomicU64::new(0);
 pub static CONTEXTS_SUPPRESSED: AtomicU64 = AtomicU64::new(0);
 
+/// Records that were to keep a backtrace and kept none: every slot one is
+/// built in was taken (the control socket's `stats`).
+pub static BACKTRACES_LOST: AtomicU64 = AtomicU64::new(0);
+
 /// Calls a call site's limit left out (`vlog_stats.suppressed`).
 pub static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
 

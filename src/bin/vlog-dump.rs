@@ -444,6 +444,7 @@ fn main() -> ExitCode {
         Ok(options) => options,
         Err(code) => return code,
     };
+    vlog::internal::name_frames();
     options.selection = options.selection();
     if options.follow && options.files.len() != 1 {
         return TOOL.usage_error("--follow takes one FILE");

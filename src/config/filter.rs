@@ -20,6 +20,10 @@ pub enum Wanted {
     /// costs its callers the inline check alone, and a relay of it only
     /// finding each line's end.
     Off,
+    /// A backtrace on every record of the call sites it matches
+    /// (`bt:MATCH`, vlog's extension). It decides no level: the other
+    /// filters do, as if it were not there.
+    Backtrace,
 }
 
 /// One `PRIO:MATCH` token.
@@ -62,6 +66,7 @@ impl Filters {
             .map(|f| match f.wanted {
                 Wanted::From(p) => format!("{}:{}", p as u8, f.target.as_env()),
                 Wanted::Off => format!("off:{}", f.target.as_env()),
+                Wanted::Backtrace => format!("bt:{}", f.target.as_env()),
             })
             .collect();
         tokens.join(" ")
@@ -71,8 +76,7 @@ impl Filters {
     /// wants of it, if any does: the level of the source's calls that no
     /// site is known for (`vlog()`, a relay).
     pub fn lookup(&self, source: &[u8]) -> Option<Wanted> {
-        self.0
-            .iter()
+        self.levels()
             .find(|f| match &f.target {
                 Match::Source(m) => contains_match(m.as_bytes(), source),
                 _ => false,
@@ -83,10 +87,21 @@ impl Filters {
     /// What the first filter that matches call site `site` (by its source,
     /// file, line, function or id) wants of it, if any does.
     pub fn lookup_site(&self, site: &SiteKey) -> Option<Wanted> {
-        self.0
-            .iter()
+        self.levels()
             .find(|f| f.target.matches(site))
             .map(|f| f.wanted)
+    }
+
+    /// Whether a `bt:` filter matches call site `site`.
+    pub fn backtrace_site(&self, site: &SiteKey) -> bool {
+        self.0
+            .iter()
+            .any(|f| f.wanted == Wanted::Backtrace && f.target.matches(site))
+    }
+
+    /// The filters that decide levels (all but `bt:`).
+    fn levels(&self) -> impl Iterator<Item = &Filter> {
+        self.0.iter().filter(|f| f.wanted != Wanted::Backtrace)
     }
 }
 
@@ -99,9 +114,10 @@ impl Filter {
         };
         let wanted = match prio {
             "off" => Wanted::Off,
+            "bt" => Wanted::Backtrace,
             _ => Wanted::From(Priority::parse_field(prio).ok_or_else(|| {
                 ConfigError::new(format!(
-                    "invalid priority '{prio}' in filter '{token}': use {}, or off",
+                    "invalid priority '{prio}' in filter '{token}': use {}, off, or bt",
                     Priority::ACCEPTED
                 ))
             })?),

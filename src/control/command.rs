@@ -197,6 +197,10 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
                             "dropped_in_flight",
                             stats::get(&stats::IN_FLIGHT_DROPPED).to_string(),
                         ),
+                        (
+                            "backtraces_lost",
+                            stats::get(&stats::BACKTRACES_LOST).to_string(),
+                        ),
                     ])
                 })
                 .ok_or_else(|| "vlog is busy on this thread".to_owned())

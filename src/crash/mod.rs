@@ -27,9 +27,11 @@ pub mod watchdog;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
 
+use crate::fields::frames;
 use crate::panic;
 use crate::ring::{self, published};
 use crate::sys;
+use crate::text::line::put_escaped;
 use crate::text::num::{put_decimal, put_hex, put_signed};
 use crate::text::Sink;
 use handback::Saved;
@@ -189,12 +191,11 @@ fn fatal_action(handler: Handler) -> libc::sigaction {
     action
 }
 
-/// The first backtrace() call loads libgcc_s, which allocates: do it now, not
-/// in the handler.
+/// A first walk of the stack now, not in the handler: whatever the
+/// unwinder sets up on its first use (a lazy binding) is done.
 fn warm_up_backtrace() {
-    let mut frames = [std::ptr::null_mut::<c_void>(); 4];
-    // SAFETY: the buffer holds 4 entries.
-    unsafe { libc::backtrace(frames.as_mut_ptr(), 4) };
+    let mut buf = [0u8; frames::ENCODED_MAX];
+    let _ = frames::capture(warm_up_backtrace as *const () as usize, &mut buf);
 }
 
 fn thread_id() -> i32 {
@@ -448,27 +449,15 @@ unsafe fn write_crash_dump(sig: c_int, info: *mut libc::siginfo_t, tid: i32) {
         if handle.reopened() {
             sink.put(b"vlog: the program had closed the dump file's descriptor; opened it again\n");
         }
-        const _: () = assert!(pending::STUCK_MS == 1_000, "the lines below say 1 s");
-        match pending::stuck() {
-            0 => {}
-            1 => sink.put(b"vlog: an output took nothing for 1 s and was passed over: the lines it had not written are among the records below\n"),
-            n => {
-                sink.put(b"vlog: ");
-                put_decimal(n.into(), 1, sink);
-                sink.put(b" outputs took nothing for 1 s and were passed over: the lines they had not written are among the records below\n");
-            }
-        }
+        pending::say_stuck(sink);
         sink.put(b"vlog: backtrace of thread ");
         put_decimal(tid as u64, 1, sink);
         sink.put(b":\n");
-        sink.finish();
-        let mut frames = [std::ptr::null_mut::<c_void>(); 64];
-        // SAFETY: the buffer holds 64 entries; backtrace_symbols_fd writes
-        // straight to the descriptor without allocating (warmed up at install).
-        unsafe {
-            let n = libc::backtrace(frames.as_mut_ptr(), 64);
-            libc::backtrace_symbols_fd(frames.as_ptr(), n, fd);
-        }
+        // The frames that called the handler (the signal's, then the
+        // faulting function's), as a record's backtrace shows them.
+        let mut buf = [0u8; frames::ENCODED_MAX];
+        let encoded = frames::capture(on_fatal_signal as *const () as usize, &mut buf);
+        crate::text::frames::put_lines(encoded, put_escaped, sink);
         dump::records(sink);
     });
 }

@@ -31,9 +31,18 @@ pub const STUCK_MS: u64 = 1_000;
 /// Outputs passed over at this crash, said in the dump.
 static STUCK: AtomicU32 = AtomicU32::new(0);
 
-/// How many outputs took nothing for [`STUCK_MS`] at this crash.
-pub fn stuck() -> u32 {
-    STUCK.load(Ordering::Relaxed)
+/// The dump's line on the outputs passed over at this crash, if any.
+pub fn say_stuck(sink: &mut impl Sink) {
+    const _: () = assert!(STUCK_MS == 1_000, "the lines below say 1 s");
+    match STUCK.load(Ordering::Relaxed) {
+        0 => {}
+        1 => sink.put(b"vlog: an output took nothing for 1 s and was passed over: the lines it had not written are among the records below\n"),
+        n => {
+            sink.put(b"vlog: ");
+            put_decimal(n.into(), 1, sink);
+            sink.put(b" outputs took nothing for 1 s and were passed over: the lines they had not written are among the records below\n");
+        }
+    }
 }
 
 /// Before the dump: the outputs write nothing more (the batch being

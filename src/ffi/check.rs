@@ -64,5 +64,6 @@ fn record(site: *const vlog__site, msg: *const c_char, len: usize, full_len: usi
             dump: None,
         },
         fatal: true,
+        frames: None,
     });
 }

@@ -16,7 +16,7 @@
 //! | `source` | `vlog_source`, `vlog_default_source`, and the macros' `vlog__source_unregister`, `vlog__source_enabled` |
 //! | `site` | the macros' machinery: `vlog__site_prepare`, `vlog__record`, `vlog__format_is_safe`, `VLOG__SITE_*`, `VLOG__ARG_*`, `VLOG__CLASS_*` (the `vlog__site` type is `crate::site`'s) |
 //! | `words` | the flight recorder's capture behind `vlog__record`: a call site's plan, and the words and strings handed to the logger |
-//! | `sites` | the macros' calls about sites as a whole: `vlog__sites_register`, `vlog__sites_unregister`, `vlog__site_enabled`, `vlog__site_admit`, `vlog__write_site`, `vlog__write_site_hexdump` |
+//! | `sites` | the macros' calls about sites as a whole: `vlog__sites_register`, `vlog__sites_unregister`, `vlog__site_enabled`, `vlog__site_admit`, `vlog__write_site`, `vlog__write_site_hexdump`, `vlog__write_site_backtrace`; their backtraces are `backtrace`'s |
 //! | `check` | the macros' failed check: `vlog__check_failed` (`VLOG_CHECK`, `VLOG_DCHECK`, `VLOG_FATAL`) |
 //! | `syslog` | libvlog-syslog.so's: `vlog__syslog_start`, `vlog__syslog_openlog`, `vlog__syslog_closelog`, `vlog__syslog_setlogmask`, `vlog__syslog_write`, and the statics its filter reads |
 //! | `abi3` | the names the macros of ABI 3 called, kept so that a program built with them loads, is told to rebuild, and logs nothing (not in the header) |
@@ -71,6 +71,8 @@ pub mod check;
 pub mod syslog;
 
 pub mod abi3;
+
+mod backtrace;
 
 /// The longest error message kept (longer ones are cut, with "...").
 const LAST_ERROR_MAX: usize = 1024;

@@ -9,6 +9,7 @@ use std::ffi::{c_char, c_int, CStr};
 use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
 
+use super::backtrace;
 use super::sites::{site_arg, site_source};
 use super::words::{self, plan_of, string_arg, PLAN_ERRNO};
 use super::{before_the_record, c_bytes, guarded, in_call, may_act_anywhere, measured, no_cancel};
@@ -19,7 +20,7 @@ use crate::logger::emit::{self, Call, Message, Outcome, SiteCall};
 use crate::logger::flight::{self, CallSite};
 use crate::priority::Priority;
 use crate::ring::sites::Site;
-use crate::site::{vlog__site, LiveSite, VLOG__SITE_MAX_ARGS};
+use crate::site::{vlog__site, LiveSite, SITE_BACKTRACE, VLOG__SITE_MAX_ARGS};
 use crate::sys::keeping_errno;
 use crate::text::{printf, Bounded, Sink};
 
@@ -282,7 +283,10 @@ fn record(
         guarded(-1, || {
             // SAFETY: non-NULL, a macro's site per the contract.
             let (live, site) = unsafe { site_arg(site) };
-            if site.state.load(Ordering::Acquire) != VLOG__SITE_DEFERRED {
+            // A site a `bt:` filter marked is still deferred (a call from
+            // a header that read its state before the mark comes here).
+            let state = site.state.load(Ordering::Acquire);
+            if state & !SITE_BACKTRACE != VLOG__SITE_DEFERRED {
                 return -1;
             }
             let given = site.nwords as usize;
@@ -361,13 +365,18 @@ fn record(
             let captured =
                 unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<Captured>(), count) };
             site.recorded.fetch_add(1, Ordering::Relaxed);
-            outcome_code(emit::emit_site(SiteCall {
+            let call = SiteCall {
                 source: site_source(site),
                 priority: Priority::clamped(prio),
                 site: live,
                 args: captured,
                 args_len: size.finish().filter(|_| counts_fit),
-            }))
+            };
+            if state & SITE_BACKTRACE != 0 {
+                let entry = vlog__record as *const () as usize;
+                return outcome_code(backtrace::record_site_call(call, entry));
+            }
+            outcome_code(emit::emit_site(call))
         })
     })
 }
@@ -436,6 +445,7 @@ fn record_mismatch(live: LiveSite, site: &vlog__site, prio: c_int) -> c_int {
             dump: None,
         },
         fatal: false,
+        frames: None,
     };
     outcome_code(emit::emit(&call))
 }

@@ -7,11 +7,13 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr::NonNull;
 
+use super::backtrace::{backtrace, Taken};
 use super::write::{dump_arg, emit_message, emit_text, vlog_field, Origin};
 use super::{before_the_record, guarded, in_call, may_act_anywhere, no_cancel};
 use crate::logger;
+use crate::logger::emit::Outcome;
 use crate::priority::Priority;
-use crate::site::{vlog__site, LiveSite, Section};
+use crate::site::{vlog__site, LiveSite, Section, SITE_BACKTRACE};
 use crate::source::Live;
 use crate::sys::{self, keeping_errno};
 
@@ -164,10 +166,11 @@ pub extern "C-unwind" fn vlog__write_site(
     // SAFETY: as the caller's contract says of each.
     let record =
         |origin: Origin| unsafe { emit_text(origin, prio, msg, len, full_len, fields, nfields) };
+    let entry = vlog__write_site as *const () as usize;
     if may_act_anywhere() {
-        return no_cancel!(|| write_site(site, record));
+        return no_cancel!(|| write_site(site, entry, false, record));
     }
-    in_call!(body write_site(site, record))
+    in_call!(body write_site(site, entry, false, record))
 }
 
 /// Internal, for VLOG_HEXDUMP: records the message of `len` bytes at `msg`
@@ -196,22 +199,77 @@ pub extern "C-unwind" fn vlog__write_site_hexdump(
         // the contract.
         let dump = unsafe { dump_arg(data, size) };
         // SAFETY: as the caller's contract says of `msg`.
-        let recorded = unsafe { emit_message(origin, prio, msg, len, full_len, &[], Some(dump)) };
-        c_int::from(recorded)
+        let finished = unsafe { emit_message(origin, prio, msg, len, full_len, &[], Some(dump)) };
+        c_int::from(finished.complete() == Outcome::Recorded)
     };
+    let entry = vlog__write_site_hexdump as *const () as usize;
     if may_act_anywhere() {
-        return no_cancel!(|| write_site(site, record));
+        return no_cancel!(|| write_site(site, entry, false, record));
     }
-    in_call!(body write_site(site, record))
+    in_call!(body write_site(site, entry, false, record))
+}
+
+/// Internal, for VLOG_BACKTRACE: records the message of `len` bytes at
+/// `msg` (cut from `full_len`) that call site `site` formatted at the
+/// call, as vlog__write_site does without fields, with the backtrace of
+/// the call (the return addresses of the frames that called this
+/// function, at most 32, and the loaded objects they are in). Returns 1
+/// if recorded, 0 if filtered out, -1 on an error. No allocation; the
+/// backtrace takes the loader's lock (it is not taken under vlog's).
+/// NULL: `site` an error (-1), `msg` "(null)"; ownership: everything is
+/// copied, nothing kept; errors: -1, never errno; async-signal-safe: no.
+#[no_mangle]
+pub extern "C-unwind" fn vlog__write_site_backtrace(
+    site: *const vlog__site,
+    prio: c_int,
+    msg: *const c_char,
+    len: usize,
+    full_len: usize,
+) -> c_int {
+    let record = |origin: Origin| {
+        // SAFETY: as the caller's contract says of `msg`.
+        let finished = unsafe { emit_message(origin, prio, msg, len, full_len, &[], None) };
+        c_int::from(finished.complete() == Outcome::Recorded)
+    };
+    let entry = vlog__write_site_backtrace as *const () as usize;
+    if may_act_anywhere() {
+        return no_cancel!(|| write_site(site, entry, true, record));
+    }
+    in_call!(body write_site(site, entry, true, record))
 }
 
 /// Makes the call `record` with call site `site`'s names (and its level
 /// and report, through it): the one way a message formatted at a call
-/// site's call is recorded. Each entry has its own copy, so that one's
-/// stack holds only what it needs.
+/// site's call is recorded. With the call's backtrace when `backtrace_wanted`
+/// says so or a `bt:` filter marked the site: `entry` is the exported
+/// function the program called. Each entry has its own copy, so that
+/// one's stack holds only what it needs.
 #[inline(never)]
-fn write_site(site: *const vlog__site, record: impl FnOnce(Origin) -> c_int) -> c_int {
-    keeping_errno(|| guarded(-1, || site_origin(site).map_or(-1, record)))
+fn write_site(
+    site: *const vlog__site,
+    entry: usize,
+    backtrace_wanted: bool,
+    record: impl FnOnce(Origin) -> c_int,
+) -> c_int {
+    keeping_errno(|| {
+        guarded(-1, || {
+            let Some(origin) = site_origin(site) else {
+                return -1;
+            };
+            // None for a call nested in a signal handler: it is dropped.
+            let wanted = (backtrace_wanted || site_marked(site)) && !logger::inside();
+            let taken = backtrace(wanted, entry);
+            let frames = taken.as_ref().map(Taken::bytes);
+            record(Origin { frames, ..origin })
+        })
+    })
+}
+
+/// Whether a `bt:` filter marked `site` (non-NULL: `site_origin` said so).
+fn site_marked(site: *const vlog__site) -> bool {
+    // SAFETY: non-NULL, a macro's site per the contract.
+    let (_, s) = unsafe { site_arg(site) };
+    s.state.load(std::sync::atomic::Ordering::Relaxed) & SITE_BACKTRACE != 0
 }
 
 /// Where call site `site`'s message comes from (None for NULL), counted as
@@ -231,5 +289,6 @@ pub(super) fn site_origin<'a>(site: *const vlog__site) -> Option<Origin<'a>> {
         file: d.file,
         line: d.line,
         func: d.func,
+        frames: None,
     })
 }

@@ -7,6 +7,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use super::{c_bytes, guarded, in_call, may_act_anywhere, no_cancel, set_last_error, source_arg};
 use crate::fields::{Dump, Field, Names, Value, MAX_FIELDS};
 use crate::logger::emit::{self, Call, Message, Outcome};
+use crate::logger::pending::Finished;
 use crate::priority::Priority;
 use crate::site::LiveSite;
 use crate::source::{vlog_source, Live};
@@ -178,6 +179,7 @@ fn write_fields(
                 line: line.max(0) as u32,
                 // SAFETY: as above.
                 func: unsafe { c_bytes(func, b"?") },
+                frames: None,
             };
             // SAFETY: as the caller's contract says of each.
             unsafe { emit_text(origin, prio, msg, len, full_len, fields, nfields) }
@@ -252,14 +254,15 @@ fn write_hexdump(
                 line: line.max(0) as u32,
                 // SAFETY: as above.
                 func: unsafe { c_bytes(func, b"?") },
+                frames: None,
             };
             // SAFETY: `data` is `size` readable bytes, per the contract;
             // only the first VLOG_HEXDUMP_MAX are read.
             let dump = unsafe { dump_arg(data, size) };
             // SAFETY: as the caller's contract says of `msg`.
-            let recorded =
+            let finished =
                 unsafe { emit_message(origin, prio, msg, len, full_len, &[], Some(dump)) };
-            c_int::from(recorded)
+            c_int::from(finished.complete() == Outcome::Recorded)
         })
     })
 }
@@ -287,6 +290,8 @@ pub(super) struct Origin<'a> {
     pub file: &'a [u8],
     pub line: u32,
     pub func: &'a [u8],
+    /// The call's backtrace, if it keeps one (`backtrace`).
+    pub frames: Option<&'a [u8]>,
 }
 
 /// Records a finished message of `len` bytes at `msg` (cut from
@@ -305,6 +310,35 @@ pub(super) unsafe fn emit_text(
     fields: *const vlog_field,
     nfields: usize,
 ) -> c_int {
+    // SAFETY: per the contract.
+    let (finished, beyond) =
+        unsafe { record_text(origin, prio, msg, len, full_len, fields, nfields) };
+    // Written here, once the fields' list is off the stack.
+    let recorded = finished.complete() == Outcome::Recorded;
+    if recorded && beyond > 0 {
+        // The fields beyond the 32 a record keeps, counted as every field
+        // not kept is (a message the filters drop counts none).
+        crate::stats::add(&crate::stats::BAD_FIELDS, beyond as u64);
+    }
+    c_int::from(recorded)
+}
+
+/// [`emit_text`]'s record, with its line still to write, and how many of
+/// the fields were beyond the 32 a record keeps. Not inlined: the list of
+/// fields is in this frame alone.
+///
+/// # Safety
+/// As for [`emit_text`].
+#[inline(never)]
+unsafe fn record_text(
+    origin: Origin,
+    prio: c_int,
+    msg: *const c_char,
+    len: usize,
+    full_len: usize,
+    fields: *const vlog_field,
+    nfields: usize,
+) -> (Finished, usize) {
     let mut list = [Field {
         name: b"",
         value: Value::Int(0),
@@ -312,13 +346,8 @@ pub(super) unsafe fn emit_text(
     // SAFETY: per the contract.
     let n = unsafe { fields_of(fields, nfields, &mut list) };
     // SAFETY: per the contract.
-    let recorded = unsafe { emit_message(origin, prio, msg, len, full_len, &list[..n], None) };
-    if recorded && nfields > n {
-        // The fields beyond the 32 a record keeps, counted as every field
-        // not kept is (a message the filters drop counts none).
-        crate::stats::add(&crate::stats::BAD_FIELDS, (nfields - n) as u64);
-    }
-    c_int::from(recorded)
+    let finished = unsafe { emit_message(origin, prio, msg, len, full_len, &list[..n], None) };
+    (finished, nfields - n)
 }
 
 /// Records a finished message of `len` bytes at `msg` (cut from
@@ -339,7 +368,7 @@ pub(super) unsafe fn emit_message(
     full_len: usize,
     fields: &[Field],
     dump: Option<Dump>,
-) -> bool {
+) -> Finished {
     let text: &[u8] = if msg.is_null() {
         b"(null)"
     } else {
@@ -361,8 +390,9 @@ pub(super) unsafe fn emit_message(
             dump,
         },
         fatal: false,
+        frames: origin.frames,
     };
-    emit::emit(&call) == Outcome::Recorded
+    emit::emit_then_write(&call)
 }
 
 /// The first (at most 32) of the `n` C fields at `fields` as slices in

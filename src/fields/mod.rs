@@ -20,6 +20,7 @@
 //! u8 count, then per field: u8 name length, name, then
 //! tag 0: u32 length, string bytes    tag 1: i64 integer
 //! tag 2: u32 length, bytes kept as bytes (vlog's own: see `bytes`)
+//! tag 3: u32 length, a backtrace (vlog's own: see `frames`)
 //! ```
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,8 +28,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::stats;
 
 mod bytes;
+pub mod frames;
 mod names;
 pub use bytes::{Dump, BYTES_MAX};
+pub use frames::Frames;
 pub use names::{
     is_reserved, journald_name, otel_key, same_name, valid_name, NAME_MAX, RESERVED,
     RESERVED_PREFIXES,
@@ -40,12 +43,13 @@ pub const MAX_FIELDS: usize = 32;
 /// values are cut to fit.
 pub const ENCODED_MAX: usize = 4096;
 /// The most a record's encoded fields take: the budget, and the bytes of a
-/// dump beside it (`bytes`).
-pub const WITH_BYTES_MAX: usize = ENCODED_MAX + bytes::ROOM;
+/// dump (`bytes`) and a backtrace (`frames`) beside it.
+pub const WITH_BYTES_MAX: usize = ENCODED_MAX + bytes::ROOM + frames::ROOM;
 
 const TAG_STR: u8 = 0;
 const TAG_INT: u8 = 1;
 const TAG_BYTES: u8 = 2;
+const TAG_FRAMES: u8 = 3;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Value<'a> {
@@ -53,6 +57,10 @@ pub enum Value<'a> {
     Int(i64),
     /// Bytes kept as bytes (a dump, `bytes`): never text, shown as hex.
     Bytes(&'a [u8]),
+    /// A backtrace's encoding (`frames`), checked whole when read: a
+    /// slice, so that a field stays small (32 of them are on a call's
+    /// stack).
+    Frames(&'a [u8]),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,6 +227,7 @@ fn encoded_size(field: &Field) -> usize {
         + match field.value {
             Value::Int(_) => 8,
             Value::Str(s) | Value::Bytes(s) => 4 + s.len(),
+            Value::Frames(f) => 4 + f.len(),
         }
 }
 
@@ -338,6 +347,11 @@ fn put_field(out: &mut impl FnMut(&[u8]), name: &[u8], value: Value, mark: Optio
             out(&(b.len() as u32).to_ne_bytes());
             out(b);
         }
+        Value::Frames(f) => {
+            out(&[TAG_FRAMES]);
+            out(&(f.len() as u32).to_ne_bytes());
+            out(f);
+        }
     }
 }
 
@@ -403,6 +417,22 @@ pub fn bytes_after(dump: Dump, out: &mut Vec<u8>) {
     out[0] += added;
 }
 
+/// Appends a backtrace (`encoded` as `frames::Encoder` made it, at most
+/// [`frames::ENCODED_MAX`] bytes) to the fields encoded in `out` (empty:
+/// none yet), within [`frames::ROOM`] more bytes, as [`bytes_after`] does.
+pub fn frames_after(encoded: &[u8], out: &mut Vec<u8>) {
+    debug_assert!(encoded.len() <= frames::ENCODED_MAX);
+    if out.is_empty() {
+        out.push(0);
+    }
+    out.push(frames::BACKTRACE.len() as u8);
+    out.extend_from_slice(frames::BACKTRACE);
+    out.push(TAG_FRAMES);
+    out.extend_from_slice(&(encoded.len() as u32).to_ne_bytes());
+    out.extend_from_slice(encoded);
+    out[0] += 1;
+}
+
 /// The fields encoded in `bytes`, if the encoding is whole and every name
 /// valid: a damaged record is refused, never shown with made-up fields.
 pub fn decode(bytes: &[u8]) -> Option<Fields<'_>> {
@@ -432,13 +462,13 @@ fn next(bytes: &[u8]) -> Option<(Field<'_>, &[u8])> {
                 &rest[8..],
             ))
         }
-        TAG_STR | TAG_BYTES => {
+        TAG_STR | TAG_BYTES | TAG_FRAMES => {
             let len = u32::from_ne_bytes(rest.get(..4)?.try_into().ok()?) as usize;
             let s = rest.get(4..4 + len)?;
-            let value = if tag == TAG_STR {
-                Value::Str(s)
-            } else {
-                Value::Bytes(s)
+            let value = match tag {
+                TAG_STR => Value::Str(s),
+                TAG_BYTES => Value::Bytes(s),
+                _ => Value::Frames(Frames::decode(s)?.encoded()),
             };
             Some((Field { name, value }, &rest[4 + len..]))
         }

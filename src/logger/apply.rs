@@ -37,6 +37,7 @@ impl State {
 
     fn initialize(&mut self) {
         cancel::learn();
+        sys::backtrace::learn_program(); // before a chroot hides it
         self.initialized = true;
         diag::adopt_stderr();
         super::fork::register_handlers();

@@ -10,9 +10,11 @@
 use std::sync::atomic::Ordering;
 
 use super::flight::{site_entry, CallSite};
-use super::message::with_dump;
+use super::message::with_kept;
 use super::message::{encode_call_fields, encode_reporting, site_id, take_suppressed, truncated};
 pub use super::message::{Call, Message, SiteCall};
+pub use super::pending::Outcome;
+use super::pending::{Finished, Pending};
 use super::{printer, thread_fields, Entered, State};
 use crate::deferred;
 use crate::fields::Names;
@@ -24,14 +26,6 @@ use crate::source::UNKNOWN;
 use crate::sys::cancel;
 use crate::text::Bounded;
 use crate::{stats, sys};
-
-/// What became of a message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Recorded,
-    /// Dropped by the filters (or as a nested call).
-    Dropped,
-}
 
 /// What is left to do once a message was recorded, after the logger's lock
 /// is let go of.
@@ -62,16 +56,25 @@ enum Next {
 // one function from the C entry to the ring.
 #[inline(always)]
 pub fn emit(call: &Call) -> Outcome {
+    run(|state| state.record(call)).complete()
+}
+
+/// [`emit`], leaving its line's write (an error's, `?sync`) to the caller,
+/// which makes it once its own frame holds nothing of the call's (a call
+/// has 8 KiB of its caller's stack: a list of 32 fields need not be on it
+/// while the outputs write).
+#[inline(always)]
+pub fn emit_then_write(call: &Call) -> Finished {
     run(|state| state.record(call))
 }
 
 /// Runs one recorded call: `record` under the lock, then what it left for
 /// after ([`finish`]).
 #[inline(always)]
-fn run(mut record: impl FnMut(&mut State) -> Next) -> Outcome {
+fn run(mut record: impl FnMut(&mut State) -> Next) -> Finished {
     let Some(mut entered) = Entered::new() else {
         stats::add(&stats::NESTED_DROPPED, 1);
-        return Outcome::Dropped;
+        return Finished::Done(Outcome::Dropped);
     };
     let next = record(entered.state());
     finish(entered, next, record)
@@ -87,28 +90,23 @@ fn finish(
     mut entered: Entered,
     mut next: Next,
     mut record: impl FnMut(&mut State) -> Next,
-) -> Outcome {
+) -> Finished {
     let mut stalled_tried = false;
     loop {
         match next {
             Next::Done(outcome) => {
                 entered.leave();
-                return outcome;
+                return Finished::Done(outcome);
             }
             Next::Wake(urgent) => {
                 entered.leave();
                 printer::wake(urgent);
-                return Outcome::Recorded;
+                return Finished::Done(Outcome::Recorded);
             }
             Next::Write(upto, error) => {
-                crate::crash::altstack::before_writing(error);
-                entered.leave_and_write(|| printer::caller::write_upto(upto));
-                return Outcome::Recorded;
+                return Finished::Write(Pending::upto(entered, upto, error))
             }
-            Next::WriteOne(pos) => {
-                entered.leave_and_write(|| printer::caller::write_one(pos));
-                return Outcome::Recorded;
-            }
+            Next::WriteOne(pos) => return Finished::Write(Pending::one(entered, pos)),
             Next::Blocked(at) => {
                 let mut committed = false;
                 entered.leave_and_write(|| {
@@ -117,7 +115,7 @@ fn finish(
                 });
                 let Some(again) = Entered::new() else {
                     stats::add(&stats::NESTED_DROPPED, 1);
-                    return Outcome::Dropped;
+                    return Finished::Done(Outcome::Dropped);
                 };
                 entered = again;
                 if committed {
@@ -138,7 +136,7 @@ fn finish(
                 if let Next::Blocked(_) = next {
                     entered.leave();
                     stats::add(&stats::IN_FLIGHT_DROPPED, 1);
-                    return Outcome::Dropped;
+                    return Finished::Done(Outcome::Dropped);
                 }
             }
             Next::MakeRoom => {
@@ -151,7 +149,7 @@ fn finish(
                 });
                 let Some(again) = Entered::new() else {
                     stats::add(&stats::NESTED_DROPPED, 1);
-                    return Outcome::Dropped;
+                    return Finished::Done(Outcome::Dropped);
                 };
                 entered = again;
                 // Only while this call records again: the flight
@@ -194,7 +192,7 @@ pub fn emit_site(call: SiteCall) -> Outcome {
 #[cold]
 #[inline(never)]
 fn finish_site(entered: Entered, next: Next, call: SiteCall) -> Outcome {
-    finish(entered, next, |state| state.record_site_call(call))
+    finish(entered, next, |state| state.record_site_call(call)).complete()
 }
 
 impl State {
@@ -261,9 +259,9 @@ impl State {
                         encode_call_fields(all, *names, suppressed, carried, field_buf)
                     })
                 };
-                let fields = match dump {
-                    None => encoded,
-                    Some(dump) => with_dump(encoded.len(), *dump, field_buf),
+                let fields = match (dump, call.frames) {
+                    (None, None) => encoded,
+                    (dump, frames) => with_kept(encoded.len(), *dump, frames, field_buf),
                 };
                 (*file, *line, *func, body, fields, false)
             }
@@ -280,6 +278,7 @@ impl State {
                 // Nor one that may be printed past a stalled ring, now.
                 let as_args = ring.is_some()
                     && args_len.is_some()
+                    && call.frames.is_none()
                     && suppressed == 0
                     && !thread
                     && !(printed && stalled);
@@ -314,6 +313,10 @@ impl State {
                         (n, true) => thread_fields::with_added(&[], |all, carried| {
                             encode_call_fields(all, Names::Vlog, n, carried, field_buf)
                         }),
+                    };
+                    let fields = match call.frames {
+                        None => fields,
+                        frames => with_kept(fields.len(), None, frames, field_buf),
                     };
                     (
                         site.file,
@@ -563,6 +566,7 @@ mod tests {
                 dump: None,
             },
             fatal: false,
+            frames: None,
         }
     }
 

@@ -11,8 +11,19 @@ use crate::config::filter::Wanted;
 use crate::config::limit::RateLimit;
 use crate::config::matcher::SiteKey;
 use crate::error::ConfigError;
-use crate::site::{self, vlog__site, LiveSite, Section};
+use crate::site::{self, vlog__site, LiveSite, Section, SITE_BACKTRACE};
 use crate::source::{vlog_source, Live, OFF, UNKNOWN};
+
+/// Marks `site`'s calls as taking a backtrace, or not. Under the logger's
+/// lock, as every write of a site's state after it is published
+/// (`vlog__site_prepare` never writes a marked site's: it is not new).
+fn mark_backtrace(site: &vlog__site, on: bool) {
+    if on {
+        site.state.fetch_or(SITE_BACKTRACE, Ordering::AcqRel);
+    } else if site.state.load(Ordering::Relaxed) & SITE_BACKTRACE != 0 {
+        site.state.fetch_and(!SITE_BACKTRACE, Ordering::AcqRel);
+    }
+}
 
 impl State {
     /// The cached level for a source with this name.
@@ -20,7 +31,10 @@ impl State {
         self.level_for(self.filters.lookup(name))
     }
 
-    /// The cached level for a call site.
+    /// The cached level for a call site; and the site marked for a
+    /// backtrace on each record, or not, as the `bt:` filters say (every
+    /// level written is written through here, so the mark follows the
+    /// filters as the level does).
     fn resolve_site(&self, site: &vlog__site) -> i32 {
         let d = site.described();
         let key = SiteKey {
@@ -30,6 +44,7 @@ impl State {
             line: d.line,
             id: site.id.load(Ordering::Relaxed),
         };
+        mark_backtrace(site, self.filters.backtrace_site(&key));
         self.level_for(self.filters.lookup_site(&key))
     }
 
@@ -41,7 +56,7 @@ impl State {
         let wanted = match wanted {
             Some(Wanted::Off) => return OFF,
             Some(Wanted::From(p)) => p as i32,
-            None => self.level as i32,
+            Some(Wanted::Backtrace) | None => self.level as i32,
         };
         if self.ring.is_some() {
             return wanted;
@@ -166,6 +181,7 @@ impl State {
     pub(super) fn forget_site_levels(&mut self) {
         for site in self.catalog.iter() {
             site.level.store(UNKNOWN, Ordering::Relaxed);
+            mark_backtrace(site, false);
         }
         self.apply_ratelimit(None);
     }

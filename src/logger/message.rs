@@ -51,6 +51,9 @@ pub struct Call<'a> {
     pub message: Message<'a>,
     /// A failed check's record (`fatal`): made whatever the filters say.
     pub fatal: bool,
+    /// The call's backtrace (`fields::frames`' encoding), kept after the
+    /// fields.
+    pub frames: Option<&'a [u8]>,
 }
 
 /// The arguments of a deferred call site, as the C entry hands them over.
@@ -68,7 +71,8 @@ pub struct SiteCall<'a> {
 }
 
 impl<'a> SiteCall<'a> {
-    pub(super) fn call(self) -> Call<'a> {
+    /// The call, for the general way.
+    pub fn call(self) -> Call<'a> {
         Call {
             source: self.source,
             site: Some(self.site),
@@ -79,6 +83,7 @@ impl<'a> SiteCall<'a> {
                 args_len: self.args_len,
             },
             fatal: false,
+            frames: None,
         }
     }
 }
@@ -162,10 +167,20 @@ pub(super) fn encode_call_fields<'b>(
 }
 
 /// The fields `encoded` (`encoded_len` bytes at the start of `buf`, which
-/// holds them when there are any) with `dump` after them.
-pub(super) fn with_dump<'b>(encoded_len: usize, dump: Dump, buf: &'b mut Vec<u8>) -> &'b [u8] {
+/// holds them when there are any) with `dump` and `frames` after them.
+pub(super) fn with_kept<'b>(
+    encoded_len: usize,
+    dump: Option<Dump>,
+    frames: Option<&[u8]>,
+    buf: &'b mut Vec<u8>,
+) -> &'b [u8] {
     buf.truncate(encoded_len);
-    fields::bytes_after(dump, buf);
+    if let Some(dump) = dump {
+        fields::bytes_after(dump, buf);
+    }
+    if let Some(frames) = frames {
+        fields::frames_after(frames, buf);
+    }
     buf
 }
 

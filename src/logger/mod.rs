@@ -16,8 +16,7 @@
 //! handlers make it safe to fork at any moment.
 //!
 //! A thread inside the logger is marked (`enter`), so that a signal handler
-//! that interrupts it and logs is dropped and counted instead of waiting for
-//! a lock its own thread holds.
+//! that interrupts it and logs is dropped, counted, never waits for a lock.
 //!
 //! Imports every stage below it; `control`, `relay`, `preload` and `ffi`
 //! import it.
@@ -33,6 +32,7 @@ pub mod flight;
 pub mod fork;
 pub mod levels;
 mod message;
+pub mod pending;
 pub mod printer;
 pub mod thread_fields;
 pub mod ticker;

@@ -281,7 +281,9 @@ impl FieldSet {
         slot.name_len = name.len() as u8;
         match value {
             Value::Int(i) => slot.int = Some(i),
-            // A thread's fields are text (the API has no bytes to give).
+            // A thread's fields are text (the API has no bytes nor frames
+            // to give).
+            Value::Frames(_) => return Ok(()),
             Value::Str(s) | Value::Bytes(s) => {
                 slot.at = self.used as u16;
                 slot.len = s.len() as u16;
@@ -377,6 +379,7 @@ mod tests {
                         Value::Str(s) => String::from_utf8_lossy(s).into_owned(),
                         Value::Int(i) => i.to_string(),
                         Value::Bytes(b) => format!("{b:x?}"),
+                        Value::Frames(_) => "(backtrace)".to_string(),
                     };
                     (String::from_utf8_lossy(f.name).into_owned(), v)
                 })

@@ -13,6 +13,7 @@ use crate::error::ConfigError;
 use crate::fields::{self, Value};
 use crate::record::Record;
 use crate::sys::{self, net::DatagramTarget};
+use crate::text::frames;
 use crate::text::num::decimal;
 use crate::text::Sink;
 
@@ -118,6 +119,16 @@ pub fn render(rec: &Record, ident: &[u8], out: &mut impl Sink) {
                 out.put(name);
                 out.put(b"=");
                 crate::text::hexdump::put_hex(b, out);
+                out.put(b"\n");
+            }
+            // Lines: journald's binary-safe form, its length first.
+            Value::Frames(f) => {
+                let raw = |b: &[u8], out: &mut _| Sink::put(out, b);
+                out.put(name);
+                out.put(b"\n");
+                let len = frames::value_len(f, b"\n", |b, c| c.put(b));
+                out.put(&(len as u64).to_le_bytes());
+                frames::put_value(f, b"\n", raw, out);
                 out.put(b"\n");
             }
         }

@@ -447,6 +447,7 @@ mod tests {
                     Value::Str(s) => String::from_utf8_lossy(s).into_owned(),
                     Value::Int(n) => format!("#{n}"),
                     Value::Bytes(b) => format!("{b:x?}"),
+                    Value::Frames(_) => "(backtrace)".to_string(),
                 };
                 (String::from_utf8_lossy(f.name).into_owned(), v)
             })

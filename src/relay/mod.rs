@@ -405,6 +405,7 @@ fn record(
             dump: None,
         },
         fatal: false,
+        frames: None,
     })
 }
 

@@ -9,6 +9,7 @@
 //! The bottom of the crate: it imports nothing of vlog's.
 
 pub mod alloc;
+pub mod backtrace;
 pub mod bell;
 pub mod cancel;
 pub mod clock;

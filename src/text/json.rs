@@ -3,6 +3,7 @@
 //! bytes that are not UTF-8 become U+FFFD, control characters (C0, DEL and
 //! C1) are escaped, and plain ASCII goes by eight bytes at a time.
 
+use super::frames;
 use super::hexdump::put_hex;
 use super::num::{id_hex, put_decimal, put_signed};
 use super::plain::{self, all_plain};
@@ -15,7 +16,8 @@ use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
 /// (`\u00XX`), names and message included; a byte kept as a byte, two.
 pub const JSON_LINE_MAX: usize = 272
     + 6 * (3 * NAME_MAX + MESSAGE_MAX + fields::ENCODED_MAX)
-    + 6 * (fields::WITH_BYTES_MAX - fields::ENCODED_MAX);
+    + 6 * (fields::WITH_BYTES_MAX - fields::ENCODED_MAX)
+    + fields::frames::FRAMES_MAX * (2 + frames::FRAME_TEXT_MAX / 4 * 6);
 
 /// Bytes kept as bytes, as a string of lowercase hex.
 fn put_hex_string(bytes: &[u8], out: &mut impl Sink) {
@@ -28,7 +30,7 @@ fn put_hex_string(bytes: &[u8], out: &mut impl Sink) {
 /// UTF-8 JSON: invalid bytes become U+FFFD, control characters are escaped.
 /// `pid` is given by the JSON outputs (a record does not keep it); `clock`
 /// keeps the date of the last second shown (see [`Clock`]).
-pub fn render_json(rec: &Record, pid: Option<u32>, clock: &mut Clock, out: &mut impl Sink) {
+pub fn render_json<S: Sink>(rec: &Record, pid: Option<u32>, clock: &mut Clock, out: &mut S) {
     out.put(b"{\"seq\":");
     put_decimal(rec.seq, 1, out);
     if rec.context {
@@ -62,10 +64,16 @@ pub fn render_json(rec: &Record, pid: Option<u32>, clock: &mut Clock, out: &mut 
     out.put(b",\"message\":");
     put_json_string(rec.message, out);
     if let Some(fields) = fields::decode(rec.fields).filter(|f| !f.is_empty()) {
-        let put_value = |value: Value, out: &mut _| match value {
+        let put_value = |value: Value, out: &mut S| match value {
             Value::Str(s) => put_json_string(s, out),
             Value::Int(n) => put_signed(n, out),
             Value::Bytes(b) => put_hex_string(b, out),
+            // A string of the frames' lines.
+            Value::Frames(f) => {
+                out.put(b"\"");
+                frames::put_value(f, b"\\n", put_json_inside, out);
+                out.put(b"\"");
+            }
         };
         // Trace context at the top, under OpenTelemetry's names.
         for field in fields.iter() {
@@ -109,10 +117,15 @@ pub fn put_json_string(bytes: &[u8], out: &mut impl Sink) {
 #[inline(never)]
 fn put_json_escaped(bytes: &[u8], out: &mut impl Sink) {
     out.put(b"\"");
+    put_json_inside(bytes, out);
+    out.put(b"\"");
+}
+
+/// What [`put_json_string`] writes of `bytes` between its quotes.
+fn put_json_inside(bytes: &[u8], out: &mut impl Sink) {
     // ASCII needs no UTF-8 walk.
     if bytes.is_ascii() {
         put_json_valid(bytes, out);
-        out.put(b"\"");
         return;
     }
     for chunk in bytes.utf8_chunks() {
@@ -121,7 +134,6 @@ fn put_json_escaped(bytes: &[u8], out: &mut impl Sink) {
             out.put("\u{FFFD}".as_bytes());
         }
     }
-    out.put(b"\"");
 }
 
 /// Valid UTF-8 `valid` with the JSON escapes.

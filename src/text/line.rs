@@ -11,6 +11,7 @@
 //! (`VLOG_HEXDUMP`) has them after its line as `hexdump -C` shows them:
 //! lines of plain ASCII that start with an offset, never a date.
 
+use super::frames::{self, Piece};
 use super::hexdump::{self, put_hex, put_hexdump};
 use super::num::{put_decimal, put_signed};
 use super::plain::{self, all_plain};
@@ -26,7 +27,8 @@ use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
 pub const LINE_MAX: usize = 112
     + 4 * (2 * NAME_MAX + MESSAGE_MAX + fields::ENCODED_MAX)
     + hexdump::text_max(fields::BYTES_MAX)
-    + 4 * (fields::WITH_BYTES_MAX - fields::ENCODED_MAX - fields::BYTES_MAX);
+    + 4 * (fields::WITH_BYTES_MAX - fields::ENCODED_MAX - fields::BYTES_MAX)
+    + fields::frames::FRAMES_MAX * (frames::FRAME_TEXT_MAX + 3);
 
 /// What follows the priority's name in the line of a record printed as an
 /// error's context (`debug (context) : ...`): in the line's head, where no
@@ -52,8 +54,11 @@ pub fn render_line(rec: &Record, clock: &mut Clock, out: &mut impl Sink) {
     put_decimal(rec.line as u64, 1, out);
     out.put(b" : ");
     put_escaped(rec.message, out);
-    let dump = put_fields(rec.fields, false, out);
+    let (dump, backtrace) = put_fields(rec.fields, false, out);
     out.put(b"\n");
+    if let Some(backtrace) = backtrace {
+        frames::put_lines(backtrace, |b, out| put_escaped(b, out), out);
+    }
     if let Some(bytes) = dump {
         put_hexdump(bytes, out);
     }
@@ -69,17 +74,30 @@ pub fn put_fields_text(fields: &[u8], out: &mut impl Sink) {
     put_fields(fields, true, out);
 }
 
-/// [`put_fields_text`]; bytes left out unless `bytes` (the text line shows
-/// them after itself: they are returned, found in the one decoding a line
-/// makes of its fields).
-fn put_fields<'a>(fields: &'a [u8], bytes: bool, out: &mut impl Sink) -> Option<&'a [u8]> {
-    let fields = fields::decode(fields).filter(|f| !f.is_empty())?;
+/// [`put_fields_text`]; bytes and frames left out unless `bytes` (the
+/// text line shows them after itself: they are returned, found in the one
+/// decoding a line makes of its fields).
+fn put_fields<'a>(
+    fields: &'a [u8],
+    bytes: bool,
+    out: &mut impl Sink,
+) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
+    let Some(fields) = fields::decode(fields).filter(|f| !f.is_empty()) else {
+        return (None, None);
+    };
     let mut sep: &[u8] = b" [";
-    let mut dump = None;
+    let (mut dump, mut backtrace) = (None, None);
     for field in fields.iter() {
-        if let (Value::Bytes(b), false) = (field.value, bytes) {
-            dump.get_or_insert(b);
-            continue;
+        match (field.value, bytes) {
+            (Value::Bytes(b), false) => {
+                dump.get_or_insert(b);
+                continue;
+            }
+            (Value::Frames(f), false) => {
+                backtrace.get_or_insert(f);
+                continue;
+            }
+            _ => {}
         }
         out.put(sep);
         sep = b" ";
@@ -88,25 +106,41 @@ fn put_fields<'a>(fields: &'a [u8], bytes: bool, out: &mut impl Sink) -> Option<
         match field.value {
             Value::Str(s) if s.is_empty() || s.iter().any(|b| b" =[]\"".contains(b)) => {
                 out.put(b"\"");
-                let mut parts = s.split(|&b| b == b'"');
-                if let Some(first) = parts.next() {
-                    put_escaped(first, out);
-                }
-                for part in parts {
-                    out.put(b"\\\"");
-                    put_escaped(part, out);
-                }
+                put_escaped_quoted(s, out);
                 out.put(b"\"");
             }
             Value::Str(s) => put_escaped(s, out),
             Value::Int(n) => put_signed(n, out),
             Value::Bytes(b) => put_hex(b, out),
+            // One line: the frames apart by `; `, as a value that holds a
+            // space is, quoted.
+            Value::Frames(f) => {
+                out.put(b"\"");
+                frames::pieces(f, b"; ", &mut |piece| match piece {
+                    Piece::Own(b) => out.put(b),
+                    Piece::Data(b) => put_escaped_quoted(b, out),
+                });
+                out.put(b"\"");
+            }
         }
     }
     if sep == b" " {
         out.put(b"]");
     }
-    dump
+    (dump, backtrace)
+}
+
+/// `bytes` escaped as a message is, and its `"` as `\"`: inside a quoted
+/// value.
+fn put_escaped_quoted(bytes: &[u8], out: &mut impl Sink) {
+    let mut parts = bytes.split(|&b| b == b'"');
+    if let Some(first) = parts.next() {
+        put_escaped(first, out);
+    }
+    for part in parts {
+        out.put(b"\\\"");
+        put_escaped(part, out);
+    }
 }
 
 /// Writes text that came from outside and is bound for a terminal (a reply

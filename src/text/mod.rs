@@ -5,6 +5,7 @@
 //! Imports only the bottom of the crate (record, fields, priority).
 
 pub mod bounded;
+pub mod frames;
 pub mod hexdump;
 pub mod json;
 pub mod line;

@@ -49,7 +49,7 @@ pub fn put_int(n: i64, out: &mut impl Sink) {
 }
 
 /// The header of a string of `len` bytes.
-fn put_str_header(len: usize, out: &mut impl Sink) {
+pub fn put_str_header(len: usize, out: &mut impl Sink) {
     match len {
         0..=31 => out.put(&[0xa0 | len as u8]),
         32..=0xff => out.put(&[0xd9, len as u8]),

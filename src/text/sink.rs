@@ -17,6 +17,17 @@ pub trait Sink {
     }
 }
 
+/// A sink that counts what it is given (the length of a value written
+/// after its length).
+#[derive(Default)]
+pub struct Counter(pub usize);
+
+impl Sink for Counter {
+    fn put(&mut self, bytes: &[u8]) {
+        self.0 += bytes.len();
+    }
+}
+
 impl Sink for Vec<u8> {
     fn put(&mut self, bytes: &[u8]) {
         self.extend_from_slice(bytes);

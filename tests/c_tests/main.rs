@@ -35,6 +35,7 @@ mod common;
 
 mod api;
 mod authority;
+mod backtraces;
 mod context;
 mod control;
 mod crash;

@@ -14,6 +14,7 @@ const ABI3: &str = "VLOG_ABI_3";
 const ADDED: &str = "VLOG_ABI_4.1";
 const ADDED_NAMES: &[&str] = &[
     "vlog__check_failed",
+    "vlog__write_site_backtrace",
     "vlog__write_site_hexdump",
     "vlog_write_hexdump",
 ];

@@ -40,7 +40,6 @@
 
 mod checkpoints;
 mod notes;
-
 use crate::config::context::Context;
 use crate::error::ConfigError;
 use crate::output::context::Since;
@@ -431,9 +430,10 @@ fn gather(
     }
 }
 
-/// Reads the record `pick` chose into `buffers` and hands it to `f`,
-/// unless the ring overwrote it since the scan (another record is there
-/// now, or none).
+/// Reads the record `pick` chose into `buffers` and hands it to `f`, unless
+/// the ring overwrote it since the scan (not inlined: not on the stack
+/// while `gather` scans).
+#[inline(never)]
 fn read_pick(
     region: &(impl Region + ?Sized),
     pick: &Pick,

@@ -4,8 +4,11 @@
 use crate::fields::{self, Value};
 use crate::record::{Record, MESSAGE_MAX, NAME_MAX};
 use crate::sys;
+use crate::text::frames;
+use crate::text::line::put_escaped;
 use crate::text::msgpack::{
-    put_array_header, put_event_time, put_hex_str, put_int, put_map_header, put_str, put_uint,
+    put_array_header, put_event_time, put_hex_str, put_int, put_map_header, put_str,
+    put_str_header, put_uint,
 };
 use crate::text::Sink;
 
@@ -16,6 +19,7 @@ const KEYS: usize = 11;
 /// hex digits each.
 pub const EVENT_MAX: usize = 3 * (MESSAGE_MAX + fields::ENCODED_MAX + 3 * NAME_MAX + NAME_MAX)
     + 2 * (fields::WITH_BYTES_MAX - fields::ENCODED_MAX)
+    + fields::frames::FRAMES_MAX * (1 + frames::FRAME_TEXT_MAX)
     + 64 * (KEYS + 3 + fields::MAX_FIELDS);
 
 /// 16 hex digits, leading zeros kept.
@@ -138,6 +142,15 @@ pub fn encode_event(rec: &Record, ident: &[u8], out: &mut Vec<u8>) {
                 Value::Str(s) => put_str(s, out),
                 Value::Int(n) => put_int(n, out),
                 Value::Bytes(b) => put_hex_str(b, out),
+                // A string of the frames' lines, their data escaped as
+                // the text line escapes it (valid UTF-8, as msgpack's
+                // strings are).
+                Value::Frames(f) => {
+                    let escaped = |b: &[u8], out: &mut _| put_escaped(b, out);
+                    let len = frames::value_len(f, b"\n", put_escaped);
+                    put_str_header(len, out);
+                    frames::put_value(f, b"\n", escaped, out);
+                }
             }
         }
     }

@@ -7,6 +7,7 @@ use crate::fields::{self, Value};
 use crate::record::Record;
 use crate::stats;
 use crate::sys::syslog as openlog;
+use crate::text::frames;
 use crate::text::line::{put_escaped, put_fields_text};
 use crate::text::num::{decimal, put_decimal, put_signed};
 use crate::text::time::{put_rfc3164, put_rfc3339};
@@ -236,6 +237,14 @@ fn put_value_param(name: &[u8], value: Value, out: &mut impl Sink) {
             crate::text::hexdump::put_hex(b, out);
             out.put(b"\"");
         }
+        // The frames apart by `; `, their data escaped as any value's.
+        Value::Frames(f) => {
+            out.put(b" ");
+            out.put(name);
+            out.put(b"=\"");
+            frames::put_value(f, b"; ", put_param_inside, out);
+            out.put(b"\"");
+        }
     }
 }
 
@@ -243,6 +252,12 @@ fn put_param(name: &[u8], value: &[u8], out: &mut impl Sink) {
     out.put(b" ");
     out.put(name);
     out.put(b"=\"");
+    put_param_inside(value, out);
+    out.put(b"\"");
+}
+
+/// What [`put_param`] writes of `value` between its quotes.
+fn put_param_inside<S: Sink>(value: &[u8], out: &mut S) {
     let mut rest = value;
     while let Some(at) = rest.iter().position(|&b| matches!(b, b'"' | b']')) {
         put_escaped(&rest[..at], out);
@@ -251,5 +266,4 @@ fn put_param(name: &[u8], value: &[u8], out: &mut impl Sink) {
         rest = &rest[at + 1..];
     }
     put_escaped(rest, out);
-    out.put(b"\"");
 }

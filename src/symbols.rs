@@ -1,0 +1,236 @@
+//! Naming a backtrace's frames (`text::frames`' symbolizer), for the
+//! readers of the ring: vlog-dump and vlog-ctl, never the library inside a
+//! daemon. Each object a frame names is read once: its symbol table gives
+//! the function and the offset into it (what `nm` shows, static functions
+//! included), and DWARF line tables (`addr2line`, `gimli`) give the file
+//! and line, and functions inlined into others: from the object itself or
+//! from the file a `-dbgsym`/`-dbg` package installs under
+//! `/usr/lib/debug/.build-id/`.
+//!
+//! A ring is data from outside, and so are the paths it names: a path is
+//! read only if it is a regular file (opened without waiting: never a FIFO
+//! or a device) of at most [`FILE_MAX`] bytes, and trusted only if its
+//! build-id is the one the record holds (an object rebuilt since, or
+//! another machine's, names nothing rather than the wrong function).
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+use std::rc::Rc;
+
+use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+
+use crate::fields::frames::Object;
+use crate::text::frames::{self, Named};
+
+/// The largest object file read.
+pub const FILE_MAX: u64 = 1 << 30;
+/// The most objects read by one process (each kept for its later frames).
+const OBJECTS_MAX: usize = 256;
+/// Where debug packages put an object's debug information, by build-id.
+const BUILD_ID_DIR: &str = "/usr/lib/debug/.build-id";
+
+type Reader = gimli::EndianRcSlice<gimli::RunTimeEndian>;
+
+/// What one object file gives.
+struct Loaded {
+    /// Function symbols: start, size, name; sorted by start.
+    symbols: Vec<(u64, u64, String)>,
+    lines: Option<addr2line::Context<Reader>>,
+}
+
+/// An object by its path and build-id.
+type Key = (Vec<u8>, Vec<u8>);
+
+thread_local! {
+    static LOADED: RefCell<HashMap<Key, Option<Rc<Loaded>>>> = RefCell::new(HashMap::new());
+}
+
+/// Makes this process's text renderers name frames.
+pub fn install() {
+    frames::set_symbolizer(symbolize);
+}
+
+fn symbolize(object: &Object, address: u64, name: &mut dyn FnMut(&Named)) {
+    let Some(loaded) = loaded(object) else {
+        return;
+    };
+    // A return address is just past its call: the call is the byte before.
+    let probe = address.wrapping_sub(1);
+    let symbol = loaded
+        .symbols
+        .partition_point(|s| s.0 <= probe)
+        .checked_sub(1)
+        .map(|i| &loaded.symbols[i])
+        .filter(|s| probe - s.0 < s.1.max(1));
+    let mut named: Vec<(Cow<str>, Option<&str>, u32)> = Vec::new();
+    if let Some(lines) = &loaded.lines {
+        if let Ok(mut iter) = lines.find_frames(probe).skip_all_loads() {
+            while let Ok(Some(frame)) = iter.next() {
+                let function = frame
+                    .function
+                    .as_ref()
+                    .and_then(|f| f.raw_name().ok())
+                    .map(|n| Cow::Owned(n.into_owned()))
+                    .unwrap_or(Cow::Borrowed(""));
+                let (file, line) = frame
+                    .location
+                    .map_or((None, 0), |l| (l.file, l.line.unwrap_or(0)));
+                named.push((function, file, line));
+            }
+        }
+    }
+    if named.is_empty() {
+        match symbol {
+            Some(s) => named.push((Cow::Borrowed(s.2.as_str()), None, 0)),
+            None => return,
+        }
+    }
+    let last = named.len() - 1;
+    for (i, (function, file, line)) in named.iter().enumerate() {
+        // The outermost is the symbol's function: its offset is the
+        // return address's within it, as backtrace(3) shows it.
+        let (function, offset) = match symbol {
+            Some(s) if i == last => (
+                if function.is_empty() {
+                    s.2.as_str()
+                } else {
+                    function
+                },
+                Some(address - s.0),
+            ),
+            _ => (&**function, None),
+        };
+        let function = if function.is_empty() { "??" } else { function };
+        name(&Named {
+            function: function.as_bytes(),
+            offset,
+            file: file.unwrap_or("").as_bytes(),
+            line: *line,
+        });
+    }
+}
+
+/// The object's symbols and lines, read on first use (None: not to be
+/// had, remembered too).
+fn loaded(object: &Object) -> Option<Rc<Loaded>> {
+    let key = (object.path.to_vec(), object.build_id.to_vec());
+    LOADED.with(|cache| {
+        if let Some(known) = cache.borrow().get(&key) {
+            return known.clone();
+        }
+        let loaded = if cache.borrow().len() < OBJECTS_MAX {
+            load(object).map(Rc::new)
+        } else {
+            None
+        };
+        cache.borrow_mut().insert(key, loaded.clone());
+        loaded
+    })
+}
+
+fn load(object: &Object) -> Option<Loaded> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = Path::new(std::ffi::OsStr::from_bytes(object.path));
+    let main = read_file(path).filter(|data| same_build(data, object.build_id));
+    let debug = debug_file(object.build_id);
+    let main_file = main.as_deref().and_then(|d| object::File::parse(d).ok());
+    let debug_file = debug.as_deref().and_then(|d| object::File::parse(d).ok());
+    let mut symbols = Vec::new();
+    for file in main_file.iter().chain(debug_file.iter()) {
+        let all = file.symbols().chain(file.dynamic_symbols());
+        for s in all.filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0) {
+            if let Ok(name) = s.name() {
+                symbols.push((s.address(), s.size(), name.to_string()));
+            }
+        }
+    }
+    // At one address, the symbol that covers most first (kept by dedup).
+    symbols.sort_by_key(|s| (s.0, std::cmp::Reverse(s.1)));
+    symbols.dedup_by_key(|s| s.0);
+    // Line tables: the object's own, else the debug file's.
+    let with_lines = [&main_file, &debug_file]
+        .into_iter()
+        .flatten()
+        .find(|f| f.section_by_name(".debug_info").is_some());
+    let lines = with_lines.and_then(dwarf);
+    if symbols.is_empty() && lines.is_none() {
+        return None;
+    }
+    Some(Loaded { symbols, lines })
+}
+
+/// The file at `path`, if it is a regular file of at most [`FILE_MAX`]
+/// bytes.
+fn read_file(path: &Path) -> Option<Vec<u8>> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    let kind = meta.file_type();
+    if !kind.is_file() || kind.is_fifo() || meta.len() > FILE_MAX {
+        return None;
+    }
+    let mut data = Vec::new();
+    file.take(FILE_MAX).read_to_end(&mut data).ok()?;
+    Some(data)
+}
+
+/// Whether the object file `data` has the build-id `id` (any file, when
+/// the record has none to compare).
+fn same_build(data: &[u8], id: &[u8]) -> bool {
+    if id.is_empty() {
+        return true;
+    }
+    object::File::parse(data)
+        .ok()
+        .and_then(|f| f.build_id().ok().flatten().map(|b| b == id))
+        .unwrap_or(false)
+}
+
+/// The debug file a debug package installs for build-id `id`, checked.
+fn debug_file(id: &[u8]) -> Option<Vec<u8>> {
+    let (first, rest) = id.split_first()?;
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let path = format!("{BUILD_ID_DIR}/{:02x}/{}.debug", first, hex(rest));
+    read_file(Path::new(&path)).filter(|data| same_build(data, id))
+}
+
+/// The object's DWARF, its compressed sections (zlib) inflated.
+fn dwarf(file: &object::File) -> Option<addr2line::Context<Reader>> {
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let section = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
+        let data = file
+            .section_by_name(id.name())
+            .and_then(|s| section_data(&s))
+            .unwrap_or_default();
+        Ok(gimli::EndianRcSlice::new(Rc::from(data), endian))
+    };
+    let dwarf = gimli::Dwarf::load(section).ok()?;
+    addr2line::Context::from_dwarf(dwarf).ok()
+}
+
+/// A section's bytes, inflated if compressed (SHF_COMPRESSED, zlib: what
+/// `objcopy --compress-debug-sections` and Debian's debug packages make).
+fn section_data(section: &object::Section) -> Option<Vec<u8>> {
+    let compressed = section.compressed_data().ok()?;
+    match compressed.format {
+        object::CompressionFormat::None => Some(compressed.data.to_vec()),
+        object::CompressionFormat::Zlib => {
+            let limit = usize::try_from(compressed.uncompressed_size)
+                .ok()
+                .filter(|&n| n as u64 <= FILE_MAX)?;
+            miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(compressed.data, limit).ok()
+        }
+        _ => None,
+    }
+}
