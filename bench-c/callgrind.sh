@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per call (a holding check's too) for bench-c/sanity.c under callgrind: the difference
+# Instructions per call (a holding check's and a backtrace's too) for bench-c/sanity.c under callgrind: the difference
 # between runs of N1 and N2 calls, divided by N2 - N1. Run from the repo root
 # after `cargo build --release` (`make bench-sanity` does both).
 set -euo pipefail
@@ -11,7 +11,8 @@ measure() { # mode n -> total instructions
     awk '/^totals:/ { print $2; exit }' "$out"
     rm -f "$out"
 }
-for spec in "disabled 1000000 2000000" "check 1000000 2000000" "ring 100000 200000"; do
+for spec in "disabled 1000000 2000000" "check 1000000 2000000" "ring 100000 200000" \
+    "backtrace 10000 20000"; do
     set -- $spec
     a=$(measure "$1" "$2")
     b=$(measure "$1" "$3")

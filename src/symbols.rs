@@ -7,17 +7,23 @@
 //! from the file a `-dbgsym`/`-dbg` package installs under
 //! `/usr/lib/debug/.build-id/`.
 //!
-//! A ring is data from outside, and so are the paths it names: a path is
-//! read only if it is a regular file (opened without waiting: never a FIFO
-//! or a device) of at most [`FILE_MAX`] bytes, and trusted only if its
-//! build-id is the one the record holds (an object rebuilt since, or
-//! another machine's, names nothing rather than the wrong function).
+//! A ring is data from outside, and so are the paths it names: an object
+//! with no build-id in the record is not looked for; a path is opened only
+//! once it is known to be a regular file (looked at with O_PATH, which
+//! opens nothing: never a FIFO or a device), read only up to
+//! [`FILE_MAX`] bytes, and trusted only if its build-id is the one the
+//! record holds (an object rebuilt since, or another machine's, names
+//! nothing rather than the wrong function). What compressed debug
+//! sections inflate to is bounded per object and in all
+//! ([`INFLATED_MAX`]), and an object is read once whatever path names it
+//! (they are kept by build-id).
 
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -28,6 +34,9 @@ use crate::text::frames::{self, Named};
 
 /// The largest object file read.
 pub const FILE_MAX: u64 = 1 << 30;
+/// The most compressed debug sections inflate to, for one object and for
+/// all this process reads (a small file may claim gigabytes).
+pub const INFLATED_MAX: usize = 1 << 30;
 /// The most objects read by one process (each kept for its later frames).
 const OBJECTS_MAX: usize = 256;
 /// Where debug packages put an object's debug information, by build-id.
@@ -42,11 +51,11 @@ struct Loaded {
     lines: Option<addr2line::Context<Reader>>,
 }
 
-/// An object by its path and build-id.
-type Key = (Vec<u8>, Vec<u8>);
-
 thread_local! {
-    static LOADED: RefCell<HashMap<Key, Option<Rc<Loaded>>>> = RefCell::new(HashMap::new());
+    /// The objects read, by build-id.
+    static LOADED: RefCell<HashMap<Vec<u8>, Option<Rc<Loaded>>>> = RefCell::new(HashMap::new());
+    /// What compressed sections inflated to so far.
+    static INFLATED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Makes this process's text renderers name frames.
@@ -55,11 +64,11 @@ pub fn install() {
 }
 
 fn symbolize(object: &Object, address: u64, name: &mut dyn FnMut(&Named)) {
-    let Some(loaded) = loaded(object) else {
+    let Some(loaded) = loaded(object).filter(|_| address > 0) else {
         return;
     };
     // A return address is just past its call: the call is the byte before.
-    let probe = address.wrapping_sub(1);
+    let probe = address - 1;
     let symbol = loaded
         .symbols
         .partition_point(|s| s.0 <= probe)
@@ -100,7 +109,7 @@ fn symbolize(object: &Object, address: u64, name: &mut dyn FnMut(&Named)) {
                 } else {
                     function
                 },
-                Some(address - s.0),
+                Some(probe - s.0 + 1),
             ),
             _ => (&**function, None),
         };
@@ -115,9 +124,12 @@ fn symbolize(object: &Object, address: u64, name: &mut dyn FnMut(&Named)) {
 }
 
 /// The object's symbols and lines, read on first use (None: not to be
-/// had, remembered too).
+/// had, remembered too); nothing for an object with no build-id.
 fn loaded(object: &Object) -> Option<Rc<Loaded>> {
-    let key = (object.path.to_vec(), object.build_id.to_vec());
+    if object.build_id.is_empty() {
+        return None;
+    }
+    let key = object.build_id.to_vec();
     LOADED.with(|cache| {
         if let Some(known) = cache.borrow().get(&key) {
             return known.clone();
@@ -164,16 +176,25 @@ fn load(object: &Object) -> Option<Loaded> {
 }
 
 /// The file at `path`, if it is a regular file of at most [`FILE_MAX`]
-/// bytes.
+/// bytes: looked at first through O_PATH (which opens nothing: a device
+/// or a FIFO never sees an open), then opened through that very file.
 fn read_file(path: &Path) -> Option<Vec<u8>> {
+    let seen = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)
+        .ok()?;
+    let meta = seen.metadata().ok()?;
+    if !meta.file_type().is_file() || meta.len() > FILE_MAX {
+        return None;
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
+        .open(format!("/proc/self/fd/{}", seen.as_raw_fd()))
         .ok()?;
-    let meta = file.metadata().ok()?;
-    let kind = meta.file_type();
-    if !kind.is_file() || kind.is_fifo() || meta.len() > FILE_MAX {
+    let again = file.metadata().ok()?;
+    if (again.dev(), again.ino()) != (meta.dev(), meta.ino()) || !again.file_type().is_file() {
         return None;
     }
     let mut data = Vec::new();
@@ -181,11 +202,10 @@ fn read_file(path: &Path) -> Option<Vec<u8>> {
     Some(data)
 }
 
-/// Whether the object file `data` has the build-id `id` (any file, when
-/// the record has none to compare).
+/// Whether the object file `data` has the build-id `id` (never for none).
 fn same_build(data: &[u8], id: &[u8]) -> bool {
     if id.is_empty() {
-        return true;
+        return false;
     }
     object::File::parse(data)
         .ok()
@@ -201,36 +221,84 @@ fn debug_file(id: &[u8]) -> Option<Vec<u8>> {
     read_file(Path::new(&path)).filter(|data| same_build(data, id))
 }
 
-/// The object's DWARF, its compressed sections (zlib) inflated.
+/// The object's DWARF, its compressed sections (zlib) inflated within
+/// [`INFLATED_MAX`] for it and for all.
 fn dwarf(file: &object::File) -> Option<addr2line::Context<Reader>> {
+    let mut budget = INFLATED_MAX.saturating_sub(INFLATED.get());
     let endian = if file.is_little_endian() {
         gimli::RunTimeEndian::Little
     } else {
         gimli::RunTimeEndian::Big
     };
     let section = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
-        let data = file
-            .section_by_name(id.name())
-            .and_then(|s| section_data(&s))
-            .unwrap_or_default();
+        let data = match file.section_by_name(id.name()) {
+            Some(s) => section_data(&s, &mut budget).ok_or(gimli::Error::Io)?,
+            None => Vec::new(),
+        };
         Ok(gimli::EndianRcSlice::new(Rc::from(data), endian))
     };
-    let dwarf = gimli::Dwarf::load(section).ok()?;
-    addr2line::Context::from_dwarf(dwarf).ok()
+    let dwarf = gimli::Dwarf::load(section);
+    INFLATED.set(INFLATED_MAX - budget);
+    addr2line::Context::from_dwarf(dwarf.ok()?).ok()
 }
 
 /// A section's bytes, inflated if compressed (SHF_COMPRESSED, zlib: what
 /// `objcopy --compress-debug-sections` and Debian's debug packages make).
-fn section_data(section: &object::Section) -> Option<Vec<u8>> {
+/// `budget` is what may still be inflated: less what this one was.
+fn section_data(section: &object::Section, budget: &mut usize) -> Option<Vec<u8>> {
     let compressed = section.compressed_data().ok()?;
     match compressed.format {
         object::CompressionFormat::None => Some(compressed.data.to_vec()),
         object::CompressionFormat::Zlib => {
             let limit = usize::try_from(compressed.uncompressed_size)
                 .ok()
-                .filter(|&n| n as u64 <= FILE_MAX)?;
-            miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(compressed.data, limit).ok()
+                .filter(|&n| n <= *budget)?;
+            let data =
+                miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(compressed.data, limit)
+                    .ok()?;
+            *budget -= data.len();
+            Some(data)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_regular_file_is_read() {
+        let dir = std::env::temp_dir().join(format!("vlog-symbols-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // A FIFO nobody writes: an open for reading would not block (it is
+        // made with O_NONBLOCK), but it is never opened at all.
+        assert_eq!(read_file(&fifo), None);
+        assert_eq!(read_file(Path::new("/dev/zero")), None);
+        assert_eq!(read_file(&dir), None);
+        let file = dir.join("file");
+        std::fs::write(&file, b"bytes").unwrap();
+        assert_eq!(read_file(&file).as_deref(), Some(&b"bytes"[..]));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_object_without_a_build_id_names_nothing() {
+        let exe = std::fs::read("/proc/self/exe").unwrap();
+        assert!(!same_build(&exe, b""));
+        let object = Object {
+            bias: 0,
+            build_id: b"",
+            path: b"/proc/self/exe",
+        };
+        let mut named = 0;
+        symbolize(&object, 0x1000, &mut |_| named += 1);
+        assert_eq!(named, 0);
     }
 }

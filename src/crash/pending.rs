@@ -91,12 +91,20 @@ pub fn write() {
             let pid = Some(sys::process_id());
             // Each piece (at most PIPE_BUF bytes, which a pipe with room
             // takes without blocking) waits for room, never past STUCK_MS.
+            // (A signal that ends a wait early is waited past.)
             let stuck = || {
-                let stuck = !sys::room::wait_writable(target.fd, STUCK_MS);
-                if stuck {
-                    STUCK.fetch_add(1, Ordering::Relaxed);
+                let until = sys::monotonic_ns() + STUCK_MS * 1_000_000;
+                loop {
+                    let now = sys::monotonic_ns();
+                    if now >= until {
+                        STUCK.fetch_add(1, Ordering::Relaxed);
+                        return true;
+                    }
+                    let left = (until - now).div_ceil(1_000_000);
+                    if sys::room::wait_writable(target.fd, left) {
+                        return false;
+                    }
                 }
-                stuck
             };
             all_written &= super::dump::with_fd_sink_unless(target.fd, stuck, |sink| {
                 let mut clock = Clock::new();

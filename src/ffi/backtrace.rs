@@ -84,7 +84,8 @@ pub(super) fn backtrace(wanted: bool, entry: usize) -> Option<Taken> {
 #[cold]
 #[inline(never)]
 pub(super) fn record_site_call(call: SiteCall, entry: usize) -> Outcome {
-    let taken = backtrace(true, entry);
+    // None for a call nested in a signal handler: it is dropped.
+    let taken = backtrace(!crate::logger::inside(), entry);
     let call = Call {
         frames: taken.as_ref().map(Taken::bytes),
         ..call.call()
