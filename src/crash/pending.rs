@@ -66,6 +66,9 @@ pub fn freeze() {
 /// fault, they are not written again. Only in a process whose outputs read the ring (not one sharing
 /// another's ring file). Async-signal-safe.
 pub fn write() {
+    // This crash's count alone: a program may have recovered from an
+    // earlier one whose stuck output works again.
+    STUCK.store(0, Ordering::Relaxed);
     if !published::prints_here() {
         return;
     }
