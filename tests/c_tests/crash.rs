@@ -85,6 +85,23 @@ pub(crate) fn assert_dump(name: &str, stderr: &str, signal: &str, records: usize
         dump.contains("\nvlog: backtrace of thread "),
         "{name}: {dump}"
     );
+    // Its frames, as a record's backtrace shows them: each an object and
+    // the address within it.
+    let frames = dump
+        .split("\nvlog: backtrace of thread ")
+        .nth(1)
+        .unwrap_or("")
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("  #"))
+        .collect::<Vec<_>>();
+    assert!(
+        frames.len() >= 2
+            && frames
+                .iter()
+                .all(|f| f.contains(" 0x") && f.contains("+0x")),
+        "{name}: {dump}"
+    );
     assert!(
         dump.contains("\nvlog: ring, oldest first:\n"),
         "{name}: {dump}"
