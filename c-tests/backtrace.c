@@ -3,7 +3,9 @@
  * choosing). MODE "serve": logs each once, says it is ready (DIR/ready),
  * waits for DIR/go (the driver has turned a backtrace on at each call
  * site with vlog-ctl meanwhile), logs each again, with VLOG_BACKTRACE
- * too, and ends by SIGKILL: the ring file is all that is left. MODE
+ * too, says so (DIR/logged), waits for DIR/end (the driver dumps the
+ * ring through the control socket meanwhile) and ends by SIGKILL: the
+ * ring file is all that is left. MODE
  * "gdb": calls each once, for gdb's breakpoints on the same lines. The
  * driver reads the lines of the calls from the markers `SITE:`. */
 #include "check.h"
@@ -74,6 +76,11 @@ int main(int argc, char **argv)
     wait_for(path);
     calls(10, lib_level1);
     vlog_flush();
+    /* The driver dumps the ring through the control socket meanwhile. */
+    snprintf(path, sizeof path, "%s/logged", argv[2]);
+    fclose(fopen(path, "w"));
+    snprintf(path, sizeof path, "%s/end", argv[2]);
+    wait_for(path);
     raise(SIGKILL);
     return 1;
 }

@@ -45,9 +45,9 @@ run $ctl "$sock" filters "1:file=disk.c:23"
 sleep 0.5
 run sh -c "$ctl $sock dump --source disk | tail -3"
 echo
-echo "# A backtrace on each record of that line: the frames that called it, each an object"
-echo "# and an address within it (vlog-dump names their functions and lines from a ring file;"
-echo "# addr2line -f -e OBJECT ADDRESS does too)"
+echo "# A backtrace on each record of that line: the frames that called it, each named by"
+echo "# vlog-ctl (function, file and line; the daemon reads no file: it sends each object's"
+echo "# build-id and the address within it)"
 run $ctl "$sock" filters "1:file=disk.c:23 bt:file=disk.c:23"
 sleep 0.5
 run sh -c "$ctl $sock dump --source disk | grep -A3 disk_submit:23 | tail -4"

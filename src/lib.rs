@@ -107,6 +107,8 @@ pub mod internal {
     pub use crate::ring::{find_rings, read, Damage, Entry, Held, Image, ImageError, Ring};
     /// Makes the text of records name their backtraces' frames.
     pub use crate::symbols::install as name_frames;
+    pub use crate::symbols::reply::name_frames_in;
+    pub use crate::symbols::{read_for as name_frames_for, Owner as FramesOwner};
     pub use crate::text::json::{put_json_string, render_json};
     pub use crate::text::line::{put_fields_text, put_for_terminal, render_line};
     pub use crate::text::time::{parse_time, put_rfc3164, put_timestamp, Clock};

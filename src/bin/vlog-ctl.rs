@@ -21,7 +21,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use vlog::internal::{peer_cred, put_for_terminal, unix_addr, Tool, CONTROL_COMMANDS};
+use vlog::internal::{
+    name_frames, name_frames_for, name_frames_in, peer_cred, put_for_terminal, unix_addr,
+    FramesOwner, Tool, CONTROL_COMMANDS,
+};
 
 const TOOL: Tool = Tool {
     name: "vlog-ctl",
@@ -125,7 +128,10 @@ fn request(command: &str, args: &[String], json: bool) -> Result<String, String>
                     "-g" => "--grep",
                     other => other,
                 };
-                value_next = !value_next && word.starts_with("--") && word != "--json";
+                value_next = !value_next
+                    && word.starts_with("--")
+                    && word != "--json"
+                    && word != ENCODED_FRAMES;
                 line.push(' ');
                 line.push_str(&quoted(word));
             }
@@ -230,12 +236,6 @@ fn fail(code: u8, message: &str) -> ExitCode {
     TOOL.fail(code, message)
 }
 
-/// The pid of the process that serves the socket `stream` is connected to
-/// (SO_PEERCRED: the one that listened).
-fn server_pid(stream: &UnixStream) -> io::Result<u32> {
-    peer_cred(stream.as_raw_fd()).map(|cred| cred.pid as u32)
-}
-
 /// Connects to the socket at `path`, waiting at most `REPLY_TIMEOUT`: a
 /// server whose queue of connections is full (one that never accepts)
 /// gets no longer.
@@ -294,7 +294,7 @@ fn refused(path: &std::path::Path) -> io::Error {
 /// the end of the reply, Err(None) for a line longer than `max`. With a
 /// deadline, every read waits only for what is left of it.
 fn read_line(
-    reader: &mut BufReader<&UnixStream>,
+    reader: &mut BufReader<UnixStream>,
     max: usize,
     deadline: Option<std::time::Instant>,
 ) -> Result<Option<Vec<u8>>, Option<io::Error>> {
@@ -341,6 +341,111 @@ fn cut_short(e: &io::Error) -> String {
     }
 }
 
+/// The option that asks for a stream's backtraces encoded.
+const ENCODED_FRAMES: &str = "--encoded-frames";
+
+/// A request sent, and the status line of its reply.
+struct Asked {
+    stream: UnixStream,
+    reader: BufReader<UnixStream>,
+    status: Vec<u8>,
+    /// When a reply that is not a stream must have come.
+    deadline: std::time::Instant,
+    /// Who serves the socket: the frames of its stream name files this
+    /// user or group may read, never more.
+    owner: FramesOwner,
+}
+
+/// How long a read of the reply to `command` may wait (a follow waits
+/// for records as long as they take).
+fn timeout(command: &str) -> Option<Duration> {
+    (command != "follow").then_some(REPLY_TIMEOUT)
+}
+
+/// Whether a status line refuses [`ENCODED_FRAMES`] (a library that
+/// predates it takes it for an option with a value).
+fn refused_encoded(status: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(status);
+    text.contains(ENCODED_FRAMES)
+        && (text.starts_with("error: ") || text.starts_with("{\"ok\":false"))
+}
+
+/// Connects to `socket` (served by process `pid`, if given), sends
+/// `line` and reads the reply's status line.
+fn ask(socket: &std::path::Path, pid: Option<u32>, line: &str) -> Result<Asked, ExitCode> {
+    let command = line
+        .split(' ')
+        .find(|w| !w.starts_with("--"))
+        .unwrap_or_default();
+    let stream = match connect(socket) {
+        Ok(s) => s,
+        Err(e) => return Err(fail(UNREACHABLE, &format!("{}: {e}", socket.display()))),
+    };
+    let cred = match peer_cred(stream.as_raw_fd()) {
+        Ok(cred) => cred,
+        Err(e) => return Err(fail(UNREACHABLE, &format!("{}: {e}", socket.display()))),
+    };
+    if let Some(pid) = pid {
+        let server = cred.pid as u32;
+        if server != pid {
+            return Err(fail(
+                UNREACHABLE,
+                &format!(
+                    "{} is served by process {server}, not by process {pid}",
+                    socket.display()
+                ),
+            ));
+        }
+    }
+    if let Err(e) = stream
+        .set_read_timeout(timeout(command))
+        .and_then(|()| stream.set_write_timeout(Some(REPLY_TIMEOUT)))
+        .and_then(|()| {
+            let mut w = &stream;
+            w.write_all(format!("{line}\n").as_bytes())
+        })
+    {
+        return Err(fail(UNREACHABLE, &format!("{}: {e}", socket.display())));
+    }
+    // The status line has 10 s in all; then a dump or a follow may take as
+    // long as the ring takes to send (10 s without a byte ends a dump), and
+    // any other reply has what is left of the 10 s.
+    let deadline = std::time::Instant::now() + REPLY_TIMEOUT;
+    let mut reader = match stream.try_clone() {
+        Ok(s) => BufReader::new(s),
+        Err(e) => return Err(fail(UNREACHABLE, &format!("{}: {e}", socket.display()))),
+    };
+    let status = match read_line(&mut reader, STATUS_MAX, Some(deadline)) {
+        Ok(Some(status)) => status,
+        Ok(None) => {
+            return Err(fail(
+                UNREACHABLE,
+                "the program closed the connection without a reply",
+            ))
+        }
+        Err(None) => {
+            return Err(fail(
+                UNREACHABLE,
+                &format!(
+                    "the reply's status line is longer than {STATUS_MAX} bytes: not a vlog \
+                     control socket?"
+                ),
+            ))
+        }
+        Err(Some(e)) => return Err(fail(UNREACHABLE, &format!("no reply: {}", cut_short(&e)))),
+    };
+    Ok(Asked {
+        stream,
+        reader,
+        status,
+        deadline,
+        owner: FramesOwner {
+            uid: cred.uid,
+            gid: cred.gid,
+        },
+    })
+}
+
 fn main() -> ExitCode {
     let options: Options = match TOOL.parse() {
         Ok(options) => options,
@@ -370,60 +475,31 @@ fn main() -> ExitCode {
         Ok(line) => line,
         Err(e) => return TOOL.usage_error(&e),
     };
-    let stream = match connect(&socket) {
-        Ok(s) => s,
-        Err(e) => return fail(UNREACHABLE, &format!("{}: {e}", socket.display())),
-    };
-    if let Some(pid) = options.pid {
-        match server_pid(&stream) {
-            Ok(server) if server == pid => {}
-            Ok(server) => {
-                return fail(
-                    UNREACHABLE,
-                    &format!(
-                        "{} is served by process {server}, not by process {pid}",
-                        socket.display()
-                    ),
-                )
-            }
-            Err(e) => return fail(UNREACHABLE, &format!("{}: {e}", socket.display())),
-        }
-    }
-    let timeout = (command != "follow").then_some(REPLY_TIMEOUT);
-    if let Err(e) = stream
-        .set_read_timeout(timeout)
-        .and_then(|()| stream.set_write_timeout(Some(REPLY_TIMEOUT)))
-        .and_then(|()| {
-            let mut w = &stream;
-            w.write_all(format!("{line}\n").as_bytes())
-        })
-    {
-        return fail(UNREACHABLE, &format!("{}: {e}", socket.display()));
-    }
-    // The status line has 10 s in all; then a dump or a follow may take as
-    // long as the ring takes to send (10 s without a byte ends a dump), and
-    // any other reply has what is left of the 10 s.
     let streamed = command == "dump" || command == "follow";
-    let deadline = std::time::Instant::now() + REPLY_TIMEOUT;
-    let mut reader = BufReader::new(&stream);
-    let status = match read_line(&mut reader, STATUS_MAX, Some(deadline)) {
-        Ok(Some(status)) => status,
-        Ok(None) => {
-            return fail(
-                UNREACHABLE,
-                "the program closed the connection without a reply",
-            )
-        }
-        Err(None) => {
-            return fail(
-                UNREACHABLE,
-                &format!(
-                    "the reply's status line is longer than {STATUS_MAX} bytes: not a vlog \
-                     control socket?"
-                ),
-            )
-        }
-        Err(Some(e)) => return fail(UNREACHABLE, &format!("no reply: {}", cut_short(&e))),
+    // A dump's or a follow's backtraces come encoded, to be named here
+    // (the program names none); a program whose library predates the
+    // option refuses it, and is asked again without.
+    let encoded = format!("{line} {ENCODED_FRAMES}");
+    let mut asked = ask(
+        &socket,
+        options.pid,
+        if streamed { &encoded } else { &line },
+    );
+    if streamed && asked.as_ref().is_ok_and(|a| refused_encoded(&a.status)) {
+        asked = ask(&socket, options.pid, &line);
+    } else if let (true, Ok(a)) = (streamed, &asked) {
+        name_frames();
+        name_frames_for(a.owner);
+    }
+    let Asked {
+        stream,
+        mut reader,
+        status,
+        deadline,
+        ..
+    } = match asked {
+        Ok(asked) => asked,
+        Err(code) => return code,
     };
     let failed = if json {
         status.starts_with(b"{\"ok\":false")
@@ -437,7 +513,7 @@ fn main() -> ExitCode {
     }
     let mut stdout = io::stdout().lock();
     let deadline = if streamed {
-        if let Err(e) = stream.set_read_timeout(timeout) {
+        if let Err(e) = stream.set_read_timeout(timeout(&command)) {
             return fail(UNREACHABLE, &format!("{}: {e}", socket.display()));
         }
         None
@@ -478,7 +554,9 @@ fn main() -> ExitCode {
                 &format!("the reply is longer than {REPLY_MAX} bytes: stopped"),
             );
         }
-        put_for_terminal(&line, &mut shown);
+        if !(streamed && name_frames_in(&line, json, &mut shown)) {
+            put_for_terminal(&line, &mut shown);
+        }
     }
 }
 

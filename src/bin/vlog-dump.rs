@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use vlog::internal::{
-    for_people, parse_priority, parse_when, put_json_string, put_timestamp, read, read_marked,
-    read_ring, read_rings_in_file, render_json, render_line, starts_with_magic, Clock, Cursor,
-    Entry, Held, Image, Priority, Record, Selection, Tool,
+    for_people, name_frames_for, parse_priority, parse_when, put_json_string, put_timestamp, read,
+    read_marked, read_ring, read_rings_in_file, render_json, render_line, starts_with_magic, Clock,
+    Cursor, Entry, FramesOwner, Held, Image, Priority, Record, Selection, Tool,
 };
 
 const TOOL: Tool = Tool {
@@ -323,6 +323,12 @@ fn load(path: &Path) -> Result<Vec<Vec<u8>>, String> {
     if meta.len() == 0 {
         return Err("the file is empty: no ring was ever written to it".into());
     }
+    // Its frames name files its owner may read, never more: root's
+    // vlog-dump is not lent to a ring another user wrote.
+    name_frames_for(FramesOwner {
+        uid: meta.uid(),
+        gid: meta.gid(),
+    });
     let read_at = |buf: &mut [u8], at: u64| file.read_exact_at(buf, at);
     let mut head = [0u8; 8];
     if meta.len() >= 8 && file.read_exact_at(&mut head, 0).is_ok() && starts_with_magic(&head) {

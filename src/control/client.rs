@@ -15,8 +15,9 @@ use crate::ring::Entry;
 use crate::sys::fd::{send_some, Fd};
 use crate::sys::listen::{shutdown_write, PeerCred, READABLE, WRITABLE};
 use crate::sys::watch::read_some;
-use crate::text::json::{put_json_string, render_json};
-use crate::text::line::render_line;
+use crate::text::frames::FramesAs;
+use crate::text::json::{put_json_string, render_json_framed};
+use crate::text::line::render_line_framed;
 use crate::text::time::Clock;
 
 /// The longest request line.
@@ -62,6 +63,7 @@ pub struct Stream {
     place: Place,
     selection: Selection,
     json: bool,
+    frames: FramesAs,
     follow: bool,
     /// A dump ends at the record the ring was about to number when it
     /// began: a ring that fills faster than the client reads never keeps it
@@ -84,11 +86,18 @@ enum Part {
 }
 
 impl Stream {
-    pub fn new(selection: Selection, json: bool, follow: bool, end: u64) -> Stream {
+    pub fn new(
+        selection: Selection,
+        json: bool,
+        frames: FramesAs,
+        follow: bool,
+        end: u64,
+    ) -> Stream {
         let mut stream = Stream {
             place: Place::default(),
             selection,
             json,
+            frames,
             follow,
             end,
             last: None,
@@ -114,6 +123,7 @@ impl Stream {
             place,
             selection,
             json,
+            frames,
             follow,
             end,
             last,
@@ -130,9 +140,10 @@ impl Stream {
                     return;
                 }
                 if *json {
-                    render_json(&rec, Some(crate::sys::process_id()), clock, out);
+                    let pid = Some(crate::sys::process_id());
+                    render_json_framed(&rec, pid, clock, *frames, out);
                 } else {
-                    render_line(&rec, clock, out);
+                    render_line_framed(&rec, clock, *frames, out);
                 }
             }
             Entry::Overwritten { bytes } => say(

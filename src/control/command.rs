@@ -20,6 +20,7 @@ use crate::logger::{enter, State};
 use crate::ring::Held;
 use crate::stats;
 use crate::sys::listen::PeerCred;
+use crate::text::frames::FramesAs;
 use crate::text::json::put_json_string;
 
 /// How much of the ring `stats` reads to find its oldest record: a few
@@ -47,7 +48,8 @@ pub const COMMANDS: &str =
   help              the commands
 OPTIONS of dump and follow, as vlog-dump's: --priority PRIO, --source MATCH,
   --since TIME, --until TIME, --grep TEXT (a value with spaces in \"...\"),
-  --json
+  --json; and --encoded-frames: a backtrace as its encoding in hex (which
+  holds each object's build-id), for a reader that names its frames
 ";
 
 /// What a reply is made of before it is written out.
@@ -206,11 +208,12 @@ fn answer(command: &str, rest: &str, r: &Request, json: bool) -> Result<Answer, 
                 .ok_or_else(|| "vlog is busy on this thread".to_owned())
         }),
         "dump" | "follow" => {
-            let (selection, json_too) = options(rest)?;
+            let (selection, json_too, frames) = options(rest)?;
             let end = enter(|s| s.stats().recorded).unwrap_or(0);
             Ok(Answer::Stream(Box::new(Stream::new(
                 selection,
                 json || json_too,
+                frames,
                 command == "follow",
                 end,
             ))))
@@ -338,24 +341,28 @@ fn unquoted(v: &str) -> &str {
         .unwrap_or(v)
 }
 
-/// A dump's or a follow's options: vlog-dump's, `--json` among them.
-fn options(rest: &str) -> Result<(Selection, bool), String> {
+/// A dump's or a follow's options: vlog-dump's, `--json` among them,
+/// and `--encoded-frames`.
+fn options(rest: &str) -> Result<(Selection, bool, FramesAs), String> {
     let words = words(rest)?;
     let mut selection = Selection::default();
     let mut json = false;
+    let mut frames = FramesAs::Text;
     let mut it = words.iter();
     while let Some(w) = it.next() {
         let Some(name) = w.strip_prefix("--") else {
             return Err(format!("'{w}' is not an option (see help)"));
         };
-        if name == "json" {
-            json = true;
-            continue;
+        match name {
+            "json" => json = true,
+            "encoded-frames" => frames = FramesAs::Encoded,
+            _ => {
+                let value = it.next().ok_or_else(|| format!("--{name} needs a value"))?;
+                selection.set(name, value)?;
+            }
         }
-        let value = it.next().ok_or_else(|| format!("--{name} needs a value"))?;
-        selection.set(name, value)?;
     }
-    Ok((selection, json))
+    Ok((selection, json, frames))
 }
 
 /// Words separated by spaces; a word in double quotes may hold spaces, and
@@ -504,8 +511,12 @@ mod tests {
             ["--grep", "disk \"full\"", "--source", "qemu"]
         );
         assert!(words("\"open").is_err());
-        let (sel, json) = options("--priority 2 --json --since \"2026-12-01 10:00:00\"").unwrap();
+        let (sel, json, frames) =
+            options("--priority 2 --json --since \"2026-12-01 10:00:00\"").unwrap();
         assert!(json && sel.priority.is_some() && sel.since.is_some());
+        assert_eq!(frames, FramesAs::Text);
+        let (_, json, frames) = options("--encoded-frames").unwrap();
+        assert!(!json && frames == FramesAs::Encoded);
         assert!(options("--priority").unwrap_err().contains("needs a value"));
         assert!(options("qemu").unwrap_err().contains("not an option"));
         assert!(options("--until yesterday")

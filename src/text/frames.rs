@@ -63,6 +63,23 @@ pub fn set_symbolizer(symbolizer: Symbolizer) {
     let _ = SYMBOLIZER.set(symbolizer);
 }
 
+/// How a rendered record shows its backtrace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FramesAs {
+    /// As text, one frame a line (every output, vlog-dump).
+    Text,
+    /// As its encoding in hex (`fields::frames`), which holds each
+    /// object's build-id: a control stream's, for a reader that names the
+    /// frames in its own process (vlog-ctl), where the daemon names none.
+    /// In a text line, one line after it, [`ENCODED_LINE`] then the hex;
+    /// in JSON, the field's string.
+    Encoded,
+}
+
+/// What starts the line of a backtrace shown [`FramesAs::Encoded`] after
+/// a text line: indented as the frames' lines are.
+pub const ENCODED_LINE: &[u8] = b"  frames ";
+
 /// The most one frame's text takes without a symbolizer, data escaped as
 /// the text line escapes it (4 bytes a byte at most).
 pub const FRAME_TEXT_MAX: usize = 48 + 4 * crate::fields::frames::PATH_MAX;

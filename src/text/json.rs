@@ -3,7 +3,7 @@
 //! bytes that are not UTF-8 become U+FFFD, control characters (C0, DEL and
 //! C1) are escaped, and plain ASCII goes by eight bytes at a time.
 
-use super::frames;
+use super::frames::{self, FramesAs};
 use super::hexdump::put_hex;
 use super::num::{id_hex, put_decimal, put_signed};
 use super::plain::{self, all_plain};
@@ -31,6 +31,17 @@ fn put_hex_string(bytes: &[u8], out: &mut impl Sink) {
 /// `pid` is given by the JSON outputs (a record does not keep it); `clock`
 /// keeps the date of the last second shown (see [`Clock`]).
 pub fn render_json<S: Sink>(rec: &Record, pid: Option<u32>, clock: &mut Clock, out: &mut S) {
+    render_json_framed(rec, pid, clock, FramesAs::Text, out)
+}
+
+/// [`render_json`], a backtrace shown as `shown` says.
+pub fn render_json_framed<S: Sink>(
+    rec: &Record,
+    pid: Option<u32>,
+    clock: &mut Clock,
+    shown: FramesAs,
+    out: &mut S,
+) {
     out.put(b"{\"seq\":");
     put_decimal(rec.seq, 1, out);
     if rec.context {
@@ -68,6 +79,7 @@ pub fn render_json<S: Sink>(rec: &Record, pid: Option<u32>, clock: &mut Clock, o
             Value::Str(s) => put_json_string(s, out),
             Value::Int(n) => put_signed(n, out),
             Value::Bytes(b) => put_hex_string(b, out),
+            Value::Frames(f) if shown == FramesAs::Encoded => put_hex_string(f, out),
             // A string of the frames' lines.
             Value::Frames(f) => {
                 out.put(b"\"");
@@ -122,7 +134,7 @@ fn put_json_escaped(bytes: &[u8], out: &mut impl Sink) {
 }
 
 /// What [`put_json_string`] writes of `bytes` between its quotes.
-fn put_json_inside(bytes: &[u8], out: &mut impl Sink) {
+pub fn put_json_inside(bytes: &[u8], out: &mut impl Sink) {
     // ASCII needs no UTF-8 walk.
     if bytes.is_ascii() {
         put_json_valid(bytes, out);

@@ -11,7 +11,7 @@
 //! (`VLOG_HEXDUMP`) has them after its line as `hexdump -C` shows them:
 //! lines of plain ASCII that start with an offset, never a date.
 
-use super::frames::{self, Piece};
+use super::frames::{self, FramesAs, Piece};
 use super::hexdump::{self, put_hex, put_hexdump};
 use super::num::{put_decimal, put_signed};
 use super::plain::{self, all_plain};
@@ -38,6 +38,11 @@ pub const CONTEXT_MARK: &[u8] = b" (context)";
 /// Renders `rec` as one text line ending in `\n`; `clock` keeps the date of
 /// the last second shown (see [`Clock`]).
 pub fn render_line(rec: &Record, clock: &mut Clock, out: &mut impl Sink) {
+    render_line_framed(rec, clock, FramesAs::Text, out)
+}
+
+/// [`render_line`], a backtrace shown as `shown` says.
+pub fn render_line_framed(rec: &Record, clock: &mut Clock, shown: FramesAs, out: &mut impl Sink) {
     clock.put_timestamp(rec.time_ns, out);
     out.put(b": ");
     clock.put_thread(rec.tid, out);
@@ -56,8 +61,16 @@ pub fn render_line(rec: &Record, clock: &mut Clock, out: &mut impl Sink) {
     put_escaped(rec.message, out);
     let (dump, backtrace) = put_fields(rec.fields, false, out);
     out.put(b"\n");
-    if let Some(backtrace) = backtrace {
-        frames::put_lines(backtrace, |b, out| put_escaped(b, out), out);
+    match (backtrace, shown) {
+        (Some(backtrace), FramesAs::Text) => {
+            frames::put_lines(backtrace, |b, out| put_escaped(b, out), out)
+        }
+        (Some(backtrace), FramesAs::Encoded) => {
+            out.put(frames::ENCODED_LINE);
+            put_hex(backtrace, out);
+            out.put(b"\n");
+        }
+        (None, _) => {}
     }
     if let Some(bytes) = dump {
         put_hexdump(bytes, out);

@@ -611,6 +611,42 @@ fn vlog_ctl_escapes_and_bounds_what_a_server_sends() {
         text(shown)
     );
 
+    // A dump's backtrace lines that are not whole encodings: shown as
+    // they came, escaped; a whole one naming a FIFO: named, the FIFO never
+    // opened (vlog-ctl would hang on it).
+    let fifo = dir.join("fifo");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut whole = vec![1u8, 1];
+    whole.extend_from_slice(&0x5000u64.to_ne_bytes());
+    whole.push(0);
+    whole.extend_from_slice(&0x1000u64.to_ne_bytes());
+    whole.push(2);
+    whole.extend_from_slice(b"\x01\x02");
+    let path = fifo.to_str().unwrap().as_bytes();
+    whole.push(path.len() as u8);
+    whole.extend_from_slice(path);
+    let hex: String = whole.iter().map(|b| format!("{b:02x}")).collect();
+    let reply = format!(
+        "ok\nrecord line\n  frames zz\x1b[2J\n  frames 0102\n  frames {hex}\n  frames {hex}00\n"
+    );
+    let server = hostile_server(&sock, reply.into_bytes(), false);
+    let out = vlog_ctl(&[s, "dump"]);
+    server.join().unwrap();
+    assert_ok("vlog-ctl dump", &out);
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "record line\n  frames zz\\x1b[2J\n  frames 0102\n  \
+             #0 0x0000000000005000 ?? in {}+0x4000\n  frames {hex}00\n",
+            fifo.display()
+        )
+    );
+
     // A status line that never ends: vlog-ctl stops at its bound.
     let server = hostile_server(&sock, b"ok".to_vec(), true);
     let out = vlog_ctl(&[s, "stats"]);

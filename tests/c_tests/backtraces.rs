@@ -110,6 +110,139 @@ fn build_library() -> std::path::PathBuf {
     so
 }
 
+/// The frames' lines after the record line that ends in `message`.
+fn frame_lines<'a>(dump: &'a str, message: &str) -> Vec<&'a str> {
+    let mut lines = dump.lines();
+    lines
+        .by_ref()
+        .find(|l| l.ends_with(&format!(" : {message}")))
+        .unwrap_or_else(|| panic!("no record \"{message}\" in:\n{dump}"));
+    lines.take_while(|l| l.starts_with("  #")).collect()
+}
+
+fn ctl_ok(args: &[&str]) -> String {
+    let out = vlog_ctl(args);
+    assert!(
+        out.status.success(),
+        "vlog-ctl {args:?}: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// The whole reply to `request` on the control socket `sock`, as sent.
+fn raw_reply(sock: &Path, request: &str) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut c = std::os::unix::net::UnixStream::connect(sock).unwrap();
+    c.write_all(format!("{request}\n").as_bytes()).unwrap();
+    let mut reply = Vec::new();
+    c.read_to_end(&mut reply).unwrap();
+    assert!(reply.starts_with(b"ok\n"), "{}", text(&reply));
+    reply
+}
+
+/// A ring, or a control server, that another user made names no frame
+/// from a file that user may not read, though its reader (root) could:
+/// the program made readable by root alone, the ring file given to
+/// nobody, and the program's encoded reply sent by a server run as
+/// nobody; the same reply from a server of root's has them named.
+fn lent_to_nobody(exe: &Path, ring: &Path, encoded: &[u8], named: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        say_skipped("lending needs root, to give a ring to another user");
+        return;
+    }
+    // (The system's, which any user may run.)
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() {
+        say_skipped("lending needs /usr/bin/python3 for a server of nobody's");
+        return;
+    }
+    let message = "program call 12";
+    // The program's frames as named for root, and as a reader who may not
+    // read the program must show them: its object and address alone.
+    let exe_name = exe.file_name().unwrap().to_str().unwrap();
+    let in_exe = format!("/{exe_name}+0x");
+    let unnamed = |shown: &str| -> Vec<String> {
+        frame_lines(shown, message)
+            .iter()
+            .filter(|l| l.contains(&in_exe))
+            .map(|l| l.to_string())
+            .collect()
+    };
+    // `#N 0xADDR ?? in OBJECT+0xOFF`: not named.
+    let bare = |l: &String| {
+        let words: Vec<&str> = l.split_whitespace().collect();
+        words.len() == 5 && words[2..4] == ["??", "in"]
+    };
+    let for_root = unnamed(named);
+    assert!(
+        !for_root.is_empty() && !for_root.iter().any(bare),
+        "{named}"
+    );
+    let dir = ring.parent().unwrap().join("lent");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mode = std::fs::metadata(exe).unwrap().permissions().mode();
+    std::fs::set_permissions(exe, std::fs::Permissions::from_mode(0o700)).unwrap();
+
+    let given = dir.join("ring");
+    std::fs::copy(ring, &given).unwrap();
+    std::os::unix::fs::chown(&given, Some(65534), Some(65534)).unwrap();
+    let dump = text(&vlog_dump(&[given.to_str().unwrap()]).stdout);
+    let seen = unnamed(&dump);
+
+    let reply = dir.join("reply");
+    std::fs::write(&reply, encoded).unwrap();
+    let sock = dir.join("nobody.sock");
+    let mut server = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(python)
+        .arg("-c")
+        .arg(
+            "import socket, sys\n\
+             l = socket.socket(socket.AF_UNIX)\n\
+             l.bind(sys.argv[1])\n\
+             l.listen(1)\n\
+             c, _ = l.accept()\n\
+             c.recv(4096)\n\
+             c.sendall(open(sys.argv[2], 'rb').read())\n\
+             c.close()\n",
+        )
+        .arg(&sock)
+        .arg(&reply)
+        .spawn()
+        .expect("run setpriv python3");
+    wait_for(&sock, &mut server);
+    let served = ctl_ok(&[sock.to_str().unwrap(), "dump"]);
+    let _ = server.wait();
+    // The same reply from a server of root's.
+    let root_sock = dir.join("root.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&root_sock).unwrap();
+    let reply_bytes = encoded.to_vec();
+    let root_server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut c, _) = listener.accept().unwrap();
+        let _ = c.read(&mut [0u8; 4096]);
+        let _ = c.write_all(&reply_bytes);
+    });
+    let from_root = ctl_ok(&[root_sock.to_str().unwrap(), "dump"]);
+    root_server.join().unwrap();
+    std::fs::set_permissions(exe, std::fs::Permissions::from_mode(mode)).unwrap();
+    assert!(
+        !seen.is_empty() && seen.iter().all(bare),
+        "vlog-dump of nobody's ring:\n{dump}"
+    );
+    let from_nobody = unnamed(&served);
+    assert!(
+        !from_nobody.is_empty() && from_nobody.iter().all(bare),
+        "vlog-ctl of nobody's server:\n{served}"
+    );
+    assert_eq!(unnamed(&from_root), for_root, "{from_root}");
+}
+
 fn wait_for(path: &Path, child: &mut std::process::Child) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !path.exists() {
@@ -164,11 +297,38 @@ fn a_backtrace_read_back_names_what_gdb_names() {
     let said = vlog_ctl(&[sock.to_str().unwrap(), "filters", &filters]);
     assert!(said.status.success(), "vlog-ctl: {}", text(&said.stderr));
     std::fs::write(dir.join("go"), b"").unwrap();
+    // The same records dumped through the control socket while the
+    // program lives: vlog-ctl names the frames the program sends encoded.
+    wait_for(&dir.join("logged"), &mut child);
+    let s = sock.to_str().unwrap();
+    let ctl_text = ctl_ok(&[s, "dump"]);
+    let ctl_json = ctl_ok(&["--json", s, "dump"]);
+    let encoded = raw_reply(&sock, "dump --encoded-frames");
+    std::fs::write(dir.join("end"), b"").unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
 
     let read = vlog_dump(&[ring.to_str().unwrap()]);
     let dump = text(&read.stdout);
+    let dump_json = text(&vlog_dump(&["--json", ring.to_str().unwrap()]).stdout);
+    for message in ["program call 12", "library call 12", "always 10"] {
+        let shown = frame_lines(&dump, message);
+        assert!(shown.len() >= 4, "{message}:\n{dump}");
+        assert_eq!(
+            frame_lines(&ctl_text, message),
+            shown,
+            "vlog-ctl dump:\n{ctl_text}\nvlog-dump:\n{dump}"
+        );
+        let field = |json: &str| {
+            let line = json
+                .lines()
+                .find(|l| l.contains(&format!("\"message\":\"{message}\"")))
+                .unwrap_or_else(|| panic!("no {message} in:\n{json}"));
+            json_field(line, "VLOG_BACKTRACE").to_string()
+        };
+        assert_eq!(field(&ctl_json), field(&dump_json), "{ctl_json}");
+    }
+    lent_to_nobody(&exe, &ring, &encoded, &dump);
     for before in ["program call 2", "library call 2"] {
         assert!(
             vlog_frames(&dump, before).is_empty(),

@@ -17,6 +17,14 @@
 //! sections inflate to is bounded per object and in all
 //! ([`INFLATED_MAX`]), and an object is read once whatever path names it
 //! (they are kept by build-id).
+//!
+//! Nor does a ring or a control server lend its reader the reader's
+//! power: a file is read only if its mode lets the one whose data names
+//! it read it (the ring file's owner, the control server's user, as
+//! [`read_for`] says): root's vlog-dump reads no root-only file for a
+//! ring another user wrote.
+
+pub mod reply;
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -51,16 +59,52 @@ struct Loaded {
     lines: Option<addr2line::Context<Reader>>,
 }
 
+/// Who the data that names objects comes from: a file is read for it
+/// only if its mode lets this user (or group) read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// The objects read, by whose data named them and build-id (None: not to
+/// be had).
+type Cache = HashMap<(Owner, Vec<u8>), Option<Rc<Loaded>>>;
+
 thread_local! {
-    /// The objects read, by build-id.
-    static LOADED: RefCell<HashMap<Vec<u8>, Option<Rc<Loaded>>>> = RefCell::new(HashMap::new());
+    static LOADED: RefCell<Cache> = RefCell::new(HashMap::new());
     /// What compressed sections inflated to so far.
     static INFLATED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Whose data the frames named now come from (None: nobody's yet,
+    /// and no file is read).
+    static OWNER: std::cell::Cell<Option<Owner>> = const { std::cell::Cell::new(None) };
 }
 
 /// Makes this process's text renderers name frames.
 pub fn install() {
     frames::set_symbolizer(symbolize);
+}
+
+/// Makes the frames named from now on (on this thread) those of data
+/// `owner` wrote: a ring file's owner, a control server's user.
+pub fn read_for(owner: Owner) {
+    OWNER.set(Some(owner));
+}
+
+/// Whether `owner` may read the file `meta` describes, by its mode as the
+/// kernel checks it (the owner's bits, else the group's, else the
+/// others'; root reads all). A supplementary group of the owner's is not
+/// known here: such a file is not read.
+fn readable_by(meta: &std::fs::Metadata, owner: Owner) -> bool {
+    let mode = meta.mode();
+    owner.uid == 0
+        || if meta.uid() == owner.uid {
+            mode & 0o400 != 0
+        } else if meta.gid() == owner.gid {
+            mode & 0o040 != 0
+        } else {
+            mode & 0o004 != 0
+        }
 }
 
 fn symbolize(object: &Object, address: u64, name: &mut dyn FnMut(&Named)) {
@@ -129,7 +173,7 @@ fn loaded(object: &Object) -> Option<Rc<Loaded>> {
     if object.build_id.is_empty() {
         return None;
     }
-    let key = object.build_id.to_vec();
+    let key = (OWNER.get()?, object.build_id.to_vec());
     LOADED.with(|cache| {
         if let Some(known) = cache.borrow().get(&key) {
             return known.clone();
@@ -176,16 +220,18 @@ fn load(object: &Object) -> Option<Loaded> {
 }
 
 /// The file at `path`, if it is a regular file of at most [`FILE_MAX`]
-/// bytes: looked at first through O_PATH (which opens nothing: a device
-/// or a FIFO never sees an open), then opened through that very file.
+/// bytes that the owner of the data that named it may read: looked at
+/// first through O_PATH (which opens nothing: a device or a FIFO never
+/// sees an open), then opened through that very file.
 fn read_file(path: &Path) -> Option<Vec<u8>> {
+    let owner = OWNER.get()?;
     let seen = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_PATH)
         .open(path)
         .ok()?;
     let meta = seen.metadata().ok()?;
-    if !meta.file_type().is_file() || meta.len() > FILE_MAX {
+    if !meta.file_type().is_file() || meta.len() > FILE_MAX || !readable_by(&meta, owner) {
         return None;
     }
     let file = std::fs::OpenOptions::new()
@@ -267,8 +313,21 @@ fn section_data(section: &object::Section, budget: &mut usize) -> Option<Vec<u8>
 mod tests {
     use super::*;
 
+    /// This process's user and group: a file's it made.
+    fn me() -> Owner {
+        let probe = std::env::temp_dir().join(format!("vlog-me-{}", std::process::id()));
+        std::fs::write(&probe, b"").unwrap();
+        let made = std::fs::metadata(&probe).unwrap();
+        std::fs::remove_file(&probe).unwrap();
+        Owner {
+            uid: made.uid(),
+            gid: made.gid(),
+        }
+    }
+
     #[test]
     fn only_a_regular_file_is_read() {
+        read_for(me());
         let dir = std::env::temp_dir().join(format!("vlog-symbols-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let fifo = dir.join("fifo");
@@ -285,6 +344,43 @@ mod tests {
         let file = dir.join("file");
         std::fs::write(&file, b"bytes").unwrap();
         assert_eq!(read_file(&file).as_deref(), Some(&b"bytes"[..]));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_is_read_only_for_whom_its_mode_lets_read_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("vlog-symbols-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("file");
+        std::fs::write(&file, b"bytes").unwrap();
+        let me = me();
+        let other = Owner {
+            uid: me.uid.wrapping_add(12345),
+            gid: me.gid.wrapping_add(12345),
+        };
+        let same_group = Owner {
+            gid: me.gid,
+            ..other
+        };
+        let root = Owner { uid: 0, gid: 0 };
+        for (mode, for_me, for_group, for_other) in [
+            (0o600, true, false, false),
+            (0o640, true, true, false),
+            (0o644, true, true, true),
+            (0o004, false, false, true),
+        ] {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+            let meta = std::fs::metadata(&file).unwrap();
+            let seen = [me, same_group, other, root].map(|o| readable_by(&meta, o));
+            // (Root, running the test, reads its own files whatever their mode.)
+            let for_me = for_me || me.uid == 0;
+            assert_eq!(seen, [for_me, for_group, for_other, true], "mode {mode:o}");
+        }
+        // Only a reader who said whose data it reads reads a file at all.
+        std::thread::spawn(move || assert_eq!(read_file(&file), None))
+            .join()
+            .unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
