@@ -291,6 +291,11 @@ typedef struct vlog_stats {
    * debugger).
    */
   uint64_t dropped_in_flight;
+  /**
+   * Records that were to keep a backtrace (`VLOG_BACKTRACE`, a `bt:`
+   * filter) and were kept without one: eight were being taken at once.
+   */
+  uint64_t backtraces_lost;
 } vlog_stats;
 
 /**

@@ -43,6 +43,9 @@ pub struct vlog_stats {
     /// thread stopped in the middle of logging, in a signal handler or a
     /// debugger).
     pub dropped_in_flight: u64,
+    /// Records that were to keep a backtrace (`VLOG_BACKTRACE`, a `bt:`
+    /// filter) and were kept without one: eight were being taken at once.
+    pub backtraces_lost: u64,
 }
 
 /// The counters as a program built against the first header knew them
@@ -121,6 +124,7 @@ pub extern "C-unwind" fn vlog_get_stats_sized(stats: *mut vlog_stats, size: usiz
                 contexts_suppressed: stats::get(&stats::CONTEXTS_SUPPRESSED),
                 suppressed: stats::get(&stats::SUPPRESSED),
                 dropped_in_flight: stats::get(&stats::IN_FLIGHT_DROPPED),
+                backtraces_lost: stats::get(&stats::BACKTRACES_LOST),
             };
             let ours = std::mem::size_of::<vlog_stats>();
             let dst = stats.cast::<u8>();

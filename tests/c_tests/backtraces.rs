@@ -413,3 +413,13 @@ fn a_backtrace_read_back_names_what_gdb_names() {
         "{line}"
     );
 }
+
+/// Nine backtraces wanted at once, eight slots: the ninth call returns at
+/// once (no capture is under the logger's lock), its record kept without
+/// frames and counted in `vlog_stats.backtraces_lost` (see the program).
+#[test]
+fn a_backtrace_with_no_slot_is_counted_and_its_record_kept() {
+    let exe = build("backtraces_lost", Link::Static);
+    let out = run(&exe, &[("VLOG_OUTPUTS", "")]);
+    assert_ok("backtraces_lost", &out);
+}
