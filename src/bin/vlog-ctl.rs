@@ -442,6 +442,8 @@ fn ask(socket: &std::path::Path, pid: Option<u32>, line: &str) -> Result<Asked, 
         owner: FramesOwner {
             uid: cred.uid,
             gid: cred.gid,
+            // (None where the kernel did not tell them.)
+            groups: (!cred.groups.is_empty()).then_some(cred.groups),
         },
     })
 }
@@ -489,7 +491,7 @@ fn main() -> ExitCode {
         asked = ask(&socket, options.pid, &line);
     } else if let (true, Ok(a)) = (streamed, &asked) {
         name_frames();
-        name_frames_for(a.owner);
+        name_frames_for(a.owner.clone());
     }
     let Asked {
         stream,
@@ -526,6 +528,7 @@ fn main() -> ExitCode {
         put_for_terminal(&status, &mut shown);
     }
     let mut total = 0;
+    let mut named = Vec::new();
     loop {
         if stdout
             .write_all(&shown)
@@ -554,9 +557,15 @@ fn main() -> ExitCode {
                 &format!("the reply is longer than {REPLY_MAX} bytes: stopped"),
             );
         }
-        if !(streamed && name_frames_in(&line, json, &mut shown)) {
-            put_for_terminal(&line, &mut shown);
-        }
+        // A line with its frames named goes to the terminal as any other
+        // (what it kept of the server's line is the server's).
+        named.clear();
+        let line = if streamed && name_frames_in(&line, json, &mut named) {
+            &named
+        } else {
+            &line
+        };
+        put_for_terminal(line, &mut shown);
     }
 }
 

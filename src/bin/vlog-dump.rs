@@ -328,6 +328,7 @@ fn load(path: &Path) -> Result<Vec<Vec<u8>>, String> {
     name_frames_for(FramesOwner {
         uid: meta.uid(),
         gid: meta.gid(),
+        groups: None,
     });
     let read_at = |buf: &mut [u8], at: u64| file.read_exact_at(buf, at);
     let mut head = [0u8; 8];

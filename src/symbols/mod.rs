@@ -19,19 +19,18 @@
 //! (they are kept by build-id).
 //!
 //! Nor does a ring or a control server lend its reader the reader's
-//! power: a file is read only if its mode lets the one whose data names
-//! it read it (the ring file's owner, the control server's user, as
-//! [`read_for`] says): root's vlog-dump reads no root-only file for a
-//! ring another user wrote.
+//! power: a file is read only as the one whose data names it could read
+//! it (the ring file's owner, the control server's user, as [`read_for`]
+//! says; `file`).
 
+mod file;
 pub mod reply;
+
+pub use file::Owner;
 
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -40,8 +39,6 @@ use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 use crate::fields::frames::Object;
 use crate::text::frames::{self, Named};
 
-/// The largest object file read.
-pub const FILE_MAX: u64 = 1 << 30;
 /// The most compressed debug sections inflate to, for one object and for
 /// all this process reads (a small file may claim gigabytes).
 pub const INFLATED_MAX: usize = 1 << 30;
@@ -59,14 +56,6 @@ struct Loaded {
     lines: Option<addr2line::Context<Reader>>,
 }
 
-/// Who the data that names objects comes from: a file is read for it
-/// only if its mode lets this user (or group) read it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Owner {
-    pub uid: u32,
-    pub gid: u32,
-}
-
 /// The objects read, by whose data named them and build-id (None: not to
 /// be had).
 type Cache = HashMap<(Owner, Vec<u8>), Option<Rc<Loaded>>>;
@@ -77,7 +66,7 @@ thread_local! {
     static INFLATED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Whose data the frames named now come from (None: nobody's yet,
     /// and no file is read).
-    static OWNER: std::cell::Cell<Option<Owner>> = const { std::cell::Cell::new(None) };
+    static OWNER: RefCell<Option<Owner>> = const { RefCell::new(None) };
 }
 
 /// Makes this process's text renderers name frames.
@@ -89,22 +78,6 @@ pub fn install() {
 /// `owner` wrote: a ring file's owner, a control server's user.
 pub fn read_for(owner: Owner) {
     OWNER.set(Some(owner));
-}
-
-/// Whether `owner` may read the file `meta` describes, by its mode as the
-/// kernel checks it (the owner's bits, else the group's, else the
-/// others'; root reads all). A supplementary group of the owner's is not
-/// known here: such a file is not read.
-fn readable_by(meta: &std::fs::Metadata, owner: Owner) -> bool {
-    let mode = meta.mode();
-    owner.uid == 0
-        || if meta.uid() == owner.uid {
-            mode & 0o400 != 0
-        } else if meta.gid() == owner.gid {
-            mode & 0o040 != 0
-        } else {
-            mode & 0o004 != 0
-        }
 }
 
 fn symbolize(object: &Object, address: u64, name: &mut dyn FnMut(&Named)) {
@@ -173,7 +146,7 @@ fn loaded(object: &Object) -> Option<Rc<Loaded>> {
     if object.build_id.is_empty() {
         return None;
     }
-    let key = (OWNER.get()?, object.build_id.to_vec());
+    let key = (OWNER.with_borrow(Clone::clone)?, object.build_id.to_vec());
     LOADED.with(|cache| {
         if let Some(known) = cache.borrow().get(&key) {
             return known.clone();
@@ -191,8 +164,9 @@ fn loaded(object: &Object) -> Option<Rc<Loaded>> {
 fn load(object: &Object) -> Option<Loaded> {
     use std::os::unix::ffi::OsStrExt;
     let path = Path::new(std::ffi::OsStr::from_bytes(object.path));
-    let main = read_file(path).filter(|data| same_build(data, object.build_id));
-    let debug = debug_file(object.build_id);
+    let owner = OWNER.with_borrow(Clone::clone)?;
+    let main = file::read_object(path, object.build_id, &owner);
+    let debug = debug_file(object.build_id, &owner);
     let main_file = main.as_deref().and_then(|d| object::File::parse(d).ok());
     let debug_file = debug.as_deref().and_then(|d| object::File::parse(d).ok());
     let mut symbols = Vec::new();
@@ -219,52 +193,12 @@ fn load(object: &Object) -> Option<Loaded> {
     Some(Loaded { symbols, lines })
 }
 
-/// The file at `path`, if it is a regular file of at most [`FILE_MAX`]
-/// bytes that the owner of the data that named it may read: looked at
-/// first through O_PATH (which opens nothing: a device or a FIFO never
-/// sees an open), then opened through that very file.
-fn read_file(path: &Path) -> Option<Vec<u8>> {
-    let owner = OWNER.get()?;
-    let seen = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH)
-        .open(path)
-        .ok()?;
-    let meta = seen.metadata().ok()?;
-    if !meta.file_type().is_file() || meta.len() > FILE_MAX || !readable_by(&meta, owner) {
-        return None;
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(format!("/proc/self/fd/{}", seen.as_raw_fd()))
-        .ok()?;
-    let again = file.metadata().ok()?;
-    if (again.dev(), again.ino()) != (meta.dev(), meta.ino()) || !again.file_type().is_file() {
-        return None;
-    }
-    let mut data = Vec::new();
-    file.take(FILE_MAX).read_to_end(&mut data).ok()?;
-    Some(data)
-}
-
-/// Whether the object file `data` has the build-id `id` (never for none).
-fn same_build(data: &[u8], id: &[u8]) -> bool {
-    if id.is_empty() {
-        return false;
-    }
-    object::File::parse(data)
-        .ok()
-        .and_then(|f| f.build_id().ok().flatten().map(|b| b == id))
-        .unwrap_or(false)
-}
-
 /// The debug file a debug package installs for build-id `id`, checked.
-fn debug_file(id: &[u8]) -> Option<Vec<u8>> {
+fn debug_file(id: &[u8], owner: &Owner) -> Option<Vec<u8>> {
     let (first, rest) = id.split_first()?;
     let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
     let path = format!("{BUILD_ID_DIR}/{:02x}/{}.debug", first, hex(rest));
-    read_file(Path::new(&path)).filter(|data| same_build(data, id))
+    file::read_object(Path::new(&path), id, owner)
 }
 
 /// The object's DWARF, its compressed sections (zlib) inflated within
@@ -313,81 +247,8 @@ fn section_data(section: &object::Section, budget: &mut usize) -> Option<Vec<u8>
 mod tests {
     use super::*;
 
-    /// This process's user and group: a file's it made.
-    fn me() -> Owner {
-        let probe = std::env::temp_dir().join(format!("vlog-me-{}", std::process::id()));
-        std::fs::write(&probe, b"").unwrap();
-        let made = std::fs::metadata(&probe).unwrap();
-        std::fs::remove_file(&probe).unwrap();
-        Owner {
-            uid: made.uid(),
-            gid: made.gid(),
-        }
-    }
-
     #[test]
-    fn only_a_regular_file_is_read() {
-        read_for(me());
-        let dir = std::env::temp_dir().join(format!("vlog-symbols-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let fifo = dir.join("fifo");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(made.success());
-        // A FIFO nobody writes: an open for reading would not block (it is
-        // made with O_NONBLOCK), but it is never opened at all.
-        assert_eq!(read_file(&fifo), None);
-        assert_eq!(read_file(Path::new("/dev/zero")), None);
-        assert_eq!(read_file(&dir), None);
-        let file = dir.join("file");
-        std::fs::write(&file, b"bytes").unwrap();
-        assert_eq!(read_file(&file).as_deref(), Some(&b"bytes"[..]));
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_file_is_read_only_for_whom_its_mode_lets_read_it() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("vlog-symbols-mode-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("file");
-        std::fs::write(&file, b"bytes").unwrap();
-        let me = me();
-        let other = Owner {
-            uid: me.uid.wrapping_add(12345),
-            gid: me.gid.wrapping_add(12345),
-        };
-        let same_group = Owner {
-            gid: me.gid,
-            ..other
-        };
-        let root = Owner { uid: 0, gid: 0 };
-        for (mode, for_me, for_group, for_other) in [
-            (0o600, true, false, false),
-            (0o640, true, true, false),
-            (0o644, true, true, true),
-            (0o004, false, false, true),
-        ] {
-            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
-            let meta = std::fs::metadata(&file).unwrap();
-            let seen = [me, same_group, other, root].map(|o| readable_by(&meta, o));
-            // (Root, running the test, reads its own files whatever their mode.)
-            let for_me = for_me || me.uid == 0;
-            assert_eq!(seen, [for_me, for_group, for_other, true], "mode {mode:o}");
-        }
-        // Only a reader who said whose data it reads reads a file at all.
-        std::thread::spawn(move || assert_eq!(read_file(&file), None))
-            .join()
-            .unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn an_object_without_a_build_id_names_nothing() {
-        let exe = std::fs::read("/proc/self/exe").unwrap();
-        assert!(!same_build(&exe, b""));
+    fn an_object_without_a_build_id_or_an_owner_names_nothing() {
         let object = Object {
             bias: 0,
             build_id: b"",
@@ -395,6 +256,18 @@ mod tests {
         };
         let mut named = 0;
         symbolize(&object, 0x1000, &mut |_| named += 1);
+        // A reader who has not said whose data it reads reads nothing.
+        let exe = std::fs::read("/proc/self/exe").unwrap();
+        let id = object::File::parse(&*exe)
+            .unwrap()
+            .build_id()
+            .unwrap()
+            .unwrap();
+        let with_id = Object {
+            build_id: id,
+            ..object
+        };
+        symbolize(&with_id, 0x1000, &mut |_| named += 1);
         assert_eq!(named, 0);
     }
 }

@@ -4,7 +4,9 @@
 //! queue of its own), cancellation (`cancel`), the global allocator
 //! (`alloc`), a reading thread's waits (`watch`; `bell`, a wake from a
 //! static), the logger's lock (`lock`),
-//! signals taken and sent on (`signal`), and the thread, clock and process calls below.
+//! signals taken and sent on (`signal`), file work with another user's
+//! rights for the readers (`creds`), and the thread, clock and process
+//! calls below.
 //!
 //! The bottom of the crate: it imports nothing of vlog's.
 
@@ -14,6 +16,7 @@ pub mod bell;
 pub mod cancel;
 pub mod clock;
 pub mod connection;
+pub mod creds;
 pub mod dir;
 pub mod fd;
 pub mod listen;

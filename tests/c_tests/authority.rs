@@ -646,6 +646,22 @@ fn vlog_ctl_escapes_and_bounds_what_a_server_sends() {
             fifo.display()
         )
     );
+    // A JSON record whose frames are named: what it kept of the server's
+    // line reaches the terminal escaped as any other line.
+    let mut reply = b"{\"ok\":true}\n{\"message\":\"A\x7f B\xc2\x9b C\x9b\",".to_vec();
+    reply.extend_from_slice(format!("\"fields\":{{\"VLOG_BACKTRACE\":\"{hex}\"}}}}\n").as_bytes());
+    let server = hostile_server(&sock, reply, false);
+    let out = vlog_ctl(&["--json", s, "dump"]);
+    server.join().unwrap();
+    assert_ok("vlog-ctl --json dump", &out);
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "{{\"message\":\"A\\x7f B\\xc2\\x9b C\\x9b\",\"fields\":{{\"VLOG_BACKTRACE\":\
+             \"#0 0x0000000000005000 ?? in {}+0x4000\"}}}}\n",
+            fifo.display()
+        )
+    );
 
     // A status line that never ends: vlog-ctl stops at its bound.
     let server = hostile_server(&sock, b"ok".to_vec(), true);

@@ -194,9 +194,82 @@ fn lent_to_nobody(exe: &Path, ring: &Path, encoded: &[u8], named: &str) {
     let dump = text(&vlog_dump(&[given.to_str().unwrap()]).stdout);
     let seen = unnamed(&dump);
 
-    let reply = dir.join("reply");
-    std::fs::write(&reply, encoded).unwrap();
-    let sock = dir.join("nobody.sock");
+    let served = served_as(&dir, Some(python), encoded);
+    // The same reply from a server of root's.
+    let from_root = served_as(&dir, None, encoded);
+    std::fs::set_permissions(exe, std::fs::Permissions::from_mode(mode)).unwrap();
+    assert!(
+        !seen.is_empty() && seen.iter().all(bare),
+        "vlog-dump of nobody's ring:\n{dump}"
+    );
+    let from_nobody = unnamed(&served);
+    assert!(
+        !from_nobody.is_empty() && from_nobody.iter().all(bare),
+        "vlog-ctl of nobody's server:\n{served}"
+    );
+    assert_eq!(unnamed(&from_root), for_root, "{from_root}");
+
+    // The library's frames said to be in a copy of it that nobody may not
+    // reach (its directory closed to others, the file open to all).
+    let library = "library call 12";
+    let closed = dir.join("closed");
+    std::fs::create_dir(&closed).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let copy = closed.join("lib.so");
+    let lib_frames = frame_lines(named, library);
+    let original = lib_frames
+        .iter()
+        .find_map(|l| {
+            l.split_whitespace()
+                .last()?
+                .split_once("+0x")
+                .map(|(o, _)| o)
+        })
+        .filter(|o| o.ends_with("backtrace_lib.so"))
+        .unwrap_or_else(|| panic!("{named}"));
+    std::fs::copy(original, &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let moved = moved_object(encoded, library, original, copy.to_str().unwrap());
+    let in_copy = |shown: &str| -> Vec<String> {
+        frame_lines(shown, library)
+            .iter()
+            .filter(|l| l.contains("/closed/lib.so+0x"))
+            .map(|l| l.to_string())
+            .collect()
+    };
+    let from_nobody = in_copy(&served_as(&dir, Some(python), &moved));
+    let from_root = in_copy(&served_as(&dir, None, &moved));
+    assert!(
+        !from_nobody.is_empty() && from_nobody.iter().all(bare),
+        "{from_nobody:?}"
+    );
+    // (Named, vlog.h's own frames are left out: fewer lines.)
+    assert!(
+        !from_root.is_empty() && !from_root.iter().any(bare),
+        "{from_root:?}"
+    );
+}
+
+/// What `vlog-ctl SOCKET dump` prints of `reply`, sent by a server run
+/// by nobody with `python`, or (None) by this process, root's.
+fn served_as(dir: &Path, python: Option<&Path>, reply: &[u8]) -> String {
+    let sock = dir.join("served.sock");
+    let _ = std::fs::remove_file(&sock);
+    let Some(python) = python else {
+        let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let reply = reply.to_vec();
+        let server = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let (mut c, _) = listener.accept().unwrap();
+            let _ = c.read(&mut [0u8; 4096]);
+            let _ = c.write_all(&reply);
+        });
+        let shown = ctl_ok(&[sock.to_str().unwrap(), "dump"]);
+        server.join().unwrap();
+        return shown;
+    };
+    let file = dir.join("reply");
+    std::fs::write(&file, reply).unwrap();
     let mut server = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(python)
@@ -212,35 +285,54 @@ fn lent_to_nobody(exe: &Path, ring: &Path, encoded: &[u8], named: &str) {
              c.close()\n",
         )
         .arg(&sock)
-        .arg(&reply)
+        .arg(&file)
         .spawn()
         .expect("run setpriv python3");
     wait_for(&sock, &mut server);
-    let served = ctl_ok(&[sock.to_str().unwrap(), "dump"]);
+    let shown = ctl_ok(&[sock.to_str().unwrap(), "dump"]);
     let _ = server.wait();
-    // The same reply from a server of root's.
-    let root_sock = dir.join("root.sock");
-    let listener = std::os::unix::net::UnixListener::bind(&root_sock).unwrap();
-    let reply_bytes = encoded.to_vec();
-    let root_server = std::thread::spawn(move || {
-        use std::io::{Read, Write};
-        let (mut c, _) = listener.accept().unwrap();
-        let _ = c.read(&mut [0u8; 4096]);
-        let _ = c.write_all(&reply_bytes);
-    });
-    let from_root = ctl_ok(&[root_sock.to_str().unwrap(), "dump"]);
-    root_server.join().unwrap();
-    std::fs::set_permissions(exe, std::fs::Permissions::from_mode(mode)).unwrap();
-    assert!(
-        !seen.is_empty() && seen.iter().all(bare),
-        "vlog-dump of nobody's ring:\n{dump}"
-    );
-    let from_nobody = unnamed(&served);
-    assert!(
-        !from_nobody.is_empty() && from_nobody.iter().all(bare),
-        "vlog-ctl of nobody's server:\n{served}"
-    );
-    assert_eq!(unnamed(&from_root), for_root, "{from_root}");
+    shown
+}
+
+/// A reply to `dump --encoded-frames`: the status line, the record that
+/// ends in `message` and its frames, the object at `from` said to be at
+/// `to` (the encoding: a count of frames and of objects, nine bytes a
+/// frame, then each object's bias, build-id and path, each after its
+/// length).
+fn moved_object(reply: &[u8], message: &str, from: &str, to: &str) -> Vec<u8> {
+    let reply = text(reply);
+    let mut lines = reply.lines();
+    let record = lines
+        .find(|l| l.ends_with(&format!(" : {message}")))
+        .unwrap_or_else(|| panic!("{reply}"));
+    let hex = lines
+        .next()
+        .and_then(|l| l.strip_prefix("  frames "))
+        .unwrap();
+    let bytes: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let (count, objects) = (bytes[0] as usize, bytes[1] as usize);
+    let mut out = bytes[..2 + 9 * count].to_vec();
+    let mut at = 2 + 9 * count;
+    for _ in 0..objects {
+        let id_len = bytes[at + 8] as usize;
+        let path_at = at + 9 + id_len;
+        let path_len = bytes[path_at] as usize;
+        let path = &bytes[path_at + 1..path_at + 1 + path_len];
+        out.extend_from_slice(&bytes[at..path_at]);
+        let path = if path == from.as_bytes() {
+            to.as_bytes()
+        } else {
+            path
+        };
+        out.push(path.len() as u8);
+        out.extend_from_slice(path);
+        at = path_at + 1 + path_len;
+    }
+    assert_eq!(at, bytes.len(), "{hex}");
+    let hex: String = out.iter().map(|b| format!("{b:02x}")).collect();
+    format!("ok\n{record}\n  frames {hex}\n").into_bytes()
 }
 
 fn wait_for(path: &Path, child: &mut std::process::Child) {
