@@ -59,10 +59,19 @@ static void prepare_raises(void)
 static void *bomber(void *arg)
 {
     pthread_t target = *(pthread_t *)arg;
+    unsigned seed = 1;
 
     while (!done) {
+        int before = handled;
+
         pthread_kill(target, SIGUSR1);
-        for (volatile int spin = 0; spin < 3000; spin++)
+        /* The handler's turn, then a moment of the main thread's, its
+         * length (where the next signal lands) random: a storm that left
+         * it no time would take its rounds past the alarm on a busy
+         * machine. */
+        for (long spin = 0; handled == before && !done && spin < 10000000; spin++)
+            ;
+        for (volatile unsigned spin = rand_r(&seed) % 20000; spin > 0; spin--)
             ;
     }
     return NULL;
