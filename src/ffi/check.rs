@@ -16,7 +16,8 @@ use crate::site::vlog__site;
 /// for good (no thread records after this: their calls wait for the end),
 /// records the message of `len` bytes at `msg` (cut from `full_len`) that
 /// call site `site` formatted, as an error of the site's source whatever
-/// the filters say, has the outputs write it (2 s at most), then calls
+/// the filters say, with the backtrace of the call (VLOG_BACKTRACE, as
+/// VLOG_BACKTRACE's), has the outputs write it (2 s at most), then calls
 /// abort(3): the crash handler, if installed, writes the lines the files
 /// and stderr had not written and a dump that ends with this record, and
 /// the process ends by SIGABRT. Never returns. From a signal handler that
@@ -49,6 +50,12 @@ fn record(site: *const vlog__site, msg: *const c_char, len: usize, full_len: usi
         // SAFETY: `len` readable bytes, per the contract.
         unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) }
     };
+    // Taken before the lock, as every backtrace is (the loader's lock);
+    // none from a handler nested in vlog, whose record is dropped.
+    let taken = super::backtrace::backtrace(
+        !crate::logger::inside(),
+        vlog__check_failed as *const () as usize,
+    );
     fatal::last(&Call {
         source: origin.source,
         site: origin.site,
@@ -64,6 +71,6 @@ fn record(site: *const vlog__site, msg: *const c_char, len: usize, full_len: usi
             dump: None,
         },
         fatal: true,
-        frames: None,
+        frames: taken.as_ref().map(|t| t.bytes()),
     });
 }

@@ -189,16 +189,23 @@ fn a_failed_check_is_the_dumps_last_record_and_the_process_aborts() {
             "{mode_at}: {:?}",
             &log[log.len().saturating_sub(2000)..]
         );
-        // Its last line: no thread recorded after the check.
+        // Its last line, then its backtrace's: no thread recorded after
+        // the check.
+        let mut tail = log.lines().rev().take_while(|l| !l.contains(message));
+        let frames = tail.by_ref().filter(|l| l.starts_with("  #")).count();
         assert!(
-            log.lines().last().is_some_and(|l| l.contains(message)),
+            frames >= 2 && tail.next().is_none(),
             "{mode_at}: the file ends\n{}",
             &log[log.len().saturating_sub(2000)..]
         );
         let json = std::fs::read_to_string(dir.join("out.json")).unwrap();
+        let line = json
+            .lines()
+            .find(|l| l.contains(&format!("\"message\":\"{message}\"")))
+            .unwrap_or_else(|| panic!("{mode_at}: {json}"));
         assert!(
-            json.contains(&format!("\"message\":\"{message}\"")),
-            "{mode_at}: {json}"
+            line.contains("\"VLOG_BACKTRACE\":\"#0 0x") && line.contains("/checks"),
+            "{mode_at}: {line}"
         );
     }
 }
@@ -249,7 +256,8 @@ fn a_failed_check_never_waits_for_a_stuck_output() {
             && lines
                 .iter()
                 .rev()
-                .nth(1)
+                .skip(1)
+                .find(|l| !l.starts_with("  #"))
                 .is_some_and(|l| l.contains(" : check failed: monitor >= 0")),
         "the crash dump:\n{dump}"
     );
