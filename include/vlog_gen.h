@@ -1159,7 +1159,8 @@ int vlog__write_site_backtrace(const struct vlog__site *site,
  * for good (no thread records after this: their calls wait for the end),
  * records the message of `len` bytes at `msg` (cut from `full_len`) that
  * call site `site` formatted, as an error of the site's source whatever
- * the filters say, has the outputs write it (2 s at most), then calls
+ * the filters say, with the backtrace of the call (VLOG_BACKTRACE, as
+ * VLOG_BACKTRACE's), has the outputs write it (2 s at most), then calls
  * abort(3): the crash handler, if installed, writes the lines the files
  * and stderr had not written and a dump that ends with this record, and
  * the process ends by SIGABRT. Never returns. From a signal handler that
