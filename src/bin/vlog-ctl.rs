@@ -480,8 +480,9 @@ fn main() -> ExitCode {
     let streamed = command == "dump" || command == "follow";
     // A dump's or a follow's backtraces come encoded, to be named here
     // (the program names none); a program whose library predates the
-    // option refuses it, and is asked again without.
-    let encoded = format!("{line} {ENCODED_FRAMES}");
+    // option refuses it, and is asked again without. Right after the
+    // command: never the value of an option the user left without one.
+    let encoded = line.replacen(&command, &format!("{command} {ENCODED_FRAMES}"), 1);
     let mut asked = ask(
         &socket,
         options.pid,

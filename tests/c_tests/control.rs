@@ -348,6 +348,15 @@ fn vlog_ctl_changes_a_running_daemons_filters_and_takes_its_ring() {
     let short = ok_stdout(&[s, "dump", "-p", "debug", "-s", "qemu"]);
     assert!(short.contains(": debug : qemu.monitor : say:"), "{short}");
     assert!(!short.contains(" : vlog : "), "{short}");
+    // An option left without its value is the program's error, never
+    // given the option vlog-ctl adds (its encoded frames) as one.
+    let out = vlog_ctl(&[s, "dump", "--grep"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--grep needs a value"),
+        "{}",
+        text(&out.stderr)
+    );
     // The change is in the ring, naming who made it.
     let changes = ok_stdout(&[s, "dump", "--source", "vlog"]);
     assert!(
