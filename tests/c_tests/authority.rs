@@ -663,6 +663,34 @@ fn vlog_ctl_escapes_and_bounds_what_a_server_sends() {
         )
     );
 
+    // A program whose library predates --encoded-frames refuses it: asked
+    // again without, its dump is shown; the request it refused had the
+    // option right after the command.
+    let _ = std::fs::remove_file(&sock);
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let old = std::thread::spawn(move || {
+        let mut requests = Vec::new();
+        for reply in [
+            &b"error: unknown option '--encoded-frames'\n"[..],
+            b"ok\nthe old library's record\n",
+        ] {
+            let (mut c, _) = listener.accept().unwrap();
+            let mut request = [0u8; 4096];
+            let n = c.read(&mut request).unwrap_or(0);
+            requests.push(String::from_utf8_lossy(&request[..n]).into_owned());
+            let _ = c.write_all(reply);
+        }
+        requests
+    });
+    let out = vlog_ctl(&[s, "dump", "--source", "x"]);
+    let requests = old.join().unwrap();
+    assert_ok("vlog-ctl dump of an old library", &out);
+    assert_eq!(text(&out.stdout), "the old library's record\n");
+    assert_eq!(
+        requests,
+        ["dump --encoded-frames --source x\n", "dump --source x\n"]
+    );
+
     // A status line that never ends: vlog-ctl stops at its bound.
     let server = hostile_server(&sock, b"ok".to_vec(), true);
     let out = vlog_ctl(&[s, "stats"]);
