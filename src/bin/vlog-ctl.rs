@@ -346,7 +346,6 @@ const ENCODED_FRAMES: &str = "--encoded-frames";
 
 /// A request sent, and the status line of its reply.
 struct Asked {
-    stream: UnixStream,
     reader: BufReader<UnixStream>,
     status: Vec<u8>,
     /// When a reply that is not a stream must have come.
@@ -411,10 +410,7 @@ fn ask(socket: &std::path::Path, pid: Option<u32>, line: &str) -> Result<Asked, 
     // long as the ring takes to send (10 s without a byte ends a dump), and
     // any other reply has what is left of the 10 s.
     let deadline = std::time::Instant::now() + REPLY_TIMEOUT;
-    let mut reader = match stream.try_clone() {
-        Ok(s) => BufReader::new(s),
-        Err(e) => return Err(fail(UNREACHABLE, &format!("{}: {e}", socket.display()))),
-    };
+    let mut reader = BufReader::new(stream);
     let status = match read_line(&mut reader, STATUS_MAX, Some(deadline)) {
         Ok(Some(status)) => status,
         Ok(None) => {
@@ -435,7 +431,6 @@ fn ask(socket: &std::path::Path, pid: Option<u32>, line: &str) -> Result<Asked, 
         Err(Some(e)) => return Err(fail(UNREACHABLE, &format!("no reply: {}", cut_short(&e)))),
     };
     Ok(Asked {
-        stream,
         reader,
         status,
         deadline,
@@ -495,7 +490,6 @@ fn main() -> ExitCode {
         name_frames_for(a.owner.clone());
     }
     let Asked {
-        stream,
         mut reader,
         status,
         deadline,
@@ -516,7 +510,7 @@ fn main() -> ExitCode {
     }
     let mut stdout = io::stdout().lock();
     let deadline = if streamed {
-        if let Err(e) = stream.set_read_timeout(timeout(&command)) {
+        if let Err(e) = reader.get_ref().set_read_timeout(timeout(&command)) {
             return fail(UNREACHABLE, &format!("{}: {e}", socket.display()));
         }
         None
