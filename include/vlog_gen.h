@@ -529,6 +529,30 @@ int vlog_set_level(int level);
 int vlog_set_filters(const char *filters);
 
 /**
+ * Has `watcher(lowest, arg)` called now and after every change of the
+ * levels (vlog_init, vlog_set_level, vlog_set_filters, vlog_set_outputs,
+ * vlog_shutdown, the control socket, the configuration file read again),
+ * for a cache of vlog's levels kept outside it that decides whether a call
+ * reaches vlog at all: the Rust bridge keeps `log`'s max level and
+ * `tracing`'s interest with it (vlog(7), RUST). `lowest` is the lowest
+ * priority any source's records are kept at, the default level's or a
+ * source filter's (1, debug, to 4, error; 5: none; 0: unknown, vlog is
+ * not running: ask it each time). A watcher is called on the
+ * thread that made the change, after vlog let go of its lock and left (it
+ * may call vlog), never two calls at once: a change made while another
+ * thread calls the watchers is told by that thread, which goes round again
+ * with the newest value (so the first call may come from there, just after
+ * this one returns). Watchers stay for the process's life, at most 16.
+ * Returns 0, or -1 with `vlog_last_error()` set (all 16 taken, or called
+ * from inside vlog on this thread, as from a signal handler).
+ * NULL: `watcher` NULL is an error (-1), `arg` is passed as it is;
+ * ownership: `arg` stays the caller's, never read by vlog, and `watcher`
+ * must stay loaded; errors: -1 and vlog_last_error(); async-signal-safe:
+ * no.
+ */
+int vlog_watch_levels(void (*watcher)(int lowest, void *arg), void *arg);
+
+/**
  * Sets what an error brings with it, in `VLOG_CONTEXT` syntax:
  * `N[/SECONDS] [all-threads] [off:MATCH] [off:file=NAME[:LINE]]
  * [off:func=NAME]`. An output that prints an error first prints up to N

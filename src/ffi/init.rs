@@ -109,6 +109,8 @@ pub extern "C-unwind" fn vlog_shutdown() {
             logger::ticker::drain(logger::ticker::Drain::Asked);
             let _ = logger::apply::flush();
             logger::enter(|s| s.shutdown());
+            // The levels are unknown until vlog starts again.
+            logger::watchers::tell();
         })
     })
 }

@@ -45,7 +45,7 @@ fn configure_with<R>(
         entered.leave_and_write(printer::caller::write_pending);
     }
     // (Not refused if the first was not: this thread is not inside vlog.)
-    enter(|s| {
+    let result = enter(|s| {
         let result = f(s);
         if writes {
             s.configuring(false);
@@ -53,5 +53,7 @@ fn configure_with<R>(
         s.after_configuration();
         result
     })
-    .unwrap_or_else(nested)
+    .unwrap_or_else(nested);
+    super::watchers::tell();
+    result
 }

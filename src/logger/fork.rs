@@ -95,6 +95,7 @@ extern "C-unwind" fn child() {
         sys::forget_ids_after_fork();
         super::ticker::exit::after_fork();
         super::printer::after_fork();
+        super::watchers::after_fork_child();
         sys::alloc::after_fork();
         crash::after_fork();
         // The control socket is the parent's; the child opens its own if

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use super::{safe_mode, State, SILENT};
 use crate::config::filter::Wanted;
 use crate::config::limit::RateLimit;
-use crate::config::matcher::SiteKey;
+use crate::config::matcher::{Match, SiteKey};
 use crate::error::ConfigError;
 use crate::site::{self, vlog__site, LiveSite, Section, SITE_BACKTRACE};
 use crate::source::{vlog_source, Live, OFF, UNKNOWN};
@@ -69,12 +69,24 @@ impl State {
     /// output prints (the header reads it to tell whether a message can be
     /// deferred).
     pub(super) fn refresh_sources(&self) {
+        super::watchers::set_lowest(self.lowest_kept());
         for source in self.sources.iter() {
             source.set_level(self.resolve(source.name_bytes()));
         }
         for site in self.catalog.iter() {
             site.level.store(self.resolve_site(site), Ordering::Relaxed);
         }
+    }
+
+    /// The lowest priority a record from a source of any name is kept at:
+    /// the default level's or a source filter's (what `watchers` tell).
+    fn lowest_kept(&self) -> i32 {
+        self.filters
+            .0
+            .iter()
+            .filter(|f| matches!(f.target, Match::Source(_)) && f.wanted != Wanted::Backtrace)
+            .map(|f| self.level_for(Some(f.wanted)))
+            .fold(self.level_for(None), i32::min)
     }
 
     /// The lowest priority any output prints, as a source's level (OFF for
@@ -177,8 +189,10 @@ impl State {
     }
 
     /// At shutdown: the loaded objects' sites stay known (their objects
-    /// hand them over once), asking again on their next call; no limit.
+    /// hand them over once), asking again on their next call; no limit;
+    /// the lowest level kept unknown.
     pub(super) fn forget_site_levels(&mut self) {
+        super::watchers::set_lowest(crate::source::UNKNOWN);
         for site in self.catalog.iter() {
             site.level.store(UNKNOWN, Ordering::Relaxed);
             mark_backtrace(site, false);

@@ -36,6 +36,7 @@ pub mod pending;
 pub mod printer;
 pub mod thread_fields;
 pub mod ticker;
+pub mod watchers;
 mod writer;
 
 use std::cell::Cell;
@@ -80,8 +81,7 @@ pub struct State {
     /// `VLOG_WRITER=caller`, or the writer thread could not start: the
     /// thread that logs a line writes it.
     writer_off: bool,
-    /// `VLOG_WRITER=caller` set: vlog starts no thread at all (see
-    /// `writer::State::set_writer`).
+    /// `VLOG_WRITER=caller` set: vlog starts no thread (`writer::State::set_writer`).
     no_threads: bool,
     /// A caller had the outputs write everything to make room, and may now
     /// overwrite what is still unwritten (see `emit`).

@@ -149,6 +149,11 @@ fn cached_levels_follow_configuration() {
 }
 
 #[test]
+fn level_watchers_are_told_each_change_outside_the_lock() {
+    check("watch_levels");
+}
+
+#[test]
 fn dump_to_any_fd() {
     check("dump_fd");
 }
