@@ -20,7 +20,7 @@ SHARED_LIB = target/release/libvlog.so.0
 PRELOAD_LIB = target/release/libvlog-syslog.so
 
 lib:
-	$(CARGO) build --release
+	$(CARGO) build --release -p vlog
 	CC="$(CC)" link/libvlog.sh $(STATIC_LIB) $(SHARED_LIB)
 	ln -sf libvlog.so.0 target/release/libvlog.so
 	CC="$(CC)" preload/build.sh $(STATIC_LIB) $(PRELOAD_LIB)
@@ -91,6 +91,13 @@ bench-c/sanity: lib bench-c/sanity.c include/vlog.h include/vlog_gen.h
 .PHONY: bench-sanity
 bench-sanity: bench-c/sanity
 	bench-c/callgrind.sh bench-c/sanity
+
+# A disabled log::debug! and tracing::debug! in a Rust program with vlog
+# built in (bench-rust/, vlog-bridge), beside no logger; see BENCHMARKS.md.
+.PHONY: bench-rust
+bench-rust:
+	$(CARGO) build --release --quiet --manifest-path bench-rust/Cargo.toml --target-dir target/bench-rust
+	bench-c/rust.sh target/bench-rust/release/bench-rust
 
 # glibc's syslog(3) against libvlog-syslog.so's, in one run (needs root: a
 # mount namespace gives the run a /dev/log of its own); see BENCHMARKS.md.

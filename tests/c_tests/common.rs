@@ -135,7 +135,13 @@ pub(crate) fn build_as(
     include: &Path,
     extra: &[&str],
 ) -> PathBuf {
-    build_full(name, link, variant, include, &cc(), extra)
+    build_full(name, link, variant, include, &cc(), extra, &[])
+}
+
+/// `build`, linked with static libraries `libs` too (after the program's
+/// source, before vlog's: a Rust static library that calls vlog).
+pub(crate) fn build_linking(name: &str, link: Link, libs: &[&Path]) -> PathBuf {
+    build_full(name, link, "", &root().join("include"), &cc(), &[], libs)
 }
 
 /// `build` with another compiler (a C++ one, with `-x c++`) and more
@@ -154,6 +160,7 @@ pub(crate) fn build_with(
         &root().join("include"),
         compiler,
         extra,
+        &[],
     )
 }
 
@@ -164,6 +171,7 @@ fn build_full(
     include: &Path,
     compiler: &str,
     extra: &[&str],
+    libs: &[&Path],
 ) -> PathBuf {
     let work = work();
     let suffix = if link == Link::Static { "" } else { "-shared" };
@@ -196,7 +204,7 @@ fn build_full(
         .arg("-o")
         .arg(&built);
     // The library is a library whatever `-x` said of the source.
-    cmd.args(["-x", "none"]);
+    cmd.args(["-x", "none"]).args(libs);
     match link {
         Link::Static => {
             cmd.arg(work.join("lib/libvlog.a"));

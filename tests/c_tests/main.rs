@@ -48,6 +48,7 @@ mod preload;
 mod real_daemons;
 mod relay;
 mod ring_file;
+mod rust;
 mod sites;
 mod symbols;
 mod threads;

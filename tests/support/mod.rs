@@ -82,3 +82,8 @@ pub fn run_vlog_dump(args: &[&str]) -> Output {
         .output()
         .unwrap()
 }
+
+#[path = "journald.rs"]
+mod journald;
+#[allow(unused_imports)]
+pub use journald::{journal_entries, Journald};
