@@ -8,7 +8,7 @@
 #
 # FIGURES=LIST runs only the sections named (space-separated, as printed in
 # the headings: bench printed context lock threads fields sites ring_size
-# sanity dump relay fluent control syslog resolve printf soak). A section
+# sanity rust dump relay fluent control syslog resolve printf soak). A section
 # whose requirements are missing (root for syslog and resolve; strace; the
 # peers) says so and the run goes on. The sections that compare with an
 # earlier commit (context's error walk, threads' BESIDE) build that commit
@@ -118,6 +118,7 @@ simple sites "Call sites: a rule that names them, a limit that leaves calls out"
     bench-c/sites.sh 7 100000
 simple ring_size "How many records a ring holds" bench-c/ring_size.sh 64K 1M 8M 16M
 simple sanity "Sanity figures" make -s bench-sanity
+simple rust "Rust's log and tracing: a disabled call" make -s bench-rust
 simple dump "Dumping a full ring" make -s bench-dump
 simple relay "The relay: a child's lines" make -s bench-relay
 simple fluent "The fluent output" make -s bench-fluent
