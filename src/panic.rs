@@ -53,6 +53,16 @@ fn caught<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
         .unwrap_or_else(|_| run())
 }
 
+/// Runs the program's code `f` (a levels' watcher) from inside vlog's
+/// catch: a panic there is the program's, for its hook (it does not
+/// unwind into vlog: `f` is a C function).
+pub fn foreign<R>(f: impl FnOnce() -> R) -> R {
+    let outer = CATCHING.try_with(|mark| mark.replace(0)).unwrap_or(0);
+    let result = f();
+    let _ = CATCHING.try_with(|mark| mark.set(outer));
+    result
+}
+
 /// Runs `f`; a panic comes back as `Err` with its message.
 pub fn catch<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     caught(f).map_err(|_| take_message())

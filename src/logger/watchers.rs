@@ -9,10 +9,12 @@
 //! any name is kept at: the default level's and every source filter's
 //! (the levels of sources the bridge has not named yet are among them). It
 //! is stored under the logger's lock whenever the levels are written
-//! (`State::refresh_sources`), and the watchers are called after a
-//! configuration call let go of the lock and left vlog: a watcher calls
-//! back into vlog (to learn a source's level), which from inside would be
-//! a nested call, dropped.
+//! (`State::refresh_sources`), and the watchers are told each time, the
+//! value changed or not (`1:foo` replaced by `1:bar` leaves it at debug,
+//! and a cache of each source's decision must be asked again). They are
+//! called after a configuration call let go of the lock and left vlog: a
+//! watcher calls back into vlog (to learn a source's level), which from
+//! inside would be a nested call, dropped.
 //!
 //! Calls never wait for one another: a change made while another thread
 //! is telling the watchers is told by that thread, which goes round again
@@ -54,9 +56,8 @@ static TELLING: AtomicBool = AtomicBool::new(false);
 
 /// Stores the lowest priority kept (under the logger's lock).
 pub(super) fn set_lowest(lowest: i32) {
-    if LOWEST.swap(lowest, Ordering::AcqRel) != lowest {
-        PENDING.store(true, Ordering::Release);
-    }
+    LOWEST.store(lowest, Ordering::Release);
+    PENDING.store(true, Ordering::Release);
 }
 
 /// Adds a watcher; false when all the slots are taken. Two threads adding
@@ -76,8 +77,14 @@ pub fn add(watcher: Watcher, arg: *mut c_void) -> bool {
 }
 
 /// Tells the watchers of a change, if one is pending, on this thread,
-/// which must hold no lock of vlog's and not be inside it.
+/// which holds no lock of vlog's. Not from inside vlog (a signal handler
+/// whose configuration call was refused as nested): a watcher's calls of
+/// vlog would be dropped there, and it may take locks the interrupted code
+/// holds; the change stays pending for the next configuration call.
 pub fn tell() {
+    if super::inside() {
+        return;
+    }
     while PENDING.load(Ordering::Acquire) {
         if TELLING.swap(true, Ordering::Acquire) {
             // The thread telling goes round again once it is done.
@@ -88,14 +95,18 @@ pub fn tell() {
             // A slot claimed and not yet filled is empty: its adder tells it.
             let taken = TAKEN.load(Ordering::Acquire).min(MAX_WATCHERS);
             for entry in SLOTS[..taken].iter().filter_map(StaticRef::get) {
-                (entry.watcher)(lowest, entry.arg as *mut c_void);
+                // The program's code, whose panics are its own.
+                crate::panic::foreign(|| (entry.watcher)(lowest, entry.arg as *mut c_void));
             }
         }
         TELLING.store(false, Ordering::Release);
     }
 }
 
-/// In a forked child: the parent's thread that was telling is not there.
+/// In a forked child: the parent's thread that was telling is not there,
+/// and what it had not told yet is the child's next configuration call's.
 pub(super) fn after_fork_child() {
-    TELLING.store(false, Ordering::Relaxed);
+    if TELLING.swap(false, Ordering::Relaxed) {
+        PENDING.store(true, Ordering::Relaxed);
+    }
 }
