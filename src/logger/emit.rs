@@ -378,11 +378,12 @@ impl State {
     /// A failed check's record (`fatal`), under a lock its caller keeps:
     /// over lines the outputs have not written rather than waiting for
     /// them. Where the outputs are to write to; None when not made.
-    pub(super) fn record_fatal(&mut self, call: &Call) -> Option<u64> {
+    pub(super) fn record_fatal(&mut self, call: &Call) -> Result<u64, Option<Blocked>> {
         self.evict_ok = true;
         match self.record(call) {
-            Next::Done(Outcome::Dropped) | Next::Blocked(_) | Next::MakeRoom => None,
-            _ => Some(self.ring.as_ref().map_or(0, Ring::marked_end)),
+            Next::Blocked(at) => Err(Some(at)),
+            Next::Done(Outcome::Dropped) | Next::MakeRoom => Err(None),
+            _ => Ok(self.ring.as_ref().map_or(0, Ring::marked_end)),
         }
     }
 

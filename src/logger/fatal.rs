@@ -29,7 +29,20 @@ pub fn last(call: &super::emit::Call) {
         stats::add(&stats::NESTED_DROPPED, 1);
         return;
     };
-    let upto = entered.state().record_fatal(call);
+    let state = entered.state();
+    let upto = match state.record_fatal(call) {
+        // The room is held by a record in flight (another thread reserved
+        // it, and copies it without the lock, which this call keeps):
+        // waited for, or, its thread stopped, gone past as a caller's call
+        // goes past it (`emit::finish`).
+        Err(Some(at)) => {
+            state.ring_stalled = !super::flight::wait_for(at);
+            let again = state.record_fatal(call);
+            state.ring_stalled = false;
+            again.ok()
+        }
+        done => done.ok(),
+    };
     let writer_thread = !entered.state().writer_off;
     // Published for the lock-free readers (a crash dump), never unlocked,
     // and this thread marked inside for good: a call it makes from here
