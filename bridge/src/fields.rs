@@ -32,15 +32,17 @@ pub struct Parts {
 }
 
 /// Writes into the buffer what fits of `room` bytes (cut at a character's
-/// boundary), counting the whole.
+/// boundary), counting the whole; for a C string, a NUL written as U+FFFD
+/// (it would end the string there).
 struct Bounded<'a> {
     buf: &'a mut Vec<u8>,
     room: usize,
     total: usize,
+    c_string: bool,
 }
 
-impl Write for Bounded<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
+impl Bounded<'_> {
+    fn take(&mut self, s: &str) {
         self.total += s.len();
         let mut take = s.len().min(self.room);
         while !s.is_char_boundary(take) {
@@ -48,19 +50,54 @@ impl Write for Bounded<'_> {
         }
         self.buf.extend_from_slice(&s.as_bytes()[..take]);
         self.room -= take;
+    }
+}
+
+impl Write for Bounded<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if !self.c_string {
+            self.take(s);
+            return Ok(());
+        }
+        let mut pieces = s.split('\0');
+        if let Some(first) = pieces.next() {
+            self.take(first);
+        }
+        for piece in pieces {
+            self.take("\u{FFFD}");
+            self.take(piece);
+        }
         Ok(())
     }
 }
 
+/// A value cut by the bridge ends as vlog's own cut ones do.
+fn marker(total: usize) -> String {
+    format!(" [truncated: {total} bytes]")
+}
+
+/// Room for the marker of any length.
+const MARKER_MAX: usize = 40;
+
+/// A thread's buffer larger than this after a record is let go of, not
+/// kept (one huge value must not hold memory for the thread's life).
+const KEEP_MAX: usize = 256 * 1024;
+
 impl Parts {
     /// Appends `what` written out, at most `max` bytes of it, and a NUL;
     /// returns its offset, kept length and whole length.
-    fn put(&mut self, max: usize, what: impl FnOnce(&mut dyn Write)) -> (usize, usize, usize) {
+    fn put(
+        &mut self,
+        max: usize,
+        c_string: bool,
+        what: impl FnOnce(&mut dyn Write),
+    ) -> (usize, usize, usize) {
         let at = self.buf.len();
         let mut w = Bounded {
             buf: &mut self.buf,
             room: max,
             total: 0,
+            c_string,
         };
         what(&mut w);
         let total = w.total;
@@ -70,21 +107,27 @@ impl Parts {
     }
 
     fn put_str(&mut self, s: &str) -> usize {
-        self.put(usize::MAX, |w| {
+        self.put(usize::MAX, true, |w| {
             let _ = w.write_str(s);
         })
         .0
     }
 
-    /// The message, written out.
+    /// The message, written out (its length is passed: any byte goes).
     pub fn message(&mut self, what: impl FnOnce(&mut dyn Write)) {
-        self.message = Some(self.put(MESSAGE_MAX, what));
+        self.message = Some(self.put(MESSAGE_MAX, false, what));
     }
 
-    /// A field whose value is text.
+    /// A field whose value is text: at most vlog's room for fields, a
+    /// longer one cut with vlog's marker and its whole length.
     pub fn text(&mut self, name: &str, what: impl FnOnce(&mut dyn Write)) {
         let key = self.put_str(name);
-        let value = self.put(VALUE_MAX, what).0;
+        let (value, len, total) = self.put(VALUE_MAX - MARKER_MAX, true, what);
+        if total > len {
+            self.buf.pop();
+            self.buf.extend_from_slice(marker(total).as_bytes());
+            self.buf.push(0);
+        }
         self.fields.push((key, Value::Text(value)));
     }
 
@@ -148,6 +191,9 @@ pub fn with_parts<R>(f: impl FnOnce(&mut Parts) -> R) -> R {
         .flatten()
         .unwrap_or_default();
     let result = f(&mut parts);
+    if parts.buf.capacity() > KEEP_MAX {
+        parts = Box::default();
+    }
     parts.clear();
     // A thread being torn down keeps no buffer.
     let _ = SPARE.try_with(|spare| spare.set(Some(parts)));
@@ -171,6 +217,29 @@ mod tests {
             assert!(msg.len() <= MESSAGE_MAX && std::str::from_utf8(msg).is_ok());
             assert_eq!(fields.len(), 1);
             assert_eq!((fields[0].is_num, fields[0].num), (1, 5));
+        });
+    }
+
+    #[test]
+    fn a_long_value_is_cut_with_its_length_and_a_nul_is_no_end() {
+        with_parts(|p| {
+            let long = "v".repeat(100_000);
+            p.text("BIG", |w| {
+                let _ = w.write_str(&long);
+            });
+            p.text("NUL", |w| {
+                let _ = w.write_str("before\0after");
+            });
+            let (_, _, fields, _) = p.finish();
+            // SAFETY: NUL-terminated strings in the buffer.
+            let value = |i: usize| unsafe { std::ffi::CStr::from_ptr(fields[i].str) };
+            let big = value(0).to_str().unwrap();
+            assert!(
+                big.len() <= VALUE_MAX && big.ends_with(" [truncated: 100000 bytes]"),
+                "{}",
+                big.len()
+            );
+            assert_eq!(value(1).to_str().unwrap(), "before\u{FFFD}after");
         });
     }
 

@@ -15,13 +15,13 @@ static LOWEST: AtomicI32 = AtomicI32::new(sys::UNKNOWN);
 
 /// The lowest priority vlog keeps (`sys::UNKNOWN`: not known).
 pub fn lowest() -> c_int {
-    LOWEST.load(Ordering::Acquire)
+    LOWEST.load(Ordering::SeqCst)
 }
 
 extern "C" fn told(lowest: c_int, _arg: *mut c_void) {
     // A panic must not cross into vlog (a C frame).
     let _ = std::panic::catch_unwind(|| {
-        LOWEST.store(lowest, Ordering::Release);
+        LOWEST.store(lowest, Ordering::SeqCst);
         #[cfg(feature = "log")]
         crate::log::levels_changed(lowest);
         #[cfg(feature = "tracing")]

@@ -78,11 +78,11 @@
 //!
 //! # Signals, threads, allocation
 //!
-//! Recording takes vlog's lock as a C call does. The bridge keeps a map of
-//! the targets it has named (a read lock on each recorded call) and a
-//! buffer per thread for the text and fields it hands vlog, which grows
-//! once. Neither `log` nor `tracing` may be called from a signal handler:
-//! their own dispatch is not async-signal-safe.
+//! Recording takes vlog's lock as a C call does. The bridge keeps a table
+//! of the targets it has named (no lock: a fork at any moment leaves the
+//! child able to log) and a buffer per thread for the text and fields it
+//! hands vlog, which grows once. Neither `log` nor `tracing` may be called
+//! from a signal handler: their own dispatch is not async-signal-safe.
 
 #![deny(missing_docs)]
 // Without `log` and `tracing` the crate is only its plumbing.

@@ -40,9 +40,18 @@ pub fn init() -> Result<(), Error> {
     levels::watch()?;
     log::set_logger(&LOGGER)
         .map_err(|_| Error("another logger is already installed for `log`".to_owned()))?;
-    INSTALLED.store(true, Ordering::Release);
-    levels_changed(levels::lowest());
-    Ok(())
+    // Against a change told meanwhile (its watcher sets the max level once
+    // it sees INSTALLED, this sets it once it reads the newest value): both
+    // SeqCst, so one of the two sees the other's; and set again until what
+    // was read is what is in force.
+    INSTALLED.store(true, Ordering::SeqCst);
+    loop {
+        let lowest = levels::lowest();
+        log::set_max_level(level_filter(lowest));
+        if levels::lowest() == lowest {
+            return Ok(());
+        }
+    }
 }
 
 /// `log`'s filter for vlog's lowest priority kept (`trace` is debug).
@@ -68,7 +77,7 @@ pub fn priority(level: Level) -> c_int {
 
 /// vlog's levels changed.
 pub(crate) fn levels_changed(lowest: c_int) {
-    if INSTALLED.load(Ordering::Acquire) {
+    if INSTALLED.load(Ordering::SeqCst) {
         log::set_max_level(level_filter(lowest));
     }
 }

@@ -3,17 +3,17 @@
 //! the process's life (vlog updates its level; a source cannot be taken
 //! back while another thread may be reading it).
 
-use std::collections::HashMap;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{OnceLock, RwLock};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use crate::sys::{self, VlogSource};
 
 /// How many targets get a source of their own. Targets are module paths
 /// and names written in the code, a few hundred in a large program; past
-/// this (a target made from input), records take the source `rust` and
-/// the field `TARGET`, so nothing grows without bound.
+/// this (a target made from input), and for a target longer than a source
+/// name, records take the source `rust` and the field `TARGET`, so nothing
+/// grows without bound.
 pub const MAX_TARGETS: usize = 4096;
 
 /// vlog's longest source name in a record.
@@ -47,8 +47,8 @@ pub fn source_name(target: &str) -> String {
 #[derive(Clone, Copy)]
 pub struct Named {
     pub source: &'static VlogSource,
-    /// The target has no source of its own (past MAX_TARGETS): its record
-    /// says it in the field TARGET.
+    /// The target has no source of its own (past MAX_TARGETS, or longer
+    /// than a name): its record says it in the field TARGET.
     pub shared: bool,
 }
 
@@ -61,81 +61,104 @@ fn leak(name: &str) -> &'static VlogSource {
     }))
 }
 
-/// The hash of the table of targets (rustc's Fx: a rotate, an xor and a
-/// multiply per eight bytes). A call whose level the bridge checks hashes
-/// its target, and std's SipHash made that check twice as dear; its
-/// resistance to chosen keys is not needed, the table holding at most
-/// MAX_TARGETS.
-#[derive(Default)]
-pub struct Fx(u64);
-
-impl Fx {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
+/// A target and its source, leaked: entries are never taken back (a
+/// reader may be reading one at any time).
+struct Entry {
+    target: Box<str>,
+    source: &'static VlogSource,
 }
 
-impl std::hash::Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
-    }
+/// The table of targets: open addressing over atomic pointers, twice
+/// MAX_TARGETS long, which a reader probes and a writer fills with one
+/// compare-and-swap. No lock: a fork while another thread names a target
+/// leaves the child nothing held (a lock would hang its first call), and a
+/// checked call pays no lock's atomics.
+const SLOTS: usize = 2 * MAX_TARGETS;
+static TABLE: [AtomicPtr<Entry>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+static TAKEN: AtomicUsize = AtomicUsize::new(0);
 
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().expect("eight bytes")));
-        }
-        let mut rest = [0u8; 8];
-        rest[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-        self.add(u64::from_le_bytes(rest) ^ bytes.len() as u64);
+/// rustc's Fx hash (a rotate, an xor and a multiply per eight bytes): a
+/// checked call hashes its target, and std's SipHash made that check twice
+/// as dear; its resistance to chosen keys is not needed for a table that
+/// holds at most MAX_TARGETS.
+fn fx(bytes: &[u8]) -> u64 {
+    let add = |h: u64, word: u64| (h.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    let mut h = 0;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        h = add(
+            h,
+            u64::from_le_bytes(chunk.try_into().expect("eight bytes")),
+        );
     }
-
-    fn write_u8(&mut self, b: u8) {
-        self.add(u64::from(b));
-    }
+    let mut rest = [0u8; 8];
+    rest[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    add(h, u64::from_le_bytes(rest) ^ bytes.len() as u64)
 }
 
-type Table = RwLock<HashMap<Box<str>, &'static VlogSource, std::hash::BuildHasherDefault<Fx>>>;
-
-fn table() -> &'static Table {
-    static TABLE: OnceLock<Table> = OnceLock::new();
-    TABLE.get_or_init(Default::default)
+fn shared() -> Named {
+    static SHARED: OnceLock<&'static VlogSource> = OnceLock::new();
+    Named {
+        source: SHARED.get_or_init(|| leak("rust")),
+        shared: true,
+    }
 }
 
 /// The source of `target`, made on its first call.
 pub fn named(target: &str) -> Named {
-    let table = table();
-    let found = table
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(target)
-        .copied();
-    if let Some(source) = found {
-        return Named {
-            source,
-            shared: false,
-        };
+    if target.len() > NAME_MAX {
+        return shared();
     }
-    let mut table = table.write().unwrap_or_else(|p| p.into_inner());
-    if let Some(&source) = table.get(target) {
-        return Named {
-            source,
-            shared: false,
-        };
-    }
-    if table.len() >= MAX_TARGETS {
-        static SHARED: OnceLock<&'static VlogSource> = OnceLock::new();
-        return Named {
-            source: SHARED.get_or_init(|| leak("rust")),
-            shared: true,
-        };
-    }
-    let source = leak(&source_name(target));
-    table.insert(target.into(), source);
-    Named {
-        source,
+    let own = |entry: *mut Entry| Named {
+        // SAFETY: entries are leaked when published, never freed.
+        source: unsafe { (*entry).source },
         shared: false,
+    };
+    // SAFETY: as above.
+    let is = |entry: *mut Entry| unsafe { &*(*entry).target } == target;
+    let mut made: Option<*mut Entry> = None;
+    let mut slot = fx(target.as_bytes()) as usize % SLOTS;
+    for _ in 0..SLOTS {
+        let found = TABLE[slot].load(Ordering::Acquire);
+        if !found.is_null() {
+            if is(found) {
+                if let Some(extra) = made {
+                    // SAFETY: never published: this thread's own.
+                    drop(unsafe { Box::from_raw(extra) });
+                    TAKEN.fetch_sub(1, Ordering::Relaxed);
+                }
+                return own(found);
+            }
+            slot = (slot + 1) % SLOTS;
+            continue;
+        }
+        let entry = match made {
+            Some(entry) => entry,
+            None => {
+                if TAKEN.fetch_add(1, Ordering::Relaxed) >= MAX_TARGETS {
+                    return shared();
+                }
+                let entry = Box::into_raw(Box::new(Entry {
+                    target: target.into(),
+                    source: leak(&source_name(target)),
+                }));
+                made = Some(entry);
+                entry
+            }
+        };
+        // Paired with the Acquire loads: the entry is whole when seen.
+        match TABLE[slot].compare_exchange(
+            std::ptr::null_mut(),
+            entry,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => return own(entry),
+            // Another thread filled it first: looked at again.
+            Err(_) => continue,
+        }
     }
+    shared()
 }
 
 /// Whether vlog keeps a record of priority `prio` from `source`: its level
@@ -163,6 +186,25 @@ mod tests {
         let long = "é".repeat(200);
         let cut = source_name(&long);
         assert!(cut.len() <= NAME_MAX && long.starts_with(&cut), "{cut}");
+    }
+
+    #[test]
+    fn a_long_target_shares_a_source() {
+        let long = "x".repeat(NAME_MAX + 1);
+        let n = named(&long);
+        assert!(n.shared);
+        assert!(std::ptr::eq(n.source, named(&long).source));
+    }
+
+    #[test]
+    fn threads_naming_one_target_get_one_source() {
+        let sources: Vec<usize> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| named("bridge::tests::race").source as *const _ as usize))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(sources.windows(2).all(|w| w[0] == w[1]), "{sources:?}");
     }
 
     #[test]

@@ -181,6 +181,11 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
+        // vlog not running (before it starts, or told so by
+        // vlog_shutdown): asking it would start it; each call asks instead.
+        if levels::lowest() == sys::UNKNOWN {
+            return Interest::sometimes();
+        }
         if wanted(metadata) {
             Interest::always()
         } else {
@@ -209,9 +214,15 @@ where
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
+        // Formatted before the span's extensions are locked: a value whose
+        // Debug logs inside this span reads them.
+        let mut new = SpanFields::default();
+        values.record(&mut new);
         let mut extensions = span.extensions_mut();
         if let Some(fields) = extensions.get_mut::<SpanFields>() {
-            values.record(fields);
+            for (name, value) in new.0 {
+                fields.set(name, value);
+            }
         }
     }
 

@@ -68,6 +68,133 @@ extern "C" {
         nfields: usize,
     ) -> c_int;
     fn vlog_flush() -> c_int;
+    fn vlog_set_filters(filters: *const c_char) -> c_int;
+    fn vlog_shutdown();
+}
+
+fn set_filters(filters: &std::ffi::CStr) {
+    // SAFETY: a NUL-terminated string.
+    assert_eq!(unsafe { vlog_set_filters(filters.as_ptr()) }, 0);
+}
+
+/// A value whose Debug logs (a field recorded into the span it is in).
+struct Loud;
+
+impl std::fmt::Debug for Loud {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        tracing::warn!(target: "app::loud", "logged from a field's Debug");
+        f.write_str("loud")
+    }
+}
+
+/// A layer beside vlog's that panics when a callsite's interest is asked
+/// again while PANIC_NOW is set: its panic is the program's.
+static PANIC_NOW: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+struct Panicky;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Panicky {
+    fn register_callsite(
+        &self,
+        _: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        if PANIC_NOW.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            panic!("another layer's panic, while vlog's watcher rebuilds");
+        }
+        tracing::subscriber::Interest::sometimes()
+    }
+}
+
+/// The cases after the common part, each its own child.
+fn more(case: &str) {
+    match case {
+        // A filter replaced by another of the same level: the callsite
+        // that was off is asked again.
+        "refilter" => {
+            let bar = |n: u32| tracing::debug!(target: "bar", n, "bar debug");
+            set_filters(c"1:foo 3:*");
+            bar(1);
+            set_filters(c"1:bar 3:*");
+            bar(2);
+        }
+        // A field recorded into the span it is in, its Debug logging.
+        "record" => {
+            let span = tracing::warn_span!("outer", x = tracing::field::Empty);
+            let _in = span.enter();
+            span.record("x", tracing::field::debug(Loud));
+            tracing::warn!(target: "app::loud", "after the record");
+        }
+        // Forks while other threads name new targets: every child logs.
+        "fork" => {
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| {
+                for t in 0..2 {
+                    let stop = &stop;
+                    s.spawn(move || {
+                        let mut i = 0u64;
+                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            // Always a new one (the table's writes).
+                            let target = format!("fork::t{t}::n{i}");
+                            log::warn!(target: &target, "naming");
+                            i += 1;
+                        }
+                    });
+                }
+                let mut failed = None;
+                for round in 0..200 {
+                    // SAFETY: the child only logs and leaves with _exit.
+                    let pid = unsafe { libc::fork() };
+                    assert!(pid >= 0);
+                    if pid == 0 {
+                        // SAFETY: alarm and _exit take no pointer.
+                        unsafe { libc::alarm(5) };
+                        log::warn!(target: "fork::child", round; "the child logs");
+                        unsafe { libc::_exit(0) };
+                    }
+                    let mut status = 0;
+                    // SAFETY: our own child.
+                    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+                    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+                        failed = Some((round, status));
+                        break;
+                    }
+                }
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                // (Said once the threads stopped: the scope waits for them.)
+                if let Some((round, status)) = failed {
+                    println!("child {round}: status {status:#x} (SIGALRM: it hung)");
+                    std::process::exit(1);
+                }
+            });
+            println!("forks ok");
+        }
+        // vlog_shutdown with the layer in: vlog does not start again (its
+        // output file stays closed) until a call is made.
+        "shutdown" => {
+            let path = std::env::var("OUT").unwrap();
+            let open = || {
+                std::fs::read_dir("/proc/self/fd")
+                    .unwrap()
+                    .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                    .any(|l| l == std::path::Path::new(&path))
+            };
+            // A callsite, which the rebuild vlog_shutdown makes asks again.
+            tracing::warn!(target: "app::x", "before the shutdown");
+            assert!(open(), "the output file is open while vlog runs");
+            // SAFETY: takes no pointer.
+            unsafe { vlog_shutdown() };
+            assert!(!open(), "vlog started again after vlog_shutdown");
+            println!("shutdown ok");
+        }
+        // A panic in another layer while vlog's watcher rebuilds tracing's
+        // interest is said by the program's hook.
+        "panic-in-watcher" => {
+            tracing::info!(target: "x", "a callsite, for the rebuild to ask again");
+            PANIC_NOW.store(true, std::sync::atomic::Ordering::SeqCst);
+            set_filters(c"1:x");
+        }
+        _ => {}
+    }
 }
 
 /// What a C call makes of the event the child's span and warning make: the
@@ -123,10 +250,27 @@ fn child() {
     let Ok(case) = std::env::var(CHILD) else {
         return;
     };
+    if case == "panic-in-watcher" {
+        // Installed before vlog's own, which goes in front of it.
+        let theirs = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            eprintln!("PROGRAM'S HOOK: {info}");
+            theirs(info)
+        }));
+    }
     vlog_bridge::log::init().expect("the log backend");
-    tracing_subscriber::registry()
-        .with(vlog_bridge::tracing::layer().expect("the tracing layer"))
-        .init();
+    let vlog = tracing_subscriber::registry()
+        .with(vlog_bridge::tracing::layer().expect("the tracing layer"));
+    // (Only where it is needed: a layer that says "sometimes" has every
+    // call asked, whatever vlog's layer said.)
+    if case == "panic-in-watcher" {
+        vlog.with(Panicky).init();
+    } else {
+        vlog.init();
+    }
+    if !matches!(case.as_str(), "json" | "journald" | "panic") {
+        return more(&case);
+    }
     let span = tracing::info_span!("request", request_id = 7, path = "/vm/1");
     {
         let _entered = span.enter();
@@ -307,5 +451,77 @@ fn the_programs_own_panics_keep_their_hook() {
     assert!(
         stderr.contains("the program's own panic, said by its own hook"),
         "vlog's hook took the program's panic: {stderr}"
+    );
+}
+
+#[test]
+fn a_filter_replaced_by_one_of_the_same_level_is_followed() {
+    let (_, out) = run_child("refilter", &[("VLOG_OUTPUTS", "1:json:stderr")]);
+    let all = text(&out.stderr);
+    assert!(out.status.success(), "{}: {all}", out.status);
+    let bar = source_lines(&all, "bar");
+    assert_eq!(bar.len(), 1, "{all}");
+    assert!(bar[0].contains("\"fields\":{\"n\":2}"), "{all}");
+}
+
+#[test]
+fn a_span_field_whose_debug_logs_records_no_deadlock() {
+    let (_, out) = run_child("record", &[("VLOG_OUTPUTS", "1:json:stderr")]);
+    let all = text(&out.stderr);
+    assert!(out.status.success(), "{}: {all}", out.status);
+    let loud = source_lines(&all, "app.loud");
+    assert_eq!(loud.len(), 2, "{all}");
+    assert!(loud[1].contains("\"x\":\"loud\""), "{all}");
+}
+
+#[test]
+fn a_child_forked_while_targets_are_named_logs() {
+    let (_, out) = run_child("fork", &[("VLOG_OUTPUTS", "4:stderr")]);
+    assert!(
+        out.status.success() && text(&out.stdout).contains("forks ok"),
+        "{}: {}{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn vlog_shutdown_with_the_layer_leaves_vlog_stopped() {
+    let path =
+        std::env::temp_dir().join(format!("vlog-bridge-shutdown-{}.log", std::process::id()));
+    let spec = format!("1:file:{}", path.display());
+    let out = {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        for (key, _) in std::env::vars() {
+            if key.starts_with("VLOG_") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
+            .env(CHILD, "shutdown")
+            .env("OUT", &path)
+            .env("VLOG_OUTPUTS", &spec)
+            .output()
+            .unwrap()
+    };
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        out.status.success() && text(&out.stdout).contains("shutdown ok"),
+        "{}: {}{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_panic_while_the_watcher_rebuilds_is_the_programs() {
+    let (_, out) = run_child("panic-in-watcher", &[("VLOG_OUTPUTS", "4:stderr")]);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("PROGRAM'S HOOK: ") && stderr.contains("another layer's panic"),
+        "{}: {stderr}",
+        out.status
     );
 }
