@@ -90,6 +90,10 @@
 
 #[cfg(feature = "embedded")]
 use vlog as _;
+// The unit tests link the core too (a dev-dependency): the functions the
+// bridge declares are defined there.
+#[cfg(test)]
+use vlog as _;
 
 mod fields;
 mod levels;

@@ -497,20 +497,8 @@ fn vlog_shutdown_with_the_layer_leaves_vlog_stopped() {
     let path =
         std::env::temp_dir().join(format!("vlog-bridge-shutdown-{}.log", std::process::id()));
     let spec = format!("1:file:{}", path.display());
-    let out = {
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
-        for (key, _) in std::env::vars() {
-            if key.starts_with("VLOG_") {
-                cmd.env_remove(key);
-            }
-        }
-        cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
-            .env(CHILD, "shutdown")
-            .env("OUT", &path)
-            .env("VLOG_OUTPUTS", &spec)
-            .output()
-            .unwrap()
-    };
+    let out_path = path.to_str().unwrap();
+    let (_, out) = run_child("shutdown", &[("OUT", out_path), ("VLOG_OUTPUTS", &spec)]);
     let _ = std::fs::remove_file(&path);
     assert!(
         out.status.success() && text(&out.stdout).contains("shutdown ok"),
