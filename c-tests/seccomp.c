@@ -80,6 +80,14 @@ static void say(const char *kind)
     fflush(stdout);
 }
 
+/* A levels' watcher that logs: under the filter, what the configuration
+ * call and its watchers make is the documented lists' (vlog(7)). */
+static void told(int lowest, void *arg)
+{
+    (void)arg;
+    VLOG_WARN("told the lowest level kept: %d", lowest);
+}
+
 int main(int argc, char **argv)
 {
     char spec[600];
@@ -119,6 +127,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < 30; i++)
         VLOG_DEBUG("context record %d", i);
     VLOG_ERROR("an error with its context");
+    say("watch levels");
+    CHECK(vlog_watch_levels(told, NULL) == 0);
+    CHECK(vlog_set_filters("1:test 3:*") == 0);
+    CHECK(vlog_set_filters("") == 0);
     say("reopen");
     CHECK(vlog_reopen() == 0);
     VLOG_ERROR("after the reopen");

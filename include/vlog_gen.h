@@ -530,12 +530,11 @@ int vlog_set_filters(const char *filters);
 
 /**
  * Has `watcher(lowest, arg)` called now and after every change of the
- * levels, `lowest` changed or not (vlog_init, vlog_set_level,
- * vlog_set_filters, vlog_set_outputs, vlog_shutdown, the control socket,
- * the configuration file read again; a cache of each source's decision
- * asks again),
- * for a cache of vlog's levels kept outside it that decides whether a call
- * reaches vlog at all: the Rust bridge keeps `log`'s max level and
+ * levels (vlog_init, vlog_set_level, vlog_set_filters, vlog_set_outputs,
+ * vlog_shutdown, the control socket, the configuration file read again),
+ * `lowest` changed or not, for a cache of vlog's levels kept outside it
+ * that decides whether a call reaches vlog at all, and asks vlog again
+ * on each change: the Rust bridge keeps `log`'s max level and
  * `tracing`'s interest with it (vlog(7), RUST). `lowest` is the lowest
  * priority any source's records are kept at, the default level's or a
  * source filter's (1, debug, to 4, error; 5: none; 0: unknown, vlog is

@@ -39,16 +39,8 @@ fn threads_at_full_rate_keep_the_ring_intact_and_counted() {
 
 #[test]
 fn a_signal_handler_that_logs_inside_any_entry_point_never_deadlocks() {
-    let exe = build("reentrant", Link::Static);
-    let out = run(&exe, &[]);
-    assert_ok("reentrant", &out);
     // Under AddressSanitizer the part that interposes malloc is left out.
-    for line in text(&out.stdout)
-        .lines()
-        .filter(|l| l.starts_with("skipped"))
-    {
-        say_skipped(line);
-    }
+    check_saying_skips("reentrant");
 }
 
 /// A cancel pending during any call acts as the call returns, never inside
@@ -214,7 +206,8 @@ fn a_small_stack_suffices_for_every_kind_of_call() {
 
 /// A daemon under seccomp: with a filter that allows exactly the system
 /// calls vlog(7) lists for a written line and for exit, on every thread,
-/// every kind of logging call, a flush and exit(0) pass, with the writer
+/// every kind of logging call, a levels' watcher that logs told of a
+/// change of the filters, a flush and exit(0) pass, with the writer
 /// thread and with `VLOG_WRITER=caller` (a call outside the list would
 /// kill the process with SIGSYS, and the kind it was in is said).
 #[test]
