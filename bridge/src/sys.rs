@@ -15,8 +15,8 @@ pub struct VlogSource {
     pub name_len: usize,
 }
 
-// SAFETY: `level` is atomic; `name` points at a string leaked with the
-// source, never written.
+// SAFETY: `level` is atomic; `name` points at a string that lives as long
+// as the source, never written.
 unsafe impl Sync for VlogSource {}
 
 /// vlog.h's `vlog_field`.

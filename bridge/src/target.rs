@@ -61,11 +61,28 @@ fn leak(name: &str) -> &'static VlogSource {
     }))
 }
 
-/// A target and its source, leaked: entries are never taken back (a
-/// reader may be reading one at any time).
+/// A target and its source. Leaked once published: entries are never
+/// taken back (a reader may be reading one at any time). One a thread made
+/// but lost to another's for the same target is freed whole, its source
+/// included, which vlog never saw.
 struct Entry {
     target: Box<str>,
-    source: &'static VlogSource,
+    source: VlogSource,
+    /// `source.name`'s bytes, NUL-terminated.
+    _name: Box<[u8]>,
+}
+
+fn entry(target: &str) -> *mut Entry {
+    let name: Box<[u8]> = source_name(target).bytes().chain([0]).collect();
+    Box::into_raw(Box::new(Entry {
+        target: target.into(),
+        source: VlogSource {
+            level: AtomicI32::new(sys::UNKNOWN),
+            name: name.as_ptr().cast(),
+            name_len: name.len() - 1,
+        },
+        _name: name,
+    }))
 }
 
 /// The table of targets: open addressing over atomic pointers, twice
@@ -111,7 +128,7 @@ pub fn named(target: &str) -> Named {
     }
     let own = |entry: *mut Entry| Named {
         // SAFETY: entries are leaked when published, never freed.
-        source: unsafe { (*entry).source },
+        source: unsafe { &(*entry).source },
         shared: false,
     };
     // SAFETY: as above.
@@ -138,10 +155,7 @@ pub fn named(target: &str) -> Named {
                 if TAKEN.fetch_add(1, Ordering::Relaxed) >= MAX_TARGETS {
                     return shared();
                 }
-                let entry = Box::into_raw(Box::new(Entry {
-                    target: target.into(),
-                    source: leak(&source_name(target)),
-                }));
+                let entry = entry(target);
                 made = Some(entry);
                 entry
             }
@@ -198,13 +212,28 @@ mod tests {
 
     #[test]
     fn threads_naming_one_target_get_one_source() {
-        let sources: Vec<usize> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..8)
-                .map(|_| s.spawn(|| named("bridge::tests::race").source as *const _ as usize))
+        // Started together, so threads race to publish each target: a
+        // loser's entry must come back whole (the leak checker says if not).
+        const THREADS: usize = 8;
+        let start = std::sync::Barrier::new(THREADS);
+        let seen: Vec<Vec<usize>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        (0..64)
+                            .map(|i| {
+                                let n = named(&format!("bridge::tests::race{i}"));
+                                assert!(!n.shared);
+                                n.source as *const _ as usize
+                            })
+                            .collect()
+                    })
+                })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        assert!(sources.windows(2).all(|w| w[0] == w[1]), "{sources:?}");
+        assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
     }
 
     #[test]
