@@ -68,20 +68,34 @@ fn leak(name: &str) -> &'static VlogSource {
 struct Entry {
     target: Box<str>,
     source: VlogSource,
-    /// `source.name`'s bytes, NUL-terminated.
-    _name: Box<[u8]>,
+    /// `source.name`'s bytes, NUL-terminated, from `Box::into_raw`: held
+    /// raw, so moving the entry never retags the box `source.name` reads.
+    name: *mut [u8],
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        // SAFETY: from Box::into_raw in `entry`, freed only here; an
+        // entry is dropped only if never published, so nothing reads it.
+        drop(unsafe { Box::from_raw(self.name) });
+    }
 }
 
 fn entry(target: &str) -> *mut Entry {
-    let name: Box<[u8]> = source_name(target).bytes().chain([0]).collect();
+    let name = Box::into_raw(
+        source_name(target)
+            .bytes()
+            .chain([0])
+            .collect::<Box<[u8]>>(),
+    );
     Box::into_raw(Box::new(Entry {
         target: target.into(),
         source: VlogSource {
             level: AtomicI32::new(sys::UNKNOWN),
-            name: name.as_ptr().cast(),
+            name: name.cast::<std::ffi::c_char>(),
             name_len: name.len() - 1,
         },
-        _name: name,
+        name,
     }))
 }
 
