@@ -316,6 +316,19 @@ fn without(line: &str, keys: &[&str]) -> String {
     line
 }
 
+/// Runs the child `case` with every record as JSON on stderr (and `env`),
+/// requires its success, and returns that stderr.
+fn json_child(case: &str, env: &[(&str, &str)]) -> String {
+    let env: Vec<_> = [("VLOG_OUTPUTS", "1:json:stderr")]
+        .into_iter()
+        .chain(env.iter().copied())
+        .collect();
+    let (_, out) = run_child(case, &env);
+    let all = text(&out.stderr);
+    assert!(out.status.success(), "{}: {all}", out.status);
+    all
+}
+
 fn source_lines<'a>(all: &'a str, source: &str) -> Vec<&'a str> {
     let key = format!("\"source\":\"{source}\"");
     all.lines().filter(|l| l.contains(&key)).collect()
@@ -323,15 +336,7 @@ fn source_lines<'a>(all: &'a str, source: &str) -> Vec<&'a str> {
 
 #[test]
 fn tracing_and_log_records_are_json_as_a_c_records() {
-    let (_, out) = run_child(
-        "json",
-        &[
-            ("VLOG_OUTPUTS", "1:json:stderr"),
-            ("VLOG_FILTERS", "1:app.disk"),
-        ],
-    );
-    let all = text(&out.stderr);
-    assert!(out.status.success(), "{}: {all}", out.status);
+    let all = json_child("json", &[("VLOG_FILTERS", "1:app.disk")]);
     let disk = source_lines(&all, "app.disk");
     assert_eq!(disk.len(), 4, "{all}");
     // The event with its span's fields, as the C call with those fields.
@@ -462,9 +467,7 @@ fn the_programs_own_panics_keep_their_hook() {
 
 #[test]
 fn a_filter_replaced_by_one_of_the_same_level_is_followed() {
-    let (_, out) = run_child("refilter", &[("VLOG_OUTPUTS", "1:json:stderr")]);
-    let all = text(&out.stderr);
-    assert!(out.status.success(), "{}: {all}", out.status);
+    let all = json_child("refilter", &[]);
     let bar = source_lines(&all, "bar");
     assert_eq!(bar.len(), 1, "{all}");
     assert!(bar[0].contains("\"fields\":{\"n\":2}"), "{all}");
@@ -472,9 +475,7 @@ fn a_filter_replaced_by_one_of_the_same_level_is_followed() {
 
 #[test]
 fn a_span_field_whose_debug_logs_records_no_deadlock() {
-    let (_, out) = run_child("record", &[("VLOG_OUTPUTS", "1:json:stderr")]);
-    let all = text(&out.stderr);
-    assert!(out.status.success(), "{}: {all}", out.status);
+    let all = json_child("record", &[]);
     let loud = source_lines(&all, "app.loud");
     assert_eq!(loud.len(), 2, "{all}");
     assert!(loud[1].contains("\"x\":\"loud\""), "{all}");
